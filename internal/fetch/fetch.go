@@ -1,0 +1,74 @@
+// Package fetch reads registries: a tree listing (paths and content hashes)
+// and file contents by content hash, from GitHub or from a local directory.
+//
+// Every source names file contents by their git blob SHA-1, whether or not
+// they live in git, so a local mirror of a GitHub registry lists exactly the
+// same hashes as GitHub does and content digests computed from a listing are
+// the same for every source. Because blobs are content-addressed they never
+// change and are cached forever (see Cache).
+package fetch
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"strconv"
+)
+
+// Entry is one file of a tree listing.
+type Entry struct {
+	// Path is slash-separated and relative to the registry root.
+	Path string `json:"path"`
+	// SHA is the git blob SHA-1 of the content, in lower-case hex.
+	SHA string `json:"sha"`
+	// Size is the content length in bytes.
+	Size int64 `json:"size"`
+}
+
+// Tree is a listing of every file of a registry at one version.
+type Tree struct {
+	// Version identifies the listed state: a commit SHA for GitHub, a hash
+	// of the listing for a local directory.
+	Version string `json:"version"`
+	// ETag is the validator of the request that produced Version, used to
+	// make the next refresh conditional. It may be empty.
+	ETag string `json:"etag,omitempty"`
+	// Entries are sorted by Path.
+	Entries []Entry `json:"entries"`
+}
+
+// A Source lists and reads one registry.
+//
+// Tree returns derrors.NotModified (wrapped) when the registry has not
+// changed since prev; prev may be nil. Blob returns the content whose git
+// blob SHA is sha, or derrors.NotFound.
+type Source interface {
+	Tree(ctx context.Context, prev *Tree) (*Tree, error)
+	Blob(ctx context.Context, sha string) ([]byte, error)
+}
+
+// BlobSHA returns the git blob SHA-1 of content, the hash git and GitHub
+// use to name it.
+func BlobSHA(content []byte) string {
+	h := sha1.New()
+	h.Write([]byte("blob "))
+	h.Write([]byte(strconv.Itoa(len(content))))
+	h.Write([]byte{0})
+	h.Write(content)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// validSHA reports whether s looks like a hex SHA-1, so that a caller's
+// string never reaches a file path or URL unchecked.
+func validSHA(s string) bool {
+	if len(s) != 40 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,557 @@
+// Package index turns a registry's tree listing into its collections,
+// templates and versions, with lint findings for everything that breaks the
+// registry conventions.
+//
+// A registry has an unnamed root collection, a collection for each top-level
+// directory, and the collections that registry.yaml at its root maps to other
+// paths. A collection holds template directories; a template directory holds
+// version directories (v1, v1.2, v1.2.3, v2.0.0-rc.1); a version directory
+// holds one top-level template file named for the template, an optional
+// schema, example.yaml and helpers. Building an index reads only the listing
+// (paths and content hashes) and registry.yaml, never file contents, so a
+// GitHub registry is indexed in a few requests.
+package index
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/mod/semver"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/fetch"
+)
+
+// MetadataFile is the registry metadata file at the root of a registry.
+const MetadataFile = "registry.yaml"
+
+// ExampleFile is the example configuration every version should carry.
+const ExampleFile = "example.yaml"
+
+// SchemaSuffix is appended to a template file's name to name its schema.
+const SchemaSuffix = ".schema"
+
+// Severity grades a lint finding.
+type Severity string
+
+// Severities of findings. Errors make `dm lint` fail.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+)
+
+// A Finding is one lint result.
+type Finding struct {
+	Path     string   `json:"path"`
+	Severity Severity `json:"severity"`
+	Message  string   `json:"message"`
+}
+
+func (f Finding) String() string {
+	return fmt.Sprintf("%s: %s: %s", f.Path, f.Severity, f.Message)
+}
+
+// Language is the template language, chosen by the template file's
+// extension.
+type Language string
+
+// Template languages.
+const (
+	Jinja     Language = "jinja"
+	Python    Language = "python"
+	GoTmpl    Language = "gotmpl"
+	OpenShift Language = "openshift"
+)
+
+// codeExts are extensions of template files that are templates whatever
+// their content; dataExts name an OpenShift Template only when no code
+// template of the same name exists (DM shipped redis.yaml example
+// configurations next to redis.jinja).
+var (
+	codeExts = map[string]Language{".jinja": Jinja, ".py": Python, ".gotmpl": GoTmpl}
+	dataExts = []string{".yaml", ".yml", ".json"}
+)
+
+// LanguageOf returns the language of a template file by its extension and
+// whether it has one. A .yaml/.yml/.json file is reported as OpenShift.
+func LanguageOf(name string) (Language, bool) {
+	ext := path.Ext(name)
+	if l, ok := codeExts[ext]; ok {
+		return l, true
+	}
+	for _, e := range dataExts {
+		if ext == e {
+			return OpenShift, true
+		}
+	}
+	return "", false
+}
+
+// Version is one version directory of a template.
+type Version struct {
+	// Name is the directory name as written (v1); Semver is its canonical
+	// form (v1.0.0).
+	Name   string `json:"name"`
+	Semver string `json:"version"`
+	// Ref is the canonical reference that names this version.
+	Ref string `json:"ref"`
+	// Path is the version directory's path in the registry.
+	Path string `json:"path"`
+	// Files lists the directory's files, paths relative to Path, sorted.
+	Files []fetch.Entry `json:"files"`
+	// Template is the top-level template file, relative to Path; empty when
+	// Problem says why there is none.
+	Template string   `json:"template,omitempty"`
+	Language Language `json:"language,omitempty"`
+	Schema   string   `json:"schema,omitempty"`
+	Example  string   `json:"example,omitempty"`
+	// Digest is sha256 over the sorted relative paths and content hashes.
+	Digest string `json:"digest"`
+	// Problem, when set, makes the version unusable (no or several
+	// template files).
+	Problem string `json:"problem,omitempty"`
+	// Findings are the lint findings under Path.
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// Prerelease reports whether v is a pre-release version.
+func (v *Version) Prerelease() bool { return semver.Prerelease(v.Semver) != "" }
+
+// File returns the entry of the file at rel, relative to the version
+// directory.
+func (v *Version) File(rel string) (fetch.Entry, bool) {
+	i := sort.Search(len(v.Files), func(i int) bool { return v.Files[i].Path >= rel })
+	if i < len(v.Files) && v.Files[i].Path == rel {
+		return v.Files[i], true
+	}
+	return fetch.Entry{}, false
+}
+
+// Template is a template directory.
+type Template struct {
+	Name       string `json:"name"`
+	Collection string `json:"collection"`
+	Path       string `json:"path"`
+	// Versions are sorted by semantic version, lowest first; directories
+	// naming the same version (v1 and v1.0.0) are adjacent.
+	Versions []*Version `json:"versions"`
+}
+
+// Collection is a directory holding template directories.
+type Collection struct {
+	// Name is empty for the root collection.
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Mapped reports that registry.yaml placed the collection.
+	Mapped    bool                 `json:"mapped,omitempty"`
+	Templates map[string]*Template `json:"-"`
+}
+
+// Names returns the collection's template names, sorted.
+func (c *Collection) Names() []string {
+	names := make([]string, 0, len(c.Templates))
+	for n := range c.Templates {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Metadata is the content of registry.yaml.
+//
+//	collections:
+//	  apps: stacks/apps   # collection name -> directory in the registry
+type Metadata struct {
+	Collections map[string]string `json:"collections"`
+}
+
+// Snapshot is an immutable index of one registry at one version.
+type Snapshot struct {
+	// Registry is the reference prefix, such as github.com/acme/templates.
+	Registry string `json:"registry"`
+	// Tree is the listing the snapshot was built from.
+	Tree *fetch.Tree `json:"-"`
+	// Metadata is the raw registry.yaml, if any.
+	Metadata []byte `json:"-"`
+	// Collections by name; "" is the root collection.
+	Collections map[string]*Collection `json:"-"`
+	Findings    []Finding              `json:"findings"`
+	Built       time.Time              `json:"built"`
+	// Templates and Versions count what the snapshot holds.
+	Templates, Versions int
+}
+
+// Template returns the named template of a collection.
+func (s *Snapshot) Template(collection, name string) (*Template, bool) {
+	c, ok := s.Collections[collection]
+	if !ok {
+		return nil, false
+	}
+	t, ok := c.Templates[name]
+	return t, ok
+}
+
+// CollectionNames returns the collection names, sorted, the root ("") first.
+func (s *Snapshot) CollectionNames() []string {
+	names := make([]string, 0, len(s.Collections))
+	for n := range s.Collections {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// AllTemplates returns every template, sorted by collection then name.
+func (s *Snapshot) AllTemplates() []*Template {
+	var ts []*Template
+	for _, c := range s.CollectionNames() {
+		col := s.Collections[c]
+		for _, n := range col.Names() {
+			ts = append(ts, col.Templates[n])
+		}
+	}
+	return ts
+}
+
+// Errors returns the number of error findings.
+func (s *Snapshot) Errors() int {
+	n := 0
+	for _, f := range s.Findings {
+		if f.Severity == Error {
+			n++
+		}
+	}
+	return n
+}
+
+// dir is a directory of the listing.
+type dir struct {
+	path  string
+	dirs  map[string]*dir
+	files map[string]fetch.Entry // by base name; direct children only
+}
+
+func (d *dir) childNames() []string {
+	names := make([]string, 0, len(d.dirs))
+	for n := range d.dirs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Build indexes tree for the registry named by prefix. meta is the content
+// of registry.yaml, or nil. Build never fails on a bad registry: what is
+// wrong becomes findings, and what is usable is indexed.
+func Build(prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
+	b := &builder{
+		s: &Snapshot{
+			Registry:    prefix,
+			Tree:        tree,
+			Metadata:    meta,
+			Collections: map[string]*Collection{},
+			Built:       time.Now(),
+		},
+		entries:   tree.Entries,
+		templates: map[string]bool{},
+	}
+	b.root = b.tree()
+	b.collections()
+	b.undiscoverable()
+	sort.SliceStable(b.s.Findings, func(i, j int) bool { return b.s.Findings[i].Path < b.s.Findings[j].Path })
+	return b.s
+}
+
+type builder struct {
+	s         *Snapshot
+	entries   []fetch.Entry
+	root      *dir
+	templates map[string]bool // paths of indexed template directories
+}
+
+func (b *builder) find(sev Severity, p, format string, args ...any) Finding {
+	f := Finding{Path: p, Severity: sev, Message: fmt.Sprintf(format, args...)}
+	b.s.Findings = append(b.s.Findings, f)
+	return f
+}
+
+func (b *builder) tree() *dir {
+	root := &dir{dirs: map[string]*dir{}, files: map[string]fetch.Entry{}}
+	dirs := map[string]*dir{"": root}
+	var ensure func(p string) *dir
+	ensure = func(p string) *dir {
+		if d, ok := dirs[p]; ok {
+			return d
+		}
+		parent, name := "", p
+		if i := strings.LastIndexByte(p, '/'); i >= 0 {
+			parent, name = p[:i], p[i+1:]
+		}
+		d := &dir{path: p, dirs: map[string]*dir{}, files: map[string]fetch.Entry{}}
+		dirs[p] = d
+		ensure(parent).dirs[name] = d
+		return d
+	}
+	for _, e := range b.entries {
+		parent, name := "", e.Path
+		if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
+			parent, name = e.Path[:i], e.Path[i+1:]
+		}
+		ensure(parent).files[name] = e
+	}
+	return root
+}
+
+func (b *builder) lookup(p string) *dir {
+	d := b.root
+	if p == "" {
+		return d
+	}
+	for _, part := range strings.Split(p, "/") {
+		if d = d.dirs[part]; d == nil {
+			return nil
+		}
+	}
+	return d
+}
+
+func (b *builder) collections() {
+	paths := map[string]string{"": ""}
+	mapped := map[string]bool{}
+	for _, name := range b.root.childNames() {
+		paths[name] = name
+	}
+	if b.s.Metadata != nil {
+		var m Metadata
+		if err := yaml.UnmarshalStrict(b.s.Metadata, &m); err != nil {
+			b.find(Error, MetadataFile, "cannot parse: %v; collections fall back to top-level directories", err)
+		}
+		for name, p := range m.Collections {
+			clean := strings.Trim(path.Clean("/"+p), "/")
+			switch {
+			case name == "" || strings.Contains(name, "/"):
+				b.find(Error, MetadataFile, "collection name %q: must be non-empty and contain no slash", name)
+				continue
+			case p == "" || strings.Contains(p, ".."):
+				b.find(Error, MetadataFile, "collection %q: path %q must be a directory inside the registry", name, p)
+				continue
+			case b.lookup(clean) == nil:
+				b.find(Warning, MetadataFile, "collection %q: path %q does not exist", name, p)
+				continue
+			}
+			paths[name] = clean
+			mapped[name] = true
+		}
+	}
+	for name, p := range paths {
+		d := b.lookup(p)
+		if d == nil {
+			continue
+		}
+		c := &Collection{Name: name, Path: p, Mapped: mapped[name], Templates: map[string]*Template{}}
+		for _, tn := range d.childNames() {
+			td := d.dirs[tn]
+			if !isTemplateDir(tn, td) {
+				continue
+			}
+			if t := b.template(c, tn, td); len(t.Versions) > 0 {
+				c.Templates[tn] = t
+			}
+		}
+		if len(c.Templates) > 0 || name == "" || mapped[name] {
+			b.s.Collections[name] = c
+			b.s.Templates += len(c.Templates)
+			for _, t := range c.Templates {
+				b.s.Versions += len(t.Versions)
+			}
+		}
+	}
+}
+
+// isTemplateDir reports whether d, named name, looks like a template
+// directory: a child is a version directory, or holds a file named for the
+// template.
+func isTemplateDir(name string, d *dir) bool {
+	for vn, vd := range d.dirs {
+		if IsVersion(vn) {
+			return true
+		}
+		for fn := range vd.files {
+			if strings.TrimSuffix(fn, path.Ext(fn)) == name {
+				if _, ok := LanguageOf(fn); ok {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// IsVersion reports whether name is a valid version directory name:
+// v + MAJOR[.MINOR[.PATCH]], optionally with a pre-release.
+func IsVersion(name string) bool {
+	return semver.IsValid(name) && semver.Build(name) == ""
+}
+
+func (b *builder) template(c *Collection, name string, d *dir) *Template {
+	t := &Template{Name: name, Collection: c.Name, Path: d.path}
+	b.templates[d.path] = true
+	for _, vn := range d.childNames() {
+		vd := d.dirs[vn]
+		if !IsVersion(vn) {
+			b.find(Error, vd.path, "version directory name %q is not a version (want v<MAJOR>[.<MINOR>[.<PATCH>]], such as v1.2.3)", vn)
+			continue
+		}
+		t.Versions = append(t.Versions, b.version(c, name, vn, vd))
+	}
+	sort.SliceStable(t.Versions, func(i, j int) bool {
+		if c := semver.Compare(t.Versions[i].Semver, t.Versions[j].Semver); c != 0 {
+			return c < 0
+		}
+		return t.Versions[i].Name < t.Versions[j].Name
+	})
+	for i := 1; i < len(t.Versions); i++ {
+		a, v := t.Versions[i-1], t.Versions[i]
+		if a.Semver == v.Semver {
+			f := b.find(Error, v.Path, "duplicate version: %s and %s are both %s", a.Name, v.Name, v.Semver)
+			a.Findings = append(a.Findings, f)
+			v.Findings = append(v.Findings, f)
+		}
+	}
+	return t
+}
+
+// canonicalVersion expands v1 to v1.0.0 and v1.2-rc.1 to v1.2.0-rc.1.
+func canonicalVersion(v string) string {
+	c := semver.Canonical(v)
+	if c == "" {
+		return v
+	}
+	return c
+}
+
+func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
+	v := &Version{Name: name, Semver: canonicalVersion(name), Path: d.path}
+	v.Ref = RefString(b.s.Registry, c.Name, tmpl, v.Semver)
+	// Entries under a directory are contiguous in a sorted listing.
+	prefix := d.path + "/"
+	lo := sort.Search(len(b.entries), func(i int) bool { return b.entries[i].Path >= prefix })
+	hi := lo
+	for hi < len(b.entries) && strings.HasPrefix(b.entries[hi].Path, prefix) {
+		hi++
+	}
+	v.Files = make([]fetch.Entry, 0, hi-lo)
+	for _, e := range b.entries[lo:hi] {
+		e.Path = e.Path[len(prefix):]
+		v.Files = append(v.Files, e)
+	}
+	v.Digest = Digest(v.Files)
+
+	note := func(sev Severity, format string, args ...any) {
+		v.Findings = append(v.Findings, b.find(sev, d.path, format, args...))
+	}
+	var code, data []string
+	for fn := range d.files {
+		base, ext := strings.TrimSuffix(fn, path.Ext(fn)), path.Ext(fn)
+		if base != tmpl {
+			continue
+		}
+		if _, ok := codeExts[ext]; ok {
+			code = append(code, fn)
+		} else if l, ok := LanguageOf(fn); ok && l == OpenShift {
+			data = append(data, fn)
+		}
+	}
+	sort.Strings(code)
+	sort.Strings(data)
+	switch {
+	case len(code) == 1:
+		v.Template = code[0]
+	case len(code) > 1:
+		v.Problem = fmt.Sprintf("several template files: %s", strings.Join(code, ", "))
+	case len(data) == 1:
+		v.Template = data[0]
+	case len(data) > 1:
+		v.Problem = fmt.Sprintf("several template files: %s", strings.Join(data, ", "))
+	default:
+		v.Problem = fmt.Sprintf("no template file (want %[1]s.jinja, %[1]s.py, %[1]s.gotmpl, or a kind: Template %[1]s.yaml)", tmpl)
+	}
+	if v.Problem != "" {
+		note(Error, "%s", v.Problem)
+	} else {
+		v.Language, _ = LanguageOf(v.Template)
+	}
+	for fn := range d.files {
+		if !strings.HasSuffix(fn, SchemaSuffix) {
+			continue
+		}
+		target := strings.TrimSuffix(fn, SchemaSuffix)
+		switch {
+		case target == v.Template:
+			v.Schema = fn
+		case v.Template == "":
+			note(Error, "schema %s has no template file to describe", fn)
+		default:
+			note(Error, "schema %s is named for %s, not for the template file %s (want %s%s)", fn, target, v.Template, v.Template, SchemaSuffix)
+		}
+	}
+	if _, ok := d.files[ExampleFile]; ok {
+		v.Example = ExampleFile
+	} else {
+		note(Warning, "no %s: every version should carry an example configuration", ExampleFile)
+	}
+	return v
+}
+
+// undiscoverable warns about template directories that no collection
+// reaches, since no reference can name them.
+func (b *builder) undiscoverable() {
+	var walk func(d *dir, depth int)
+	walk = func(d *dir, depth int) {
+		for _, n := range d.childNames() {
+			c := d.dirs[n]
+			if depth > 0 && !b.templates[c.path] && isTemplateDir(n, c) && hasVersionDir(c) {
+				b.find(Warning, c.path, "template directory %s is not at the root of a collection, so no reference reaches it (map its parent in %s)", n, MetadataFile)
+			}
+			walk(c, depth+1)
+		}
+	}
+	walk(b.root, 0)
+}
+
+func hasVersionDir(d *dir) bool {
+	for n := range d.dirs {
+		if IsVersion(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// RefString formats a canonical registry reference.
+func RefString(registry, collection, template, version string) string {
+	var sb strings.Builder
+	sb.Grow(len(registry) + len(collection) + len(template) + len(version) + 3)
+	sb.WriteString(registry)
+	sb.WriteByte('/')
+	if collection != "" {
+		sb.WriteString(collection)
+		sb.WriteByte('/')
+	}
+	sb.WriteString(template)
+	if version != "" {
+		sb.WriteByte(':')
+		sb.WriteString(version)
+	}
+	return sb.String()
+}
+
+// Digest returns the content digest of a version directory's files: sha256
+// over each relative path and content hash, in path order. It depends only on
+// content, so it is the same from every source and across restarts.
+func Digest(files []fetch.Entry) string {
+	return "sha256:" + fetch.ListingHash(files)
+}

@@ -1,0 +1,266 @@
+package index
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
+)
+
+// A Registry keeps the current Snapshot of one source fresh. Snapshots are
+// immutable and swapped atomically: readers never lock, and a refresh that
+// fails leaves the last good snapshot in place. With a cache directory, each
+// good snapshot's input (the listing and registry.yaml) is persisted, so a
+// restarted process serves at once without asking the source.
+type Registry struct {
+	// Name is the reference prefix the registry answers to, such as
+	// github.com/acme/templates.
+	Name string
+	// Source is where the registry is read; Kind describes it ("github",
+	// "local") and Location where it is, for display. Neither holds secrets.
+	Source   fetch.Source
+	Kind     string
+	Location string
+	// CacheDir, if set, holds persisted snapshots.
+	CacheDir string
+	Logger   *slog.Logger
+	// OnIndex, if set, is called after every refresh attempt with its result
+	// ("ok", "unchanged", "error") and duration.
+	OnIndex func(registry, result string, d time.Duration)
+
+	snap      atomic.Pointer[Snapshot]
+	refreshMu sync.Mutex
+
+	mu     sync.Mutex
+	status Status
+}
+
+// Status describes the registry's freshness.
+type Status struct {
+	LastAttempt time.Time `json:"lastAttempt,omitzero"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	LastError   string    `json:"lastError,omitempty"`
+	// RetryAt is when the source asked to be left alone until.
+	RetryAt time.Time `json:"retryAt,omitzero"`
+	// FromCache reports that the current snapshot was loaded from disk and
+	// not yet confirmed by the source.
+	FromCache bool `json:"fromCache,omitempty"`
+}
+
+// Snapshot returns the current snapshot, or nil before the first index.
+func (r *Registry) Snapshot() *Snapshot { return r.snap.Load() }
+
+// Status returns the registry's freshness.
+func (r *Registry) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+func (r *Registry) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+// Blob returns a file's content by its SHA.
+func (r *Registry) Blob(ctx context.Context, sha string) ([]byte, error) {
+	return r.Source.Blob(ctx, sha)
+}
+
+// Refresh asks the source for its current listing and, if it changed,
+// builds and installs a new snapshot. Concurrent calls are serialised, so a
+// caller that returns has seen a refresh that started after it called.
+func (r *Registry) Refresh(ctx context.Context) error {
+	r.refreshMu.Lock()
+	defer r.refreshMu.Unlock()
+	start := time.Now()
+	result, err := r.refresh(ctx)
+	d := time.Since(start)
+	r.mu.Lock()
+	r.status.LastAttempt = start
+	if err != nil {
+		r.status.LastError = err.Error()
+		var re interface{ RetryAfter() time.Duration }
+		if errors.As(err, &re) {
+			r.status.RetryAt = start.Add(re.RetryAfter())
+		}
+	} else {
+		r.status.LastError = ""
+		r.status.LastSuccess = start.Add(d)
+		r.status.RetryAt = time.Time{}
+		r.status.FromCache = false
+	}
+	r.mu.Unlock()
+	if r.OnIndex != nil {
+		r.OnIndex(r.Name, result, d)
+	}
+	log := r.logger().With("registry", r.Name, "result", result, "duration", d)
+	if err != nil {
+		if r.Snapshot() != nil {
+			log.Warn("refresh failed; serving the last good index", "err", err)
+		} else {
+			log.Error("index failed", "err", err)
+		}
+	} else {
+		log.Info("refreshed")
+	}
+	return err
+}
+
+func (r *Registry) refresh(ctx context.Context) (string, error) {
+	var prev *fetch.Tree
+	if s := r.Snapshot(); s != nil {
+		prev = s.Tree
+	}
+	tree, err := r.Source.Tree(ctx, prev)
+	if errors.Is(err, derrors.NotModified) {
+		return "unchanged", nil
+	}
+	if err != nil {
+		return "error", fmt.Errorf("refreshing %s: %w", r.Name, err)
+	}
+	var meta []byte
+	for _, e := range tree.Entries {
+		if e.Path == MetadataFile {
+			if meta, err = r.Source.Blob(ctx, e.SHA); err != nil {
+				return "error", fmt.Errorf("refreshing %s: reading %s: %w", r.Name, MetadataFile, err)
+			}
+			break
+		}
+	}
+	s := Build(r.Name, tree, meta)
+	if err := r.persist(s); err != nil {
+		// Serving the new index matters more than caching it.
+		r.logger().Warn("cannot persist snapshot", "registry", r.Name, "err", err)
+	}
+	r.snap.Store(s)
+	return "ok", nil
+}
+
+// Install makes s the current snapshot, as a refresh would.
+func (r *Registry) Install(s *Snapshot) { r.snap.Store(s) }
+
+func (r *Registry) snapshotPath() string {
+	safe := strings.NewReplacer("/", "_", ":", "_", "\\", "_").Replace(r.Name)
+	return filepath.Join(r.CacheDir, "snapshots", safe+".idx")
+}
+
+// snapshot file format: a JSON header line, then "path\tsha\tsize" lines;
+// plain text is quick to parse and easy to inspect.
+type snapshotHeader struct {
+	Registry string `json:"registry"`
+	Version  string `json:"version"`
+	ETag     string `json:"etag,omitempty"`
+	Metadata []byte `json:"metadata,omitempty"`
+	Entries  int    `json:"entries"`
+}
+
+func (r *Registry) persist(s *Snapshot) error {
+	if r.CacheDir == "" {
+		return nil
+	}
+	var buf bytes.Buffer
+	h, _ := json.Marshal(snapshotHeader{Registry: s.Registry, Version: s.Tree.Version, ETag: s.Tree.ETag, Metadata: s.Metadata, Entries: len(s.Tree.Entries)})
+	buf.Write(h)
+	buf.WriteByte('\n')
+	for _, e := range s.Tree.Entries {
+		buf.WriteString(e.Path)
+		buf.WriteByte('\t')
+		buf.WriteString(e.SHA)
+		buf.WriteByte('\t')
+		buf.WriteString(strconv.FormatInt(e.Size, 10))
+		buf.WriteByte('\n')
+	}
+	return fetch.WriteFileAtomic(r.snapshotPath(), buf.Bytes())
+}
+
+// Load installs the persisted snapshot, if there is one, without asking the
+// source. It returns derrors.NotFound when there is none.
+func (r *Registry) Load() error {
+	if r.CacheDir == "" {
+		return fmt.Errorf("no cache directory: %w", derrors.NotFound)
+	}
+	b, err := os.ReadFile(r.snapshotPath())
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no persisted snapshot of %s: %w", r.Name, derrors.NotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("loading snapshot of %s: %w", r.Name, err)
+	}
+	tree, meta, err := parseSnapshot(b, r.Name)
+	if err != nil {
+		return fmt.Errorf("loading snapshot of %s from %s: %w", r.Name, r.snapshotPath(), err)
+	}
+	r.snap.Store(Build(r.Name, tree, meta))
+	r.mu.Lock()
+	r.status.FromCache = true
+	r.mu.Unlock()
+	return nil
+}
+
+func parseSnapshot(b []byte, name string) (*fetch.Tree, []byte, error) {
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	if !sc.Scan() {
+		return nil, nil, errors.New("empty file")
+	}
+	var h snapshotHeader
+	if err := json.Unmarshal(sc.Bytes(), &h); err != nil {
+		return nil, nil, fmt.Errorf("header: %w", err)
+	}
+	if h.Registry != name {
+		return nil, nil, fmt.Errorf("snapshot is of %q", h.Registry)
+	}
+	t := &fetch.Tree{Version: h.Version, ETag: h.ETag, Entries: make([]fetch.Entry, 0, h.Entries)}
+	line := 1
+	for sc.Scan() {
+		line++
+		p, rest, ok1 := strings.Cut(sc.Text(), "\t")
+		sha, size, ok2 := strings.Cut(rest, "\t")
+		n, err := strconv.ParseInt(size, 10, 64)
+		if !ok1 || !ok2 || err != nil {
+			return nil, nil, fmt.Errorf("line %d: malformed entry", line)
+		}
+		t.Entries = append(t.Entries, fetch.Entry{Path: p, SHA: sha, Size: n})
+	}
+	if len(t.Entries) != h.Entries {
+		return nil, nil, fmt.Errorf("truncated: %d of %d entries", len(t.Entries), h.Entries)
+	}
+	return t, h.Metadata, sc.Err()
+}
+
+// Run refreshes the registry every interval until ctx ends, waiting longer
+// when the source asked for it (rate limits, outages). A zero interval
+// refreshes once.
+func (r *Registry) Run(ctx context.Context, interval time.Duration) {
+	for {
+		_ = r.Refresh(ctx)
+		if interval <= 0 {
+			return
+		}
+		wait := interval
+		if retry := time.Until(r.Status().RetryAt); retry > wait {
+			wait = retry
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}

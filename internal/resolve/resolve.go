@@ -1,0 +1,299 @@
+package resolve
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"golang.org/x/mod/semver"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
+)
+
+// Resolution is a reference resolved to one version directory.
+type Resolution struct {
+	// Ref is the canonical reference: full, with the concrete version.
+	Ref Ref
+	// Requested is the reference as given.
+	Requested string
+	// Registry holds the version; its Blob reads the files.
+	Registry *index.Registry
+	// Version is the version directory: files, template file, schema,
+	// example and digest.
+	*index.Version
+	// Template is the version's template.
+	Template *index.Template
+	// Note explains a choice the caller did not spell out, such as the
+	// version picked for a reference without one.
+	Note string
+}
+
+// Resolved returns the canonical reference as a string.
+func (r *Resolution) Resolved() string { return r.Version.Ref }
+
+// Resolver resolves references against a set of registries.
+type Resolver struct {
+	registries map[string]*index.Registry
+	// Default is where short references resolve.
+	Default Registry
+}
+
+// New returns a Resolver over regs, resolving short references against def.
+func New(def Registry, regs ...*index.Registry) *Resolver {
+	r := &Resolver{registries: make(map[string]*index.Registry, len(regs)), Default: def}
+	for _, g := range regs {
+		r.registries[g.Name] = g
+	}
+	return r
+}
+
+// Registries returns the registries by name, sorted.
+func (r *Resolver) Registries() []*index.Registry {
+	out := make([]*index.Registry, 0, len(r.registries))
+	for _, g := range r.registries {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// Registry returns the registry with the given reference prefix.
+func (r *Resolver) Registry(name string) (*index.Registry, bool) {
+	g, ok := r.registries[name]
+	return g, ok
+}
+
+// Resolve parses s and resolves it against the default registry.
+func (r *Resolver) Resolve(ctx context.Context, s string) (*Resolution, error) {
+	return r.ResolveIn(ctx, s, r.Default)
+}
+
+// ResolveIn parses s and resolves it, short references against def. A
+// template's own references resolve with def set to the template's
+// registry, so a template means the same thing whoever expands it.
+func (r *Resolver) ResolveIn(ctx context.Context, s string, def Registry) (*Resolution, error) {
+	ref, err := Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.ResolveRef(ctx, ref, def)
+	if err != nil {
+		return nil, err
+	}
+	res.Requested = s
+	return res, nil
+}
+
+// Qualify fills a short reference's registry (and collection) from def.
+func Qualify(ref Ref, def Registry) (Ref, error) {
+	if ref.Full() {
+		return ref, nil
+	}
+	if def.IsZero() {
+		return ref, fmt.Errorf("reference %q is short and no default registry is set (use --registry or a full reference): %w", ref, derrors.InvalidArgument)
+	}
+	ref.Host, ref.Owner, ref.Repo = def.Host, def.Owner, def.Repo
+	if ref.Collection == "" {
+		ref.Collection = def.Collection
+	}
+	return ref, nil
+}
+
+// ResolveRef resolves a parsed reference.
+func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Resolution, error) {
+	ref, err := Qualify(ref, def)
+	if err != nil {
+		return nil, err
+	}
+	reg, ok := r.registries[ref.Registry()]
+	if !ok {
+		return nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", ref, ref.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
+	}
+	snap := reg.Snapshot()
+	if snap == nil {
+		return nil, fmt.Errorf("%s: registry %s has no index yet: %w", ref, reg.Name, derrors.Unavailable)
+	}
+	t, ok := snap.Template(ref.Collection, ref.Template)
+	if !ok {
+		return nil, notFoundTemplate(snap, ref)
+	}
+	v, note, err := choose(t, ref)
+	if err != nil {
+		return nil, err
+	}
+	if v.Problem != "" {
+		return nil, fmt.Errorf("%s: version directory %s is unusable: %s: %w", ref, v.Path, v.Problem, derrors.NotFound)
+	}
+	canon := ref
+	canon.Version = v.Semver
+	canon.Digest = ""
+	return &Resolution{Ref: canon, Registry: reg, Version: v, Template: t, Note: note}, nil
+}
+
+func (r *Resolver) names() []string {
+	var names []string
+	for n := range r.registries {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func notFoundTemplate(snap *index.Snapshot, ref Ref) error {
+	where := "the root collection"
+	if ref.Collection != "" {
+		where = fmt.Sprintf("collection %q", ref.Collection)
+		if _, ok := snap.Collections[ref.Collection]; !ok {
+			return fmt.Errorf("%s: %s has no collection %q (collections: %s): %w", ref, snap.Registry, ref.Collection, quoteList(snap.CollectionNames()), derrors.NotFound)
+		}
+	}
+	var elsewhere []string
+	for _, c := range snap.CollectionNames() {
+		if _, ok := snap.Collections[c].Templates[ref.Template]; ok {
+			alt := ref
+			alt.Host, alt.Collection = ref.Host, c
+			elsewhere = append(elsewhere, alt.String())
+		}
+	}
+	msg := fmt.Sprintf("%s: no template %q in %s of %s", ref, ref.Template, where, snap.Registry)
+	if len(elsewhere) > 0 {
+		msg += "; did you mean " + strings.Join(elsewhere, " or ") + "?"
+	}
+	return fmt.Errorf("%s: %w", msg, derrors.NotFound)
+}
+
+func quoteList(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		if n == "" {
+			n = "(root)"
+		}
+		q[i] = n
+	}
+	return strings.Join(q, ", ")
+}
+
+// choose applies the resolution rules to a template's versions.
+func choose(t *index.Template, ref Ref) (*index.Version, string, error) {
+	vs := t.Versions
+	allowed := func(v *index.Version) bool { return true }
+	note := ""
+	if ref.Version == "" {
+		if ref.Digest == "" {
+			allowed = func(v *index.Version) bool { return !v.Prerelease() }
+		}
+	} else {
+		want := canonicalVersion(ref.Version)
+		if semver.Prerelease(want) != "" {
+			allowed = func(v *index.Version) bool { return v.Semver == want }
+		} else {
+			mm := semver.MajorMinor(want)
+			allowed = func(v *index.Version) bool {
+				return !v.Prerelease() && semver.MajorMinor(v.Semver) == mm && semver.Compare(v.Semver, want) >= 0
+			}
+		}
+	}
+	// Versions are sorted ascending: the first allowed from the top wins.
+	for i := len(vs) - 1; i >= 0; i-- {
+		v := vs[i]
+		if !allowed(v) || ref.Digest != "" && v.Digest != ref.Digest {
+			continue
+		}
+		if i > 0 && vs[i-1].Semver == v.Semver {
+			return nil, "", fmt.Errorf("%s: version directories %s and %s of %s both hold %s; fix the registry (dm lint): %w", ref, vs[i-1].Name, v.Name, t.Path, v.Semver, derrors.Ambiguous)
+		}
+		if ref.Version == "" {
+			note = fmt.Sprintf("no version given: chose %s, the highest %s", v.Semver, map[bool]string{true: "version with that digest", false: "stable version"}[ref.Digest != ""])
+		}
+		return v, note, nil
+	}
+	return nil, "", notFoundVersion(t, ref, allowed)
+}
+
+func notFoundVersion(t *index.Template, ref Ref, allowed func(*index.Version) bool) error {
+	var avail []string
+	for _, v := range t.Versions {
+		avail = append(avail, v.Semver)
+	}
+	what := ref.Version
+	switch {
+	case ref.Digest != "" && ref.Version == "":
+		what = "no version with digest " + ref.Digest
+	case ref.Digest != "":
+		what = fmt.Sprintf("no version allowed by %s has digest %s", ref.Version, ref.Digest)
+	case ref.Version == "":
+		what = "no stable version"
+	default:
+		what = ref.Version + " not found"
+	}
+	msg := fmt.Sprintf("%s: %s; available: %s", ref, what, strings.Join(avail, ", "))
+	if ref.Digest != "" {
+		for _, v := range t.Versions {
+			if allowed(v) {
+				continue
+			}
+			if v.Digest == ref.Digest {
+				alt := ref
+				alt.Version = v.Semver
+				msg += "; that digest is " + alt.String()
+			}
+		}
+	} else if s := suggest(t, ref); s != "" {
+		msg += "; try " + s
+	}
+	return fmt.Errorf("%s: %w", msg, derrors.NotFound)
+}
+
+// suggest proposes the reference that would work: the highest stable
+// version of the same major, else the highest stable version.
+func suggest(t *index.Template, ref Ref) string {
+	var best *index.Version
+	major := ""
+	if ref.Version != "" {
+		major = semver.Major(ref.Version)
+	}
+	for _, v := range t.Versions {
+		if v.Prerelease() || v.Problem != "" {
+			continue
+		}
+		if major != "" && semver.Major(v.Semver) == major {
+			best = v
+		}
+	}
+	if best == nil {
+		for _, v := range t.Versions {
+			if !v.Prerelease() && v.Problem == "" {
+				best = v
+			}
+		}
+	}
+	if best == nil {
+		return ""
+	}
+	alt := ref
+	alt.Version = semver.MajorMinor(best.Semver)
+	return alt.String()
+}
+
+func canonicalVersion(v string) string {
+	if c := semver.Canonical(v); c != "" {
+		return c
+	}
+	return v
+}
+
+// ReadFile returns the content of a file of the resolved version directory,
+// name relative to it.
+func (r *Resolution) ReadFile(ctx context.Context, name string) ([]byte, error) {
+	e, ok := r.Version.File(name)
+	if !ok {
+		return nil, fmt.Errorf("%s: no file %q in %s: %w", r.Resolved(), name, r.Version.Path, derrors.NotFound)
+	}
+	b, err := r.Registry.Blob(ctx, e.SHA)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", r.Resolved(), name, err)
+	}
+	return b, nil
+}
