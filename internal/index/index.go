@@ -115,10 +115,60 @@ type Version struct {
 	Problem string `json:"problem,omitempty"`
 	// Findings are the lint findings under Path.
 	Findings []Finding `json:"findings,omitempty"`
+
+	// Num is Semver parsed, so resolution compares numbers, not strings.
+	Num Semver `json:"-"`
 }
 
 // Prerelease reports whether v is a pre-release version.
-func (v *Version) Prerelease() bool { return semver.Prerelease(v.Semver) != "" }
+func (v *Version) Prerelease() bool { return v.Num.Pre != "" }
+
+// Semver is a parsed semantic version.
+type Semver struct {
+	Major, Minor, Patch int64
+	Pre                 string
+}
+
+// ParseSemver parses a version as written in a directory name or a
+// reference (v1, v1.2, v1.2.3-rc.1); omitted parts are zero. It is on the
+// resolution hot path, so the common forms are parsed by hand.
+func ParseSemver(v string) (Semver, bool) {
+	var s Semver
+	if len(v) < 2 || len(v) > 64 || v[0] != 'v' {
+		return s, false
+	}
+	parts := [3]*int64{&s.Major, &s.Minor, &s.Patch}
+	i, n := 1, 0
+	for ; n < 3; n++ {
+		start := i
+		var x int64
+		for i < len(v) && '0' <= v[i] && v[i] <= '9' {
+			if x > (1<<62)/10 {
+				return Semver{}, false
+			}
+			x = x*10 + int64(v[i]-'0')
+			i++
+		}
+		if i == start || v[start] == '0' && i-start > 1 {
+			return Semver{}, false // empty or leading zero
+		}
+		*parts[n] = x
+		if i == len(v) || v[i] != '.' {
+			break
+		}
+		i++
+	}
+	if n == 3 {
+		return Semver{}, false // a fourth part
+	}
+	if i < len(v) {
+		if v[i] != '-' || !semver.IsValid(v) || semver.Build(v) != "" {
+			return Semver{}, false
+		}
+		s.Pre = v[i:]
+	}
+	return s, true
+}
 
 // File returns the entry of the file at rel, relative to the version
 // directory.
@@ -393,7 +443,8 @@ func isTemplateDir(name string, d *dir) bool {
 // IsVersion reports whether name is a valid version directory name:
 // v + MAJOR[.MINOR[.PATCH]], optionally with a pre-release.
 func IsVersion(name string) bool {
-	return semver.IsValid(name) && semver.Build(name) == ""
+	_, ok := ParseSemver(name)
+	return ok
 }
 
 func (b *builder) template(c *Collection, name string, d *dir) *Template {
@@ -435,6 +486,7 @@ func canonicalVersion(v string) string {
 
 func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	v := &Version{Name: name, Semver: canonicalVersion(name), Path: d.path}
+	v.Num, _ = ParseSemver(name)
 	v.Ref = RefString(b.s.Registry, c.Name, tmpl, v.Semver)
 	// Entries under a directory are contiguous in a sorted listing.
 	prefix := d.path + "/"

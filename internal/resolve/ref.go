@@ -109,7 +109,11 @@ func Parse(s string) (Ref, error) {
 			return Ref{}, parseError(s, "version %q: want v<MAJOR>[.<MINOR>[.<PATCH>]][-<pre-release>], such as v1 or v1.2.3", r.Version)
 		}
 	}
-	parts := strings.Split(rest, "/")
+	var buf [6]string
+	parts, ok := splitPath(rest, buf[:0])
+	if !ok {
+		return Ref{}, parseError(s, "%q has more than %d path segments between repository and template; at most one (the collection) is allowed", rest, len(buf)-4)
+	}
 	// A dotted first segment is a host only when there is room for
 	// owner/repo/template after it: collections may contain dots too.
 	if len(parts) > 2 && strings.Contains(parts[0], ".") {
@@ -176,6 +180,23 @@ func parseRaw(s string) (Ref, error) {
 		}
 	}
 	return r, nil
+}
+
+// splitPath splits p at slashes into buf without allocating; ok is false
+// when there are more parts than buf holds.
+func splitPath(p string, buf []string) ([]string, bool) {
+	for {
+		i := strings.IndexByte(p, '/')
+		if i < 0 {
+			break
+		}
+		if len(buf) == cap(buf)-1 {
+			return nil, false
+		}
+		buf = append(buf, p[:i])
+		p = p[i+1:]
+	}
+	return append(buf, p), true
 }
 
 func fileExt(name string) string {

@@ -36,18 +36,26 @@ func (r *Resolution) Resolved() string { return r.Version.Ref }
 // Resolver resolves references against a set of registries.
 type Resolver struct {
 	registries map[string]*index.Registry
+	byParts    map[regKey]*index.Registry
 	// Default is where short references resolve.
 	Default Registry
 }
 
 // New returns a Resolver over regs, resolving short references against def.
 func New(def Registry, regs ...*index.Registry) *Resolver {
-	r := &Resolver{registries: make(map[string]*index.Registry, len(regs)), Default: def}
+	r := &Resolver{registries: make(map[string]*index.Registry, len(regs)), byParts: map[regKey]*index.Registry{}, Default: def}
 	for _, g := range regs {
 		r.registries[g.Name] = g
+		if p := strings.SplitN(g.Name, "/", 4); len(p) == 3 {
+			r.byParts[regKey{p[0], p[1], p[2]}] = g
+		}
 	}
 	return r
 }
+
+// regKey indexes registries by reference parts, sparing the hot path a
+// string concatenation.
+type regKey struct{ host, owner, repo string }
 
 // Registries returns the registries by name, sorted.
 func (r *Resolver) Registries() []*index.Registry {
@@ -107,7 +115,7 @@ func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Reso
 	if err != nil {
 		return nil, err
 	}
-	reg, ok := r.registries[ref.Registry()]
+	reg, ok := r.byParts[regKey{ref.Host, ref.Owner, ref.Repo}]
 	if !ok {
 		return nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", ref, ref.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
 	}
@@ -178,21 +186,16 @@ func quoteList(names []string) string {
 // choose applies the resolution rules to a template's versions.
 func choose(t *index.Template, ref Ref) (*index.Version, string, error) {
 	vs := t.Versions
-	allowed := func(v *index.Version) bool { return true }
-	note := ""
-	if ref.Version == "" {
-		if ref.Digest == "" {
-			allowed = func(v *index.Version) bool { return !v.Prerelease() }
-		}
-	} else {
-		want := canonicalVersion(ref.Version)
-		if semver.Prerelease(want) != "" {
-			allowed = func(v *index.Version) bool { return v.Semver == want }
-		} else {
-			mm := semver.MajorMinor(want)
-			allowed = func(v *index.Version) bool {
-				return !v.Prerelease() && semver.MajorMinor(v.Semver) == mm && semver.Compare(v.Semver, want) >= 0
-			}
+	want, _ := index.ParseSemver(ref.Version) // Parse checked it
+	allowed := func(v *index.Version) bool {
+		switch {
+		case ref.Version == "":
+			// Without a version, only a digest pin reaches pre-releases.
+			return ref.Digest != "" || v.Num.Pre == ""
+		case want.Pre != "":
+			return v.Num == want
+		default:
+			return v.Num.Pre == "" && v.Num.Major == want.Major && v.Num.Minor == want.Minor && v.Num.Patch >= want.Patch
 		}
 	}
 	// Versions are sorted ascending: the first allowed from the top wins.
@@ -204,8 +207,9 @@ func choose(t *index.Template, ref Ref) (*index.Version, string, error) {
 		if i > 0 && vs[i-1].Semver == v.Semver {
 			return nil, "", fmt.Errorf("%s: version directories %s and %s of %s both hold %s; fix the registry (dm lint): %w", ref, vs[i-1].Name, v.Name, t.Path, v.Semver, derrors.Ambiguous)
 		}
-		if ref.Version == "" {
-			note = fmt.Sprintf("no version given: chose %s, the highest %s", v.Semver, map[bool]string{true: "version with that digest", false: "stable version"}[ref.Digest != ""])
+		note := ""
+		if ref.Version == "" && ref.Digest == "" {
+			note = "no version given: chose " + v.Semver + ", the highest stable version"
 		}
 		return v, note, nil
 	}

@@ -1,0 +1,49 @@
+# Makefile for dm and registryd. `make run` serves registry-example at
+# http://127.0.0.1:8080; `make test` runs everything CI runs.
+GO        ?= go
+BIN       := bin
+ADDR      ?= 127.0.0.1:8080
+FUZZTIME  ?= 10s
+BENCHTIME ?= 1s
+
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-http clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/registryd ./cmd/dm
+
+run: build
+	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example
+
+test: vet fmt-check unit fuzz
+
+vet:
+	$(GO) vet ./...
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+# Each fuzz target runs briefly; crashes land in testdata/fuzz and fail the run.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/resolve
+	@for t in $$($(GO) test -list '^Fuzz' ./internal/expand/... 2>/dev/null | awk '/^Fuzz/{print}' | sort -u); do \
+	  for pkg in $$($(GO) list ./internal/expand/...); do \
+	    if $(GO) test -list "^$$t$$" $$pkg 2>/dev/null | grep -qx "$$t"; then \
+	      echo "fuzz $$t in $$pkg"; $(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	    fi; \
+	  done; \
+	done
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/...
+
+bench-http: build
+	./scripts/bench-http.sh
+
+clean:
+	rm -rf $(BIN)

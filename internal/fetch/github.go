@@ -1,0 +1,627 @@
+package fetch
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/google/go-github/v57/github"
+)
+
+// DefaultGitHubAPI is the API base URL of github.com.
+const DefaultGitHubAPI = "https://api.github.com/"
+
+const (
+	// maxBlobSize bounds a blob read from GitHub, as MaxLocalFileSize does
+	// for local files, so one oversized file cannot exhaust memory.
+	maxBlobSize = MaxLocalFileSize
+	// walkConcurrency bounds the parallel tree requests of a walk, to be
+	// quick on large registries without tripping secondary rate limits.
+	walkConcurrency = 8
+	// Waits suggested when GitHub gives no hint of its own.
+	retryServerError = 30 * time.Second
+	retryTimeout     = 10 * time.Second
+	retryRateLimit   = time.Minute
+)
+
+// GitHubOptions configure a GitHub source.
+type GitHubOptions struct {
+	// Owner and Repo name the repository.
+	Owner, Repo string
+	// Branch is the branch to track; "" tracks the default branch.
+	Branch string
+	// BaseURL is the REST API base URL, used as given (with a trailing
+	// slash added): DefaultGitHubAPI when empty, for GitHub Enterprise
+	// usually "https://HOST/api/v3/".
+	BaseURL string
+	// Token, if set, is sent as a bearer token. It never appears in logs,
+	// errors or String.
+	Token string
+	// HTTPClient is the client to use; it is copied, not modified. The
+	// default has timeouts.
+	HTTPClient *http.Client
+	// OnRequest, if set, is called once per HTTP request made, with the
+	// endpoint ("commit", "tree", "blob" or "other") and the status code, 0
+	// when no response arrived. Requests that go-github refuses locally
+	// because a rate limit has not reset yet are not made and not reported.
+	OnRequest func(endpoint string, status int)
+	// Logger receives debug logs of requests and warnings about backing off;
+	// nil discards them.
+	Logger *slog.Logger
+}
+
+// String describes the options without the token.
+func (o GitHubOptions) String() string {
+	tok := ""
+	if o.Token != "" {
+		tok = " token=REDACTED"
+	}
+	return fmt.Sprintf("github %s/%s@%s base=%s%s", o.Owner, o.Repo, o.Branch, o.BaseURL, tok)
+}
+
+// GoString is String, so that %#v does not print the token either.
+func (o GitHubOptions) GoString() string { return o.String() }
+
+// LogValue is String, so that slog does not print the token either.
+func (o GitHubOptions) LogValue() slog.Value { return slog.StringValue(o.String()) }
+
+// GitHub is a Source that reads a repository through the GitHub REST API.
+// A cold listing costs two requests (head commit, recursive tree) and a
+// refresh of an unchanged branch one conditional request answered 304,
+// which GitHub does not count against the rate limit.
+type GitHub struct {
+	owner, repo, ref string
+	token            string
+	client           *github.Client
+	log              *slog.Logger
+}
+
+// NewGitHub returns a GitHub source for opts.
+func NewGitHub(opts GitHubOptions) (*GitHub, error) {
+	if !validName(opts.Owner) || !validName(opts.Repo) {
+		return nil, fmt.Errorf("GitHub repository %q/%q: owner and repository must be non-empty names of letters, digits, '.', '-' and '_': %w",
+			opts.Owner, opts.Repo, derrors.InvalidArgument)
+	}
+	ref := opts.Branch
+	if ref == "" {
+		// HEAD is the default branch: no request needed to learn its name.
+		ref = "HEAD"
+	} else if !validBranch(ref) {
+		return nil, fmt.Errorf("GitHub branch %q: not a valid branch name: %w", ref, derrors.InvalidArgument)
+	}
+	base := opts.BaseURL
+	if base == "" {
+		base = DefaultGitHubAPI
+	}
+	if !strings.HasSuffix(base, "/") {
+		base += "/"
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		// The URL is not echoed: it might carry credentials.
+		return nil, fmt.Errorf("GitHub API URL: want http(s)://host/path/ without credentials: %w", derrors.InvalidArgument)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+
+	var hc http.Client
+	if opts.HTTPClient != nil {
+		hc = *opts.HTTPClient
+	} else {
+		hc = http.Client{Timeout: 60 * time.Second}
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.ResponseHeaderTimeout = 30 * time.Second
+		hc.Transport = t
+	}
+	base0 := hc.Transport
+	if base0 == nil {
+		base0 = http.DefaultTransport
+	}
+	hc.Transport = &observeTransport{base: base0, onRequest: opts.OnRequest, log: log}
+
+	client := github.NewClient(&hc)
+	if opts.Token != "" {
+		client = client.WithAuthToken(opts.Token)
+	}
+	client.BaseURL = u
+	client.UserAgent = "dm-registry"
+	return &GitHub{
+		owner:  opts.Owner,
+		repo:   opts.Repo,
+		ref:    ref,
+		token:  opts.Token,
+		client: client,
+		log:    log.With("source", "github", "repo", opts.Owner+"/"+opts.Repo),
+	}, nil
+}
+
+// String names the repository and branch tracked.
+func (g *GitHub) String() string {
+	return "github.com/" + g.owner + "/" + g.repo + "@" + g.ref
+}
+
+func validName(s string) bool {
+	if s == "" || s == "." || s == ".." || len(s) > 100 {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// validBranch follows the gist of git check-ref-format, enough to keep
+// revision syntax and control characters out of the URL.
+func validBranch(s string) bool {
+	if s == "" || strings.HasPrefix(s, "-") || strings.HasPrefix(s, "/") || strings.HasSuffix(s, "/") ||
+		strings.Contains(s, "..") || strings.Contains(s, "//") || strings.Contains(s, "@{") || strings.HasSuffix(s, ".lock") {
+		return false
+	}
+	for _, c := range s {
+		if c <= ' ' || c == 0x7f || strings.ContainsRune("~^:?*[\\", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// Tree lists the files of the tracked branch's head commit. With prev, the
+// head commit request is conditional: when it is unchanged, Tree returns prev
+// and an error wrapping derrors.NotModified after that one request.
+func (g *GitHub) Tree(ctx context.Context, prev *Tree) (*Tree, error) {
+	t, err := g.tree(ctx, prev)
+	return t, g.redact(err)
+}
+
+func (g *GitHub) tree(ctx context.Context, prev *Tree) (*Tree, error) {
+	validator := ""
+	if prev != nil {
+		validator = prevValidator(prev)
+	}
+	sha, resp, err := g.client.Repositories.GetCommitSHA1(ctx, g.owner, g.repo, g.ref, validator)
+	if resp != nil && resp.StatusCode == http.StatusNotModified && prev != nil {
+		return prev, fmt.Errorf("%s unchanged at %s: %w", g, short(prev.Version), derrors.NotModified)
+	}
+	if err != nil {
+		return nil, g.mapError(fmt.Sprintf("%s: resolving head commit", g), err)
+	}
+	sha = strings.TrimSpace(sha)
+	if !validSHA(sha) {
+		return nil, fmt.Errorf("%s: head commit: GitHub answered %q, not a SHA-1", g, short(sha))
+	}
+	etag := resp.Header.Get("ETag")
+	if etag == "" {
+		etag = `"` + sha + `"`
+	}
+	if prev != nil && prev.Version == sha {
+		// The validator was not honoured (e.g. by a proxy), but nothing changed.
+		return prev, fmt.Errorf("%s unchanged at %s: %w", g, short(sha), derrors.NotModified)
+	}
+
+	entries, err := g.list(ctx, sha)
+	if err != nil {
+		return nil, err
+	}
+	g.log.InfoContext(ctx, "listed GitHub tree", "commit", sha, "files", len(entries))
+	return &Tree{Version: sha, ETag: etag, Entries: entries}, nil
+}
+
+// prevValidator returns what to send as If-None-Match for prev. go-github's
+// GetCommitSHA1 quotes it, so it is the opaque part of prev's ETag; the SHA
+// itself is GitHub's ETag for this media type, hence the fallback.
+func prevValidator(prev *Tree) string {
+	v := strings.Trim(strings.TrimPrefix(prev.ETag, "W/"), `"`)
+	if v == "" {
+		v = prev.Version
+	}
+	return v
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+// list returns the blobs of commit sha in one recursive request, or, when
+// GitHub truncates that listing, by walking the trees one request each.
+func (g *GitHub) list(ctx context.Context, sha string) ([]Entry, error) {
+	t, _, err := g.client.Git.GetTree(ctx, g.owner, g.repo, sha, true)
+	if err != nil {
+		return nil, g.mapError(fmt.Sprintf("%s: listing tree of %s", g, short(sha)), err)
+	}
+	if t.GetTruncated() {
+		root := t.GetSHA()
+		if !validSHA(root) {
+			root = sha // the commit names its root tree as well
+		}
+		g.log.InfoContext(ctx, "GitHub truncated the recursive tree listing; walking subtrees", "commit", sha)
+		return g.walk(ctx, root)
+	}
+	var entries []Entry
+	for _, e := range t.Entries {
+		if en, ok := g.entry("", e); ok {
+			entries = append(entries, en)
+		}
+	}
+	sortEntries(entries)
+	return entries, nil
+}
+
+// entry converts a GitHub tree entry below dir into an Entry, if it is part
+// of the registry: a regular file, not hidden, like Local lists.
+func (g *GitHub) entry(dir string, e *github.TreeEntry) (Entry, bool) {
+	p := e.GetPath()
+	if dir != "" {
+		p = dir + "/" + p
+	}
+	// Symbolic links (120000) and submodules (type "commit") are not files.
+	if e.GetType() != "blob" || e.GetMode() == "120000" || hidden(p) {
+		return Entry{}, false
+	}
+	if !fs.ValidPath(p) || !validSHA(e.GetSHA()) {
+		g.log.Warn("skipping malformed GitHub tree entry", "path", p, "sha", e.GetSHA())
+		return Entry{}, false
+	}
+	return Entry{Path: p, SHA: e.GetSHA(), Size: int64(e.GetSize())}, true
+}
+
+// hidden reports whether any element of p starts with ".", like the files
+// and directories Local leaves out (.git, .github, .gitignore).
+func hidden(p string) bool {
+	for _, el := range strings.Split(p, "/") {
+		if strings.HasPrefix(el, ".") {
+			return true
+		}
+	}
+	return false
+}
+
+func sortEntries(entries []Entry) {
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Path < entries[j].Path })
+}
+
+// walk lists the tree root level by level, each distinct tree once, a few
+// requests at a time.
+func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
+	type dir struct{ path, sha string }
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	listed := map[string][]*github.TreeEntry{} // tree SHA -> its entries
+	level := []dir{{"", root}}
+	var entries []Entry
+	for len(level) > 0 {
+		var todo []string
+		for _, d := range level {
+			if _, ok := listed[d.sha]; !ok {
+				listed[d.sha] = nil
+				todo = append(todo, d.sha)
+			}
+		}
+		results := make([][]*github.TreeEntry, len(todo))
+		errs := make([]error, len(todo))
+		sem := make(chan struct{}, walkConcurrency)
+		var wg sync.WaitGroup
+		for i, sha := range todo {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				t, _, err := g.client.Git.GetTree(ctx, g.owner, g.repo, sha, false)
+				if err != nil {
+					errs[i] = g.mapError(fmt.Sprintf("%s: listing tree %s", g, short(sha)), err)
+					cancel() // one failure fails the walk; stop the rest
+					return
+				}
+				if t.GetTruncated() {
+					errs[i] = fmt.Errorf("%s: tree %s has more entries than GitHub lists: %w", g, short(sha), derrors.LimitExceeded)
+					cancel()
+					return
+				}
+				results[i] = t.Entries
+			}()
+		}
+		wg.Wait()
+		if err := firstError(errs); err != nil {
+			return nil, err
+		}
+		for i, sha := range todo {
+			listed[sha] = results[i]
+		}
+
+		var next []dir
+		for _, d := range level {
+			for _, e := range listed[d.sha] {
+				p := e.GetPath()
+				if d.path != "" {
+					p = d.path + "/" + p
+				}
+				switch e.GetType() {
+				case "tree":
+					// Hidden directories are not listed, so not walked either.
+					if !hidden(p) && fs.ValidPath(p) && validSHA(e.GetSHA()) {
+						next = append(next, dir{p, e.GetSHA()})
+					}
+				case "blob":
+					if en, ok := g.entry(d.path, e); ok {
+						entries = append(entries, en)
+					}
+				}
+			}
+		}
+		level = next
+	}
+	sortEntries(entries)
+	return entries, nil
+}
+
+// firstError prefers an error other than the cancellations a failure causes
+// in the requests running beside it.
+func firstError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// Blob returns the content whose git blob SHA is sha, in one request.
+func (g *GitHub) Blob(ctx context.Context, sha string) ([]byte, error) {
+	b, err := g.blob(ctx, sha)
+	return b, g.redact(err)
+}
+
+func (g *GitHub) blob(ctx context.Context, sha string) ([]byte, error) {
+	if !validSHA(sha) {
+		return nil, fmt.Errorf("blob %q: not a SHA-1: %w", sha, derrors.InvalidArgument)
+	}
+	what := fmt.Sprintf("%s: reading blob %s", g, sha)
+	req, err := g.client.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/git/blobs/%s", g.owner, g.repo, sha), nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	// Raw content avoids base64's third more bytes; BareDo leaves the body to
+	// us so that its size can be bounded while reading.
+	req.Header.Set("Accept", "application/vnd.github.raw")
+	resp, err := g.client.BareDo(ctx, req)
+	if err != nil {
+		return nil, g.mapError(what, err)
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength > maxBlobSize {
+		return nil, fmt.Errorf("%s: %d bytes is over the %d-byte limit for registry files: %w", what, resp.ContentLength, maxBlobSize, derrors.LimitExceeded)
+	}
+	// base64 JSON of a blob at the limit is about 4/3 its size.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBlobSize*4/3+4096))
+	if err != nil {
+		return nil, g.mapError(what, err)
+	}
+	content := body
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "application/json" {
+		// A server that ignores the raw media type answers GitHub's JSON.
+		var blob github.Blob
+		if err := json.Unmarshal(body, &blob); err != nil {
+			return nil, fmt.Errorf("%s: decoding JSON answer: %w", what, err)
+		}
+		if blob.GetEncoding() != "base64" {
+			return nil, fmt.Errorf("%s: unsupported encoding %q", what, blob.GetEncoding())
+		}
+		// StdEncoding skips the line breaks GitHub puts in the content.
+		content, err = base64.StdEncoding.DecodeString(blob.GetContent())
+		if err != nil {
+			return nil, fmt.Errorf("%s: decoding base64 content: %w", what, err)
+		}
+	}
+	if len(content) > maxBlobSize {
+		return nil, fmt.Errorf("%s: over the %d-byte limit for registry files: %w", what, maxBlobSize, derrors.LimitExceeded)
+	}
+	if got := BlobSHA(content); got != sha {
+		return nil, fmt.Errorf("%s: content hashes to %s: %w", what, short(got), derrors.Unavailable)
+	}
+	return content, nil
+}
+
+// RetryError is returned when GitHub asks us to wait (rate limit, 429, 5xx,
+// timeouts): the caller should keep what it has and try again After.
+// errors.Is(err, derrors.Unavailable) holds for it.
+type RetryError struct {
+	// After is how long to wait before the next request.
+	After time.Duration
+	// Reason says why, for logs and metrics.
+	Reason string
+	// Err is the underlying error.
+	Err error
+}
+
+// Error says why and how long to wait, then what failed.
+func (e *RetryError) Error() string {
+	msg := fmt.Sprintf("GitHub unavailable (%s), retry in %s", e.Reason, e.After.Round(time.Second))
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// RetryAfter returns After; index.Registry backs off by it.
+func (e *RetryError) RetryAfter() time.Duration { return e.After }
+
+// Unwrap returns derrors.Unavailable and the underlying error, so that both
+// errors.Is(err, derrors.Unavailable) and errors.As into the go-github error
+// work.
+func (e *RetryError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{derrors.Unavailable}
+	}
+	return []error{derrors.Unavailable, e.Err}
+}
+
+// mapError turns a go-github or transport error into one wrapping the dm
+// sentinel that fits, a *RetryError when waiting may help.
+func (g *GitHub) mapError(what string, err error) error {
+	wrapped := fmt.Errorf("%s: %w", what, err)
+	retry := func(after time.Duration, reason string) error {
+		if after <= 0 {
+			after = time.Second
+		}
+		g.log.Warn("GitHub asks to back off", "reason", reason, "retry_after", after.Round(time.Second).String(), "op", what)
+		return &RetryError{After: after, Reason: reason, Err: wrapped}
+	}
+
+	var rateErr *github.RateLimitError
+	var abuseErr *github.AbuseRateLimitError
+	var respErr *github.ErrorResponse
+	switch {
+	case errors.As(err, &rateErr):
+		return retry(time.Until(rateErr.Rate.Reset.Time), "rate limit exhausted")
+	case errors.As(err, &abuseErr):
+		after := retryRateLimit
+		if abuseErr.RetryAfter != nil {
+			after = *abuseErr.RetryAfter
+		}
+		return retry(after, "secondary rate limit")
+	case errors.As(err, &respErr) && respErr.Response != nil:
+		code := respErr.Response.StatusCode
+		after, hinted := retryAfter(respErr.Response.Header)
+		switch {
+		case code == http.StatusTooManyRequests:
+			if !hinted {
+				after = retryRateLimit
+			}
+			return retry(after, "too many requests (429)")
+		case code >= 500:
+			if !hinted {
+				after = retryServerError
+			}
+			return retry(after, fmt.Sprintf("server error %d", code))
+		case hinted:
+			// Any other answer that says when to come back, such as a
+			// secondary rate limit go-github did not recognise.
+			return retry(after, fmt.Sprintf("status %d with Retry-After", code))
+		case code == http.StatusNotFound, code == http.StatusUnprocessableEntity:
+			// GitHub answers 422 for a ref that names no commit.
+			return fmt.Errorf("%w: %w", wrapped, derrors.NotFound)
+		case code == http.StatusUnauthorized, code == http.StatusForbidden:
+			// Retrying will not help until the token or permissions change.
+			return fmt.Errorf("%w: GitHub refused access (check the token): %w", wrapped, derrors.Unavailable)
+		}
+		return wrapped
+	case errors.Is(err, context.DeadlineExceeded):
+		return retry(retryTimeout, "timeout")
+	case errors.Is(err, context.Canceled):
+		return wrapped
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		reason := "network error"
+		if netErr.Timeout() {
+			reason = "timeout"
+		}
+		return retry(retryTimeout, reason)
+	}
+	var opErr *net.OpError
+	if errors.As(err, &opErr) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return retry(retryTimeout, "network error")
+	}
+	return wrapped
+}
+
+// retryAfter parses a Retry-After header: seconds or an HTTP date.
+func retryAfter(h http.Header) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return time.Until(t), true
+	}
+	return 0, false
+}
+
+// redact keeps the token out of err's message even if some layer echoed it
+// (a proxy, a server), while errors.Is and errors.As still see through it.
+func (g *GitHub) redact(err error) error {
+	if err == nil || g.token == "" || !strings.Contains(err.Error(), g.token) {
+		return err
+	}
+	return &redactedError{err: err, token: g.token}
+}
+
+type redactedError struct {
+	err   error
+	token string
+}
+
+func (e *redactedError) Error() string {
+	return strings.ReplaceAll(e.err.Error(), e.token, "REDACTED")
+}
+
+func (e *redactedError) Unwrap() error { return e.err }
+
+// observeTransport reports every request to OnRequest and the debug log.
+type observeTransport struct {
+	base      http.RoundTripper
+	onRequest func(endpoint string, status int)
+	log       *slog.Logger
+}
+
+func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	start := time.Now()
+	resp, err := t.base.RoundTrip(req)
+	status := 0
+	if err == nil {
+		status = resp.StatusCode
+	}
+	endpoint := endpointOf(req.URL.Path)
+	if t.onRequest != nil {
+		t.onRequest(endpoint, status)
+	}
+	// Only method, path and status: headers carry the token.
+	t.log.DebugContext(req.Context(), "GitHub request", "method", req.Method, "path", req.URL.Path,
+		"endpoint", endpoint, "status", status, "duration", time.Since(start).String())
+	return resp, err
+}
+
+func endpointOf(path string) string {
+	switch {
+	case strings.Contains(path, "/git/trees/"):
+		return "tree"
+	case strings.Contains(path, "/git/blobs/"):
+		return "blob"
+	case strings.Contains(path, "/commits/"):
+		return "commit"
+	}
+	return "other"
+}

@@ -1,0 +1,144 @@
+package index_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/index/indextest"
+)
+
+func build(files map[string]string) *index.Snapshot {
+	meta := []byte(nil)
+	if m, ok := files[index.MetadataFile]; ok {
+		meta = []byte(m)
+	}
+	return index.Build("github.com/acme/t", indextest.Tree(files), meta)
+}
+
+func TestBuildCollections(t *testing.T) {
+	s := build(map[string]string{
+		"README.md":                       "x",
+		"registry.yaml":                   "collections:\n  apps: stacks/apps\n",
+		"redis/v1/redis.jinja":            "",
+		"redis/v1/redis.jinja.schema":     "",
+		"redis/v1/redis.yaml":             "resources: []", // DM-style example configuration
+		"redis/v1/example.yaml":           "",
+		"redis/v1.0.2/redis.jinja":        "a",
+		"redis/v1.0.2/example.yaml":       "",
+		"common/web/v1.2.3/web.gotmpl":    "",
+		"common/web/v1.2.3/example.yaml":  "",
+		"common/web/v1.2.3/helpers/h.tpl": "",
+		"stacks/apps/gb/v1/gb.py":         "",
+		"stacks/apps/gb/v1/example.yaml":  "",
+		"pg/v2.0.0-rc.1/pg.yaml":          "kind: Template",
+		"pg/v2.0.0-rc.1/example.yaml":     "",
+	})
+	if got := strings.Join(s.CollectionNames(), ","); got != ",apps,common" {
+		t.Errorf("collections = %q, want \",apps,common\"", got)
+	}
+	redis, ok := s.Template("", "redis")
+	if !ok || len(redis.Versions) != 2 {
+		t.Fatalf("redis = %+v", redis)
+	}
+	v := redis.Versions[0]
+	if v.Name != "v1" || v.Semver != "v1.0.0" || v.Template != "redis.jinja" || v.Language != index.Jinja || v.Schema != "redis.jinja.schema" || v.Example != "example.yaml" {
+		t.Errorf("redis v1 = %+v", v)
+	}
+	if v.Ref != "github.com/acme/t/redis:v1.0.0" {
+		t.Errorf("ref = %q", v.Ref)
+	}
+	web, _ := s.Template("common", "web")
+	if web == nil || web.Versions[0].Language != index.GoTmpl || len(web.Versions[0].Files) != 3 {
+		t.Errorf("web = %+v", web)
+	}
+	if gb, ok := s.Template("apps", "gb"); !ok || gb.Versions[0].Language != index.Python {
+		t.Errorf("apps/gb not indexed through registry.yaml")
+	}
+	if pg, ok := s.Template("", "pg"); !ok || pg.Versions[0].Language != index.OpenShift || !pg.Versions[0].Prerelease() {
+		t.Errorf("pg = %+v", pg)
+	}
+	if s.Errors() != 0 {
+		t.Errorf("unexpected findings: %v", s.Findings)
+	}
+	if s.Templates != 4 || s.Versions != 5 {
+		t.Errorf("counts = %d templates, %d versions", s.Templates, s.Versions)
+	}
+}
+
+func TestBuildFindings(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string // "path: severity: message part"
+	}{
+		{"two template files", map[string]string{"t/v1/t.jinja": "", "t/v1/t.py": "a", "t/v1/example.yaml": ""},
+			[]string{"t/v1: error: several template files: t.jinja, t.py"}},
+		{"no template file", map[string]string{"t/v1/other.jinja": "", "t/v1/example.yaml": ""},
+			[]string{"t/v1: error: no template file (want t.jinja"}},
+		{"bad version name", map[string]string{"t/v1/t.jinja": "", "t/v1/example.yaml": "", "t/latest/t.jinja": "x"},
+			[]string{`t/latest: error: version directory name "latest" is not a version`}},
+		{"schema for another file", map[string]string{"t/v1/t.jinja": "", "t/v1/x.jinja.schema": "", "t/v1/example.yaml": ""},
+			[]string{"t/v1: error: schema x.jinja.schema is named for x.jinja, not for the template file t.jinja"}},
+		{"missing example", map[string]string{"t/v1/t.jinja": ""},
+			[]string{"t/v1: warning: no example.yaml"}},
+		{"duplicate versions", map[string]string{"t/v1/t.jinja": "", "t/v1/example.yaml": "", "t/v1.0.0/t.jinja": "x", "t/v1.0.0/example.yaml": ""},
+			[]string{"t/v1.0.0: error: duplicate version: v1 and v1.0.0 are both v1.0.0"}},
+		{"undiscoverable", map[string]string{"a/b/t/v1/t.jinja": "", "a/b/t/v1/example.yaml": ""},
+			[]string{"a/b/t: warning: template directory t is not at the root of a collection"}},
+		{"bad registry.yaml", map[string]string{"registry.yaml": "collections: [1", "t/v1/t.jinja": "", "t/v1/example.yaml": ""},
+			[]string{"registry.yaml: error: cannot parse"}},
+		{"registry.yaml path missing", map[string]string{"registry.yaml": "collections:\n  x: nowhere\n", "t/v1/t.jinja": "", "t/v1/example.yaml": ""},
+			[]string{`registry.yaml: warning: collection "x": path "nowhere" does not exist`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := build(tt.files)
+			var got []string
+			for _, f := range s.Findings {
+				got = append(got, f.String())
+			}
+			for _, w := range tt.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("findings %q lack %q", got, w)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Errorf("got %d findings %q, want %d", len(got), got, len(tt.want))
+			}
+		})
+	}
+}
+
+func TestDigestStable(t *testing.T) {
+	files := map[string]string{"t/v1/t.jinja": "a", "t/v1/example.yaml": "b", "other/v1/other.py": "c"}
+	a, b := build(files), build(files)
+	ta, _ := a.Template("", "t")
+	tb, _ := b.Template("", "t")
+	if ta.Versions[0].Digest != tb.Versions[0].Digest || !strings.HasPrefix(ta.Versions[0].Digest, "sha256:") {
+		t.Fatalf("digests differ: %s %s", ta.Versions[0].Digest, tb.Versions[0].Digest)
+	}
+	files["t/v1/t.jinja"] = "changed"
+	tc, _ := build(files).Template("", "t")
+	if tc.Versions[0].Digest == ta.Versions[0].Digest {
+		t.Fatal("digest did not change with content")
+	}
+}
+
+// BenchmarkBuild10k indexes a listing of 10,000 template versions (30,000
+// files): the target is 100 ms.
+func BenchmarkBuild10k(b *testing.B) {
+	tree := indextest.Tree(indextest.Files(4, 250, 10))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		s := index.Build("github.com/acme/t", tree, nil)
+		if s.Versions != 10000 {
+			b.Fatalf("versions = %d", s.Versions)
+		}
+	}
+}

@@ -1,0 +1,155 @@
+package index_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"testing/fstest"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/fetch/githubtest"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/index/indextest"
+)
+
+func fixture() fstest.MapFS {
+	fsys := fstest.MapFS{}
+	for p, c := range map[string]string{
+		"registry.yaml":                  "collections:\n  apps: stacks/apps\n",
+		"redis/v1/redis.jinja":           "resources: []",
+		"redis/v1/example.yaml":          "resources: []",
+		"common/web/v1.2.3/web.gotmpl":   "resources: []",
+		"common/web/v1.2.3/example.yaml": "resources: []",
+		"stacks/apps/gb/v1/gb.py":        "def GenerateConfig(ctx): return {}",
+		"stacks/apps/gb/v1/example.yaml": "resources: []",
+	} {
+		fsys[p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	return fsys
+}
+
+func githubRegistry(t *testing.T, srv *githubtest.Server, cacheDir string) *index.Registry {
+	t.Helper()
+	gh, err := fetch.NewGitHub(fetch.GitHubOptions{Owner: "acme", Repo: "templates", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &index.Registry{Name: "github.com/acme/templates", Source: fetch.NewCache(gh, cacheDir, 1<<20), CacheDir: cacheDir}
+}
+
+func TestRegistryGitHubRequests(t *testing.T) {
+	repo := githubtest.NewRepoFS(t, fixture())
+	srv := githubtest.New(map[string]string{"acme/templates": repo})
+	defer srv.Close()
+	cache := t.TempDir()
+	reg := githubRegistry(t, srv, cache)
+	ctx := context.Background()
+
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Requests(); n > 3 {
+		t.Errorf("cold index took %d GitHub requests, want at most 3", n)
+	}
+	if _, ok := reg.Snapshot().Template("apps", "gb"); !ok {
+		t.Fatal("registry.yaml collection not indexed")
+	}
+
+	srv.ResetCounts()
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, n304 := srv.Requests(), srv.Responses(304); n != 1 || n304 != 1 {
+		t.Errorf("unchanged refresh: %d requests, %d answered 304; want 1 and 1", n, n304)
+	}
+
+	// Faults keep the last good index.
+	good := reg.Snapshot()
+	srv.SetFaults(githubtest.Faults{Status5xx: 10})
+	err := reg.Refresh(ctx)
+	if !errors.Is(err, derrors.Unavailable) {
+		t.Fatalf("refresh during an outage: %v", err)
+	}
+	if reg.Snapshot() != good {
+		t.Fatal("a failed refresh replaced the index")
+	}
+	if st := reg.Status(); st.LastError == "" || st.RetryAt.IsZero() {
+		t.Errorf("status after failure = %+v", st)
+	}
+	srv.SetFaults(githubtest.Faults{})
+
+	// A new commit is picked up.
+	githubtest.Commit(t, repo, map[string]string{"redis/v1.0.1/redis.jinja": "x", "redis/v1.0.1/example.yaml": "y"})
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if tm, _ := reg.Snapshot().Template("", "redis"); len(tm.Versions) != 2 {
+		t.Fatalf("new version not indexed: %+v", tm)
+	}
+
+	// A restart loads the persisted snapshot with GitHub gone.
+	srv.Close()
+	again := githubRegistry(t, srv, cache)
+	if err := again.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if tm, _ := again.Snapshot().Template("", "redis"); tm == nil || len(tm.Versions) != 2 {
+		t.Fatalf("restored snapshot lacks the new version: %+v", tm)
+	}
+	if !again.Status().FromCache {
+		t.Error("status does not say the snapshot came from the cache")
+	}
+}
+
+func TestRegistryLoadCorrupt(t *testing.T) {
+	dir := t.TempDir()
+	reg := &index.Registry{Name: "github.com/a/b", Source: fetch.NewLocal(fixture()), CacheDir: dir}
+	if err := reg.Load(); !errors.Is(err, derrors.NotFound) {
+		t.Fatalf("Load with nothing persisted: %v", err)
+	}
+	if err := reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	matches, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	if len(matches) != 1 {
+		t.Fatalf("persisted files: %v", matches)
+	}
+	b, _ := os.ReadFile(matches[0])
+	os.WriteFile(matches[0], b[:len(b)/2], 0o644)
+	fresh := &index.Registry{Name: "github.com/a/b", Source: fetch.NewLocal(fixture()), CacheDir: dir}
+	if err := fresh.Load(); err == nil {
+		t.Fatal("Load accepted a truncated snapshot")
+	}
+	if fresh.Snapshot() != nil {
+		t.Fatal("a bad snapshot was installed")
+	}
+}
+
+// BenchmarkLoad10k restores a persisted snapshot of 10,000 versions, the
+// work a restarted registryd does before it is ready: the target is 200 ms.
+func BenchmarkLoad10k(b *testing.B) {
+	dir := b.TempDir()
+	tree := indextest.Tree(indextest.Files(4, 250, 10))
+	seed := &index.Registry{Name: "github.com/acme/t", Source: staticSource{tree}, CacheDir: dir}
+	if err := seed.Refresh(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		r := &index.Registry{Name: "github.com/acme/t", CacheDir: dir}
+		if err := r.Load(); err != nil || r.Snapshot().Versions != 10000 {
+			b.Fatal(err)
+		}
+	}
+}
+
+// staticSource serves one listing: a Source for benchmarks.
+type staticSource struct{ t *fetch.Tree }
+
+func (s staticSource) Tree(context.Context, *fetch.Tree) (*fetch.Tree, error) { return s.t, nil }
+func (s staticSource) Blob(context.Context, string) ([]byte, error) {
+	return nil, derrors.NotFound
+}
