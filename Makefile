@@ -6,7 +6,7 @@ ADDR      ?= 127.0.0.1:8080
 FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-http clean
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e clean
 
 all: build
 
@@ -44,6 +44,9 @@ bench:
 
 bench-http: build
 	./scripts/bench-http.sh
+
+bench-e2e: build
+	./scripts/bench-e2e.sh
 
 clean:
 	rm -rf $(BIN)
