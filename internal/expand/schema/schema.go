@@ -1,0 +1,319 @@
+// Package schema reads DM schemas and applies them to a template
+// invocation's properties.
+//
+// A schema is the YAML file `<template file>.schema` next to a template
+// (redis.jinja.schema, replicatedservice.py.schema). Its top level holds
+// `info` (title, description), `imports` (extra files the template needs),
+// `required` (the property names that must be given) and `properties` (one
+// JSON Schema per property). Everything but `info` and `imports` is
+// compiled, once, as one JSON Schema of an object with those properties;
+// other top-level keywords such as `additionalProperties` keep their JSON
+// Schema meaning. Schemas without `$schema` are read as draft 4, the draft
+// DM used, and DM's type names `int`, `float`, `bool` and `str` are
+// accepted for integer, number, boolean and string.
+//
+// Apply fills in defaults and then validates, the order DM used, so a
+// required property with a default is satisfied by its default. See Apply
+// for how nested defaults work.
+package schema
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	yamlv2 "go.yaml.in/yaml/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// Schema is a parsed and compiled DM schema. It is safe for concurrent use.
+type Schema struct {
+	// File is the name the schema was parsed under, used in errors.
+	File    string
+	Info    Info
+	Imports []Import
+	// Required lists the top-level properties that must be present after
+	// defaults are applied.
+	Required []string
+	// Properties holds the JSON Schema of each property as written, with
+	// DM's type aliases rewritten (int becomes integer). It must not be
+	// modified.
+	Properties map[string]any
+
+	compiled *jsonschema.Schema
+	defaults *node
+	order    []string // property names in file order
+}
+
+// Info is a schema's `info` section.
+type Info struct {
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// Import is an entry of a schema's `imports`: a file the template needs,
+// optionally under another name.
+type Import struct {
+	Path string `json:"path"`
+	Name string `json:"name,omitempty"`
+}
+
+// typeAlias maps DM's type names to JSON Schema's.
+func typeAlias(t string) string {
+	switch t {
+	case "int":
+		return "integer"
+	case "float":
+		return "number"
+	case "bool":
+		return "boolean"
+	case "str":
+		return "string"
+	}
+	return t
+}
+
+// Parse reads and compiles a schema. file names the schema in errors,
+// which wrap derrors.InvalidArgument and carry the YAML line of syntax
+// errors. Only the schema document itself is read: references to other
+// files or URLs fail, since schemas come from other people's repositories.
+func Parse(data []byte, file string) (*Schema, error) {
+	fail := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", derrors.InvalidArgument, file, fmt.Sprintf(format, args...))
+	}
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	doc, err := decodeJSON(js)
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	if doc == nil {
+		doc = map[string]any{}
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fail("schema is %s, want a mapping", typeName(doc))
+	}
+
+	s := &Schema{File: file}
+	var problems []string
+	if v, ok := top["info"]; ok && v != nil {
+		if err := decodeStrict(v, &s.Info); err != nil {
+			problems = append(problems, "info: "+err.Error())
+		}
+	}
+	if v, ok := top["imports"]; ok && v != nil {
+		if err := decodeStrict(v, &s.Imports); err != nil {
+			problems = append(problems, "imports: "+err.Error())
+		}
+		for i, imp := range s.Imports {
+			if imp.Path == "" {
+				problems = append(problems, fmt.Sprintf("imports[%d]: path is empty", i))
+			}
+		}
+	}
+	if v, ok := top["required"]; ok && v != nil {
+		if err := decodeStrict(v, &s.Required); err != nil {
+			problems = append(problems, "required: "+err.Error()+" (a list of property names)")
+		}
+	}
+	if v, ok := top["properties"]; ok && v != nil {
+		props, ok := v.(map[string]any)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("properties: got %s, want a mapping of property names to schemas", typeName(v)))
+		}
+		s.Properties = props
+	}
+	if len(problems) > 0 {
+		return nil, fail("%s", strings.Join(problems, "; "))
+	}
+
+	// The compiled document is the file minus DM's own sections.
+	root := make(map[string]any, len(top))
+	for k, v := range top {
+		if k != "info" && k != "imports" {
+			root[k] = v
+		}
+	}
+	if _, ok := root["type"]; !ok {
+		root["type"] = "object"
+	}
+	normalizeSchema(root)
+
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft4)
+	c.UseLoader(noLoader{})
+	loc := "mem:///" + url.PathEscape(file)
+	if err := c.AddResource(loc, root); err != nil {
+		return nil, fail("%v", err)
+	}
+	if s.compiled, err = c.Compile(loc); err != nil {
+		return nil, fail("invalid schema: %s", strings.ReplaceAll(err.Error(), "\n", " "))
+	}
+	s.defaults = buildDefaults(root, root, 0)
+	s.order = propertyOrder(data, s.Properties)
+	return s, nil
+}
+
+// noLoader refuses to load anything: a `$ref` to another document must not
+// read the local disk or the network.
+type noLoader struct{}
+
+func (noLoader) Load(u string) (any, error) {
+	return nil, fmt.Errorf("loading %s: schemas may only refer to themselves", u)
+}
+
+// decodeJSON decodes JSON keeping integers exact (int64) and other numbers
+// as float64.
+func decodeJSON(js []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return normalizeNumbers(v), nil
+}
+
+func normalizeNumbers(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeNumbers(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeNumbers(e)
+		}
+	case json.Number:
+		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return n
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	}
+	return v
+}
+
+// decodeStrict converts a decoded value into a typed DM section, rejecting
+// unknown fields so that typos are reported.
+func decodeStrict(v any, dst any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			if te.Field != "" {
+				return fmt.Errorf("%s: got a %s, want a %s", te.Field, te.Value, te.Type)
+			}
+			return fmt.Errorf("got a %s, want a %s", te.Value, te.Type)
+		}
+		return errors.New(strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// normalizeSchema rewrites DM's type aliases in a schema and its
+// subschemas, in place. It follows only subschema keywords, so a `type`
+// key inside a default value or an enum is left alone.
+func normalizeSchema(v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, sub := range m {
+		switch k {
+		case "type":
+			switch t := sub.(type) {
+			case string:
+				m[k] = typeAlias(t)
+			case []any:
+				for i, e := range t {
+					if s, ok := e.(string); ok {
+						t[i] = typeAlias(s)
+					}
+				}
+			}
+		case "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
+			"propertyNames", "unevaluatedProperties", "unevaluatedItems":
+			normalizeSchema(sub)
+		case "properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies":
+			if sm, ok := sub.(map[string]any); ok {
+				for _, e := range sm {
+					normalizeSchema(e)
+				}
+			}
+		case "items", "allOf", "anyOf", "oneOf", "prefixItems":
+			if list, ok := sub.([]any); ok {
+				for _, e := range list {
+					normalizeSchema(e)
+				}
+			} else {
+				normalizeSchema(sub)
+			}
+		}
+	}
+}
+
+// propertyOrder returns the property names in the order the file lists
+// them, for documentation. It decodes the YAML again because the JSON form
+// has lost the order; names it cannot place come last, sorted.
+func propertyOrder(data []byte, props map[string]any) []string {
+	var doc struct {
+		Properties yamlv2.MapSlice `yaml:"properties"`
+	}
+	var order []string
+	seen := make(map[string]bool, len(props))
+	if yamlv2.Unmarshal(data, &doc) == nil {
+		for _, item := range doc.Properties {
+			name := fmt.Sprint(item.Key)
+			if _, ok := props[name]; ok && !seen[name] {
+				order = append(order, name)
+				seen[name] = true
+			}
+		}
+	}
+	var rest []string
+	for name := range props {
+		if !seen[name] {
+			rest = append(rest, name)
+		}
+	}
+	slices.Sort(rest)
+	return append(order, rest...)
+}
+
+// typeName names the JSON type of v for error messages.
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return "string"
+	case bool:
+		return "boolean"
+	case int64, float64, int, json.Number:
+		return "number"
+	case []any:
+		return "array"
+	case map[string]any:
+		return "object"
+	}
+	return fmt.Sprintf("%T", v)
+}

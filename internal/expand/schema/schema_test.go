@@ -1,0 +1,413 @@
+package schema
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// props decodes YAML properties the way the engine's decoders do for
+// tests: numbers as float64.
+func props(t testing.TB, src string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(src), &m); err != nil {
+		t.Fatal(err)
+	}
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m
+}
+
+func mustParse(t testing.TB, src string) *Schema {
+	t.Helper()
+	s, err := Parse([]byte(src), "t.jinja.schema")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	return s
+}
+
+const redisSchema = `info:
+  title: Redis
+  description: A Redis master and its replicas.
+imports:
+- path: helpers.jinja
+- path: common/labels.py
+  name: labels
+required:
+- image
+properties:
+  image:
+    type: string
+    description: Container image.
+  replicas:
+    type: int
+    default: 2
+    description: Number of replicas.
+  ratio:
+    type: float
+    default: 0.5
+  debug:
+    type: bool
+    default: false
+  labels:
+    type: object
+    default: {app: redis}
+  ports:
+    type: array
+    items:
+      type: object
+      required: [port]
+      properties:
+        port: {type: int, minimum: 1, maximum: 65535}
+        protocol: {type: string, enum: [TCP, UDP], default: TCP}
+  tls:
+    type: object
+    properties:
+      enabled: {type: bool, default: true}
+      cert: {type: string}
+    required: [cert]
+  resources:
+    type: object
+    default: {}
+    properties:
+      memory: {type: string, default: 512Mi}
+      cpu: {type: string, default: 500m}
+  storage:
+    $ref: '#/definitions/storage'
+definitions:
+  storage:
+    type: object
+    default: {size: 1Gi}
+    properties:
+      class: {type: string, default: standard}
+`
+
+func TestParse(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	if s.Info != (Info{Title: "Redis", Description: "A Redis master and its replicas."}) {
+		t.Errorf("Info = %+v", s.Info)
+	}
+	wantImports := []Import{{Path: "helpers.jinja"}, {Path: "common/labels.py", Name: "labels"}}
+	if !reflect.DeepEqual(s.Imports, wantImports) {
+		t.Errorf("Imports = %+v", s.Imports)
+	}
+	if !reflect.DeepEqual(s.Required, []string{"image"}) {
+		t.Errorf("Required = %v", s.Required)
+	}
+	if got := s.Properties["replicas"].(map[string]any)["type"]; got != "integer" {
+		t.Errorf("replicas type = %v, want integer", got)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name, src, wantErr string
+	}{
+		{"yaml syntax", "properties:\n  a: {type: int\n", "t.jinja.schema: yaml: line"},
+		{"not a mapping", "- a\n", "t.jinja.schema: schema is array, want a mapping"},
+		{"bad info", "info: {title: [x]}\n", "info: title: got a array, want a string"},
+		{"unknown info field", "info: {titel: x}\n", `info: unknown field "titel"`},
+		{"bad imports", "imports: [{path: ''}]\n", "imports[0]: path is empty"},
+		{"bad required", "required: image\n", "required: got a string, want a []string"},
+		{"bad properties", "properties: [a]\n", "properties: got array, want a mapping"},
+		{"bad type", "properties:\n  a: {type: integr}\n", "t.jinja.schema: invalid schema"},
+		{"bad keyword value", "properties:\n  a: {minimum: x}\n", "invalid schema"},
+		{"external ref", "properties:\n  a: {$ref: 'other.json'}\n", "schemas may only refer to themselves"},
+		{"file ref", "properties:\n  a: {$ref: 'file:///etc/passwd'}\n", "schemas may only refer to themselves"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.src), "t.jinja.schema")
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+			if !errors.Is(err, derrors.InvalidArgument) {
+				t.Errorf("error does not wrap InvalidArgument")
+			}
+		})
+	}
+}
+
+func TestApply(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{
+			name: "top-level defaults, nested default object filled",
+			in:   "image: redis",
+			want: `image: redis
+replicas: 2
+ratio: 0.5
+debug: false
+labels: {app: redis}
+resources: {memory: 512Mi, cpu: 500m}
+storage: {size: 1Gi, class: standard}`,
+		},
+		{
+			name: "given values win, nested defaults fill what is missing",
+			in:   "{image: redis, replicas: 5, debug: true, labels: {}, resources: {memory: 1Gi}, storage: {class: fast}}",
+			want: `{image: redis, replicas: 5, ratio: 0.5, debug: true, labels: {},
+resources: {memory: 1Gi, cpu: 500m}, storage: {class: fast}}`,
+		},
+		{
+			name: "array items get defaults, absent object with nested defaults is not created",
+			in:   "{image: redis, ports: [{port: 1}, {port: 2, protocol: UDP}]}",
+			want: `{image: redis, replicas: 2, ratio: 0.5, debug: false, labels: {app: redis},
+resources: {memory: 512Mi, cpu: 500m}, storage: {size: 1Gi, class: standard},
+ports: [{port: 1, protocol: TCP}, {port: 2, protocol: UDP}]}`,
+		},
+		{
+			name: "present object gets nested defaults",
+			in:   "{image: redis, tls: {cert: c}}",
+			want: `{image: redis, replicas: 2, ratio: 0.5, debug: false, labels: {app: redis},
+resources: {memory: 512Mi, cpu: 500m}, storage: {size: 1Gi, class: standard},
+tls: {cert: c, enabled: true}}`,
+		},
+		{
+			name: "integral float accepted as integer, unknown property kept",
+			in:   "{image: redis, replicas: 3.0, extra: 1}",
+			want: `{image: redis, replicas: 3, ratio: 0.5, debug: false, labels: {app: redis},
+resources: {memory: 512Mi, cpu: 500m}, storage: {size: 1Gi, class: standard}, extra: 1}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := props(t, tt.in)
+			before := props(t, tt.in)
+			got, err := s.Apply(in)
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if want := props(t, tt.want); !equalJSON(got, want) {
+				t.Errorf("Apply:\n got %v\nwant %v", got, want)
+			}
+			if !reflect.DeepEqual(in, before) {
+				t.Errorf("Apply modified its input: %v", in)
+			}
+		})
+	}
+}
+
+// equalJSON compares values, treating all numbers alike.
+func equalJSON(a, b any) bool {
+	ja, err1 := yaml.Marshal(a)
+	jb, err2 := yaml.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
+}
+
+func TestApplyDefaultsAreCopies(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	out, err := s.Apply(map[string]any{"image": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out["labels"].(map[string]any)["app"] = "changed"
+	out2, err := s.Apply(map[string]any{"image": "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out2["labels"].(map[string]any)["app"]; got != "redis" {
+		t.Errorf("default changed through an earlier result: %v", got)
+	}
+}
+
+func TestApplyViolations(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	tests := []struct {
+		name string
+		in   string
+		want []string
+	}{
+		{
+			name: "missing required",
+			in:   "{}",
+			want: []string{`missing required property "image"`},
+		},
+		{
+			name: "every violation with its path",
+			in: `replicas: "3"
+debug: yes please
+ports: [{port: 0, protocol: SCTP}, {protocol: TCP}, {port: x}]
+tls: {enabled: 1}
+labels: [a]`,
+			want: []string{
+				`missing required property "image"`,
+				`properties.debug: expected boolean, got string`,
+				`properties.labels: expected object, got array`,
+				`properties.ports[0].port: minimum: got 0, want 1`,
+				`properties.ports[0].protocol: value must be one of 'TCP', 'UDP'`,
+				`properties.ports[1]: missing required property "port"`,
+				`properties.ports[2].port: expected integer, got string`,
+				`properties.replicas: expected integer, got string`,
+				`properties.tls: missing required property "cert"`,
+				`properties.tls.enabled: expected boolean, got number`,
+			},
+		},
+		{
+			name: "odd keys are quoted",
+			in:   "{image: x, resources: {memory: 1}}",
+			want: []string{`properties.resources.memory: expected string, got number`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Apply(props(t, tt.in))
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("error %v is not a *ValidationError", err)
+			}
+			if !errors.Is(err, derrors.InvalidArgument) {
+				t.Error("error does not wrap InvalidArgument")
+			}
+			var got []string
+			for _, v := range ve.Violations {
+				got = append(got, v.String())
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("violations:\n got %q\nwant %q", got, tt.want)
+			}
+			if !strings.HasPrefix(err.Error(), "t.jinja.schema: invalid properties: ") {
+				t.Errorf("message = %s", err)
+			}
+		})
+	}
+}
+
+func TestRequiredSatisfiedByDefault(t *testing.T) {
+	s := mustParse(t, "required: [name]\nproperties:\n  name: {type: string, default: x}\n")
+	got, err := s.Apply(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got["name"] != "x" {
+		t.Errorf("got %v", got)
+	}
+}
+
+func TestSchemaVariants(t *testing.T) {
+	tests := []struct {
+		name    string
+		src     string
+		in      string
+		wantErr string
+		want    string // the result, when given
+	}{
+		{name: "empty schema accepts anything", src: "", in: "{a: 1}"},
+		{name: "info only", src: "info: {title: x}\n", in: "{a: 1}"},
+		{name: "additionalProperties false", src: "properties: {a: {}}\nadditionalProperties: false\n", in: "{a: 1, b: 2}",
+			wantErr: "additional properties 'b' not allowed"},
+		{name: "type list with alias", src: "properties:\n  a: {type: [int, str]}\n", in: "{a: true}",
+			wantErr: "properties.a: expected integer or string, got boolean"},
+		{name: "draft 4 exclusiveMaximum", src: "properties:\n  a: {type: number, maximum: 5, exclusiveMaximum: true}\n", in: "{a: 5}",
+			wantErr: "properties.a:"},
+		{name: "draft 2020 when asked", src: "$schema: https://json-schema.org/draft/2020-12/schema\nproperties:\n  a: {const: 1}\n", in: "{a: 2}",
+			wantErr: "properties.a: value must be 1"},
+		{name: "anyOf", src: "properties:\n  a: {anyOf: [{type: int}, {type: bool}]}\n", in: "{a: x}",
+			wantErr: "properties.a: matches none of the anyOf alternatives"},
+		{name: "type alias in default left alone", src: "properties:\n  a: {type: object, default: {type: int}}\n", in: "{}", want: "{a: {type: int}}"},
+		{name: "dotted key", src: "properties:\n  a.b: {type: int}\n", in: "{a.b: x}",
+			wantErr: `properties["a.b"]: expected integer`},
+		{name: "recursive ref", src: "properties:\n  node: {$ref: '#/definitions/node'}\ndefinitions:\n  node: {type: object, properties: {next: {$ref: '#/definitions/node'}, v: {default: 1}}}\n",
+			in: "{node: {next: {}}}", want: "{node: {v: 1, next: {v: 1}}}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.src)
+			got, err := s.Apply(props(t, tt.in))
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.want != "" && !equalJSON(got, props(t, tt.want)) {
+					t.Errorf("Apply = %v, want %s", got, tt.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("error = %v, want it to contain %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestPropertyDocs(t *testing.T) {
+	s := mustParse(t, "required: [b, z]\nproperties:\n  b: {type: int, default: 1, description: B}\n  a: {type: [string, 'null']}\n")
+	want := []PropertyDoc{
+		{Name: "b", Type: "integer", Description: "B", Required: true, HasDefault: true, Default: int64(1)},
+		{Name: "a", Type: "string|null"},
+		{Name: "z", Required: true},
+	}
+	if got := s.PropertyDocs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("PropertyDocs:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func BenchmarkApply(b *testing.B) {
+	s := mustParse(b, benchSchema)
+	in := props(b, "{name: web, image: nginx, replicas: 3, port: 8080, env: {A: b}}")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Apply(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchSchema has ten properties, half of them defaulted.
+const benchSchema = `info: {title: Web}
+required: [name, image]
+properties:
+  name: {type: string}
+  image: {type: string}
+  replicas: {type: int, default: 1, minimum: 0}
+  port: {type: int, default: 80, minimum: 1, maximum: 65535}
+  protocol: {type: string, enum: [TCP, UDP], default: TCP}
+  serviceType: {type: string, default: ClusterIP}
+  env: {type: object}
+  labels: {type: object, default: {}}
+  memory: {type: string, default: 256Mi}
+  debug: {type: bool, default: false}
+`
+
+// TestApplyConcurrent applies one schema from several goroutines; run with
+// -race.
+func TestApplyConcurrent(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	in := props(t, "{image: redis, ports: [{port: 1}], tls: {cert: c}}")
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			var err error
+			for range 50 {
+				if _, err = s.Apply(in); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func TestZeroSchema(t *testing.T) {
+	var s Schema
+	got, err := s.Apply(map[string]any{"a": 1})
+	if err != nil || got["a"] != 1 {
+		t.Errorf("Apply = %v, %v", got, err)
+	}
+}
