@@ -22,7 +22,7 @@ echo "registry: $(find "$tmp/reg" -type f | wc -l) files"
 bin/registryd --addr $ADDR --registry-dir "github.com/bench/reg=$tmp/reg" --cache-dir "$tmp/cache" 2>"$tmp/first.log" &
 pid=$!
 wait_ready
-curl -fs "http://$ADDR/v1/resolve?ref=t7:v1.2" >/dev/null
+curl -fs "http://$ADDR/v1/resolve?ref=t7:v1.1" >/dev/null
 rss=$(awk '/VmRSS/{print $2}' /proc/$pid/status)
 echo "registryd RSS with 10,000 versions: $((rss / 1024)) MB (target <= 100 MB)"
 kill $pid; wait $pid 2>/dev/null || true; pid=
@@ -37,7 +37,7 @@ for i in 1 2 3 4 5; do
   t=$(( $(now_ms) - start ))
   [ "$t" -lt "$best" ] && best=$t
   if [ "$i" = 5 ]; then
-    curl -fs "http://$ADDR/v1/resolve?ref=t7:v1.2" | head -c 200; echo
+    curl -fs "http://$ADDR/v1/resolve?ref=t7:v1.1" | head -c 200; echo
   else
     kill $pid; wait $pid 2>/dev/null || true; pid=
   fi
@@ -46,8 +46,8 @@ echo "restart to ready from snapshot, no network: best of 5 ${best} ms (target <
 
 export DM_SERVER=http://$ADDR
 if command -v hyperfine >/dev/null; then
-  hyperfine -N --warmup 5 --runs 50 "bin/dm --registry bench/reg resolve t7:v1.2" 2>&1 | grep -E "Time|Range"
+  hyperfine -N --warmup 5 --runs 50 "bin/dm --registry bench/reg resolve t7:v1.1" 2>&1 | grep -E "Time|Range"
 else
-  start=$(now_ms); for _ in $(seq 20); do bin/dm --registry bench/reg resolve t7:v1.2 >/dev/null; done
+  start=$(now_ms); for _ in $(seq 20); do bin/dm --registry bench/reg resolve t7:v1.1 >/dev/null; done
   echo "dm resolve: $(( ($(now_ms) - start) / 20 )) ms per run (target <= 20 ms)"
 fi

@@ -5,8 +5,6 @@ package main
 import (
 	"flag"
 	"log"
-	"os"
-	"path/filepath"
 
 	"github.com/dmhq/dm/internal/index/indextest"
 )
@@ -20,13 +18,7 @@ func main() {
 	if *dir == "" {
 		log.Fatal("genregistry: --dir is required")
 	}
-	for p, c := range indextest.Files(*collections, *templates, *versions) {
-		name := filepath.Join(*dir, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
-			log.Fatal(err)
-		}
-		if err := os.WriteFile(name, []byte(c), 0o644); err != nil {
-			log.Fatal(err)
-		}
+	if err := indextest.WriteFiles(*dir, indextest.Files(*collections, *templates, *versions)); err != nil {
+		log.Fatal(err)
 	}
 }

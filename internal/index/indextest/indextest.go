@@ -3,6 +3,8 @@ package indextest
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/dmhq/dm/internal/fetch"
@@ -42,4 +44,18 @@ func Files(collections, templates, versions int) map[string]string {
 		}
 	}
 	return files
+}
+
+// WriteFiles writes files, path -> content, under dir.
+func WriteFiles(dir string, files map[string]string) error {
+	for p, c := range files {
+		name := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(name, []byte(c), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// globals are dm's global flags, resolved against the environment.
+type globals struct {
+	registry  string   // --registry [host/]owner/repo[/collection]
+	dirs      []string // --registry-dir PREFIX=DIR
+	server    string   // --server URL, or DM_SERVER
+	githubAPI string   // --github-api
+	cacheDir  string   // --cache-dir
+	output    string   // -o table|json|yaml
+	verbose   bool
+
+	getenv func(string) string
+	stderr io.Writer
+}
+
+// backend returns where the commands get their answers: a registryd when
+// --server (or DM_SERVER) is set, else the registries in-process.
+func (g *globals) backend() (api.Backend, error) {
+	server := g.server
+	if server == "" {
+		server = g.getenv("DM_SERVER")
+	}
+	if server != "" {
+		return api.NewClient(server, nil)
+	}
+	return g.local()
+}
+
+// local builds the in-process backend: the --registry-dir directories, the
+// --registry GitHub repository when no directory serves it, or with
+// neither the embedded example registry.
+func (g *globals) local() (*localBackend, error) {
+	b := &localBackend{g: g, byPrefix: map[string]bool{}}
+	for _, d := range g.dirs {
+		spec, err := api.ParseDirSpec(d)
+		if err != nil {
+			return nil, err
+		}
+		if b.byPrefix[spec.Prefix] {
+			return nil, fmt.Errorf("registry %s is given twice: %w", spec.Prefix, derrors.InvalidArgument)
+		}
+		b.specs = append(b.specs, spec)
+		b.byPrefix[spec.Prefix] = true
+	}
+	if g.registry != "" {
+		def, err := resolve.ParseRegistry(g.registry)
+		if err != nil {
+			return nil, err
+		}
+		b.def = def
+		if !b.byPrefix[def.Prefix()] {
+			if len(g.dirs) == 0 && def.Prefix() == dm.ExampleRegistryPrefix {
+				b.addExample()
+			} else {
+				b.addGitHub(def.Prefix(), def.Owner, def.Repo)
+			}
+		}
+	}
+	switch {
+	case len(b.specs) == 0:
+		b.addExample()
+		b.def, _ = resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	case b.def.IsZero() && len(g.dirs) == 1:
+		// One directory and no --registry: short references mean it.
+		b.def, _ = resolve.ParseRegistry(b.specs[0].Prefix)
+	}
+	return b, nil
+}
+
+// localBackend answers in-process. Registries are indexed on first use; a
+// full reference to a GitHub registry that is not configured adds it.
+type localBackend struct {
+	g        *globals
+	specs    []api.RegistrySpec
+	byPrefix map[string]bool
+	def      resolve.Registry
+
+	svc *api.Service
+}
+
+func (b *localBackend) addExample() {
+	b.specs = append(b.specs, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()})
+	b.byPrefix[dm.ExampleRegistryPrefix] = true
+}
+
+func (b *localBackend) addGitHub(prefix, owner, repo string) {
+	b.specs = append(b.specs, api.RegistrySpec{Prefix: prefix, GitHub: &api.GitHubSpec{
+		Owner: owner, Repo: repo, APIURL: b.g.githubAPI, Token: b.g.getenv("GITHUB_TOKEN"),
+	}})
+	b.byPrefix[prefix] = true
+	b.svc = nil
+}
+
+// need makes sure a full reference's registry is configured.
+func (b *localBackend) need(ref string) {
+	r, err := resolve.Parse(ref)
+	if err != nil || !r.Full() || b.byPrefix[r.Registry()] {
+		return
+	}
+	b.addGitHub(r.Registry(), r.Owner, r.Repo)
+}
+
+// service indexes the registries (once) and returns the service over them.
+// A registry that cannot be refreshed is served from its persisted
+// snapshot when there is one.
+func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
+	if b.svc != nil {
+		return b.svc, nil
+	}
+	log := slog.New(slog.DiscardHandler)
+	if b.g.verbose {
+		log = slog.New(slog.NewTextHandler(b.g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	setup := api.Setup{CacheDir: b.g.cacheDirOrDefault(), Logger: log}
+	var regs []*index.Registry
+	for _, spec := range b.specs {
+		reg, err := api.OpenRegistry(spec, setup)
+		if err != nil {
+			return nil, err
+		}
+		if reg.Kind != api.KindGitHub {
+			// Listing a directory is quicker than loading a snapshot,
+			// and dm leaves no snapshots of directories behind.
+			reg.CacheDir = ""
+		}
+		if reg.CacheDir != "" {
+			_ = reg.Load()
+		}
+		if err := reg.Refresh(ctx); err != nil {
+			if reg.Snapshot() == nil {
+				return nil, err
+			}
+			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
+		}
+		regs = append(regs, reg)
+	}
+	b.svc = api.NewService(resolve.New(b.def, regs...))
+	return b.svc, nil
+}
+
+var _ api.Backend = (*localBackend)(nil)
+
+// Registries lists the in-process registries.
+func (b *localBackend) Registries(ctx context.Context) (*api.RegistryList, error) {
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Registries(ctx)
+}
+
+// Templates lists templates.
+func (b *localBackend) Templates(ctx context.Context, q api.TemplateQuery) (*api.TemplateList, error) {
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Templates(ctx, q)
+}
+
+// Versions lists a template's versions.
+func (b *localBackend) Versions(ctx context.Context, ref, registry string) (*api.Template, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Versions(ctx, ref, registry)
+}
+
+// Template describes one version.
+func (b *localBackend) Template(ctx context.Context, ref, registry string) (*api.TemplateVersion, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Template(ctx, ref, registry)
+}
+
+// Resolve resolves a reference.
+func (b *localBackend) Resolve(ctx context.Context, ref, registry string) (*api.Resolution, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Resolve(ctx, ref, registry)
+}
+
+// Search finds templates.
+func (b *localBackend) Search(ctx context.Context, q, registry string) (*api.SearchResults, error) {
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Search(ctx, q, registry)
+}
+
+// cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,
+// else none.
+func (g *globals) cacheDirOrDefault() string {
+	if g.cacheDir != "" {
+		return g.cacheDir
+	}
+	if d := g.getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "dm")
+	}
+	if h := g.getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "dm")
+	}
+	return ""
+}
+
+// lintDir indexes a local directory the way every source is indexed.
+func lintDir(ctx context.Context, dir string) (*index.Snapshot, error) {
+	if err := checkDir(dir); err != nil {
+		return nil, fmt.Errorf("linting: %w", err)
+	}
+	src := fetch.NewLocal(os.DirFS(dir))
+	tree, err := src.Tree(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("linting %s: %w", dir, err)
+	}
+	var meta []byte
+	for _, e := range tree.Entries {
+		if e.Path == index.MetadataFile {
+			if meta, err = src.Blob(ctx, e.SHA); err != nil {
+				return nil, fmt.Errorf("linting %s: %w", dir, err)
+			}
+		}
+	}
+	return index.Build("github.com/lint/registry", tree, meta), nil
+}
+
+// exitCode maps an error to dm's exit status: 2 for usage errors, 1
+// otherwise.
+func exitCode(err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
+		// cobra reports unknown commands with a plain error.
+		return 2
+	}
+	return 1
+}
+
+// usageError is a mistake on the command line.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }

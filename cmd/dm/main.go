@@ -1,0 +1,153 @@
+// Command dm reads template registries: lists registries, templates and
+// versions, describes and resolves template references, searches, and
+// lints a registry directory.
+//
+// Without --server (or DM_SERVER) dm works in-process: it indexes the
+// --registry-dir directories, or the GitHub repository named by --registry
+// (through --github-api with GITHUB_TOKEN, caching in ~/.cache/dm), or with
+// no registry flag at all the example registry built into dm, which answers
+// to github.com/acme/templates. With --server it asks a registryd.
+//
+// Exit status: 0 on success, 1 on failure (and for dm lint when the
+// registry has error findings), 2 on a usage error.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dmhq/dm/internal/fetch"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
+}
+
+// run executes dm with args and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
+	g := &globals{getenv: getenv, stderr: stderr}
+	root := newRoot(g, stdout)
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	if _, ok := err.(*lintFailed); ok {
+		// The findings are the message.
+		return 1
+	}
+	fmt.Fprintln(stderr, "dm:", err)
+	return exitCode(err)
+}
+
+func newRoot(g *globals, stdout io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "dm",
+		Short:         "Read template registries: list, describe, resolve, search and lint templates",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			switch g.output {
+			case "table", "json", "yaml":
+			default:
+				return &usageError{fmt.Errorf("-o %q: want table, json or yaml", g.output)}
+			}
+			return nil
+		},
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")
+	pf.StringArrayVar(&g.dirs, "registry-dir", nil, "read local directory DIR as the registry with reference prefix PREFIX (`PREFIX=DIR`, repeatable; one alone is the default registry)")
+	pf.StringVar(&g.server, "server", "", "registryd `URL` to ask instead of reading registries in-process (default $DM_SERVER)")
+	pf.StringVar(&g.githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` for in-process GitHub registries")
+	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
+	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
+
+	p := &printer{w: stdout, g: g}
+	root.AddCommand(
+		&cobra.Command{
+			Use:   "registries",
+			Short: "List the registries and the state of their indexes",
+			Args:  noArgs,
+			RunE:  func(cmd *cobra.Command, _ []string) error { return cmdRegistries(cmd.Context(), g, p) },
+		},
+		&cobra.Command{
+			Use:   "templates [REGEXP]",
+			Short: "List templates (of --registry, else of every registry), optionally those whose name matches REGEXP",
+			Args:  maxArgs(1),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return cmdTemplates(cmd.Context(), g, p, optional(args))
+			},
+		},
+		&cobra.Command{
+			Use:   "versions TEMPLATE",
+			Short: "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
+			Args:  exactArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
+		},
+		&cobra.Command{
+			Use:   "describe REF",
+			Short: "Describe a template version: title, description, properties, files and example",
+			Args:  exactArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
+		},
+		&cobra.Command{
+			Use:   "resolve REF",
+			Short: "Print the canonical reference REF resolves to (notes go to stderr)",
+			Args:  exactArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
+		},
+		&cobra.Command{
+			Use:   "search TEXT",
+			Short: "Find templates whose name, collection or file paths contain every word of TEXT",
+			Args:  cobra.MinimumNArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
+		},
+		&cobra.Command{
+			Use:   "lint DIR",
+			Short: "Check a registry directory against the registry conventions (exit 1 on errors)",
+			Args:  exactArgs(1),
+			RunE:  func(cmd *cobra.Command, args []string) error { return cmdLint(cmd.Context(), g, p, args[0]) },
+		},
+	)
+	return root
+}
+
+func optional(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0]
+}
+
+func noArgs(cmd *cobra.Command, args []string) error {
+	return wrapUsage(cobra.NoArgs(cmd, args))
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.MaximumNArgs(n)(cmd, args)) }
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.ExactArgs(n)(cmd, args)) }
+}
+
+func wrapUsage(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &usageError{err}
+}

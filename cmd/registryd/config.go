@@ -1,0 +1,185 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Config is registryd's configuration file (--config), in YAML:
+//
+//	listen: 127.0.0.1:8080          # address to serve on (--addr)
+//	default_registry: acme/templates/apps  # [host/]owner/repo[/collection] for short references
+//	refresh: 5m                     # how often to refresh every registry (--refresh)
+//	cache_dir: /var/cache/registryd # persisted snapshots and blobs (--cache-dir)
+//	github_api: https://api.github.com/  # default GitHub REST API URL (--github-api)
+//	admin_token_env: REGISTRYD_ADMIN_TOKEN  # environment variable holding the admin token
+//	registries:
+//	- github: acme/templates        # OWNER/REPO[@BRANCH]; answers to github.com/OWNER/REPO
+//	  branch: main                  # optional; default: the repository's default branch
+//	  token_env: ACME_GITHUB_TOKEN  # optional; default: GITHUB_TOKEN
+//	  api_url: https://ghe.example.com/api/v3/  # optional; default: github_api
+//	  prefix: github.com/acme/templates         # optional reference prefix
+//	- dir: ./registry-example       # a local directory, relative to the config file
+//	  prefix: github.com/acme/mirror  # required for dir: the prefix it answers to
+//
+// Flags override the file: a flag given on the command line wins over the
+// file's setting, and --registry-dir or --github flags replace the file's
+// registries. Tokens are never written in the file, only the names of the
+// environment variables that hold them.
+type Config struct {
+	Listen          string           `json:"listen,omitempty"`
+	DefaultRegistry string           `json:"default_registry,omitempty"`
+	Refresh         string           `json:"refresh,omitempty"`
+	CacheDir        string           `json:"cache_dir,omitempty"`
+	GitHubAPI       string           `json:"github_api,omitempty"`
+	AdminTokenEnv   string           `json:"admin_token_env,omitempty"`
+	Registries      []RegistryConfig `json:"registries,omitempty"`
+}
+
+// RegistryConfig is one registry of the configuration file: either github
+// or dir.
+type RegistryConfig struct {
+	GitHub   string `json:"github,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	TokenEnv string `json:"token_env,omitempty"`
+	APIURL   string `json:"api_url,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Prefix   string `json:"prefix,omitempty"`
+}
+
+// loadConfig reads a configuration file; relative directories in it are
+// made relative to the file's directory.
+func loadConfig(name string) (*Config, error) {
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("reading configuration: %w", err)
+	}
+	var c Config
+	if err := yaml.UnmarshalStrict(b, &c); err != nil {
+		return nil, fmt.Errorf("configuration %s: %v: %w", name, err, derrors.InvalidArgument)
+	}
+	base := filepath.Dir(name)
+	for i := range c.Registries {
+		if d := c.Registries[i].Dir; d != "" && !filepath.IsAbs(d) {
+			c.Registries[i].Dir = filepath.Join(base, d)
+		}
+	}
+	return &c, nil
+}
+
+// settings is the configuration registryd runs with, after merging the
+// file, the flags and the environment.
+type settings struct {
+	addr       string
+	registries []api.RegistrySpec
+	def        resolve.Registry
+	refresh    time.Duration
+	cacheDir   string
+	adminToken string
+	readyWait  time.Duration
+	logLevel   string
+}
+
+// specs turns the configured registries into specs; getenv reads tokens.
+func (c *Config) specs(getenv func(string) string) ([]api.RegistrySpec, error) {
+	var out []api.RegistrySpec
+	for i, r := range c.Registries {
+		where := fmt.Sprintf("registries[%d]", i)
+		switch {
+		case r.GitHub != "" && r.Dir != "":
+			return nil, fmt.Errorf("%s: set either github or dir, not both: %w", where, derrors.InvalidArgument)
+		case r.GitHub != "":
+			spec, err := api.ParseGitHubSpec(r.GitHub)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			if r.Branch != "" {
+				if spec.GitHub.Branch != "" && spec.GitHub.Branch != r.Branch {
+					return nil, fmt.Errorf("%s: branch given twice (%s and %s): %w", where, spec.GitHub.Branch, r.Branch, derrors.InvalidArgument)
+				}
+				spec.GitHub.Branch = r.Branch
+			}
+			spec.GitHub.APIURL = r.APIURL
+			if spec.GitHub.APIURL == "" {
+				spec.GitHub.APIURL = c.GitHubAPI
+			}
+			env := r.TokenEnv
+			if env == "" {
+				env = "GITHUB_TOKEN"
+			}
+			spec.GitHub.Token = getenv(env)
+			if r.Prefix != "" {
+				p, err := api.ParsePrefix(r.Prefix)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", where, err)
+				}
+				spec.Prefix = p
+			}
+			out = append(out, spec)
+		case r.Dir != "":
+			if r.Prefix == "" {
+				return nil, fmt.Errorf("%s: dir %s needs a prefix, such as github.com/acme/templates: %w", where, r.Dir, derrors.InvalidArgument)
+			}
+			p, err := api.ParsePrefix(r.Prefix)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			out = append(out, api.RegistrySpec{Prefix: p, Dir: r.Dir})
+		default:
+			return nil, fmt.Errorf("%s: set github or dir: %w", where, derrors.InvalidArgument)
+		}
+	}
+	return out, nil
+}
+
+// finish checks the registries and picks the default: the configured one,
+// the only registry, or with none configured the embedded example
+// registry.
+func (s *settings) finish(defaultRegistry string) error {
+	seen := map[string]bool{}
+	for _, r := range s.registries {
+		if seen[r.Prefix] {
+			return fmt.Errorf("registry %s is configured twice: %w", r.Prefix, derrors.InvalidArgument)
+		}
+		seen[r.Prefix] = true
+	}
+	if len(s.registries) == 0 {
+		s.registries = []api.RegistrySpec{{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()}}
+		seen[dm.ExampleRegistryPrefix] = true
+		if defaultRegistry == "" {
+			defaultRegistry = dm.ExampleRegistryPrefix
+		}
+	}
+	if defaultRegistry == "" && len(s.registries) == 1 {
+		defaultRegistry = s.registries[0].Prefix
+	}
+	if defaultRegistry != "" {
+		def, err := resolve.ParseRegistry(defaultRegistry)
+		if err != nil {
+			return fmt.Errorf("default registry: %w", err)
+		}
+		if !seen[def.Prefix()] {
+			return fmt.Errorf("default registry %s is not configured (configured: %s): %w", def.Prefix(), strings.Join(names(s.registries), ", "), derrors.InvalidArgument)
+		}
+		s.def = def
+	}
+	return nil
+}
+
+func names(specs []api.RegistrySpec) []string {
+	var out []string
+	for _, s := range specs {
+		out = append(out, s.Prefix)
+	}
+	return out
+}

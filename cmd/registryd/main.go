@@ -1,0 +1,191 @@
+// Command registryd serves template registries over HTTP: a JSON API under
+// /v1/ (see package server), /healthz, /readyz and /metrics.
+//
+// Usage:
+//
+//	registryd [--config FILE] [--addr HOST:PORT]
+//	          [--registry-dir PREFIX=DIR ...] [--github OWNER/REPO[@BRANCH] ...]
+//	          [--github-api URL] [--refresh DURATION] [--cache-dir DIR]
+//	          [--default-registry [HOST/]OWNER/REPO[/COLLECTION]] [--admin-token TOKEN]
+//
+// With no registry configured it serves the embedded example registry as
+// github.com/acme/templates. GITHUB_TOKEN is the token for GitHub
+// registries; REGISTRYD_ADMIN_TOKEN (or --admin-token) the bearer token of
+// POST /v1/registries/{name}/refresh. Each registry's persisted snapshot is
+// loaded from the cache directory at start, so a restart serves at once;
+// registries without one are indexed before the server listens (for at
+// most --ready-wait). SIGINT and SIGTERM shut down gracefully.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "registryd:", err)
+		os.Exit(1)
+	}
+}
+
+// env is what run needs from the outside world, so tests run it in-process.
+type env struct {
+	stdout, stderr io.Writer
+	getenv         func(string) string
+	// onListen, if set, is called with the address once the server
+	// listens.
+	onListen func(addr string)
+}
+
+// run parses args and serves until ctx ends.
+func run(ctx context.Context, args []string, e env) error {
+	var s settings
+	cmd := newCommand(e, &s)
+	cmd.SetArgs(args)
+	cmd.SetContext(ctx)
+	return cmd.Execute()
+}
+
+func newCommand(e env, s *settings) *cobra.Command {
+	var (
+		configFile string
+		dirs       []string
+		githubs    []string
+		githubAPI  string
+		defaultReg string
+		adminToken string
+		refresh    time.Duration
+		readyWait  time.Duration
+		cacheDir   string
+		addr       string
+		logLevel   string
+	)
+	cmd := &cobra.Command{
+		Use:           "registryd",
+		Short:         "Serve template registries over HTTP",
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg := &Config{}
+			if configFile != "" {
+				c, err := loadConfig(configFile)
+				if err != nil {
+					return err
+				}
+				cfg = c
+			}
+			f := cmd.Flags()
+			// Flags override the file.
+			if f.Changed("addr") || cfg.Listen == "" {
+				cfg.Listen = addr
+			}
+			if f.Changed("github-api") || cfg.GitHubAPI == "" {
+				cfg.GitHubAPI = githubAPI
+			}
+			if f.Changed("default-registry") {
+				cfg.DefaultRegistry = defaultReg
+			}
+			if f.Changed("cache-dir") {
+				cfg.CacheDir = cacheDir
+			}
+			s.refresh = refresh
+			if !f.Changed("refresh") && cfg.Refresh != "" {
+				d, err := time.ParseDuration(cfg.Refresh)
+				if err != nil || d < 0 {
+					return fmt.Errorf("configuration: refresh %q: want a duration such as 5m: %w", cfg.Refresh, derrors.InvalidArgument)
+				}
+				s.refresh = d
+			}
+			if len(dirs) > 0 || len(githubs) > 0 {
+				cfg.Registries = nil
+				for _, d := range dirs {
+					spec, err := api.ParseDirSpec(d)
+					if err != nil {
+						return err
+					}
+					s.registries = append(s.registries, spec)
+				}
+				for _, g := range githubs {
+					spec, err := api.ParseGitHubSpec(g)
+					if err != nil {
+						return err
+					}
+					spec.GitHub.APIURL = cfg.GitHubAPI
+					spec.GitHub.Token = e.getenv("GITHUB_TOKEN")
+					s.registries = append(s.registries, spec)
+				}
+			} else {
+				specs, err := cfg.specs(e.getenv)
+				if err != nil {
+					return err
+				}
+				s.registries = specs
+			}
+			s.addr = cfg.Listen
+			s.readyWait = readyWait
+			s.logLevel = logLevel
+			s.adminToken = adminToken
+			if !f.Changed("admin-token") {
+				name := cfg.AdminTokenEnv
+				if name == "" {
+					name = "REGISTRYD_ADMIN_TOKEN"
+				}
+				s.adminToken = e.getenv(name)
+			}
+			s.cacheDir = cfg.CacheDir
+			if s.cacheDir == "" {
+				s.cacheDir = defaultCacheDir(e.getenv)
+			}
+			if err := s.finish(cfg.DefaultRegistry); err != nil {
+				return err
+			}
+			return serve(cmd.Context(), s, e)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&configFile, "config", "", "YAML configuration `file` (flags override it)")
+	f.StringVar(&addr, "addr", "127.0.0.1:8080", "`address` to listen on")
+	f.StringArrayVar(&dirs, "registry-dir", nil, "serve local directory DIR under reference prefix PREFIX, such as github.com/acme/templates=./registry-example (`PREFIX=DIR`, repeatable)")
+	f.StringArrayVar(&githubs, "github", nil, "serve a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable) as registry github.com/OWNER/REPO, with GITHUB_TOKEN as token")
+	f.StringVar(&githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` (GitHub Enterprise: https://HOST/api/v3/)")
+	f.DurationVar(&refresh, "refresh", 5*time.Minute, "refresh every registry this often (0: index once)")
+	f.StringVar(&cacheDir, "cache-dir", "", "`directory` for persisted snapshots and file contents (default $XDG_CACHE_HOME/registryd or ~/.cache/registryd)")
+	f.StringVar(&defaultReg, "default-registry", "", "registry (and collection) short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
+	f.StringVar(&adminToken, "admin-token", "", "bearer `token` for POST /v1/registries/{name}/refresh (prefer the REGISTRYD_ADMIN_TOKEN environment variable)")
+	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
+	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	cmd.SetOut(e.stdout)
+	cmd.SetErr(e.stderr)
+	return cmd
+}
+
+// defaultCacheDir is $XDG_CACHE_HOME/registryd or ~/.cache/registryd.
+func defaultCacheDir(getenv func(string) string) string {
+	if d := getenv("XDG_CACHE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "registryd")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".cache", "registryd")
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "registryd")
+	}
+	return ""
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/server"
+)
+
+const (
+	// retryUnready is how soon a registry without any index is tried again
+	// after a failure, unless the source asked for longer.
+	retryUnready = 15 * time.Second
+	// shutdownTimeout bounds the graceful shutdown.
+	shutdownTimeout = 15 * time.Second
+)
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error: %w", level, derrors.InvalidArgument)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// serve runs registryd with s until ctx ends.
+func serve(ctx context.Context, s *settings, e env) error {
+	log, err := newLogger(e.stderr, s.logLevel)
+	if err != nil {
+		return err
+	}
+	metrics := server.NewMetrics()
+	setup := api.Setup{
+		CacheDir: s.cacheDir,
+		Logger:   log,
+		Hooks: api.Hooks{
+			OnIndex:       metrics.ObserveIndex,
+			GitHubRequest: metrics.GitHubRequestFunc,
+			CacheLookup:   metrics.CacheLookupFunc,
+		},
+	}
+	regs := make([]*index.Registry, 0, len(s.registries))
+	for _, spec := range s.registries {
+		g, err := api.OpenRegistry(spec, setup)
+		if err != nil {
+			return err
+		}
+		regs = append(regs, g)
+		log.Info("registry", "registry", spec.Prefix, "kind", g.Kind, "location", g.Location)
+	}
+	resolver := resolve.New(s.def, regs...)
+
+	// Bind first, so that a taken address fails at once.
+	l, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", s.addr, err)
+	}
+	defer l.Close()
+
+	// Persisted snapshots of remote registries are served at once; the
+	// others are indexed before serving, for at most readyWait.
+	bg, stopBg := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		stopBg()
+		wg.Wait()
+	}()
+	var pending []<-chan struct{}
+	for _, g := range regs {
+		loaded := false
+		if g.CacheDir != "" {
+			switch err := g.Load(); {
+			case err == nil:
+				loaded = true
+				snap := g.Snapshot()
+				log.Info("serving persisted snapshot", "registry", g.Name, "version", snap.Tree.Version, "templates", snap.Templates, "versions", snap.Versions)
+			case !errors.Is(err, derrors.NotFound):
+				log.Warn("cannot load persisted snapshot; indexing anew", "registry", g.Name, "err", err)
+			}
+		}
+		first := make(chan struct{})
+		// A local directory is listed in milliseconds: serve its current
+		// state from the start, the snapshot only if listing fails.
+		if !loaded || g.Kind == api.KindLocal {
+			pending = append(pending, first)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keepFresh(bg, g, s.refresh, first)
+		}()
+	}
+	waitFirst(ctx, pending, s.readyWait)
+	if err := ctx.Err(); err != nil {
+		return nil
+	}
+
+	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics})
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		// A refresh over HTTP answers when it is done: up to the server's
+		// refresh timeout (50s).
+		WriteTimeout:   90 * time.Second,
+		IdleTimeout:    120 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(l) }()
+	ready, missing := handler.Ready()
+	log.Info("listening", "addr", l.Addr().String(), "registries", len(regs), "default", s.def.String(),
+		"cache_dir", s.cacheDir, "refresh", s.refresh, "ready", ready, "not_ready", missing, "admin_token_set", s.adminToken != "")
+	if e.onListen != nil {
+		e.onListen(l.Addr().String())
+	}
+
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// waitFirst waits until every channel is closed, ctx ends or max passes.
+func waitFirst(ctx context.Context, chans []<-chan struct{}, max time.Duration) {
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	for _, c := range chans {
+		select {
+		case <-c:
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// keepFresh refreshes g now, closes first, then refreshes every interval
+// until ctx ends, waiting longer when the source asks for it and retrying
+// sooner while g has no index at all. With a zero interval it refreshes
+// once (retrying until it has an index).
+func keepFresh(ctx context.Context, g *index.Registry, interval time.Duration, first chan struct{}) {
+	_ = g.Refresh(ctx)
+	close(first)
+	for {
+		wait := interval
+		if g.Snapshot() == nil && (wait <= 0 || wait > retryUnready) {
+			wait = retryUnready
+		}
+		if wait <= 0 {
+			return
+		}
+		if retry := time.Until(g.Status().RetryAt); retry > wait {
+			wait = retry
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		_ = g.Refresh(ctx)
+	}
+}

@@ -1,0 +1,123 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/fstest"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+func TestParseDirSpec(t *testing.T) {
+	tests := []struct {
+		in, prefix, dir string
+		wantErr         bool
+	}{
+		{"github.com/acme/t=./reg", "github.com/acme/t", "./reg", false},
+		{"acme/t=/abs/dir", "github.com/acme/t", "/abs/dir", false},
+		{"ghe.example.com/acme/t=d", "ghe.example.com/acme/t", "d", false},
+		{"acme/t=dir=with=equals", "github.com/acme/t", "dir=with=equals", false},
+		{"./reg", "", "", true},
+		{"acme=./reg", "", "", true},
+		{"acme/t/coll=./reg", "", "", true},
+		{"acme/t=", "", "", true},
+	}
+	for _, tt := range tests {
+		s, err := ParseDirSpec(tt.in)
+		if (err != nil) != tt.wantErr || s.Prefix != tt.prefix || s.Dir != tt.dir {
+			t.Errorf("ParseDirSpec(%q) = %+v, %v", tt.in, s, err)
+		}
+		if err != nil && !errors.Is(err, derrors.InvalidArgument) {
+			t.Errorf("ParseDirSpec(%q): error %v is not InvalidArgument", tt.in, err)
+		}
+	}
+}
+
+func TestParseGitHubSpec(t *testing.T) {
+	tests := []struct {
+		in, prefix, owner, repo, branch string
+		wantErr                         bool
+	}{
+		{"acme/t", "github.com/acme/t", "acme", "t", "", false},
+		{"acme/t@main", "github.com/acme/t", "acme", "t", "main", false},
+		{"github.com/acme/t@release/1.x", "github.com/acme/t", "acme", "t", "release/1.x", false},
+		{"acme", "", "", "", "", true},
+		{"acme/t/x", "", "", "", "", true},
+		{"acme/t@", "", "", "", "", true},
+		{"/t", "", "", "", "", true},
+	}
+	for _, tt := range tests {
+		s, err := ParseGitHubSpec(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("ParseGitHubSpec(%q) error %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if err == nil && (s.Prefix != tt.prefix || s.GitHub.Owner != tt.owner || s.GitHub.Repo != tt.repo || s.GitHub.Branch != tt.branch) {
+			t.Errorf("ParseGitHubSpec(%q) = %+v %+v", tt.in, s, s.GitHub)
+		}
+	}
+}
+
+func TestSearchOrder(t *testing.T) {
+	fsys := fstest.MapFS{}
+	for _, p := range []string{
+		"web/v1/web.jinja", "webapp/v1/webapp.jinja", "web/webish/v1/webish.jinja",
+		"db/v1/db.jinja", "db/v1/helpers/web.jinja",
+	} {
+		fsys[p] = &fstest.MapFile{Data: []byte("x\n")}
+	}
+	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := NewService(resolve.New(resolve.Registry{}, g))
+	res, err := s.Search(context.Background(), "WEB", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range res.Results {
+		got = append(got, r.Ref+" "+r.Match)
+	}
+	want := []string{
+		"github.com/a/b/web name",        // exact name
+		"github.com/a/b/web/webish name", // name part
+		"github.com/a/b/webapp name",     // name part
+		"github.com/a/b/db path",         // a file path
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("result %d: %q, want %q", i, got[i], want[i])
+		}
+	}
+	if _, err := s.Search(context.Background(), "  ", ""); !errors.Is(err, derrors.InvalidArgument) {
+		t.Errorf("empty search: %v", err)
+	}
+}
+
+func TestHTTPErrorUnwrap(t *testing.T) {
+	tests := []struct {
+		status int
+		want   error
+	}{
+		{404, derrors.NotFound}, {400, derrors.InvalidArgument}, {409, derrors.Ambiguous},
+		{401, derrors.Unauthorized}, {403, derrors.Unauthorized}, {503, derrors.Unavailable},
+		{422, derrors.LimitExceeded},
+	}
+	for _, tt := range tests {
+		if err := error(&HTTPError{Status: tt.status, Message: "x"}); !errors.Is(err, tt.want) {
+			t.Errorf("status %d: errors.Is(%v) false", tt.status, tt.want)
+		}
+	}
+	if _, err := NewClient("not a url", nil); !errors.Is(err, derrors.InvalidArgument) {
+		t.Errorf("NewClient with a bad URL: %v", err)
+	}
+}

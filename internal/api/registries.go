@@ -1,0 +1,197 @@
+package api
+
+import (
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Registry kinds, as reported in Registry.Kind.
+const (
+	KindGitHub   = "github"
+	KindLocal    = "local"
+	KindEmbedded = "embedded"
+)
+
+// RegistrySpec says where one registry is read; registryd and dm build
+// their registries from specs.
+type RegistrySpec struct {
+	// Prefix is the reference prefix the registry answers to
+	// (github.com/owner/repo).
+	Prefix string
+	// Exactly one of Dir (a local directory), FS (an in-memory or embedded
+	// file system) and GitHub is set.
+	Dir    string
+	FS     fs.FS
+	GitHub *GitHubSpec
+}
+
+// GitHubSpec names a GitHub repository and how to reach it.
+type GitHubSpec struct {
+	Owner, Repo, Branch string
+	// APIURL is the REST API base URL; "" for api.github.com.
+	APIURL string
+	// Token is sent as a bearer token when set. It is never logged.
+	Token string
+}
+
+// String describes the spec without secrets.
+func (s RegistrySpec) String() string {
+	switch {
+	case s.GitHub != nil:
+		return s.Prefix + "=" + s.GitHub.location()
+	case s.Dir != "":
+		return s.Prefix + "=" + s.Dir
+	default:
+		return s.Prefix + "=(embedded)"
+	}
+}
+
+// String describes the repository without the token.
+func (g GitHubSpec) String() string { return g.location() }
+
+// GoString is String, so that %#v does not print the token either.
+func (g GitHubSpec) GoString() string { return g.location() }
+
+// LogValue is String, so that slog does not print the token either.
+func (g GitHubSpec) LogValue() slog.Value { return slog.StringValue(g.location()) }
+
+func (g GitHubSpec) location() string {
+	loc := "github " + g.Owner + "/" + g.Repo
+	if g.Branch != "" {
+		loc += "@" + g.Branch
+	}
+	api := g.APIURL
+	if api == "" {
+		api = fetch.DefaultGitHubAPI
+	}
+	return loc + " via " + api
+}
+
+// ParseDirSpec parses PREFIX=DIR, as given to --registry-dir; PREFIX is
+// [github.com/]owner/repo.
+func ParseDirSpec(s string) (RegistrySpec, error) {
+	prefix, dir, ok := strings.Cut(s, "=")
+	if !ok || prefix == "" || dir == "" {
+		return RegistrySpec{}, fmt.Errorf("registry directory %q: want PREFIX=DIR, such as github.com/acme/templates=./registry-example: %w", s, derrors.InvalidArgument)
+	}
+	p, err := ParsePrefix(prefix)
+	if err != nil {
+		return RegistrySpec{}, err
+	}
+	return RegistrySpec{Prefix: p, Dir: dir}, nil
+}
+
+// ParsePrefix normalises a registry name, [host/]owner/repo, to
+// host/owner/repo.
+func ParsePrefix(s string) (string, error) {
+	g, err := resolve.ParseRegistry(s)
+	if err != nil {
+		return "", err
+	}
+	if g.Collection != "" {
+		return "", fmt.Errorf("registry prefix %q: want [%s/]owner/repo, without a collection: %w", s, resolve.DefaultHost, derrors.InvalidArgument)
+	}
+	return g.Prefix(), nil
+}
+
+// ParseGitHubSpec parses OWNER/REPO[@BRANCH], as given to --github; the
+// registry answers to github.com/OWNER/REPO.
+func ParseGitHubSpec(s string) (RegistrySpec, error) {
+	repo, branch, _ := strings.Cut(s, "@")
+	repo = strings.TrimPrefix(repo, resolve.DefaultHost+"/")
+	owner, name, ok := strings.Cut(repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.HasSuffix(s, "@") {
+		return RegistrySpec{}, fmt.Errorf("GitHub registry %q: want OWNER/REPO[@BRANCH]: %w", s, derrors.InvalidArgument)
+	}
+	prefix, err := ParsePrefix(owner + "/" + name)
+	if err != nil {
+		return RegistrySpec{}, err
+	}
+	return RegistrySpec{Prefix: prefix, GitHub: &GitHubSpec{Owner: owner, Repo: name, Branch: branch}}, nil
+}
+
+// Hooks connect registries to metrics; every field may be nil.
+type Hooks struct {
+	OnIndex func(registry, result string, d time.Duration)
+	// GitHubRequest and CacheLookup return the hook for one registry.
+	GitHubRequest func(registry string) func(endpoint string, status int)
+	CacheLookup   func(registry string) func(where string)
+}
+
+// Setup is what every registry of a process shares.
+type Setup struct {
+	// CacheDir holds persisted snapshots and GitHub blobs; "" keeps
+	// nothing on disk.
+	CacheDir string
+	// MemoryBytes bounds each registry's in-memory blob cache; zero means
+	// 32 MiB.
+	MemoryBytes int64
+	Logger      *slog.Logger
+	Hooks       Hooks
+}
+
+// OpenRegistry builds the registry spec describes. It reads nothing yet:
+// call Load and Refresh (or Run).
+func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
+	log := setup.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	mem := setup.MemoryBytes
+	if mem <= 0 {
+		mem = 32 << 20
+	}
+	g := &index.Registry{Name: spec.Prefix, Logger: log, OnIndex: setup.Hooks.OnIndex}
+	var src fetch.Source
+	blobDir := ""
+	switch {
+	case spec.GitHub != nil:
+		gh := spec.GitHub
+		opts := fetch.GitHubOptions{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, BaseURL: gh.APIURL, Token: gh.Token, Logger: log}
+		if setup.Hooks.GitHubRequest != nil {
+			opts.OnRequest = setup.Hooks.GitHubRequest(spec.Prefix)
+		}
+		s, err := fetch.NewGitHub(opts)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
+		}
+		src, g.Kind, g.Location = s, KindGitHub, gh.location()
+		g.CacheDir, blobDir = setup.CacheDir, setup.CacheDir
+	case spec.Dir != "":
+		abs, err := filepath.Abs(spec.Dir)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: directory %s: %w", spec.Prefix, spec.Dir, err)
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w: %w", spec.Prefix, err, derrors.InvalidArgument)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("registry %s: %s is not a directory: %w", spec.Prefix, abs, derrors.InvalidArgument)
+		}
+		src, g.Kind, g.Location = fetch.NewLocal(os.DirFS(abs)), KindLocal, abs
+		// Snapshots persist (a registry of the same name served from
+		// GitHub later starts from them); blobs are read from the directory.
+		g.CacheDir = setup.CacheDir
+	case spec.FS != nil:
+		src, g.Kind, g.Location = fetch.NewLocal(spec.FS), KindEmbedded, "embedded registry-example"
+	default:
+		return nil, fmt.Errorf("registry %s: no source: %w", spec.Prefix, derrors.InvalidArgument)
+	}
+	c := fetch.NewCache(src, blobDir, mem)
+	if setup.Hooks.CacheLookup != nil {
+		c.OnLookup = setup.Hooks.CacheLookup(spec.Prefix)
+	}
+	g.Source = c
+	return g, nil
+}

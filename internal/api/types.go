@@ -1,0 +1,239 @@
+// Package api defines registryd's JSON API: the wire types, an in-process
+// Service that answers the API from a resolver (registryd serves it over
+// HTTP; dm calls it directly when no --server is given), and a Client that
+// answers the same calls from a running registryd.
+//
+// The package imports only the standard library and dm's registry packages,
+// so that the dm binary stays quick to start: no HTTP router, no metrics.
+//
+// Routes (all GET unless noted; JSON unless noted; errors are
+// {"error": "..."} with the status of derrors.HTTPStatus):
+//
+//	/v1/registries                          RegistryList
+//	/v1/registries/{name}                   Registry with its findings; name has slashes (github.com/o/r)
+//	POST /v1/registries/{name}/refresh      Registry after the refresh; needs Authorization: Bearer <admin token>
+//	/v1/collections?registry=               CollectionList
+//	/v1/templates?registry=&collection=&q=  TemplateList (q: a regular expression over "collection/name")
+//	/v1/versions?ref=&registry=             Template: one template and its versions (ref without version)
+//	/v1/template?ref=&registry=             TemplateVersion: one version with schema, example and findings
+//	/v1/file?ref=&path=&registry=           raw content of one file of a version, ETag = its blob SHA
+//	/v1/resolve?ref=&registry=              Resolution
+//	/v1/search?q=&registry=                 SearchResults
+//
+// The registry parameter is [host/]owner/repo[/collection]. For the
+// reference-taking routes it is the default registry that short references
+// resolve against (the server's default when omitted); for the listing
+// routes it selects the registry (and collection) to list (all when
+// omitted).
+package api
+
+import (
+	"time"
+)
+
+// Error is the body of every error answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// Finding is one lint finding of a registry.
+type Finding struct {
+	Path     string `json:"path"`
+	Severity string `json:"severity"`
+	Message  string `json:"message"`
+}
+
+// String formats the finding as dm lint prints it: "path: severity: message".
+func (f Finding) String() string { return f.Path + ": " + f.Severity + ": " + f.Message }
+
+// Registry statuses.
+const (
+	// StatusOK: the index is the source's current state as of the last
+	// refresh.
+	StatusOK = "ok"
+	// StatusCached: the index was loaded from the cache directory and the
+	// source has not confirmed it yet.
+	StatusCached = "cached"
+	// StatusStale: the last refresh failed; the last good index is served.
+	StatusStale = "stale"
+	// StatusIndexing: no index yet, the first one is being built.
+	StatusIndexing = "indexing"
+	// StatusError: no index, and building one failed.
+	StatusError = "error"
+)
+
+// Registry describes one configured registry and its index.
+type Registry struct {
+	// Name is the reference prefix, such as github.com/acme/templates.
+	Name string `json:"name"`
+	// Kind is "github" or "local"; Location says where the registry is read.
+	Kind     string `json:"kind"`
+	Location string `json:"location"`
+	// Default reports that short references resolve here.
+	Default bool `json:"default,omitempty"`
+	// Status is one of the Status constants; Ready reports that an index is
+	// being served.
+	Status string `json:"status"`
+	Ready  bool   `json:"ready"`
+	// Version is the indexed commit SHA (GitHub) or listing hash (local).
+	Version     string    `json:"version,omitempty"`
+	Built       time.Time `json:"built,omitzero"`
+	LastAttempt time.Time `json:"last_attempt,omitzero"`
+	LastSuccess time.Time `json:"last_success,omitzero"`
+	LastError   string    `json:"last_error,omitempty"`
+	RetryAt     time.Time `json:"retry_at,omitzero"`
+	// Counts of what the index holds.
+	Collections  int `json:"collections"`
+	Templates    int `json:"templates"`
+	Versions     int `json:"versions"`
+	FindingCount int `json:"finding_count"`
+	ErrorCount   int `json:"error_count"`
+	// Findings are listed only when one registry is asked for.
+	Findings []Finding `json:"findings,omitempty"`
+}
+
+// RegistryList answers GET /v1/registries.
+type RegistryList struct {
+	// Default is the default registry, [host/]owner/repo[/collection], or
+	// empty.
+	Default    string     `json:"default,omitempty"`
+	Registries []Registry `json:"registries"`
+}
+
+// Collection is a collection of a registry; Name is empty for the root
+// collection.
+type Collection struct {
+	Registry  string `json:"registry"`
+	Name      string `json:"name"`
+	Path      string `json:"path"`
+	Mapped    bool   `json:"mapped,omitempty"`
+	Templates int    `json:"templates"`
+}
+
+// CollectionList answers GET /v1/collections.
+type CollectionList struct {
+	Collections []Collection `json:"collections"`
+}
+
+// VersionInfo summarises one version directory of a template.
+type VersionInfo struct {
+	// Name is the directory name (v1); Version its canonical form (v1.0.0).
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	Ref        string `json:"ref"`
+	Digest     string `json:"digest"`
+	Language   string `json:"language,omitempty"`
+	Prerelease bool   `json:"prerelease,omitempty"`
+	// Problem, when set, makes the version unusable.
+	Problem string `json:"problem,omitempty"`
+}
+
+// Template is a template and its versions, lowest first.
+type Template struct {
+	Registry   string `json:"registry"`
+	Collection string `json:"collection"`
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	// Ref is the full reference without a version.
+	Ref string `json:"ref"`
+	// Latest is the highest stable usable version, if any.
+	Latest   string        `json:"latest,omitempty"`
+	Versions []VersionInfo `json:"versions"`
+}
+
+// TemplateList answers GET /v1/templates.
+type TemplateList struct {
+	Templates []Template `json:"templates"`
+}
+
+// File is one file of a version directory; Path is relative to it and SHA
+// is the git blob SHA-1 of the content.
+type File struct {
+	Path string `json:"path"`
+	Size int64  `json:"size"`
+	SHA  string `json:"sha"`
+}
+
+// Resolution answers GET /v1/resolve: a reference resolved to one version.
+type Resolution struct {
+	// Resolved is the canonical reference, such as
+	// github.com/acme/templates/apps/redis:v1.1.0.
+	Resolved string `json:"resolved"`
+	// Requested is the reference as given.
+	Requested  string `json:"requested"`
+	Registry   string `json:"registry"`
+	Collection string `json:"collection"`
+	Template   string `json:"template"`
+	// Version is canonical (v1.1.0).
+	Version string `json:"version"`
+	// Digest is sha256 over the version's sorted file paths and content
+	// hashes: "sha256:<hex>".
+	Digest string `json:"digest"`
+	// Path is the version directory in the registry.
+	Path  string `json:"path"`
+	Files []File `json:"files"`
+	// TemplateFile is the top-level template file, relative to Path.
+	TemplateFile string `json:"template_file"`
+	Language     string `json:"language"`
+	// Schema and Example name the schema and example files, if any.
+	Schema  string `json:"schema,omitempty"`
+	Example string `json:"example,omitempty"`
+	// Note explains a choice the request did not spell out, such as the
+	// version chosen for a reference without one.
+	Note string `json:"note,omitempty"`
+}
+
+// Property is one property of a template's schema.
+type Property struct {
+	Name        string `json:"name"`
+	Type        string `json:"type,omitempty"`
+	Default     any    `json:"default,omitempty"`
+	Description string `json:"description,omitempty"`
+	Required    bool   `json:"required,omitempty"`
+}
+
+// TemplateVersion answers GET /v1/template: one version with its schema,
+// example and lint findings.
+type TemplateVersion struct {
+	Resolution
+	// Title and Description come from the schema's info section.
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Properties come from the schema, sorted by name; Required lists the
+	// required ones.
+	Properties []Property `json:"properties,omitempty"`
+	Required   []string   `json:"required,omitempty"`
+	// SchemaError says why the schema could not be read, if it could not.
+	SchemaError    string    `json:"schema_error,omitempty"`
+	SchemaContent  string    `json:"schema_content,omitempty"`
+	ExampleContent string    `json:"example_content,omitempty"`
+	Findings       []Finding `json:"findings,omitempty"`
+	// Versions are all versions of the template.
+	Versions []VersionInfo `json:"versions"`
+}
+
+// SearchResult is one template that matches a search.
+type SearchResult struct {
+	// Ref is the full reference without a version.
+	Ref        string   `json:"ref"`
+	Registry   string   `json:"registry"`
+	Collection string   `json:"collection"`
+	Template   string   `json:"template"`
+	Latest     string   `json:"latest,omitempty"`
+	Versions   []string `json:"versions"`
+	// Match says what matched: "name", "collection" or "path".
+	Match string `json:"match"`
+}
+
+// SearchResults answers GET /v1/search.
+type SearchResults struct {
+	Results []SearchResult `json:"results"`
+}
+
+// Readiness answers GET /readyz.
+type Readiness struct {
+	Ready bool `json:"ready"`
+	// NotReady names the registries without an index.
+	NotReady []string `json:"not_ready,omitempty"`
+	Error    string   `json:"error,omitempty"`
+}

@@ -1,0 +1,173 @@
+package server
+
+import (
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// namespace prefixes every registryd metric.
+const namespace = "registryd"
+
+// Metrics are registryd's Prometheus metrics, on a registry of their own
+// (never the global default one). Create them before the registries, so
+// that the hooks of the index, the GitHub sources and the blob caches can
+// report into them, and hand them to New.
+type Metrics struct {
+	reg *prometheus.Registry
+
+	indexDuration   *prometheus.HistogramVec
+	indexResults    *prometheus.CounterVec
+	githubRequests  *prometheus.CounterVec
+	cacheLookups    *prometheus.CounterVec
+	resolveDuration prometheus.Histogram
+	httpRequests    *prometheus.CounterVec
+
+	registries *registryCollector
+}
+
+// NewMetrics creates the metrics and a registry holding them, the Go
+// runtime's and the process's.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		indexDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "index_duration_seconds",
+			Help:      "Duration of registry refreshes (listing the source and building the index), by registry and result.",
+			Buckets:   []float64{.001, .005, .01, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"registry", "result"}),
+		indexResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "index_results_total",
+			Help:      "Registry refreshes by registry and result (ok, unchanged, error).",
+		}, []string{"registry", "result"}),
+		githubRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "github_requests_total",
+			Help:      "Requests to the GitHub API by registry, endpoint (commit, tree, blob, other) and status code (0: no answer).",
+		}, []string{"registry", "endpoint", "code"}),
+		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "blob_cache_lookups_total",
+			Help:      "File content lookups by registry and where they were answered (memory, disk, miss: from the source).",
+		}, []string{"registry", "where"}),
+		resolveDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: namespace,
+			Name:      "resolve_duration_seconds",
+			Help:      "Time to answer GET /v1/resolve, parsing and resolving the reference and encoding the answer.",
+			Buckets:   []float64{.00001, .000025, .00005, .0001, .00025, .0005, .001, .0025, .005, .01, .05},
+		}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "http_requests_total",
+			Help:      "HTTP requests by route pattern and status code.",
+		}, []string{"route", "code"}),
+		registries: &registryCollector{},
+	}
+	m.reg.MustRegister(
+		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
+		m.resolveDuration, m.httpRequests, m.registries,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	return m
+}
+
+// Registry returns the Prometheus registry that holds the metrics, for
+// serving them and for tests.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// ObserveIndex records a refresh; its signature is index.Registry.OnIndex's.
+func (m *Metrics) ObserveIndex(registry, result string, d time.Duration) {
+	m.indexDuration.WithLabelValues(registry, result).Observe(d.Seconds())
+	m.indexResults.WithLabelValues(registry, result).Inc()
+}
+
+// GitHubRequestFunc returns a hook for fetch.GitHubOptions.OnRequest that
+// counts one registry's GitHub requests.
+func (m *Metrics) GitHubRequestFunc(registry string) func(endpoint string, status int) {
+	return func(endpoint string, status int) {
+		m.githubRequests.WithLabelValues(registry, endpoint, strconv.Itoa(status)).Inc()
+	}
+}
+
+// CacheLookupFunc returns a hook for fetch.Cache.OnLookup that counts one
+// registry's blob lookups.
+func (m *Metrics) CacheLookupFunc(registry string) func(where string) {
+	byWhere := map[string]prometheus.Counter{}
+	for _, w := range []string{"memory", "disk", "miss"} {
+		byWhere[w] = m.cacheLookups.WithLabelValues(registry, w)
+	}
+	return func(where string) {
+		if c, ok := byWhere[where]; ok {
+			c.Inc()
+			return
+		}
+		m.cacheLookups.WithLabelValues(registry, where).Inc()
+	}
+}
+
+// Instrument sets g's OnIndex hook to record into m.
+func (m *Metrics) Instrument(g *index.Registry) {
+	g.OnIndex = m.ObserveIndex
+}
+
+// watch makes the registry gauges report r's registries.
+func (m *Metrics) watch(r *resolve.Resolver) { m.registries.resolver.Store(r) }
+
+// registryCollector reports what each registry's current snapshot holds,
+// read at scrape time.
+type registryCollector struct {
+	resolver atomic.Pointer[resolve.Resolver]
+}
+
+var (
+	descTemplates = prometheus.NewDesc(namespace+"_templates", "Templates in the registry's current index.", []string{"registry"}, nil)
+	descVersions  = prometheus.NewDesc(namespace+"_template_versions", "Template versions in the registry's current index.", []string{"registry"}, nil)
+	descFindings  = prometheus.NewDesc(namespace+"_lint_findings", "Lint findings of the registry's current index, by severity.", []string{"registry", "severity"}, nil)
+	descReady     = prometheus.NewDesc(namespace+"_registry_ready", "1 when the registry has an index to serve (fresh or loaded from the cache), else 0.", []string{"registry"}, nil)
+	descSuccess   = prometheus.NewDesc(namespace+"_index_last_success_timestamp_seconds", "When the registry was last refreshed successfully, in seconds since the epoch (0: never since start).", []string{"registry"}, nil)
+)
+
+// Describe sends the descriptors of the registry gauges.
+func (c *registryCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descTemplates, descVersions, descFindings, descReady, descSuccess} {
+		ch <- d
+	}
+}
+
+// Collect reads every registry's current snapshot.
+func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
+	r := c.resolver.Load()
+	if r == nil {
+		return
+	}
+	for _, g := range r.Registries() {
+		snap := g.Snapshot()
+		ready := 0.0
+		var templates, versions, errs, warns float64
+		if snap != nil {
+			ready = 1
+			templates, versions = float64(snap.Templates), float64(snap.Versions)
+			errs = float64(snap.Errors())
+			warns = float64(len(snap.Findings)) - errs
+		}
+		var success float64
+		if t := g.Status().LastSuccess; !t.IsZero() {
+			success = float64(t.UnixNano()) / 1e9
+		}
+		ch <- prometheus.MustNewConstMetric(descTemplates, prometheus.GaugeValue, templates, g.Name)
+		ch <- prometheus.MustNewConstMetric(descVersions, prometheus.GaugeValue, versions, g.Name)
+		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, errs, g.Name, string(index.Error))
+		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, warns, g.Name, string(index.Warning))
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, g.Name)
+		ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, success, g.Name)
+	}
+}

@@ -1,0 +1,500 @@
+// Package server is registryd's HTTP API: the JSON API of package api under
+// /v1/, health and readiness probes, and Prometheus metrics.
+//
+// Routes (see package api for the wire types):
+//
+//	GET  /                                   a short JSON index of the routes
+//	GET  /healthz                            200 while the process serves
+//	GET  /readyz                             200 once every registry has an index, else 503 naming those without
+//	GET  /metrics                            Prometheus metrics (namespace registryd)
+//	GET  /v1/registries                      api.RegistryList
+//	GET  /v1/registries/{name}               api.Registry with findings; {name} is a registry name
+//	                                         with its slashes (github.com/acme/templates) or URL-escaped
+//	POST /v1/registries/{name}/refresh       refresh now; answers api.Registry after the refresh;
+//	                                         needs Authorization: Bearer <admin token>
+//	GET  /v1/collections?registry=           api.CollectionList
+//	GET  /v1/templates?registry=&collection=&q=   api.TemplateList
+//	GET  /v1/versions?ref=&registry=         api.Template
+//	GET  /v1/template?ref=&registry=         api.TemplateVersion
+//	GET  /v1/file?ref=&path=&registry=       raw file content, ETag "<blob sha>"
+//	GET  /v1/resolve?ref=&registry=          api.Resolution
+//	GET  /v1/search?q=&registry=             api.SearchResults
+//
+// Errors are {"error": "..."} with the status of derrors.HTTPStatus: 400 for
+// a malformed reference, 404 for what does not exist (unknown routes too),
+// 405 for a wrong method, 409 for an ambiguous version, 503 while a
+// registry has no index.
+//
+// GET /v1/resolve is the hot path: it bypasses the router's middleware,
+// caches the encoded answer per version and builds the rest by hand, so it
+// costs little more than writing a constant.
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Resolver holds the registries to serve. Required.
+	Resolver *resolve.Resolver
+	// AdminToken authorises POST /v1/registries/{name}/refresh. Empty
+	// disables refresh over HTTP (403).
+	AdminToken string
+	// Logger receives error and slow-request logs; nil discards them.
+	Logger *slog.Logger
+	// Metrics to record into and serve; nil creates new ones.
+	Metrics *Metrics
+	// SlowRequest is the duration from which a request is logged; zero
+	// means one second.
+	SlowRequest time.Duration
+	// RefreshTimeout bounds a refresh asked for over HTTP; zero means 50
+	// seconds. The refresh goes on if the client goes away.
+	RefreshTimeout time.Duration
+}
+
+// Server is registryd's HTTP handler.
+type Server struct {
+	svc        *api.Service
+	resolver   *resolve.Resolver
+	adminHash  [sha256.Size]byte
+	hasAdmin   bool
+	log        *slog.Logger
+	metrics    *Metrics
+	slow       time.Duration
+	refreshTTL time.Duration
+	router     chi.Router
+	hot        *resolveHandler
+}
+
+// New returns the handler serving opts.Resolver's registries.
+func New(opts Options) *Server {
+	s := &Server{
+		svc:        api.NewService(opts.Resolver),
+		resolver:   opts.Resolver,
+		hasAdmin:   opts.AdminToken != "",
+		log:        opts.Logger,
+		metrics:    opts.Metrics,
+		slow:       opts.SlowRequest,
+		refreshTTL: opts.RefreshTimeout,
+	}
+	if s.hasAdmin {
+		// Comparing hashes makes the comparison constant-time whatever the
+		// lengths, and keeps no copy of the token itself.
+		s.adminHash = sha256.Sum256([]byte(opts.AdminToken))
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.metrics == nil {
+		s.metrics = NewMetrics()
+	}
+	if s.slow <= 0 {
+		s.slow = time.Second
+	}
+	if s.refreshTTL <= 0 {
+		s.refreshTTL = 50 * time.Second
+	}
+	s.metrics.watch(opts.Resolver)
+	s.hot = newResolveHandler(s)
+	s.router = s.routes()
+	return s
+}
+
+func (s *Server) routes() chi.Router {
+	r := chi.NewRouter()
+	// The hot path: no middleware; it counts and logs for itself. ServeHTTP
+	// sends GET requests here without routing; the route answers the rest
+	// (405 for other methods).
+	r.Get(resolveRoute, s.hot.ServeHTTP)
+	r.Group(func(r chi.Router) {
+		r.Use(s.instrument)
+		r.Get("/", s.handleIndex)
+		r.Get("/healthz", s.handleHealth)
+		r.Get("/readyz", s.handleReady)
+		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+			ErrorLog:      slogErrorLog{s.log},
+			ErrorHandling: promhttp.ContinueOnError,
+		}))
+		r.Get("/v1/registries", s.handleRegistries)
+		r.Get("/v1/registries/*", s.handleRegistry)
+		r.Post("/v1/registries/*", s.handleRefresh)
+		r.Get("/v1/collections", s.handleCollections)
+		r.Get("/v1/templates", s.handleTemplates)
+		r.Get("/v1/versions", s.handleVersions)
+		r.Get("/v1/template", s.handleTemplate)
+		r.Get("/v1/file", s.handleFile)
+		r.Get("/v1/search", s.handleSearch)
+	})
+	r.NotFound(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
+		s.writeError(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, derrors.NotFound))
+	}))
+	r.MethodNotAllowed(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+	}))
+	return r
+}
+
+// ServeHTTP serves the API. GET /v1/resolve goes straight to its handler,
+// saving the router's per-request context; everything else is routed by
+// chi.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == resolveRoute && r.Method == http.MethodGet {
+		s.hot.ServeHTTP(w, r)
+		return
+	}
+	s.router.ServeHTTP(w, r)
+}
+
+// statusRecorder remembers the status code a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusRecorder) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusRecorder) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument counts requests by route pattern and status, recovers panics
+// and logs failed and slow requests.
+func (s *Server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := "unmatched"
+		if rc := chi.RouteContext(r.Context()); rc != nil {
+			route = rc.RoutePattern()
+		}
+		s.serveCounted(route, next, w, r)
+	})
+}
+
+func (s *Server) counted(route string, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) { s.serveCounted(route, h, w, r) }
+}
+
+func (s *Server) serveCounted(route string, next http.Handler, w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "route", route, "panic", p)
+			if rec.status == 0 {
+				writeJSON(rec, http.StatusInternalServerError, api.Error{Error: "internal error"})
+			}
+		}
+		if rec.status == 0 {
+			rec.status = http.StatusOK
+		}
+		s.metrics.httpRequests.WithLabelValues(route, strconv.Itoa(rec.status)).Inc()
+		if d := time.Since(start); d >= s.slow {
+			s.log.Warn("slow request", "method", r.Method, "route", route, "status", rec.status, "duration", d)
+		}
+	}()
+	next.ServeHTTP(rec, r)
+}
+
+// slogErrorLog adapts the logger for promhttp.
+type slogErrorLog struct{ log *slog.Logger }
+
+func (l slogErrorLog) Println(v ...any) { l.log.Error("serving metrics", "err", fmt.Sprint(v...)) }
+
+var (
+	ctJSON  = []string{"application/json"}
+	nosniff = []string{"nosniff"}
+)
+
+// writeJSON writes v as the JSON answer with status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":"encoding the answer failed"}`)
+	}
+	h := w.Header()
+	h["Content-Type"] = ctJSON
+	h["X-Content-Type-Options"] = nosniff
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}
+
+// writeError answers with err's status and message; server-side failures
+// are logged.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := derrors.HTTPStatus(err)
+	if status >= 500 {
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+	}
+	writeJSON(w, status, api.Error{Error: err.Error()})
+}
+
+// answer writes v, or err.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, v any, err error) {
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"name": "registryd",
+		"routes": []string{
+			"GET /healthz", "GET /readyz", "GET /metrics",
+			"GET /v1/registries", "GET /v1/registries/{name}", "POST /v1/registries/{name}/refresh",
+			"GET /v1/collections?registry=", "GET /v1/templates?registry=&collection=&q=",
+			"GET /v1/versions?ref=", "GET /v1/template?ref=", "GET /v1/file?ref=&path=",
+			"GET /v1/resolve?ref=", "GET /v1/search?q=",
+		},
+	})
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// Ready reports whether every registry has an index to serve, and names
+// those that have none.
+func (s *Server) Ready() (bool, []string) {
+	var missing []string
+	for _, g := range s.resolver.Registries() {
+		if g.Snapshot() == nil {
+			missing = append(missing, g.Name)
+		}
+	}
+	return len(missing) == 0, missing
+}
+
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	ok, missing := s.Ready()
+	if ok {
+		writeJSON(w, http.StatusOK, api.Readiness{Ready: true})
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, api.Readiness{
+		NotReady: missing,
+		Error:    "no index yet for " + strings.Join(missing, ", "),
+	})
+}
+
+func (s *Server) handleRegistries(w http.ResponseWriter, r *http.Request) {
+	v, err := s.svc.Registries(r.Context())
+	s.answer(w, r, v, err)
+}
+
+// registryParam returns the registry name of a /v1/registries/* route,
+// unescaped.
+func registryParam(r *http.Request) (string, error) {
+	raw := chi.URLParam(r, "*")
+	name, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fmt.Errorf("registry name %q: %v: %w", raw, err, derrors.InvalidArgument)
+	}
+	return strings.Trim(name, "/"), nil
+}
+
+func (s *Server) handleRegistry(w http.ResponseWriter, r *http.Request) {
+	name, err := registryParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if base, ok := strings.CutSuffix(name, "/refresh"); ok {
+		if _, known := s.resolver.Registry(name); !known {
+			if _, known := s.resolver.Registry(base); known {
+				w.Header().Set("Allow", http.MethodPost)
+				writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: "refresh needs POST"})
+				return
+			}
+		}
+	}
+	v, err := s.svc.Registry(r.Context(), name)
+	s.answer(w, r, v, err)
+}
+
+// authorized checks the bearer token in constant time.
+func (s *Server) authorized(r *http.Request) bool {
+	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	return subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
+}
+
+func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
+	name, err := registryParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	name, ok := strings.CutSuffix(name, "/refresh")
+	if !ok {
+		s.writeError(w, r, fmt.Errorf("no route POST %s (want /v1/registries/{name}/refresh): %w", r.URL.Path, derrors.NotFound))
+		return
+	}
+	if !s.hasAdmin {
+		writeJSON(w, http.StatusForbidden, api.Error{Error: "refresh over HTTP is disabled: registryd has no admin token (set REGISTRYD_ADMIN_TOKEN)"})
+		return
+	}
+	if !s.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="registryd"`)
+		s.writeError(w, r, fmt.Errorf("refresh needs Authorization: Bearer <admin token>: %w", derrors.Unauthorized))
+		return
+	}
+	// The refresh finishes even if the client goes away, so that a good
+	// index is not thrown away half-built.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), s.refreshTTL)
+	defer cancel()
+	start := time.Now()
+	v, err := s.svc.Refresh(ctx, name)
+	if err == nil {
+		s.log.Info("refresh over HTTP", "registry", name, "status", v.Status, "duration", time.Since(start))
+	}
+	s.answer(w, r, v, err)
+}
+
+// query returns the named query parameter, parsing the query once.
+func query(r *http.Request, names ...string) []string {
+	q := r.URL.Query()
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = q.Get(n)
+	}
+	return out
+}
+
+func (s *Server) handleCollections(w http.ResponseWriter, r *http.Request) {
+	v, err := s.svc.Collections(r.Context(), r.URL.Query().Get("registry"))
+	s.answer(w, r, v, err)
+}
+
+func (s *Server) handleTemplates(w http.ResponseWriter, r *http.Request) {
+	p := query(r, "registry", "collection", "q")
+	v, err := s.svc.Templates(r.Context(), api.TemplateQuery{Registry: p[0], Collection: p[1], Q: p[2]})
+	s.answer(w, r, v, err)
+}
+
+// refParam returns the ref and registry parameters; ref is required.
+func refParam(r *http.Request) (ref, registry string, err error) {
+	p := query(r, "ref", "registry")
+	if p[0] == "" {
+		return "", "", fmt.Errorf("missing query parameter ref: %w", derrors.InvalidArgument)
+	}
+	return p[0], p[1], nil
+}
+
+func (s *Server) handleVersions(w http.ResponseWriter, r *http.Request) {
+	ref, reg, err := refParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := s.svc.Versions(r.Context(), ref, reg)
+	s.answer(w, r, v, err)
+}
+
+func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
+	ref, reg, err := refParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	v, err := s.svc.Template(r.Context(), ref, reg)
+	s.answer(w, r, v, err)
+}
+
+func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
+	p := query(r, "q", "registry")
+	v, err := s.svc.Search(r.Context(), p[0], p[1])
+	s.answer(w, r, v, err)
+}
+
+// contentType returns the media type of a registry file by its name.
+func contentType(name string) string {
+	switch ext := path.Ext(name); ext {
+	case ".yaml", ".yml", ".schema":
+		return "application/yaml; charset=utf-8"
+	case ".json":
+		return "application/json"
+	case ".jinja", ".py", ".gotmpl", ".md", ".txt", ".tmpl", "":
+		return "text/plain; charset=utf-8"
+	default:
+		if t := mime.TypeByExtension(ext); t != "" {
+			return t
+		}
+		return "application/octet-stream"
+	}
+}
+
+func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
+	p := query(r, "ref", "registry", "path")
+	if p[0] == "" {
+		s.writeError(w, r, fmt.Errorf("missing query parameter ref: %w", derrors.InvalidArgument))
+		return
+	}
+	f, err := s.svc.File(r.Context(), p[0], p[1], p[2])
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	etag := `"` + f.File.SHA + `"`
+	h := w.Header()
+	h.Set("ETag", etag)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Resolved", f.Resolved)
+	if match := r.Header.Get("If-None-Match"); match != "" && etagMatch(match, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", contentType(f.File.Path))
+	h.Set("Content-Length", strconv.Itoa(len(f.Content)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(f.Content)
+}
+
+// etagMatch reports whether an If-None-Match header names etag.
+func etagMatch(header, etag string) bool {
+	for _, m := range strings.Split(header, ",") {
+		m = strings.TrimPrefix(strings.TrimSpace(m), "W/")
+		if m == etag || m == "*" {
+			return true
+		}
+	}
+	return false
+}
