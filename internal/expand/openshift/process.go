@@ -3,9 +3,10 @@ package openshift
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
+
+	"github.com/dmhq/dm/internal/expand/value"
 
 	"github.com/dmhq/dm/internal/derrors"
 )
@@ -169,10 +170,10 @@ func (t *Template) Process(params map[string]string, opts Options) (*Template, e
 		}
 	}
 	if t.Metadata != nil {
-		out.Metadata = deepCopy(t.Metadata).(map[string]any)
+		out.Metadata = value.Copy(t.Metadata).(map[string]any)
 	}
 	if t.Extra != nil {
-		out.Extra = deepCopy(t.Extra).(map[string]any)
+		out.Extra = value.Copy(t.Extra).(map[string]any)
 	}
 	out.Objects = make([]map[string]any, len(t.Objects))
 	for i, o := range t.Objects {
@@ -224,25 +225,4 @@ func addLabels(obj map[string]any, labels map[string]string) error {
 		ls[k] = v
 	}
 	return nil
-}
-
-// deepCopy copies maps and lists of JSON-like values.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = deepCopy(e)
-		}
-		return l
-	case map[string]string:
-		return maps.Clone(x)
-	}
-	return v
 }

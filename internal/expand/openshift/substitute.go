@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/value"
+
 	"github.com/dmhq/dm/internal/derrors"
 )
 
@@ -262,7 +264,7 @@ func decodeJSONValue(s string) (any, error) {
 	if err := dec.Decode(&extra); err != io.EOF {
 		return nil, fmt.Errorf("value %s is not one JSON value", abbreviate(s))
 	}
-	return normalize(v), nil
+	return value.Numbers(v), nil
 }
 
 // abbreviate quotes s for an error message, cutting long values.

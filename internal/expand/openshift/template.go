@@ -27,6 +27,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/value"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -118,7 +120,7 @@ func (t *Template) UnmarshalJSON(data []byte) error {
 	if err := dec.Decode(&doc); err != nil {
 		return fmt.Errorf("%w: template: %w", derrors.InvalidArgument, err)
 	}
-	m, ok := normalize(doc).(map[string]any)
+	m, ok := value.Numbers(doc).(map[string]any)
 	if !ok {
 		return fmt.Errorf("%w: template: document is %s, want an object", derrors.InvalidArgument, typeName(doc))
 	}
@@ -399,32 +401,6 @@ func (t *Template) ToList() map[string]any {
 		"metadata":   map[string]any{},
 		"items":      items,
 	}
-}
-
-// normalize replaces json.Number values by int64 (when integral and in
-// range) or float64, in place, and returns v.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalize(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalize(e)
-		}
-	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return n
-		}
-		f, err := x.Float64()
-		if err != nil {
-			// Out of float64 range: keep the text rather than lose it.
-			return string(x)
-		}
-		return f
-	}
-	return v
 }
 
 // scalarString converts a YAML scalar to its string form.

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/value"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
@@ -156,7 +158,7 @@ func applyObject(n *node, in map[string]any) map[string]any {
 			if !p.hasDef {
 				continue
 			}
-			v = deepCopy(p.def)
+			v = value.Copy(p.def)
 		}
 		if p.child != nil {
 			v = applyValue(p.child, v)
@@ -180,26 +182,6 @@ func applyValue(n *node, v any) any {
 			}
 			return out
 		}
-	}
-	return v
-}
-
-// deepCopy copies a default value so that callers who modify the result
-// cannot change the schema.
-func deepCopy(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[k] = deepCopy(e)
-		}
-		return m
-	case []any:
-		l := make([]any, len(x))
-		for i, e := range x {
-			l[i] = deepCopy(e)
-		}
-		return l
 	}
 	return v
 }
@@ -370,7 +352,7 @@ func (s *Schema) PropertyDocs() []PropertyDoc {
 			}
 			d.Description, _ = m["description"].(string)
 			if def, ok := m["default"]; ok {
-				d.Default, d.HasDefault = deepCopy(def), true
+				d.Default, d.HasDefault = value.Copy(def), true
 			}
 		}
 		docs = append(docs, d)

@@ -24,8 +24,9 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/dmhq/dm/internal/expand/value"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	yamlv2 "go.yaml.in/yaml/v2"
@@ -182,29 +183,7 @@ func decodeJSON(js []byte) (any, error) {
 	if err := dec.Decode(&v); err != nil {
 		return nil, err
 	}
-	return normalizeNumbers(v), nil
-}
-
-func normalizeNumbers(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = normalizeNumbers(e)
-		}
-	case []any:
-		for i, e := range x {
-			x[i] = normalizeNumbers(e)
-		}
-	case json.Number:
-		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
-			return n
-		}
-		if f, err := x.Float64(); err == nil {
-			return f
-		}
-		return string(x)
-	}
-	return v
+	return value.Numbers(v), nil
 }
 
 // decodeStrict converts a decoded value into a typed DM section, rejecting
@@ -230,12 +209,16 @@ func decodeStrict(v any, dst any) error {
 }
 
 // normalizeSchema rewrites DM's type aliases in a schema and its
-// subschemas, in place. It follows only subschema keywords, so a `type`
-// key inside a default value or an enum is left alone.
+// subschemas, in place, and drops empty `required` lists, which DM accepted
+// but draft 4 forbids. It follows only subschema keywords, so a `type` key
+// inside a default value or an enum is left alone.
 func normalizeSchema(v any) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return
+	}
+	if r, ok := m["required"].([]any); ok && len(r) == 0 {
+		delete(m, "required")
 	}
 	for k, sub := range m {
 		switch k {

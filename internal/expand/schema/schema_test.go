@@ -107,6 +107,19 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// DM accepted empty required lists, which draft 4 forbids; registries are
+// full of them.
+func TestParseEmptyRequired(t *testing.T) {
+	s := mustParse(t, "required: []\nproperties:\n  a: {type: object, required: [], properties: {b: {type: int, default: 1}}}\n")
+	got, err := s.Apply(map[string]any{"a": map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := got["a"].(map[string]any)["b"]; b != int64(1) && b != 1 {
+		t.Errorf("nested default = %#v", b)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src, wantErr string

@@ -1,0 +1,99 @@
+package expand
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+func TestParseConfig(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     int    // resources
+		err      string // substring of the error
+	}{
+		{name: "yaml", in: "imports: [{path: a.jinja, name: a}]\nresources:\n- {name: x, type: a}\n", want: 1},
+		{name: "json", in: `{"resources": [{"name": "x", "type": "Service", "properties": {"n": 1}}]}`, want: 1},
+		{name: "dm outputs ignored", in: "resources: []\noutputs: [{name: o, value: v}]\n"},
+		{name: "unknown field", in: "resources:\n- name: x\n  typ: Service\n", err: "config.yaml:3: field typ not found"},
+		{name: "missing name", in: "resources:\n- type: Service\n", err: "resources[0]: missing name"},
+		{name: "missing type", in: "resources:\n- name: x\n", err: "resources[0] (x): missing type"},
+		{name: "properties not a mapping", in: "resources:\n- {name: x, type: S, properties: [1]}\n", err: "want a mapping, got a list"},
+		{name: "duplicate key", in: "resources: []\nresources: []\n", err: "already set"},
+		{name: "syntax", in: "resources:\n  - name: x\n - type: y\n", err: "config.yaml:2"},
+		{name: "json syntax", in: "{\"resources\": [\n}", err: "config.yaml:2"},
+		{name: "import without path", in: "imports: [{name: a}]\nresources: []\n", err: "imports[0]: missing path"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := ParseConfig([]byte(tt.in), "config.yaml")
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got error %v, want one containing %q", err, tt.err)
+				}
+				if !errors.Is(err, derrors.InvalidArgument) {
+					t.Errorf("error does not wrap InvalidArgument: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(cfg.Resources) != tt.want {
+				t.Errorf("got %d resources, want %d", len(cfg.Resources), tt.want)
+			}
+		})
+	}
+}
+
+func TestClassifyType(t *testing.T) {
+	imports := map[string]string{"web.jinja": "web.jinja", "web": "web.jinja"}
+	tests := []struct {
+		typ  string
+		want typeKind
+	}{
+		{"Service", primitiveType},
+		{"v1/Service", primitiveType},
+		{"apps/v1/Deployment", primitiveType},
+		{"example.com/v1beta1/Widget", primitiveType},
+		{"web.jinja", importType},
+		{"web", importType},
+		{"redis:v1", registryType},
+		{"redis", registryType},
+		{"common/web:v1.2", registryType},
+		{"github.com/acme/templates/redis:v1", registryType},
+		{"https://raw.githubusercontent.com/a/b/main/t/v1/t.jinja", urlType},
+		{"apps/Deployment", registryType}, // no version: a collection/template reference
+	}
+	for _, tt := range tests {
+		if got, _ := classifyType(tt.typ, imports); got != tt.want {
+			t.Errorf("classifyType(%q) = %v, want %v", tt.typ, got, tt.want)
+		}
+	}
+}
+
+// FuzzParseConfig: the parser never panics, and what it accepts has named,
+// typed resources.
+func FuzzParseConfig(f *testing.F) {
+	for _, s := range []string{
+		"resources:\n- {name: a, type: Service, properties: {x: 1}}\n",
+		`{"imports": [{"path": "a.jinja"}], "resources": [{"name": "a", "type": "a.jinja"}]}`,
+		billionLaughs,
+		"resources:\n- name: a\n  type: Service\n  properties: &p {a: 1}\n- name: b\n  type: Service\n  properties: *p\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data, "config.yaml")
+		if err != nil {
+			return
+		}
+		for _, r := range cfg.Resources {
+			if r.Name == "" || r.Type == "" {
+				t.Fatalf("accepted a resource without name or type: %+v", r)
+			}
+		}
+	})
+}

@@ -1,0 +1,668 @@
+// Package expand expands configurations: it instantiates templates written
+// in Jinja, Starlark (Python-style), Go text/template or as OpenShift
+// Templates, recursively, until only primitives (Kubernetes objects) remain.
+//
+// A configuration lists resources; a resource's type is a primitive (a
+// Kubernetes kind), a template imported with the configuration, or a
+// reference to a template in a registry, resolved through a
+// resolve.Resolver. Each template invocation gets its properties (validated
+// and defaulted by the template's schema), env (deployment, name, type,
+// namespace, version) and imports (the files it may read), and returns a
+// configuration again. The result is the flat list of primitives, the tree
+// of template instances (the layout), the concrete versions the references
+// resolved to, and the order that value references ($(ref.NAME.PATH))
+// impose.
+//
+// Templates are other people's code: no engine can read files or reach the
+// network, and every cost (steps, time, size, depth) has a limit in Options.
+package expand
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Defaults of Options fields left zero.
+const (
+	DefaultMaxDepth       = 32
+	DefaultMaxResources   = 10000
+	DefaultMaxOutputBytes = 4 << 20
+	DefaultTimeout        = 10 * time.Second
+	DefaultStarlarkSteps  = 10_000_000
+	DefaultJinjaSteps     = 1_000_000
+	DefaultJinjaCallDepth = 100
+	DefaultCacheEntries   = 1024
+
+	defaultMaxInputBytes  = 1 << 20
+	defaultMaxYAMLAliases = 1000
+)
+
+// Options configure an Expander. Zero fields take the defaults above.
+type Options struct {
+	// Resolver resolves registry references; nil allows configurations
+	// with imported templates and primitives only.
+	Resolver *resolve.Resolver
+	// Registry is the default registry for short references at the top of
+	// a configuration; zero means the Resolver's default. A registry
+	// template's own short references always resolve against the
+	// template's registry.
+	Registry resolve.Registry
+	// AllowURLs lets a type be a raw GitHub content URL of a template file
+	// (read as the registry reference it denotes).
+	AllowURLs bool
+
+	// MaxDepth bounds template nesting.
+	MaxDepth int
+	// MaxResources bounds the resources (primitives and template
+	// instances) of one expansion.
+	MaxResources int
+	// MaxInputBytes bounds the configuration and each template file.
+	MaxInputBytes int
+	// MaxOutputBytes bounds what one template renders.
+	MaxOutputBytes int
+	// MaxYAMLAliases bounds YAML aliases in one document (alias bombs).
+	MaxYAMLAliases int
+	// Timeout bounds the wall-clock time of one template invocation.
+	Timeout time.Duration
+	// StarlarkSteps bounds the Starlark steps of one invocation.
+	StarlarkSteps uint64
+	// JinjaSteps bounds the loop iterations and macro calls of one Jinja
+	// invocation.
+	JinjaSteps int
+	// JinjaCallDepth bounds nested Jinja macro calls and includes, so a
+	// recursive macro ends in an error and not in a stack overflow.
+	JinjaCallDepth int
+	// CacheEntries bounds the compiled-template and file caches.
+	CacheEntries int
+
+	// Schemas compiles schema files; nil uses the schema package.
+	Schemas SchemaCompiler
+	// Logger receives debug logs; nil discards them.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.MaxDepth, DefaultMaxDepth)
+	def(&o.MaxResources, DefaultMaxResources)
+	def(&o.MaxInputBytes, defaultMaxInputBytes)
+	def(&o.MaxOutputBytes, DefaultMaxOutputBytes)
+	def(&o.MaxYAMLAliases, defaultMaxYAMLAliases)
+	def(&o.JinjaSteps, DefaultJinjaSteps)
+	def(&o.JinjaCallDepth, DefaultJinjaCallDepth)
+	def(&o.CacheEntries, DefaultCacheEntries)
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.StarlarkSteps == 0 {
+		o.StarlarkSteps = DefaultStarlarkSteps
+	}
+	if o.Schemas == nil {
+		o.Schemas = defaultSchemaCompiler
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+}
+
+// Expander expands configurations. It is safe for concurrent use; compiled
+// templates and registry files are cached by content digest.
+type Expander struct {
+	opts     Options
+	compiled *lru.Cache[string, any]     // cache key -> compiled template
+	bundles  *lru.Cache[string, *bundle] // version digest -> files
+	jinja    *jinjaEnv
+	// gotmplFuncs is built once: sprig's map is large.
+	gotmplFuncs map[string]any
+}
+
+// New returns an Expander with the given options.
+func New(opts Options) *Expander {
+	opts.setDefaults()
+	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
+	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
+	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes)}
+}
+
+// Request is one expansion: a configuration with its imports, or a single
+// template reference with properties.
+type Request struct {
+	// Config is a configuration (YAML or JSON), or a kind: Template
+	// document processed with Properties as parameters.
+	Config []byte
+	// ConfigName names Config in errors; default "config.yaml".
+	ConfigName string
+	// Imports are the files sent with Config, by path.
+	Imports map[string][]byte
+
+	// Ref, instead of Config, is a template reference (or an import path)
+	// expanded with Properties as one resource named Name (default: the
+	// template's name).
+	Ref        string
+	Properties map[string]any
+	Name       string
+
+	// Deployment and Namespace reach templates as env.deployment and
+	// env.namespace.
+	Deployment string
+	Namespace  string
+	// Registry, if set, overrides Options.Registry for short references.
+	Registry resolve.Registry
+}
+
+// Result is an expanded configuration.
+type Result struct {
+	// Config holds the primitives in expansion order, value references
+	// resolved.
+	Config Config `json:"config"`
+	// Layout is the tree of resources as written and as templates made
+	// them.
+	Layout Layout `json:"layout"`
+	// References are the registry templates used, each once, in first-use
+	// order.
+	References []Reference `json:"references"`
+	// Order lists the names of Config's resources so that every resource
+	// comes after the resources its value references name.
+	Order []string `json:"order,omitempty"`
+}
+
+// Layout is the tree of resources.
+type Layout struct {
+	Resources []*LayoutResource `json:"resources"`
+}
+
+// LayoutResource is a node of the layout. Template nodes carry the
+// properties the template was invoked with (after schema defaults) and the
+// resources it produced.
+type LayoutResource struct {
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Properties map[string]any    `json:"properties,omitzero"`
+	Resources  []*LayoutResource `json:"resources,omitzero"`
+}
+
+// Reference is a registry template used by an expansion.
+type Reference struct {
+	// Ref is the reference as first written.
+	Ref string `json:"ref"`
+	// Resolved is the canonical reference with the concrete version.
+	Resolved string `json:"resolved"`
+	Version  string `json:"version"`
+	Digest   string `json:"digest"`
+}
+
+// scope is where a template's (or the configuration's) types resolve.
+type scope struct {
+	b *bundle
+	// types maps type names (import paths and aliases) to file paths.
+	types map[string]string
+	// registry is the default registry of short references.
+	registry resolve.Registry
+	// res is the registry version whose files b holds, nil for a
+	// configuration's imports.
+	res *resolve.Resolution
+}
+
+// bundle is a set of files: a version directory or a configuration's
+// imports. key identifies the content, so compiled templates are cached
+// under it.
+type bundle struct {
+	key   string
+	files map[string][]byte
+
+	once sync.Once
+	strs map[string]any // files as strings, for the imports global
+}
+
+func (b *bundle) importsValue() map[string]any {
+	b.once.Do(func() {
+		b.strs = make(map[string]any, len(b.files))
+		for k, v := range b.files {
+			b.strs[k] = string(v)
+		}
+	})
+	return b.strs
+}
+
+func newImportsBundle(files map[string][]byte) *bundle {
+	h := sha256.New()
+	for _, k := range sortedKeys(files) {
+		sum := sha256.Sum256(files[k])
+		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
+	}
+	return &bundle{key: "imports:" + hex.EncodeToString(h.Sum(nil)), files: files}
+}
+
+// run is the state of one Expand call.
+type run struct {
+	x          *Expander
+	deployment string
+	namespace  string
+	config     []Resource
+	paths      [][]string // layout path of each config resource
+	refs       []Reference
+	seenRefs   map[string]bool
+	count      int
+}
+
+// Expand expands a request.
+func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}}
+	reg := req.Registry
+	if reg.IsZero() {
+		reg = x.opts.Registry
+	}
+	if reg.IsZero() && x.opts.Resolver != nil {
+		reg = x.opts.Resolver.Default
+	}
+	for p, b := range req.Imports {
+		if len(b) > x.opts.MaxInputBytes {
+			return nil, at(p, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "import is %d bytes", len(b)))
+		}
+	}
+	files := req.Imports
+	if files == nil {
+		files = map[string][]byte{}
+	}
+	name := req.ConfigName
+	if name == "" {
+		name = "config.yaml"
+	}
+	var cfg *Config
+	switch {
+	case req.Ref != "" && req.Config != nil:
+		return nil, invalid("request has both a configuration and a reference")
+	case req.Ref != "":
+		n := req.Name
+		if n == "" {
+			n = refName(req.Ref)
+		}
+		cfg = &Config{Resources: []Resource{{Name: n, Type: req.Ref, Properties: req.Properties}}}
+	case req.Config != nil:
+		if isOpenShiftTemplate(req.Config) {
+			// A Template given directly is an import expanded once.
+			files = maps1(files, name, req.Config)
+			cfg = &Config{Resources: []Resource{{Name: templateName(req.Config, name), Type: name, Properties: req.Properties}}}
+			break
+		}
+		var err error
+		cfg, err = parseConfig(req.Config, name, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+		if err != nil {
+			return nil, &Error{Err: err}
+		}
+		if len(req.Properties) > 0 {
+			return nil, invalid("properties are given with a configuration; they apply only to a reference or a kind: Template")
+		}
+	default:
+		return nil, invalid("request has neither a configuration nor a reference")
+	}
+	sc := &scope{b: newImportsBundle(files), types: map[string]string{}, registry: reg}
+	for p := range files {
+		sc.types[p] = p
+	}
+	for i, imp := range cfg.Imports {
+		if _, ok := files[imp.Path]; !ok {
+			return nil, &Error{File: name, Err: invalid("imports[%d]: %s was not sent with the configuration (%s)", i, imp.Path, listOr(sortedKeys(files), "sent: ", "no files were sent"))}
+		}
+		if imp.Name != "" {
+			sc.types[imp.Name] = imp.Path
+		}
+	}
+	layout, err := r.expandList(ctx, sc, nil, nil, "", cfg.Resources)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs}
+	if res.Config.Resources == nil {
+		res.Config.Resources = []Resource{}
+	}
+	if res.References == nil {
+		res.References = []Reference{}
+	}
+	if res.Layout.Resources == nil {
+		res.Layout.Resources = []*LayoutResource{}
+	}
+	order, err := resolveValueRefs(res.Config.Resources, r.paths)
+	if err != nil {
+		return nil, err
+	}
+	res.Order = order
+	return res, nil
+}
+
+func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
+	out := make(map[string][]byte, len(m)+1)
+	for kk, vv := range m {
+		out[kk] = vv
+	}
+	out[k] = v
+	return out
+}
+
+// refName is the default resource name for a reference: the template name.
+func refName(ref string) string {
+	if r, err := resolve.Parse(ref); err == nil {
+		return r.Template
+	}
+	base := path.Base(ref)
+	return strings.TrimSuffix(base, path.Ext(base))
+}
+
+func (x *Expander) yamlLimits(field string, n int) yamlLimits {
+	return yamlLimits{maxBytes: n, bytesField: field, maxAliases: x.opts.MaxYAMLAliases}
+}
+
+// expandList expands the resources of one configuration or template
+// output. path holds the resource names above, chain the template IDs above
+// (for cycle detection), parent the label of the template that produced the
+// list ("" for the configuration).
+func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []string, parent string, list []Resource) ([]*LayoutResource, error) {
+	out := make([]*LayoutResource, 0, len(list))
+	seen := make(map[string]bool, len(list))
+	for _, res := range list {
+		if err := ctx.Err(); err != nil {
+			return nil, &Error{Path: path, Err: fmt.Errorf("expansion canceled: %w", err)}
+		}
+		p := append(path[:len(path):len(path)], res.Name)
+		if seen[res.Name] {
+			where := "the configuration"
+			if parent != "" {
+				where = "template " + parent
+			}
+			return nil, &Error{Path: path, Template: parent, Err: invalid("%s has two resources named %q; names must be unique among siblings", where, res.Name)}
+		}
+		seen[res.Name] = true
+		r.count++
+		if r.count > r.x.opts.MaxResources {
+			return nil, &Error{Path: p, Err: limitErr("MaxResources", r.x.opts.MaxResources, "expansion has more than %d resources", r.x.opts.MaxResources)}
+		}
+		kind, target := classifyType(res.Type, sc.types)
+		switch kind {
+		case primitiveType:
+			r.config = append(r.config, res)
+			r.paths = append(r.paths, p)
+			out = append(out, &LayoutResource{Name: res.Name, Type: res.Type})
+			continue
+		case urlType:
+			if !r.x.opts.AllowURLs {
+				return nil, &Error{Path: p, Err: invalid("type %q is a URL; URL types are not allowed (Options.AllowURLs)", res.Type)}
+			}
+		case registryType:
+			if looksLikeFile(res.Type) {
+				return nil, &Error{Path: p, Template: parent, Err: fmt.Errorf("type %q is not an import of %s (%s): %w", res.Type, orConfig(parent), listOr(sortedKeys(sc.types), "imports: ", "no imports"), derrors.NotFound)}
+			}
+		}
+		node, err := r.expandTemplate(ctx, sc, p, chain, kind, target, res)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, node)
+	}
+	return out, nil
+}
+
+// listOr formats a list with a prefix, or none when it is empty.
+func listOr(l []string, prefix, none string) string {
+	if len(l) == 0 {
+		return none
+	}
+	return prefix + strings.Join(l, ", ")
+}
+
+func orConfig(parent string) string {
+	if parent == "" {
+		return "the configuration"
+	}
+	return parent
+}
+
+// invocation is one template call.
+type invocation struct {
+	file  string // template file, a key of sc.b.files
+	src   []byte
+	lang  index.Language
+	props map[string]any
+	env   map[string]any
+	sc    *scope // the template's own scope
+	label string
+}
+
+func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, kind typeKind, target string, res Resource) (*LayoutResource, error) {
+	x := r.x
+	inv := &invocation{}
+	var id, schemaFile string
+	env := map[string]any{
+		"deployment": r.deployment,
+		"name":       res.Name,
+		"type":       res.Type,
+		"namespace":  r.namespace,
+	}
+	switch kind {
+	case importType:
+		inv.file = target
+		inv.sc = sc
+		id = sc.b.key + ":" + target
+		inv.label = target
+		if sc.res != nil {
+			inv.label = sc.res.Resolved() + "/" + target
+		}
+		l, ok := index.LanguageOf(target)
+		if !ok {
+			return nil, &Error{Path: p, Err: invalid("import %s is not a template (want .jinja, .py, .gotmpl or a kind: Template .yaml)", target)}
+		}
+		inv.lang = l
+		if _, ok := sc.b.files[target+index.SchemaSuffix]; ok {
+			schemaFile = target + index.SchemaSuffix
+		}
+		if sc.res != nil {
+			env["version"] = sc.res.Version.Semver
+		}
+	default:
+		if x.opts.Resolver == nil {
+			return nil, &Error{Path: p, Err: fmt.Errorf("type %q is a registry reference and no registry is configured: %w", res.Type, derrors.NotFound)}
+		}
+		rs, err := x.opts.Resolver.ResolveIn(ctx, res.Type, sc.registry)
+		if err != nil {
+			return nil, &Error{Path: p, Err: fmt.Errorf("type %q: %w", res.Type, err)}
+		}
+		id = rs.Resolved()
+		inv.label = id
+		b, err := x.bundle(ctx, rs)
+		if err != nil {
+			return nil, &Error{Path: p, Template: id, Err: err}
+		}
+		inv.sc = &scope{b: b, types: map[string]string{}, res: rs,
+			registry: resolve.Registry{Host: rs.Ref.Host, Owner: rs.Ref.Owner, Repo: rs.Ref.Repo}}
+		for f := range b.files {
+			inv.sc.types[f] = f
+		}
+		inv.file = rs.Version.Template
+		inv.lang = rs.Version.Language
+		schemaFile = rs.Version.Schema
+		env["version"] = rs.Version.Semver
+		if !r.seenRefs[id] {
+			r.seenRefs[id] = true
+			r.refs = append(r.refs, Reference{Ref: res.Type, Resolved: id, Version: rs.Version.Semver, Digest: rs.Version.Digest})
+		}
+	}
+	if i := slices.Index(chain, id); i >= 0 {
+		cyc := append(slices.Clone(chain[i:]), id)
+		return nil, &Error{Path: p, Template: inv.label, Err: invalid("reference cycle: %s", strings.Join(cyc, " -> "))}
+	}
+	if len(chain)+1 > x.opts.MaxDepth {
+		return nil, &Error{Path: p, Template: inv.label, Err: limitErr("MaxDepth", x.opts.MaxDepth, "templates nested %d deep", len(chain)+1)}
+	}
+	inv.src = inv.sc.b.files[inv.file]
+	inv.env = env
+	props := res.Properties
+	if props == nil {
+		props = map[string]any{}
+	}
+	fail := func(err error) error {
+		var e *Error
+		if errors.As(err, &e) {
+			return err
+		}
+		e = &Error{Path: p, Template: inv.label, Err: err}
+		var l *located
+		if errors.As(err, &l) {
+			e.File, e.Line, e.Err = l.file, l.line, l.err
+		}
+		return e
+	}
+	if schemaFile != "" {
+		var err error
+		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		if err != nil {
+			return nil, fail(err)
+		}
+	}
+	inv.props = props
+	children, err := x.render(ctx, inv)
+	if err != nil {
+		return nil, fail(err)
+	}
+	x.opts.Logger.DebugContext(ctx, "expanded template", "path", strings.Join(p, " > "), "template", inv.label, "resources", len(children))
+	nodes, err := r.expandList(ctx, inv.sc, p, append(chain[:len(chain):len(chain)], id), inv.label, children)
+	if err != nil {
+		return nil, err
+	}
+	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes}, nil
+}
+
+// bundle returns the files of a resolved version, cached by digest.
+func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle, error) {
+	key := "version:" + rs.Version.Digest
+	if b, ok := x.bundles.Get(key); ok {
+		return b, nil
+	}
+	b := &bundle{key: key, files: make(map[string][]byte, len(rs.Version.Files))}
+	total := 0
+	for _, f := range rs.Version.Files {
+		data, err := rs.ReadFile(ctx, f.Path)
+		if err != nil {
+			return nil, fmt.Errorf("reading the version's files: %w", err)
+		}
+		if len(data) > x.opts.MaxInputBytes {
+			return nil, at(f.Path, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "file is %d bytes", len(data)))
+		}
+		total += len(data)
+		b.files[f.Path] = data
+	}
+	x.bundles.Add(key, b)
+	return b, nil
+}
+
+// render runs a template and returns its resources.
+func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, error) {
+	if inv.src == nil {
+		return nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
+	}
+	if len(inv.src) > x.opts.MaxInputBytes {
+		return nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
+	}
+	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
+	defer cancel()
+	var (
+		out any
+		err error
+	)
+	switch inv.lang {
+	case index.Jinja:
+		out, err = x.renderJinja(ctx, inv)
+	case index.Python:
+		out, err = x.renderStarlark(ctx, inv)
+	case index.GoTmpl:
+		out, err = x.renderGoTmpl(ctx, inv)
+	case index.OpenShift:
+		out, err = x.renderOpenShift(ctx, inv)
+	default:
+		return nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
+	}
+	if err != nil {
+		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, derrors.LimitExceeded) {
+			err = limitErr("Timeout", x.opts.Timeout, "template ran too long")
+		}
+		return nil, classify(err)
+	}
+	var v any
+	switch o := out.(type) {
+	case []byte:
+		var ok bool
+		if v, ok = fastYAML(o); ok {
+			break
+		}
+		v, err = decodeYAML(o, x.yamlLimits("MaxOutputBytes", x.opts.MaxOutputBytes))
+		if err != nil {
+			n := yamlErrorLine(err)
+			msg := fmt.Sprintf("rendered output is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			if ex := excerpt(o, n); ex != "" {
+				msg += fmt.Sprintf(" (output line %d: %q)", n, ex)
+			}
+			if errors.Is(err, derrors.LimitExceeded) {
+				return nil, err
+			}
+			return nil, at(inv.file, 0, invalid("%s", msg))
+		}
+	case *[]Resource:
+		return *o, nil
+	default:
+		v = o
+	}
+	list, err := configFromValue(v)
+	if err != nil {
+		return nil, at(inv.file, 0, err)
+	}
+	return list, nil
+}
+
+// cached returns the compiled value under key, compiling it on a miss.
+func (x *Expander) cached(key string, compile func() (any, error)) (any, error) {
+	if v, ok := x.compiled.Get(key); ok {
+		return v, nil
+	}
+	v, err := compile()
+	if err != nil {
+		return nil, err
+	}
+	x.compiled.Add(key, v)
+	return v, nil
+}
+
+// limitWriter collects rendered output up to a limit and stops a render
+// whose context is done.
+type limitWriter struct {
+	ctx   context.Context
+	buf   []byte
+	limit int
+}
+
+func (w *limitWriter) Write(p []byte) (int, error) {
+	if len(w.buf)+len(p) > w.limit {
+		return 0, limitErr("MaxOutputBytes", w.limit, "rendered output exceeds %d bytes", w.limit)
+	}
+	if err := w.ctx.Err(); err != nil {
+		return 0, err
+	}
+	w.buf = append(w.buf, p...)
+	return len(p), nil
+}

@@ -1,0 +1,218 @@
+package expand
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"text/template"
+
+	"github.com/BurntSushi/toml"
+	"github.com/Masterminds/sprig/v3"
+)
+
+// gotmplFuncs returns sprig's functions without those that reach the OS
+// or the network, with size-bounded versions of those that allocate by a
+// count, plus the functions of seed 002.
+func gotmplFuncs(maxOut int) template.FuncMap {
+	f := sprig.TxtFuncMap()
+	for _, name := range []string{"env", "expandenv", "getHostByName"} {
+		delete(f, name)
+	}
+	bound := func(name string, n int) error {
+		if n > maxOut {
+			return limitErr("MaxOutputBytes", maxOut, "%s(%d) would exceed the output limit", name, n)
+		}
+		return nil
+	}
+	untilFn := f["until"].(func(int) []int)
+	f["until"] = func(n int) ([]int, error) {
+		if err := bound("until", n); err != nil {
+			return nil, err
+		}
+		return untilFn(n), nil
+	}
+	untilStep := f["untilStep"].(func(int, int, int) []int)
+	f["untilStep"] = func(start, stop, step int) ([]int, error) {
+		if step != 0 {
+			if err := bound("untilStep", (stop-start)/step); err != nil {
+				return nil, err
+			}
+		}
+		return untilStep(start, stop, step), nil
+	}
+	seq := f["seq"].(func(...int) string)
+	f["seq"] = func(params ...int) (string, error) {
+		if len(params) > 0 {
+			lo, hi := 1, params[len(params)-1]
+			if len(params) > 1 {
+				lo = params[0]
+			}
+			if err := bound("seq", hi-lo); err != nil {
+				return "", err
+			}
+		}
+		return seq(params...), nil
+	}
+	f["repeat"] = func(count int, s string) (string, error) {
+		if err := bound("repeat", count*len(s)); err != nil {
+			return "", err
+		}
+		if count < 0 {
+			count = 0
+		}
+		return string(bytes.Repeat([]byte(s), count)), nil
+	}
+	for _, name := range []string{"randAlphaNum", "randAlpha", "randNumeric", "randAscii", "randBytes"} {
+		fn, ok := f[name].(func(int) string)
+		if !ok {
+			continue
+		}
+		f[name] = func(n int) (string, error) {
+			if err := bound(name, n); err != nil {
+				return "", err
+			}
+			return fn(n), nil
+		}
+	}
+	for _, name := range []string{"indent", "nindent"} {
+		fn, ok := f[name].(func(int, string) string)
+		if !ok {
+			continue
+		}
+		f[name] = func(n int, s string) (string, error) {
+			if err := bound(name, n*(1+bytes.Count([]byte(s), []byte("\n")))); err != nil {
+				return "", err
+			}
+			return fn(n, s), nil
+		}
+	}
+	f["toYaml"] = func(v any) string {
+		b, err := marshalYAML(v)
+		if err != nil {
+			return ""
+		}
+		return string(bytes.TrimSuffix(b, []byte("\n")))
+	}
+	f["fromYaml"] = func(s string) map[string]any {
+		v, err := decodeYAML([]byte(s), yamlLimits{maxBytes: maxOut, bytesField: "MaxOutputBytes", maxAliases: defaultMaxYAMLAliases})
+		if err != nil {
+			return map[string]any{"Error": err.Error()}
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return map[string]any{"Error": fmt.Sprintf("YAML document is %s, not a mapping", kindOf(v))}
+		}
+		return m
+	}
+	f["toJson"] = func(v any) string {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return ""
+		}
+		return string(b)
+	}
+	f["fromJson"] = func(s string) map[string]any {
+		v, err := decodeJSON([]byte(s))
+		if err != nil {
+			return map[string]any{"Error": err.Error()}
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return map[string]any{"Error": fmt.Sprintf("JSON document is %s, not an object", kindOf(v))}
+		}
+		return m
+	}
+	f["toToml"] = func(v any) string {
+		var buf bytes.Buffer
+		if err := toml.NewEncoder(&buf).Encode(v); err != nil {
+			return err.Error()
+		}
+		return buf.String()
+	}
+	f["marshalJSON"] = func(v any) (string, error) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	f["unmarshalJSON"] = func(s string) (map[string]any, error) {
+		v, err := decodeJSON([]byte(s))
+		if err != nil {
+			return nil, err
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("JSON document is %s, not an object", kindOf(v))
+		}
+		return m, nil
+	}
+	f["b64enc"] = func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	f["b64dec"] = func(s string) (string, error) {
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return "", err
+		}
+		return string(b), nil
+	}
+	return f
+}
+
+// renderGoTmpl executes a .gotmpl template with .properties, .env and
+// .imports as data. text/template cannot be interrupted, so it runs in its
+// own goroutine: on timeout the caller returns, and the render stops at its
+// next write (the writer checks the context).
+func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, error) {
+	v, err := x.cached("gotmpl:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
+		t, err := template.New(inv.file).Funcs(x.gotmplFuncs).Parse(string(inv.src))
+		if err != nil {
+			return nil, gotmplError(inv.file, err)
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := v.(*template.Template)
+	data := map[string]any{"properties": inv.props, "env": inv.env, "imports": inv.sc.b.importsValue()}
+	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.src))}
+	done := make(chan error, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fmt.Errorf("template function panicked: %v", p)
+			}
+		}()
+		done <- t.Execute(w, data)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return nil, gotmplError(inv.file, err)
+		}
+		return w.buf, nil
+	case <-ctx.Done():
+		return nil, at(inv.file, 0, limitErr("Timeout", x.opts.Timeout, "template ran too long"))
+	}
+}
+
+var gotmplLineRE = regexp.MustCompile(`^template: [^:]+:(\d+):(?:\d+:)? ?`)
+
+func gotmplError(file string, err error) error {
+	var le *LimitError
+	if errors.As(err, &le) {
+		return at(file, 0, le)
+	}
+	msg := err.Error()
+	line := 0
+	if m := gotmplLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	return at(file, line, invalid("%s", msg))
+}

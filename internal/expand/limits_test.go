@@ -1,0 +1,206 @@
+package expand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// oneTemplate is a configuration instantiating the import file once.
+func oneTemplate(file string, src string) Request {
+	return Request{
+		Config:  []byte(fmt.Sprintf("imports: [{path: %s}]\nresources:\n- {name: t, type: %s}\n", file, file)),
+		Imports: map[string][]byte{file: []byte(src)},
+	}
+}
+
+const billionLaughs = `resources:
+- name: bomb
+  type: ConfigMap
+  properties:
+    a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+    b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+    c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+    d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+    e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+    f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+    g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
+    h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
+    i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
+`
+
+func TestLimits(t *testing.T) {
+	tests := []struct {
+		name  string
+		opts  Options
+		req   Request
+		field string // the Options field the error must name
+	}{
+		{
+			name:  "starlark infinite loop",
+			req:   oneTemplate("t.py", "def GenerateConfig(context):\n    while True:\n        pass\n"),
+			field: "StarlarkSteps",
+		},
+		{
+			name:  "starlark timeout",
+			opts:  Options{StarlarkSteps: 1 << 62, Timeout: 100 * time.Millisecond},
+			req:   oneTemplate("t.py", "def GenerateConfig(context):\n    while True:\n        pass\n"),
+			field: "Timeout",
+		},
+		{
+			name:  "starlark recursion is not allowed",
+			req:   oneTemplate("t.py", "def f(n):\n    return f(n+1)\n\ndef GenerateConfig(context):\n    return f(0)\n"),
+			field: "", // an ordinary error: Starlark rejects recursion
+		},
+		{
+			name:  "jinja recursive macro",
+			req:   oneTemplate("t.jinja", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"),
+			field: "JinjaCallDepth",
+		},
+		{
+			name: "jinja imported recursive macro",
+			req: Request{
+				Config: []byte("imports: [{path: t.jinja}, {path: m.jinja}]\nresources:\n- {name: t, type: t.jinja}\n"),
+				Imports: map[string][]byte{
+					"t.jinja": []byte(`{% from "m.jinja" import f %}{{ f(0) }}`),
+					"m.jinja": []byte(`{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}`),
+				},
+			},
+			field: "JinjaCallDepth",
+		},
+		{
+			name:  "jinja self include",
+			req:   oneTemplate("t.jinja", `x{% include "t.jinja" %}`),
+			field: "JinjaCallDepth",
+		},
+		{
+			name:  "jinja long loop",
+			req:   oneTemplate("t.jinja", "{% for i in range(100000000) %}{% endfor %}"),
+			field: "JinjaSteps",
+		},
+		{
+			name:  "jinja timeout",
+			opts:  Options{JinjaSteps: 1 << 40, Timeout: 100 * time.Millisecond},
+			req:   oneTemplate("t.jinja", "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"),
+			field: "Timeout",
+		},
+		{
+			name:  "jinja output size",
+			opts:  Options{MaxOutputBytes: 1000},
+			req:   oneTemplate("t.jinja", "{% for i in range(1000) %}xxxxxxxxxx{% endfor %}"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl allocation",
+			req:   oneTemplate("t.gotmpl", "{{ range until 1000000000 }}{{ end }}"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl recursion",
+			req:   oneTemplate("t.gotmpl", `{{ define "x" }}{{ template "x" . }}{{ end }}{{ template "x" . }}`),
+			field: "",
+		},
+		{
+			name:  "alias bomb in configuration",
+			req:   Request{Config: []byte(billionLaughs)},
+			field: "MaxYAMLAliases",
+		},
+		{
+			name:  "alias bomb in output",
+			req:   oneTemplate("t.jinja", billionLaughs),
+			field: "MaxYAMLAliases",
+		},
+		{
+			name:  "configuration size",
+			opts:  Options{MaxInputBytes: 100},
+			req:   Request{Config: []byte("resources: []\n" + strings.Repeat("# padding\n", 20))},
+			field: "MaxInputBytes",
+		},
+		{
+			name:  "resources",
+			opts:  Options{MaxResources: 3},
+			req:   oneTemplate("t.jinja", "resources:\n{% for i in range(5) %}- {name: r{{ i }}, type: ConfigMap}\n{% endfor %}"),
+			field: "MaxResources",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			done := make(chan struct{})
+			var err error
+			go func() {
+				defer close(done)
+				_, err = New(tt.opts).Expand(context.Background(), tt.req)
+			}()
+			select {
+			case <-done:
+			case <-time.After(20 * time.Second):
+				t.Fatal("expansion did not stop")
+			}
+			if err == nil {
+				t.Fatal("expansion succeeded")
+			}
+			t.Log(err)
+			if tt.field == "" {
+				return
+			}
+			if !errors.Is(err, derrors.LimitExceeded) {
+				t.Errorf("error does not wrap LimitExceeded: %v", err)
+			}
+			if !strings.Contains(err.Error(), "Options."+tt.field) {
+				t.Errorf("error does not name Options.%s: %v", tt.field, err)
+			}
+		})
+	}
+}
+
+// writeChain writes a registry of templates t0 -> t1 -> ... -> t<n-1>,
+// the last one emitting a ConfigMap.
+func writeChain(t testing.TB, n int) string {
+	dir := t.TempDir()
+	for i := 0; i < n; i++ {
+		d := filepath.Join(dir, fmt.Sprintf("t%d", i), "v1")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf("resources:\n- {name: n%d, type: \"t%d:v1\"}\n", i+1, i+1)
+		if i == n-1 {
+			body = "resources:\n- {name: cm, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap}}\n"
+		}
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("t%d.jinja", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestDepth(t *testing.T) {
+	r := newResolver(t, os.DirFS(writeChain(t, 40)))
+	req := Request{Config: []byte("resources:\n- {name: top, type: \"t0:v1\"}\n")}
+	_, err := New(Options{Resolver: r}).Expand(context.Background(), req)
+	if err == nil || !strings.Contains(err.Error(), "Options.MaxDepth") || !errors.Is(err, derrors.LimitExceeded) {
+		t.Fatalf("default depth: got %v, want a MaxDepth error", err)
+	}
+	res, err := New(Options{Resolver: r, MaxDepth: 40}).Expand(context.Background(), req)
+	if err != nil {
+		t.Fatalf("MaxDepth 40: %v", err)
+	}
+	if len(res.Config.Resources) != 1 || len(res.References) != 40 {
+		t.Errorf("got %d resources and %d references, want 1 and 40", len(res.Config.Resources), len(res.References))
+	}
+}
+
+func TestCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := New(Options{}).Expand(ctx, oneTemplate("t.jinja", "resources: []"))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}

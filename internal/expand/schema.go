@@ -1,0 +1,53 @@
+package expand
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/schema"
+)
+
+// Schema validates and defaults one template's properties.
+type Schema interface {
+	// Apply returns props with defaults filled in, or an error listing
+	// every violation with its property path. It must not modify props.
+	Apply(props map[string]any) (map[string]any, error)
+}
+
+// SchemaCompiler parses a schema file (`<template file>.schema`); file
+// names it in errors. Compiled schemas are cached by content.
+type SchemaCompiler func(data []byte, file string) (Schema, error)
+
+// applySchema validates and defaults props with the schema file of b.
+func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (map[string]any, error) {
+	v, err := x.cached("schema:"+b.key+":"+file, func() (any, error) {
+		data, ok := b.files[file]
+		if !ok {
+			return nil, fmt.Errorf("schema %s is missing: %w", file, derrors.NotFound)
+		}
+		s, err := x.opts.Schemas(data, file)
+		if err != nil {
+			return nil, fmt.Errorf("schema %s: %w", file, err)
+		}
+		return s, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out, err := v.(Schema).Apply(props)
+	if err != nil {
+		return nil, classify(fmt.Errorf("properties do not match %s: %w", file, err))
+	}
+	return out, nil
+}
+
+// defaultSchemaCompiler compiles with the schema package: JSON Schema
+// (draft 4 unless the schema says otherwise) with DM's type names.
+func defaultSchemaCompiler(data []byte, file string) (Schema, error) {
+	s, err := schema.Parse(data, file)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

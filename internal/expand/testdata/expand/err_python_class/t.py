@@ -1,0 +1,7 @@
+import yaml
+
+class Foo(object):
+    pass
+
+def GenerateConfig(context):
+    return ""

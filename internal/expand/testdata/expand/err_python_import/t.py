@@ -1,0 +1,4 @@
+import os
+
+def GenerateConfig(context):
+    return os.environ

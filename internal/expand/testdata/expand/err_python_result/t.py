@@ -1,0 +1,2 @@
+def GenerateConfig(context):
+    return 42

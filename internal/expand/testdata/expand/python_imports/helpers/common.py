@@ -1,0 +1,4 @@
+VERSION = "1"
+
+def labels(name):
+    return {"app": name}

@@ -1,0 +1,2 @@
+def labels(name):
+    return {"app": name}

@@ -1,0 +1,198 @@
+package expand
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dmhq/dm/internal/expand/value"
+
+	yaml "go.yaml.in/yaml/v2"
+)
+
+// yamlLimits bounds what a YAML document may cost to decode.
+type yamlLimits struct {
+	maxBytes   int // Options.MaxInputBytes or MaxOutputBytes, named by field
+	bytesField string
+	maxAliases int // Options.MaxYAMLAliases
+}
+
+// decodeYAML decodes a YAML (or JSON) document into plain Go values:
+// map[string]any, []any, string, bool, int64, float64 and nil. Duplicate
+// keys are errors. An alias bomb fails fast: the document's aliases are
+// counted before decoding (cheap, one byte scan), and yaml.v2's own
+// expansion-ratio check backs that up.
+func decodeYAML(data []byte, lim yamlLimits) (any, error) {
+	if lim.maxBytes > 0 && len(data) > lim.maxBytes {
+		return nil, limitErr(lim.bytesField, lim.maxBytes, "document is %d bytes", len(data))
+	}
+	if lim.maxAliases > 0 {
+		if n := countAliases(data); n > lim.maxAliases {
+			return nil, limitErr("MaxYAMLAliases", lim.maxAliases, "document uses %d aliases", n)
+		}
+	}
+	var v any
+	if err := yaml.UnmarshalStrict(data, &v); err != nil {
+		return nil, aliasingErr(err, lim.maxAliases)
+	}
+	return normalize(v)
+}
+
+// aliasingErr turns yaml.v2's alias-expansion check into a limit error.
+func aliasingErr(err error, limit int) error {
+	if strings.Contains(err.Error(), "excessive aliasing") {
+		return limitErr("MaxYAMLAliases", limit, "document expands aliases far beyond its size (an alias bomb)")
+	}
+	return err
+}
+
+// countAliases counts "*name" tokens that can be YAML aliases: a '*' at the
+// start of a value (after ' ', '[', ',', '{', '-', ':' or a line start)
+// followed by a name character. It overcounts inside quoted strings, which is
+// harmless: the limit is far above what real documents use.
+func countAliases(data []byte) int {
+	if bytes.IndexByte(data, '&') < 0 {
+		return 0 // no anchors, no aliases to expand
+	}
+	n := 0
+	for i := 0; i < len(data)-1; i++ {
+		if data[i] != '*' {
+			continue
+		}
+		if i > 0 {
+			switch data[i-1] {
+			case ' ', '\t', '\n', '[', ',', '{', '-', ':':
+			default:
+				continue
+			}
+		}
+		c := data[i+1]
+		if c != ' ' && c != '\n' && c != '\t' && c != '*' {
+			n++
+		}
+	}
+	return n
+}
+
+// normalize turns yaml.v2 values into JSON-like values with string keys.
+func normalize(v any) (any, error) {
+	switch v := v.(type) {
+	case map[any]any:
+		m := make(map[string]any, len(v))
+		for k, e := range v {
+			ks, ok := k.(string)
+			if !ok {
+				switch k.(type) {
+				case int, int64, uint64, float64, bool:
+					ks = fmt.Sprint(k)
+				case nil:
+					ks = "null"
+				default:
+					return nil, fmt.Errorf("mapping key %v (%T) is not a string", k, k)
+				}
+			}
+			ne, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			m[ks] = ne
+		}
+		return m, nil
+	case map[string]any:
+		for k, e := range v {
+			ne, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			v[k] = ne
+		}
+		return v, nil
+	case []any:
+		for i, e := range v {
+			ne, err := normalize(e)
+			if err != nil {
+				return nil, err
+			}
+			v[i] = ne
+		}
+		return v, nil
+	case int:
+		return int64(v), nil
+	case uint64:
+		if v > math.MaxInt64 {
+			return float64(v), nil
+		}
+		return int64(v), nil
+	default:
+		return v, nil
+	}
+}
+
+// decodeJSON decodes a JSON document into the same plain values as
+// decodeYAML, numbers as int64 when they are integers.
+func decodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if se, ok := err.(*json.SyntaxError); ok {
+			return nil, fmt.Errorf("line %d: %w", lineOf(data, se.Offset), err)
+		}
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("line %d: unexpected data after the JSON document", lineOf(data, dec.InputOffset()))
+	}
+	return value.Numbers(v), nil
+}
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+// isJSON reports whether data looks like a JSON object.
+func isJSON(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
+
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// yamlErrorLine returns the line a yaml.v2 error names, or 0.
+func yamlErrorLine(err error) int {
+	m := yamlLineRE.FindStringSubmatch(err.Error())
+	if m == nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
+}
+
+// excerpt returns line n of data (1-based), trimmed, for error messages
+// about rendered output, which the user never sees otherwise.
+func excerpt(data []byte, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	lines := bytes.SplitN(data, []byte{'\n'}, n+1)
+	if len(lines) < n {
+		return ""
+	}
+	l := bytes.TrimRight(lines[n-1], "\r")
+	if len(l) > 120 {
+		l = append(l[:117:117], "..."...)
+	}
+	return string(l)
+}
+
+// marshalYAML encodes plain values as YAML, keys sorted.
+func marshalYAML(v any) ([]byte, error) {
+	return yaml.Marshal(v)
+}
