@@ -27,6 +27,8 @@ type globals struct {
 	cacheDir  string   // --cache-dir
 	output    string   // -o table|json|yaml
 	verbose   bool
+	// properties are the --properties flags: KEY=VALUE[,KEY=VALUE...].
+	properties []string
 
 	getenv func(string) string
 	stderr io.Writer
@@ -214,6 +216,18 @@ func (b *localBackend) Search(ctx context.Context, q, registry string) (*api.Sea
 		return nil, err
 	}
 	return s.Search(ctx, q, registry)
+}
+
+// Expand expands in-process.
+func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+	if req.Ref != "" {
+		b.need(req.Ref)
+	}
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.Expand(ctx, req)
 }
 
 // cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,

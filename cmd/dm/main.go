@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "dm",
-		Short:         "Read template registries: list, describe, resolve, search and lint templates",
+		Short:         "Read template registries, and expand and process templates",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
@@ -75,9 +75,52 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
+	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
 	p := &printer{w: stdout, g: g}
+	var ef expandFlags
+	expandCmd := &cobra.Command{
+		Use:   "expand CONFIG.yaml|REF",
+		Short: "Expand a configuration file (- for stdin) or a template reference into Kubernetes objects",
+		Long: `Expand a configuration (resources with name, type and properties, and imports read
+relative to the file) or a template reference with --properties/--values, recursively,
+until only Kubernetes objects remain. Prints the flat config as YAML; with --layout the
+config, the layout (the tree of template instances) and the resolved references;
+with -o json always all three.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdExpand(cmd.Context(), g, p, args[0], &ef, cmd.InOrStdin())
+		},
+	}
+	xf := expandCmd.Flags()
+	xf.StringArrayVar(&ef.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
+	xf.BoolVar(&ef.layout, "layout", false, "print the layout and resolved references with the config")
+	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
+	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
+	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
+
+	var pflags processFlags
+	processCmd := &cobra.Command{
+		Use:   "process -f TEMPLATE [-p NAME=VALUE ...]",
+		Short: "Process an OpenShift-style kind: Template like oc process: a List of objects, or the processed Template",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out := g.output
+			if !cmd.Flags().Changed("output") {
+				out = "json" // as oc process
+			}
+			return cmdProcess(&pflags, out, stdout, cmd.InOrStdin())
+		},
+	}
+	qf := processCmd.Flags()
+	qf.StringVarP(&pflags.file, "filename", "f", "", "template `file` (YAML or JSON; - for stdin)")
+	qf.StringArrayVarP(&pflags.params, "param", "p", nil, "parameter `NAME=VALUE` (repeatable)")
+	qf.StringVar(&pflags.paramFile, "param-file", "", "`file` of parameters: NAME=VALUE lines or a YAML mapping (-p overrides)")
+	qf.BoolVar(&pflags.rawTemplate, "raw-template", false, "print the processed Template instead of a List of its objects")
+
 	root.AddCommand(
+		expandCmd,
+		processCmd,
 		&cobra.Command{
 			Use:   "registries",
 			Short: "List the registries and the state of their indexes",

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +72,7 @@ func (e *HTTPError) Unwrap() error {
 
 // do sends a request and decodes a JSON answer into out.
 func (c *Client) do(ctx context.Context, method, path string, q url.Values, header http.Header, out any) error {
-	b, _, err := c.raw(ctx, method, path, q, header)
+	b, _, err := c.raw(ctx, method, path, q, header, nil)
 	if err != nil {
 		return err
 	}
@@ -81,14 +82,21 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, head
 	return nil
 }
 
-func (c *Client) raw(ctx context.Context, method, path string, q url.Values, header http.Header) ([]byte, http.Header, error) {
+func (c *Client) raw(ctx context.Context, method, path string, q url.Values, header http.Header, body []byte) ([]byte, http.Header, error) {
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, u, nil)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -180,7 +188,7 @@ func (c *Client) Search(ctx context.Context, q, registry string) (*SearchResults
 
 // File reads one file of a resolved version.
 func (c *Client) File(ctx context.Context, ref, registry, path string) ([]byte, error) {
-	b, _, err := c.raw(ctx, http.MethodGet, "/v1/file", values("ref", ref, "registry", registry, "path", path), nil)
+	b, _, err := c.raw(ctx, http.MethodGet, "/v1/file", values("ref", ref, "registry", registry, "path", path), nil, nil)
 	return b, err
 }
 

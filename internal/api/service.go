@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand"
+
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -28,6 +30,7 @@ type Backend interface {
 	Template(ctx context.Context, ref, registry string) (*TemplateVersion, error)
 	Resolve(ctx context.Context, ref, registry string) (*Resolution, error)
 	Search(ctx context.Context, q, registry string) (*SearchResults, error)
+	Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult, error)
 }
 
 // TemplateQuery selects templates to list.
@@ -45,10 +48,14 @@ type TemplateQuery struct {
 // Service answers the API from a resolver's registries, in-process.
 type Service struct {
 	resolver *resolve.Resolver
+	expander *expand.Expander
 }
 
-// NewService returns a Service over r.
-func NewService(r *resolve.Resolver) *Service { return &Service{resolver: r} }
+// NewService returns a Service over r. Its expander keeps compiled
+// templates across calls.
+func NewService(r *resolve.Resolver) *Service {
+	return &Service{resolver: r, expander: expand.New(expand.Options{Resolver: r})}
+}
 
 // Resolver returns the resolver the service answers from.
 func (s *Service) Resolver() *resolve.Resolver { return s.resolver }

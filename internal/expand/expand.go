@@ -360,6 +360,11 @@ func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
 
 // refName is the default resource name for a reference: the template name.
 func refName(ref string) string {
+	switch path.Ext(ref) {
+	case ".yaml", ".yml", ".json", ".jinja", ".py", ".gotmpl":
+		base := path.Base(ref)
+		return strings.TrimSuffix(base, path.Ext(base))
+	}
 	if r, err := resolve.Parse(ref); err == nil {
 		return r.Template
 	}

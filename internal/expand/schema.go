@@ -37,7 +37,7 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 	}
 	out, err := v.(Schema).Apply(props)
 	if err != nil {
-		return nil, classify(fmt.Errorf("properties do not match %s: %w", file, err))
+		return nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
 	}
 	return out, nil
 }

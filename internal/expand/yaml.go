@@ -196,3 +196,11 @@ func excerpt(data []byte, n int) string {
 func marshalYAML(v any) ([]byte, error) {
 	return yaml.Marshal(v)
 }
+
+// DecodeValue decodes a YAML or JSON value the way the engine decodes
+// configurations, into plain values with integers as int64, under the
+// default input limits. Command lines use it to type property values the
+// way YAML would (replicas=3 is a number).
+func DecodeValue(data []byte) (any, error) {
+	return decodeYAML(data, yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases})
+}

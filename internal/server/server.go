@@ -19,6 +19,8 @@
 //	GET  /v1/file?ref=&path=&registry=       raw file content, ETag "<blob sha>"
 //	GET  /v1/resolve?ref=&registry=          api.Resolution
 //	GET  /v1/search?q=&registry=             api.SearchResults
+//	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
+//	POST /processedTemplates                 a kind: Template -> the processed Template (seed 000)
 //
 // Errors are {"error": "..."} with the status of derrors.HTTPStatus: 400 for
 // a malformed reference, 404 for what does not exist (unknown routes too),
@@ -144,6 +146,8 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/template", s.handleTemplate)
 		r.Get("/v1/file", s.handleFile)
 		r.Get("/v1/search", s.handleSearch)
+		r.Post("/v1/expand", s.handleExpand)
+		r.Post("/processedTemplates", s.handleProcessedTemplates)
 	})
 	r.NotFound(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, derrors.NotFound))
@@ -280,6 +284,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 			"GET /v1/collections?registry=", "GET /v1/templates?registry=&collection=&q=",
 			"GET /v1/versions?ref=", "GET /v1/template?ref=", "GET /v1/file?ref=&path=",
 			"GET /v1/resolve?ref=", "GET /v1/search?q=",
+			"POST /v1/expand", "POST /processedTemplates",
 		},
 	})
 }

@@ -19,13 +19,13 @@ func ParseParamFlags(args []string) (map[string]string, error) {
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok {
-			return nil, fmt.Errorf("%w: parameter %q: want NAME=VALUE", derrors.InvalidArgument, a)
+			return nil, fmt.Errorf("parameter %q: want NAME=VALUE: %w", a, derrors.InvalidArgument)
 		}
 		if err := validName(name); err != nil {
-			return nil, fmt.Errorf("%w: parameter %q: %w", derrors.InvalidArgument, a, err)
+			return nil, fmt.Errorf("parameter %q: %w: %w", a, err, derrors.InvalidArgument)
 		}
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("%w: parameter %s given more than once", derrors.InvalidArgument, name)
+			return nil, fmt.Errorf("parameter %s given more than once: %w", name, derrors.InvalidArgument)
 		}
 		out[name] = value
 	}
@@ -46,16 +46,16 @@ func ParseParamFile(data []byte) (map[string]string, error) {
 	}
 	var m map[string]any
 	if err := yaml.Unmarshal(data, &m); err != nil {
-		return nil, fmt.Errorf("%w: param file: not KEY=VALUE lines nor a YAML mapping: %w", derrors.InvalidArgument, err)
+		return nil, fmt.Errorf("param file: not KEY=VALUE lines nor a YAML mapping: %w: %w", err, derrors.InvalidArgument)
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
 		if err := validName(k); err != nil {
-			return nil, fmt.Errorf("%w: param file: %w", derrors.InvalidArgument, err)
+			return nil, fmt.Errorf("param file: %w: %w", err, derrors.InvalidArgument)
 		}
 		s, ok := scalarString(normalizeFloat(v))
 		if !ok {
-			return nil, fmt.Errorf("%w: param file: %s: got %s, want a scalar", derrors.InvalidArgument, k, typeName(v))
+			return nil, fmt.Errorf("param file: %s: got %s, want a scalar: %w", k, typeName(v), derrors.InvalidArgument)
 		}
 		out[k] = s
 	}
@@ -101,12 +101,12 @@ func parseEnv(data []byte) (map[string]string, error) {
 		}
 		name, value, _ := strings.Cut(strings.TrimRight(line, "\r"), "=")
 		if _, dup := out[name]; dup {
-			return nil, fmt.Errorf("%w: param file: line %d: parameter %s given more than once", derrors.InvalidArgument, n, name)
+			return nil, fmt.Errorf("param file: line %d: parameter %s given more than once: %w", n, name, derrors.InvalidArgument)
 		}
 		out[name] = value
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%w: param file: %w", derrors.InvalidArgument, err)
+		return nil, fmt.Errorf("param file: %w: %w", err, derrors.InvalidArgument)
 	}
 	return out, nil
 }

@@ -33,10 +33,10 @@ type Options struct {
 
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxGeneratedLength < 0 {
-		return o, fmt.Errorf("%w: openshift: Options.MaxGeneratedLength is negative (%d)", derrors.InvalidArgument, o.MaxGeneratedLength)
+		return o, fmt.Errorf("openshift: Options.MaxGeneratedLength is negative (%d): %w", o.MaxGeneratedLength, derrors.InvalidArgument)
 	}
 	if o.MaxRenderedBytes < 0 {
-		return o, fmt.Errorf("%w: openshift: Options.MaxRenderedBytes is negative (%d)", derrors.InvalidArgument, o.MaxRenderedBytes)
+		return o, fmt.Errorf("openshift: Options.MaxRenderedBytes is negative (%d): %w", o.MaxRenderedBytes, derrors.InvalidArgument)
 	}
 	if o.MaxGeneratedLength == 0 {
 		o.MaxGeneratedLength = DefaultMaxGeneratedLength

@@ -41,7 +41,7 @@ const Kind = "Template"
 // its kind is not Template, so that a caller classifying files can tell a
 // supporting YAML file from a broken template. It wraps
 // derrors.InvalidArgument.
-var ErrNotTemplate = fmt.Errorf("%w: document is not a kind: Template", derrors.InvalidArgument)
+var ErrNotTemplate = fmt.Errorf("document is not a kind: Template: %w", derrors.InvalidArgument)
 
 // Parameter types accepted in a parameter's `type` field. The empty type
 // means string.
@@ -101,7 +101,7 @@ type Parameter struct {
 func Parse(data []byte) (*Template, error) {
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
-		return nil, fmt.Errorf("%w: template: %w", derrors.InvalidArgument, err)
+		return nil, fmt.Errorf("template: %w: %w", err, derrors.InvalidArgument)
 	}
 	t := new(Template)
 	if err := t.UnmarshalJSON(js); err != nil {
@@ -118,11 +118,11 @@ func (t *Template) UnmarshalJSON(data []byte) error {
 	dec.UseNumber()
 	var doc any
 	if err := dec.Decode(&doc); err != nil {
-		return fmt.Errorf("%w: template: %w", derrors.InvalidArgument, err)
+		return fmt.Errorf("template: %w: %w", err, derrors.InvalidArgument)
 	}
 	m, ok := value.Numbers(doc).(map[string]any)
 	if !ok {
-		return fmt.Errorf("%w: template: document is %s, want an object", derrors.InvalidArgument, typeName(doc))
+		return fmt.Errorf("template: document is %s, want an object: %w", typeName(doc), derrors.InvalidArgument)
 	}
 	nt, err := fromMap(m)
 	if err != nil {
@@ -231,7 +231,7 @@ func fromMap(m map[string]any) (*Template, error) {
 		t.gens = gens
 		return t, nil
 	}
-	return nil, fmt.Errorf("%w: template: %w", derrors.InvalidArgument, joinErrors(sortErrors(errs)))
+	return nil, fmt.Errorf("template: %w: %w", joinErrors(sortErrors(errs)), derrors.InvalidArgument)
 }
 
 // decodeParameter fills p from one element of `parameters`.
@@ -320,7 +320,7 @@ func compileParameters(params []Parameter) ([]*generator, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: template: %w", derrors.InvalidArgument, joinErrors(errs))
+		return nil, fmt.Errorf("template: %w: %w", joinErrors(errs), derrors.InvalidArgument)
 	}
 	return gens, nil
 }

@@ -232,7 +232,7 @@ func (e *ValidationError) Unwrap() error { return derrors.InvalidArgument }
 func (s *Schema) validationError(instance any, err error) error {
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
-		return fmt.Errorf("%w: %s: %w", derrors.InvalidArgument, s.File, err)
+		return fmt.Errorf("%s: %w: %w", s.File, err, derrors.InvalidArgument)
 	}
 	p := message.NewPrinter(language.English)
 	var out []Violation

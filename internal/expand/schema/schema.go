@@ -88,7 +88,7 @@ func typeAlias(t string) string {
 // files or URLs fail, since schemas come from other people's repositories.
 func Parse(data []byte, file string) (*Schema, error) {
 	fail := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s: %s", derrors.InvalidArgument, file, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), derrors.InvalidArgument)
 	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"net/http/httptest"
+
+	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/server"
+)
+
+func TestParseProperties(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    map[string]any
+		wantErr string
+	}{
+		{"replicas=3", map[string]any{"replicas": int64(3)}, ""},
+		{"a=1,b=true,c=x", map[string]any{"a": int64(1), "b": true, "c": "x"}, ""},
+		{"ports=[80,443],name=web", map[string]any{"ports": []any{int64(80), int64(443)}, "name": "web"}, ""},
+		{`msg="a,b",x=1`, map[string]any{"msg": "a,b", "x": int64(1)}, ""},
+		{`msg=a\,b`, map[string]any{"msg": "a,b"}, ""},
+		{"resources.limits.memory=1Gi,resources.limits.cpu=2", map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1Gi", "cpu": int64(2)}}}, ""},
+		{"empty=", map[string]any{"empty": ""}, ""},
+		{"ratio=0.5", map[string]any{"ratio": 0.5}, ""},
+		{"novalue", nil, "want KEY=VALUE"},
+		{"=3", nil, "want KEY=VALUE"},
+		{"a..b=3", nil, "empty key segment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := parseProperties(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Fatalf("parseProperties(%q) = %#v, %v; want %#v", tt.in, got, err, tt.want)
+			}
+		})
+	}
+}
+
+// expandJSON is the interface contract's shape of dm expand -o json.
+type expandJSON struct {
+	Config struct {
+		Resources []struct {
+			Name       string         `json:"name"`
+			Type       string         `json:"type"`
+			Properties map[string]any `json:"properties"`
+		} `json:"resources"`
+	} `json:"config"`
+	Layout struct {
+		Resources []map[string]any `json:"resources"`
+	} `json:"layout"`
+	References []struct {
+		Ref, Resolved, Version, Digest string
+	} `json:"references"`
+}
+
+func decodeExpand(t *testing.T, s string) expandJSON {
+	t.Helper()
+	var out expandJSON
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, s)
+	}
+	return out
+}
+
+func serveExample(t *testing.T) string {
+	t.Helper()
+	reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(dm.ExampleRegistry())}
+	if err := reg.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	hs := httptest.NewServer(server.New(server.Options{Resolver: resolve.New(def, reg)}))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+func TestExpandRef(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range []struct {
+		name string
+		args []string
+	}{{"in-process", nil}, {"server", []string{"--server", url}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			args := append(append([]string{}, mode.args...), "expand", "redis:v1.1", "--properties", "replicas=3,port=7000", "-o", "json")
+			r := dmRun(t, nil, args...)
+			if r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			out := decodeExpand(t, r.stdout)
+			if len(out.Config.Resources) == 0 || len(out.Layout.Resources) != 1 {
+				t.Fatalf("config %d resources, layout %d", len(out.Config.Resources), len(out.Layout.Resources))
+			}
+			top := out.Layout.Resources[0]
+			props, _ := top["properties"].(map[string]any)
+			if top["name"] != "redis" || top["type"] != "redis:v1.1" || props["replicas"] != float64(3) || props["image"] == nil {
+				t.Errorf("layout top = %v (schema defaults and typed properties expected)", top)
+			}
+			if len(out.References) != 1 || out.References[0].Resolved != "github.com/acme/templates/redis:v1.1.0" || !strings.HasPrefix(out.References[0].Digest, "sha256:") {
+				t.Errorf("references = %+v", out.References)
+			}
+			if !strings.Contains(r.stdout, `"port": 7000`) {
+				t.Errorf("port 7000 not rendered as a number:\n%s", r.stdout)
+			}
+		})
+	}
+}
+
+func TestExpandConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"app.yaml": `imports:
+- path: helpers/cm.jinja
+  name: cm
+resources:
+- name: settings
+  type: cm
+  properties: {mode: prod}
+- name: cache
+  type: redis:v1
+`,
+		"helpers/cm.jinja": `resources:
+- name: {{ env["name"] }}-cm
+  type: ConfigMap
+  properties:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: {{ env["deployment"] }}-{{ env["name"] }}}
+    data: {mode: {{ properties["mode"] }}}
+`,
+	}
+	for p, c := range files {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), []byte(c), 0o644)
+	}
+	r := dmRun(t, nil, "expand", filepath.Join(dir, "app.yaml"), "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := decodeExpand(t, r.stdout)
+	first := out.Config.Resources[0]
+	if first.Name != "settings-cm" || first.Type != "ConfigMap" {
+		t.Fatalf("first resource = %+v", first)
+	}
+	if md := first.Properties["metadata"].(map[string]any); md["name"] != "app-settings" {
+		t.Errorf("env.deployment/env.name not passed: %v", md)
+	}
+	// YAML by default: the config alone; with --layout the whole result.
+	r = dmRun(t, nil, "expand", filepath.Join(dir, "app.yaml"))
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "resources:") || strings.Contains(r.stdout, "layout:") {
+		t.Errorf("default output:\n%s\n%s", r.stdout, r.stderr)
+	}
+	r = dmRun(t, nil, "expand", filepath.Join(dir, "app.yaml"), "--layout")
+	if r.code != 0 || !strings.Contains(r.stdout, "layout:") || !strings.Contains(r.stdout, "references:") {
+		t.Errorf("--layout output:\n%s\n%s", r.stdout, r.stderr)
+	}
+	// An import outside the configuration's directory is refused.
+	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("imports: [{path: ../x.jinja}]\nresources: []\n"), 0o644)
+	r = dmRun(t, nil, "expand", filepath.Join(dir, "bad.yaml"))
+	if r.code == 0 || !strings.Contains(r.stderr, "inside the configuration's directory") {
+		t.Errorf("escaping import: %d %s", r.code, r.stderr)
+	}
+}
+
+func TestExpandErrors(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"expand", "redis:v1.3"}, "v1.3 not found; available:"},
+		{[]string{"expand", "redis:v1", "--properties", "port=x"}, "properties.port: expected integer, got string"},
+		{[]string{"expand", "apps/gitea:v1"}, `missing required property "domain"`},
+		{[]string{"expand", "redis:v1", "--properties", "nokey"}, "want KEY=VALUE"},
+		{[]string{"expand", "redis:v1", "--values", "/nonexistent.yaml"}, "--values"},
+	}
+	for _, tt := range tests {
+		r := dmRun(t, nil, tt.args...)
+		if r.code == 0 || r.stdout != "" || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want %q", tt.args, r.code, r.stdout, r.stderr, tt.want)
+		}
+	}
+}
+
+func TestProcess(t *testing.T) {
+	tmpl := filepath.Join("..", "..", "registry-example", "postgres", "v1.1.0", "postgres.yaml")
+	r := dmRun(t, nil, "process", "-f", tmpl, "-p", "DATABASE_SERVICE_NAME=db", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var list struct {
+		Kind  string           `json:"kind"`
+		Items []map[string]any `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || list.Kind != "List" || len(list.Items) == 0 {
+		t.Fatalf("not a List: %v\n%s", err, r.stdout)
+	}
+	if name := list.Items[0]["metadata"].(map[string]any)["name"]; name != "db" {
+		t.Errorf("parameter not substituted: name = %v", name)
+	}
+	// JSON is the default, as with oc process.
+	if r := dmRun(t, nil, "process", "-f", tmpl); r.code != 0 || !strings.HasPrefix(r.stdout, "{") {
+		t.Errorf("default output: %s %s", r.stdout, r.stderr)
+	}
+	if r := dmRun(t, nil, "process", "-f", tmpl, "--raw-template", "-o", "yaml"); r.code != 0 || !strings.Contains(r.stdout, "kind: Template") {
+		t.Errorf("--raw-template: %s %s", r.stdout, r.stderr)
+	}
+	pf := filepath.Join(t.TempDir(), "params")
+	os.WriteFile(pf, []byte("DATABASE_SERVICE_NAME=fromfile\n"), 0o644)
+	if r := dmRun(t, nil, "process", "-f", tmpl, "--param-file", pf); r.code != 0 || !strings.Contains(r.stdout, `"fromfile"`) {
+		t.Errorf("--param-file: %s %s", r.stdout, r.stderr)
+	}
+	r = dmRun(t, nil, "process", "-f", tmpl, "-p", "NOPE=1", "-p", "ALSO=2")
+	if r.code == 0 || !strings.Contains(r.stderr, "unknown parameters: ALSO, NOPE") {
+		t.Errorf("unknown parameters: %d %s", r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "process"); r.code != 2 {
+		t.Errorf("no -f: exit %d, want 2 (usage)", r.code)
+	}
+}
+
+var _ api.Expander = (*api.Client)(nil)

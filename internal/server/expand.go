@@ -1,0 +1,109 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/value"
+)
+
+// Bounds of the processing endpoints: they run other people's templates.
+const (
+	maxExpandBody   = 8 << 20
+	expandTimeout   = 60 * time.Second
+	maxTemplateBody = 4 << 20
+)
+
+// handleExpand serves POST /v1/expand.
+func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
+	var req api.ExpandRequest
+	if err := decodeBody(w, r, maxExpandBody, &req); err != nil {
+		s.writeBodyError(w, r, err)
+		return
+	}
+	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
+	ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
+	defer cancel()
+	res, err := s.svc.Expand(ctx, &req)
+	if err == nil {
+		err = ctx.Err() // an engine that noticed the deadline late
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("expansion took longer than %s: %w", expandTimeout, derrors.LimitExceeded)
+	}
+	s.answer(w, r, res, err)
+}
+
+// handleProcessedTemplates serves POST /processedTemplates (seed 000): a
+// Template in (JSON or YAML, parameter values set in it), the processed
+// Template out, still a Template, with parameters generated, substituted
+// and labels applied.
+func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r, maxTemplateBody)
+	if err != nil {
+		s.writeBodyError(w, r, err)
+		return
+	}
+	t, err := openshift.Parse(body)
+	if err != nil {
+		s.writeError(w, r, fmt.Errorf("request body: %w", err))
+		return
+	}
+	out, err := t.Process(nil, openshift.Options{})
+	s.answer(w, r, out, err)
+}
+
+// readBody reads a request body of at most max bytes.
+func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		return nil, err
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, fmt.Errorf("request body is empty: %w", derrors.InvalidArgument)
+	}
+	return b, nil
+}
+
+// decodeBody decodes a JSON request body of at most max bytes into v,
+// strictly: unknown fields and trailing data are errors, and numbers stay
+// json.Number for the caller to type.
+func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
+	b, err := readBody(w, r, max)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("request body: %v: %w", err, derrors.InvalidArgument)
+	}
+	if dec.More() {
+		return fmt.Errorf("request body: data after the JSON object: %w", derrors.InvalidArgument)
+	}
+	return nil
+}
+
+// writeBodyError answers a body that could not be read: 413 when it was
+// too large.
+func (s *Server) writeBodyError(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeJSON(w, http.StatusRequestEntityTooLarge, api.Error{Error: fmt.Sprintf("request body is over the %d-byte limit", tooBig.Limit)})
+		return
+	}
+	if !errors.Is(err, derrors.InvalidArgument) {
+		err = fmt.Errorf("reading the request body: %v: %w", err, derrors.InvalidArgument)
+	}
+	s.writeError(w, r, err)
+}
