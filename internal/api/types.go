@@ -3,8 +3,9 @@
 // HTTP; dm calls it directly when no --server is given), and a Client that
 // answers the same calls from a running registryd.
 //
-// The package imports only the standard library and dm's registry packages,
-// so that the dm binary stays quick to start: no HTTP router, no metrics.
+// The package imports the standard library, dm's registry packages and the
+// processing engine, but no HTTP router and no metrics, so that the dm
+// binary stays quick to start.
 //
 // Routes (all GET unless noted; JSON unless noted; errors are
 // {"error": "..."} with the status of derrors.HTTPStatus):
@@ -19,6 +20,7 @@
 //	/v1/file?ref=&path=&registry=           raw content of one file of a version, ETag = its blob SHA
 //	/v1/resolve?ref=&registry=              Resolution
 //	/v1/search?q=&registry=                 SearchResults
+//	POST /v1/expand                         ExpandRequest -> ExpandResult
 //
 // The registry parameter is [host/]owner/repo[/collection]. For the
 // reference-taking routes it is the default registry that short references
