@@ -70,9 +70,12 @@ func (g *globals) local() (*localBackend, error) {
 		}
 		b.def = def
 		if !b.byPrefix[def.Prefix()] {
-			if len(g.dirs) == 0 && def.Prefix() == dm.ExampleRegistryPrefix {
+			switch {
+			case len(g.dirs) == 0 && def.Prefix() == dm.ExampleRegistryPrefix:
 				b.addExample()
-			} else {
+			case def.Host != resolve.DefaultHost && g.githubAPI == fetch.DefaultGitHubAPI:
+				return nil, fmt.Errorf("--registry %s: the host is not github.com; give its API with --github-api (GitHub Enterprise: https://%s/api/v3/) or mount a directory with --registry-dir: %w", g.registry, def.Host, derrors.InvalidArgument)
+			default:
 				b.addGitHub(def.Prefix(), def.Owner, def.Repo)
 			}
 		}
@@ -112,10 +115,13 @@ func (b *localBackend) addGitHub(prefix, owner, repo string) {
 	b.svc = nil
 }
 
-// need makes sure a full reference's registry is configured.
+// need makes sure a full reference's registry is configured: a github.com
+// repository that no flag names is read through --github-api. References
+// to other hosts reach only registries configured for them (a
+// --registry-dir mounted under that prefix), never GitHub by accident.
 func (b *localBackend) need(ref string) {
 	r, err := resolve.Parse(ref)
-	if err != nil || !r.Full() || b.byPrefix[r.Registry()] {
+	if err != nil || !r.Full() || b.byPrefix[r.Registry()] || r.Host != resolve.DefaultHost {
 		return
 	}
 	b.addGitHub(r.Registry(), r.Owner, r.Repo)

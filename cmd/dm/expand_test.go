@@ -234,3 +234,16 @@ func TestProcess(t *testing.T) {
 }
 
 var _ api.Expander = (*api.Client)(nil)
+
+// References reach only the hosts a registry is configured for: dm never
+// reads another host's reference from GitHub.
+func TestForeignHostsNotFetched(t *testing.T) {
+	r := dmRun(t, nil, "--github-api", "http://127.0.0.1:1/", "resolve", "evil.example/a/b/t:v1")
+	if r.code == 0 || !strings.Contains(r.stderr, "registry evil.example/a/b is not configured") {
+		t.Errorf("foreign host: exit %d, %s", r.code, r.stderr)
+	}
+	r = dmRun(t, nil, "--registry", "ghe.example/a/b", "resolve", "t:v1")
+	if r.code == 0 || !strings.Contains(r.stderr, "give its API with --github-api") {
+		t.Errorf("--registry on another host: exit %d, %s", r.code, r.stderr)
+	}
+}
