@@ -19,9 +19,6 @@ import (
 )
 
 const (
-	// retryUnready is how soon a registry without any index is tried again
-	// after a failure, unless the source asked for longer.
-	retryUnready = 15 * time.Second
 	// shutdownTimeout bounds the graceful shutdown.
 	shutdownTimeout = 15 * time.Second
 )
@@ -98,7 +95,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keepFresh(bg, g, s.refresh, first)
+			g.Run(bg, s.refresh, func() { close(first) })
 		}()
 	}
 	waitFirst(ctx, pending, s.readyWait)
@@ -154,34 +151,5 @@ func waitFirst(ctx context.Context, chans []<-chan struct{}, max time.Duration) 
 		case <-timer.C:
 			return
 		}
-	}
-}
-
-// keepFresh refreshes g now, closes first, then refreshes every interval
-// until ctx ends, waiting longer when the source asks for it and retrying
-// sooner while g has no index at all. With a zero interval it refreshes
-// once (retrying until it has an index).
-func keepFresh(ctx context.Context, g *index.Registry, interval time.Duration, first chan struct{}) {
-	_ = g.Refresh(ctx)
-	close(first)
-	for {
-		wait := interval
-		if g.Snapshot() == nil && (wait <= 0 || wait > retryUnready) {
-			wait = retryUnready
-		}
-		if wait <= 0 {
-			return
-		}
-		if retry := time.Until(g.Status().RetryAt); retry > wait {
-			wait = retry
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		_ = g.Refresh(ctx)
 	}
 }

@@ -244,23 +244,38 @@ func parseSnapshot(b []byte, name string) (*fetch.Tree, []byte, error) {
 	return t, h.Metadata, sc.Err()
 }
 
-// Run refreshes the registry every interval until ctx ends, waiting longer
-// when the source asked for it (rate limits, outages). A zero interval
-// refreshes once.
-func (r *Registry) Run(ctx context.Context, interval time.Duration) {
+// RetryUnready is how soon Run tries again after a failure while the
+// registry has no index at all, unless the source asked for longer.
+const RetryUnready = 15 * time.Second
+
+// Run refreshes the registry now, calls first (if not nil) when that
+// refresh is done, then refreshes every interval until ctx ends: later when
+// the source asked to be left alone (rate limits, outages), sooner
+// (RetryUnready) while there is no index to serve. A zero interval
+// refreshes until there is an index, then stops.
+func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()) {
+	_ = r.Refresh(ctx)
+	if first != nil {
+		first()
+	}
 	for {
-		_ = r.Refresh(ctx)
-		if interval <= 0 {
+		wait := interval
+		if r.Snapshot() == nil && (wait <= 0 || wait > RetryUnready) {
+			wait = RetryUnready
+		}
+		if wait <= 0 {
 			return
 		}
-		wait := interval
 		if retry := time.Until(r.Status().RetryAt); retry > wait {
 			wait = retry
 		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
-		case <-time.After(wait):
+		case <-t.C:
 		}
+		_ = r.Refresh(ctx)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/fetch"
@@ -152,4 +153,22 @@ type staticSource struct{ t *fetch.Tree }
 func (s staticSource) Tree(context.Context, *fetch.Tree) (*fetch.Tree, error) { return s.t, nil }
 func (s staticSource) Blob(context.Context, string) ([]byte, error) {
 	return nil, derrors.NotFound
+}
+
+func TestRegistryRun(t *testing.T) {
+	reg := &index.Registry{Name: "github.com/a/b", Source: fetch.NewLocal(fixture())}
+	called := false
+	// Interval zero: one refresh, then Run returns.
+	reg.Run(context.Background(), 0, func() { called = true })
+	if !called || reg.Snapshot() == nil {
+		t.Fatalf("first called %v, snapshot %v", called, reg.Snapshot())
+	}
+	// A cancelled context ends a periodic Run after its first refresh.
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		reg.Run(ctx, time.Hour, cancel)
+		close(done)
+	}()
+	<-done
 }
