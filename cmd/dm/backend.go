@@ -13,6 +13,7 @@ import (
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -29,6 +30,8 @@ type globals struct {
 	verbose   bool
 	// properties are the --properties flags: KEY=VALUE[,KEY=VALUE...].
 	properties []string
+	// allowURLs lets resource types be raw GitHub template URLs.
+	allowURLs bool
 
 	getenv func(string) string
 	stderr io.Writer
@@ -161,7 +164,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		}
 		regs = append(regs, reg)
 	}
-	b.svc = api.NewService(resolve.New(b.def, regs...))
+	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs})
 	return b.svc, nil
 }
 

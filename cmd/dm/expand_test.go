@@ -247,3 +247,19 @@ func TestForeignHostsNotFetched(t *testing.T) {
 		t.Errorf("--registry on another host: exit %d, %s", r.code, r.stderr)
 	}
 }
+
+func TestExpandURLTypes(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(cfg, []byte("resources:\n- name: cache\n  type: https://raw.githubusercontent.com/acme/templates/main/redis/v1/redis.jinja\n"), 0o644)
+	r := dmRun(t, nil, "expand", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, "URL") {
+		t.Errorf("URL type without --allow-urls: exit %d, %s", r.code, r.stderr)
+	}
+	r = dmRun(t, nil, "expand", cfg, "--allow-urls", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("--allow-urls: exit %d, %s", r.code, r.stderr)
+	}
+	if out := decodeExpand(t, r.stdout); len(out.References) != 1 || out.References[0].Resolved != "github.com/acme/templates/redis:v1.0.2" {
+		t.Errorf("references = %+v", out.References)
+	}
+}

@@ -37,13 +37,16 @@ import (
 // registries. Tokens are never written in the file, only the names of the
 // environment variables that hold them.
 type Config struct {
-	Listen          string           `json:"listen,omitempty"`
-	DefaultRegistry string           `json:"default_registry,omitempty"`
-	Refresh         string           `json:"refresh,omitempty"`
-	CacheDir        string           `json:"cache_dir,omitempty"`
-	GitHubAPI       string           `json:"github_api,omitempty"`
-	AdminTokenEnv   string           `json:"admin_token_env,omitempty"`
-	Registries      []RegistryConfig `json:"registries,omitempty"`
+	Listen          string `json:"listen,omitempty"`
+	DefaultRegistry string `json:"default_registry,omitempty"`
+	Refresh         string `json:"refresh,omitempty"`
+	CacheDir        string `json:"cache_dir,omitempty"`
+	GitHubAPI       string `json:"github_api,omitempty"`
+	AdminTokenEnv   string `json:"admin_token_env,omitempty"`
+	// AllowURLTypes lets POST /v1/expand accept raw GitHub URLs of
+	// template files as resource types.
+	AllowURLTypes bool             `json:"allow_url_types,omitempty"`
+	Registries    []RegistryConfig `json:"registries,omitempty"`
 }
 
 // RegistryConfig is one registry of the configuration file: either github
@@ -88,6 +91,7 @@ type settings struct {
 	adminToken string
 	readyWait  time.Duration
 	logLevel   string
+	allowURLs  bool
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.

@@ -73,6 +73,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		refresh    time.Duration
 		readyWait  time.Duration
 		cacheDir   string
+		allowURLs  bool
 		addr       string
 		logLevel   string
 	)
@@ -141,6 +142,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 			s.addr = cfg.Listen
 			s.readyWait = readyWait
 			s.logLevel = logLevel
+			s.allowURLs = allowURLs || cfg.AllowURLTypes
 			s.adminToken = adminToken
 			if !f.Changed("admin-token") {
 				name := cfg.AdminTokenEnv
@@ -171,6 +173,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&adminToken, "admin-token", "", "bearer `token` for POST /v1/registries/{name}/refresh (prefer the REGISTRYD_ADMIN_TOKEN environment variable)")
 	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
 	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	f.BoolVar(&allowURLs, "allow-url-types", false, "let POST /v1/expand accept raw GitHub URLs of template files as resource types")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	return cmd

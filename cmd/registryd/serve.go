@@ -13,6 +13,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/server"
@@ -103,7 +104,8 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
-	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics})
+	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
+		Expand: expand.Options{AllowURLs: s.allowURLs, Logger: log}})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,

@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -75,7 +76,7 @@ func TestSearchOrder(t *testing.T) {
 	if err := g.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	s := NewService(resolve.New(resolve.Registry{}, g))
+	s := NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
 	res, err := s.Search(context.Background(), "WEB", "")
 	if err != nil {
 		t.Fatal(err)

@@ -51,10 +51,12 @@ type Service struct {
 	expander *expand.Expander
 }
 
-// NewService returns a Service over r. Its expander keeps compiled
-// templates across calls.
-func NewService(r *resolve.Resolver) *Service {
-	return &Service{resolver: r, expander: expand.New(expand.Options{Resolver: r})}
+// NewService returns a Service over r. Its expander, configured by eo
+// (limits, AllowURLs; the resolver is r), keeps compiled templates across
+// calls.
+func NewService(r *resolve.Resolver, eo expand.Options) *Service {
+	eo.Resolver = r
+	return &Service{resolver: r, expander: expand.New(eo)}
 }
 
 // Resolver returns the resolver the service answers from.

@@ -52,6 +52,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -72,6 +73,9 @@ type Options struct {
 	// RefreshTimeout bounds a refresh asked for over HTTP; zero means 50
 	// seconds. The refresh goes on if the client goes away.
 	RefreshTimeout time.Duration
+	// Expand configures POST /v1/expand's engine: limits, and AllowURLs
+	// for URL types. Its Resolver is Resolver.
+	Expand expand.Options
 }
 
 // Server is registryd's HTTP handler.
@@ -91,7 +95,7 @@ type Server struct {
 // New returns the handler serving opts.Resolver's registries.
 func New(opts Options) *Server {
 	s := &Server{
-		svc:        api.NewService(opts.Resolver),
+		svc:        api.NewService(opts.Resolver, opts.Expand),
 		resolver:   opts.Resolver,
 		hasAdmin:   opts.AdminToken != "",
 		log:        opts.Logger,

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index/indextest"
 
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
@@ -270,7 +271,7 @@ func TestFileETag(t *testing.T) {
 // byte for byte what encoding/json makes of the same resolution.
 func TestResolveEncoding(t *testing.T) {
 	e := newEnv(t, "", true)
-	svc := api.NewService(e.srv.resolver)
+	svc := api.NewService(e.srv.resolver, expand.Options{})
 	for _, ref := range []string{"redis:v1.0", "redis", "redis:v1.0.1", "common/web", prefix + "/common/web:v1.1", "redis:v1.2@" + digestOf(t, e, "redis:v1.2")} {
 		t.Run(ref, func(t *testing.T) {
 			want, err := svc.Resolve(context.Background(), ref, "")
@@ -485,7 +486,7 @@ func TestClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	svc := api.NewService(e.srv.resolver)
+	svc := api.NewService(e.srv.resolver, expand.Options{})
 
 	gotRes, err := c.Resolve(ctx, "redis:v1", "")
 	if err != nil {
