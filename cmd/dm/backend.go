@@ -254,25 +254,17 @@ func (g *globals) cacheDirOrDefault() string {
 	return ""
 }
 
-// lintDir indexes a local directory the way every source is indexed.
-func lintDir(ctx context.Context, dir string) (*index.Snapshot, error) {
+// lintDir indexes a local directory the way every source is indexed, as
+// the registry prefix (short references in examples resolve against it).
+func lintDir(ctx context.Context, dir, prefix string) (*index.Registry, error) {
 	if err := checkDir(dir); err != nil {
 		return nil, fmt.Errorf("linting: %w", err)
 	}
-	src := fetch.NewLocal(os.DirFS(dir))
-	tree, err := src.Tree(ctx, nil)
-	if err != nil {
+	reg := &index.Registry{Name: prefix, Source: fetch.NewLocal(os.DirFS(dir))}
+	if err := reg.Refresh(ctx); err != nil {
 		return nil, fmt.Errorf("linting %s: %w", dir, err)
 	}
-	var meta []byte
-	for _, e := range tree.Entries {
-		if e.Path == index.MetadataFile {
-			if meta, err = src.Blob(ctx, e.SHA); err != nil {
-				return nil, fmt.Errorf("linting %s: %w", dir, err)
-			}
-		}
-	}
-	return index.Build("github.com/lint/registry", tree, meta), nil
+	return reg, nil
 }
 
 // exitCode maps an error to dm's exit status: 2 for usage errors, 1

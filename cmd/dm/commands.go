@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // printer writes answers in the format of -o.
@@ -305,13 +308,25 @@ type lintFailed struct{ errors int }
 
 func (e *lintFailed) Error() string { return fmt.Sprintf("%d error findings", e.errors) }
 
-func cmdLint(ctx context.Context, g *globals, p *printer, dir string) error {
-	snap, err := lintDir(ctx, dir)
+// lintFlags are dm lint's flags.
+type lintFlags struct {
+	prefix string
+	expand bool
+}
+
+func cmdLint(ctx context.Context, g *globals, p *printer, dir string, f *lintFlags) error {
+	if _, err := resolve.ParseRegistry(f.prefix); err != nil {
+		return &usageError{fmt.Errorf("--prefix: %w", err)}
+	}
+	reg, err := lintDir(ctx, dir, f.prefix)
 	if err != nil {
 		return err
 	}
-	res := lintResult{Dir: dir, Findings: api.Findings(snap.Findings)}
-	for _, f := range snap.Findings {
+	snap := reg.Snapshot()
+	findings := append(append([]index.Finding{}, snap.Findings...), expand.Lint(ctx, reg, f.expand)...)
+	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Path < findings[j].Path })
+	res := lintResult{Dir: dir, Findings: api.Findings(findings)}
+	for _, f := range findings {
 		if f.Severity == index.Error {
 			res.Errors++
 		} else {

@@ -263,3 +263,39 @@ func TestExpandURLTypes(t *testing.T) {
 		t.Errorf("references = %+v", out.References)
 	}
 }
+
+func TestLintContent(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"badschema/v1/badschema.jinja":        "resources: []\n",
+		"badschema/v1/badschema.jinja.schema": "properties:\n  a: {type: integr}\n",
+		"badschema/v1/example.yaml":           "resources: []\n",
+		"notatemplate/v1/notatemplate.yaml":   "kind: ConfigMap\napiVersion: v1\n",
+		"notatemplate/v1/example.yaml":        "resources: []\n",
+		"badexample/v1/badexample.jinja":      "resources: []\n",
+		"badexample/v1/example.yaml":          "resources: {not: a list}\n",
+		"broken/v1/broken.jinja":              "resources:\n- name: x\n  type: {{ nosuch() }}\n",
+		"broken/v1/example.yaml":              "resources:\n- name: b\n  type: broken:v1\n",
+		"good/v1/good.jinja":                  "resources:\n- name: {{ env['name'] }}\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n",
+		"good/v1/example.yaml":                "resources:\n- name: g\n  type: good:v1\n",
+	})
+	r := dmRun(t, nil, "lint", dir)
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{
+		"badschema/v1: error: badschema.jinja.schema",
+		"notatemplate/v1: error: notatemplate.yaml is not a kind: Template",
+		"badexample/v1: error: example.yaml",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("lint output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "broken/v1") || strings.Contains(r.stdout, "good/v1") {
+		t.Errorf("without --expand, examples are only parsed:\n%s", r.stdout)
+	}
+	r = dmRun(t, nil, "lint", "--expand", dir)
+	if !strings.Contains(r.stdout, "broken/v1: error: example.yaml does not expand") || strings.Contains(r.stdout, "good/v1") {
+		t.Errorf("--expand output:\n%s", r.stdout)
+	}
+}

@@ -100,6 +100,21 @@ with -o json always all three.`,
 	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
+	var lf lintFlags
+	lintCmd := &cobra.Command{
+		Use:   "lint DIR",
+		Short: "Check a registry directory against the registry conventions and the engine (exit 1 on errors)",
+		Long: `Check a registry directory: the layout conventions (version names, one template file
+per version, schema names, example.yaml, duplicate versions, undiscoverable templates,
+registry.yaml), and that schemas compile, kind: Template files are Templates and examples
+parse. With --expand, every example.yaml is also expanded, short references resolving
+against the directory itself (mounted as --prefix).`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmdLint(cmd.Context(), g, p, args[0], &lf) },
+	}
+	lintCmd.Flags().BoolVar(&lf.expand, "expand", false, "also expand every version's example.yaml")
+	lintCmd.Flags().StringVar(&lf.prefix, "prefix", "github.com/lint/registry", "reference `prefix` to mount the directory under (what full references in examples name)")
+
 	var pflags processFlags
 	processCmd := &cobra.Command{
 		Use:   "process -f TEMPLATE [-p NAME=VALUE ...]",
@@ -160,12 +175,7 @@ with -o json always all three.`,
 			Args:  cobra.MinimumNArgs(1),
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
-		&cobra.Command{
-			Use:   "lint DIR",
-			Short: "Check a registry directory against the registry conventions (exit 1 on errors)",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdLint(cmd.Context(), g, p, args[0]) },
-		},
+		lintCmd,
 	)
 	return root
 }

@@ -1,0 +1,86 @@
+package expand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Lint checks what a registry's listing cannot show: that each version's
+// schema compiles, that a .yaml/.yml/.json template is a kind: Template, and
+// that example.yaml parses as a configuration; with expandExamples, also
+// that every example expands (short references against reg). Findings are
+// errors at the version directory.
+func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index.Finding {
+	snap := reg.Snapshot()
+	if snap == nil {
+		return nil
+	}
+	def, _ := resolve.ParseRegistry(reg.Name)
+	r := resolve.New(def, reg)
+	x := New(Options{Resolver: r})
+	var out []index.Finding
+	note := func(v *index.Version, format string, args ...any) {
+		out = append(out, index.Finding{Path: v.Path, Severity: index.Error, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, t := range snap.AllTemplates() {
+		for _, v := range t.Versions {
+			if v.Problem != "" {
+				continue // the listing's findings say why
+			}
+			// Pinning the digest picks exactly this directory.
+			res, err := r.ResolveIn(ctx, v.Ref+"@"+v.Digest, def)
+			if err != nil {
+				continue // ambiguity: a finding of the listing already
+			}
+			read := func(name string) ([]byte, bool) {
+				b, err := res.ReadFile(ctx, name)
+				if err != nil {
+					note(v, "reading %s: %v", name, err)
+					return nil, false
+				}
+				return b, true
+			}
+			if v.Language == index.OpenShift {
+				if b, ok := read(v.Template); ok {
+					if _, err := openshift.Parse(b); errors.Is(err, openshift.ErrNotTemplate) {
+						note(v, "%s is not a kind: Template, and there is no .jinja, .py or .gotmpl template file", v.Template)
+					} else if err != nil {
+						note(v, "%s: %v", v.Template, err)
+					}
+				}
+			}
+			if v.Schema != "" {
+				if b, ok := read(v.Schema); ok {
+					if _, err := schema.Parse(b, v.Schema); err != nil {
+						note(v, "%v", err)
+					}
+				}
+			}
+			if v.Example == "" {
+				continue
+			}
+			b, ok := read(v.Example)
+			if !ok {
+				continue
+			}
+			if _, err := ParseConfig(b, v.Example); err != nil {
+				note(v, "%v", err)
+				continue
+			}
+			if expandExamples {
+				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Deployment: "lint", Registry: def}); err != nil {
+					note(v, "%s does not expand: %v", v.Example, err)
+				}
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
