@@ -35,7 +35,9 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzParseConfig \
 	./internal/expand:FuzzFastYAML \
 	./internal/expand:FuzzEmitYAML \
-	./internal/expand/openshift:FuzzSubstitute
+	./internal/expand/openshift:FuzzSubstitute \
+	./internal/expand/openshift:FuzzParse \
+	./internal/expand/schema:FuzzParse
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
