@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"text/template"
+	"text/template/parse"
 
 	"github.com/BurntSushi/toml"
 	"github.com/Masterminds/sprig/v3"
@@ -166,13 +167,15 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 // renderGoTmpl executes a .gotmpl template with .properties, .env and
 // .imports as data. text/template cannot be interrupted, so it runs in its
 // own goroutine: on timeout the caller returns, and the render stops at its
-// next write (the writer checks the context).
+// next write (the writer checks the context); guardTemplate makes sure
+// every loop iteration and template call writes.
 func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, error) {
 	v, err := x.cached("gotmpl:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
 		t, err := template.New(inv.file).Funcs(x.gotmplFuncs).Parse(string(inv.src))
 		if err != nil {
 			return nil, gotmplError(inv.file, err)
 		}
+		guardTemplate(t)
 		return t, nil
 	})
 	if err != nil {
@@ -215,4 +218,46 @@ func gotmplError(file string, err error) error {
 		msg = msg[len(m[0]):]
 	}
 	return at(file, line, invalid("%s", msg))
+}
+
+
+// guardTemplate puts a checkpoint at the start of every range body and
+// every template definition of t, so that a loop or a recursion that
+// writes nothing ({{range 100000000000}}{{end}}) still stops at the
+// timeout instead of running on in its goroutine after the caller gave up.
+func guardTemplate(t *template.Template) {
+	// A checkpoint is an action that prints the empty string: fmt.Fprint
+	// calls Write even for nothing, and the render's writer checks the
+	// deadline on every Write.
+	cp := template.Must(template.New("checkpoint").Parse(`{{""}}`)).Tree.Root.Nodes[0]
+	for _, tt := range t.Templates() {
+		if tt.Tree != nil && tt.Tree.Root != nil {
+			guardList(tt.Tree.Root, cp)
+			prependCheckpoint(tt.Tree.Root, cp)
+		}
+	}
+}
+
+func guardList(l *parse.ListNode, cp parse.Node) {
+	if l == nil {
+		return
+	}
+	for _, n := range l.Nodes {
+		switch n := n.(type) {
+		case *parse.RangeNode:
+			guardList(n.List, cp)
+			prependCheckpoint(n.List, cp)
+			guardList(n.ElseList, cp)
+		case *parse.IfNode:
+			guardList(n.List, cp)
+			guardList(n.ElseList, cp)
+		case *parse.WithNode:
+			guardList(n.List, cp)
+			guardList(n.ElseList, cp)
+		}
+	}
+}
+
+func prependCheckpoint(l *parse.ListNode, cp parse.Node) {
+	l.Nodes = append([]parse.Node{cp.Copy()}, l.Nodes...)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,12 @@ func TestLimits(t *testing.T) {
 			name:  "gotmpl allocation",
 			req:   oneTemplate("t.gotmpl", "{{ range until 1000000000 }}{{ end }}"),
 			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl loop that writes nothing",
+			opts:  Options{Timeout: 200 * time.Millisecond},
+			req:   oneTemplate("t.gotmpl", "{{ range $i := 100000000000 }}{{ range 10 }}{{ end }}{{ end }}"),
+			field: "Timeout",
 		},
 		{
 			name:  "gotmpl recursion",
@@ -202,5 +209,25 @@ func TestCanceled(t *testing.T) {
 	_, err := New(Options{}).Expand(ctx, oneTemplate("t.jinja", "resources: []"))
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// A Go template cannot be interrupted; the checkpoints guardTemplate puts
+// in loops must stop its goroutine once the caller has given up.
+func TestGoTemplateGoroutineStops(t *testing.T) {
+	before := runtime.NumGoroutine()
+	x := New(Options{Timeout: 100 * time.Millisecond})
+	for i := 0; i < 3; i++ {
+		_, err := x.Expand(context.Background(), oneTemplate("t.gotmpl", `{{ define "spin" }}{{ range 100000000000 }}{{ end }}{{ end }}{{ template "spin" . }}`))
+		var le *LimitError
+		if !errors.As(err, &le) || le.Field != "Timeout" {
+			t.Fatalf("err = %v, want a Timeout limit error", err)
+		}
+	}
+	for i := 0; i < 100 && runtime.NumGoroutine() > before; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("%d goroutines still running after the timeouts (%d before)", n, before)
 	}
 }
