@@ -220,7 +220,6 @@ func gotmplError(file string, err error) error {
 	return at(file, line, invalid("%s", msg))
 }
 
-
 // guardTemplate puts a checkpoint at the start of every range body and
 // every template definition of t, so that a loop or a recursion that
 // writes nothing ({{range 100000000000}}{{end}}) still stops at the
