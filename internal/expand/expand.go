@@ -140,7 +140,7 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes)}
+	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes)}
 }
 
 // Request is one expansion: a configuration with its imports, or a single

@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"path"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,7 +37,9 @@ type jinjaEnv struct {
 	cfg *config.Config
 }
 
-func newJinjaEnv() *jinjaEnv {
+// newJinjaEnv builds the environment; limit (Options.MaxOutputBytes)
+// bounds what operators, filters and methods may build.
+func newJinjaEnv(limit int) *jinjaEnv {
 	orig := controlStructures.All
 	get := func(name string) gparser.ControlStructureParser {
 		p, ok := orig.Get(name)
@@ -85,15 +88,30 @@ func newJinjaEnv() *jinjaEnv {
 		// template extending itself would recurse without bound.
 		return nil, p.Error("{% extends %} is not supported in dm templates; use {% import %} or {% include %}", p.Current())
 	}
+	// Every control structure, in every file (imported macros too), gets
+	// its operators bounded as it is parsed.
+	for name, parse := range cs {
+		cs[name] = func(p, args *gparser.Parser) (nodes.ControlStructure, error) {
+			c, err := parse(p, args)
+			if err == nil {
+				boundOperators(reflect.ValueOf(c))
+			}
+			return c, err
+		}
+	}
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
+	globals.Set(arithFunc, jinjaArith)
+	if f, ok := globals.Get("lipsum"); ok {
+		globals.Set("lipsum", boundedLipsum(f))
+	}
 	return &jinjaEnv{
 		env: &exec.Environment{
 			Context:           globals,
-			Filters:           builtins.Filters,
+			Filters:           boundedFilters(limit),
 			Tests:             builtins.Tests,
 			ControlStructures: exec.NewControlStructureSet(cs),
-			Methods:           builtins.Methods,
+			Methods:           boundedMethods(limit),
 		},
 		cfg: config.New(),
 	}
@@ -104,6 +122,8 @@ type jinjaGuard struct {
 	ctx             context.Context
 	steps, maxSteps int
 	depth, maxDepth int
+	// maxBytes bounds strings and lists that operators build.
+	maxBytes int
 	// err is the limit error the guard raised: gonja flattens errors
 	// raised inside macros into strings, losing the chain.
 	err error
@@ -294,13 +314,14 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error
 		if err != nil {
 			return nil, jinjaParseError(inv.file, err)
 		}
+		boundOperators(reflect.ValueOf(t).Elem().FieldByName("root"))
 		return t, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	t := v.(*exec.Template)
-	g := &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth}
+	g := &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
@@ -313,6 +334,17 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error
 	if err := t.Execute(w, data); err != nil {
 		if g.err != nil {
 			return nil, at(inv.file, 0, g.err)
+		}
+		// String methods have no way to the guard; their limit errors
+		// arrive flattened into gonja's text.
+		if msg := err.Error(); strings.Contains(msg, "(Options.MaxOutputBytes)") {
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[:i]
+			}
+			if i := strings.LastIndex(msg, ": "); i >= 0 {
+				msg = msg[i+2:]
+			}
+			return nil, at(inv.file, 0, limitErr("MaxOutputBytes", x.opts.MaxOutputBytes, "%s", msg))
 		}
 		return nil, jinjaExecError(inv.file, err)
 	}

@@ -104,6 +104,49 @@ func TestLimits(t *testing.T) {
 			field: "MaxOutputBytes",
 		},
 		{
+			name:  "jinja string repetition",
+			req:   oneTemplate("t.jinja", `{% set s = "x" * 2000000000 %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja doubling in a loop",
+			req:   oneTemplate("t.jinja", `{% set ns = namespace(s="xxxxxxxx") %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja list doubling",
+			req:   oneTemplate("t.jinja", `{% set ns = namespace(l=[1]) %}{% for i in range(40) %}{% set ns.l = ns.l + ns.l %}{% endfor %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name: "jinja repetition in an imported macro",
+			req: Request{
+				Config:  []byte("imports: [{path: t.jinja}, {path: m.jinja}]\nresources:\n- {name: t, type: t.jinja}\n"),
+				Imports: map[string][]byte{"t.jinja": []byte(`{% import "m.jinja" as m %}{{ m.big() }}`), "m.jinja": []byte(`{% macro big() %}{{ "y" * 3000000000 }}{% endmacro %}`)},
+			},
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja indent filter",
+			req:   oneTemplate("t.jinja", `{% set s = "a" | indent(2000000000) %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja zfill method",
+			req:   oneTemplate("t.jinja", `{% set s = "x".zfill(2000000000) %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja format width",
+			req:   oneTemplate("t.jinja", `{% set s = "{:>2000000000}".format(1) %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "jinja replace amplification",
+			req:   oneTemplate("t.jinja", `{% set a = "a" * 1000 %}{% set s = a.replace("a", "b" * 100000, -1) %}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
 			name:  "gotmpl loop that writes nothing",
 			opts:  Options{Timeout: 200 * time.Millisecond},
 			req:   oneTemplate("t.gotmpl", "{{ range $i := 100000000000 }}{{ range 10 }}{{ end }}{{ end }}"),
