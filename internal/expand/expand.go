@@ -31,6 +31,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/index"
@@ -133,6 +134,8 @@ type Expander struct {
 	jinja    *jinjaEnv
 	// gotmplFuncs is built once: sprig's map is large.
 	gotmplFuncs map[string]any
+	// starBounds are the builtins of boundStarlark's rewrite.
+	starBounds starlark.StringDict
 }
 
 // New returns an Expander with the given options.
@@ -140,7 +143,7 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes)}
+	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes)}
 }
 
 // Request is one expansion: a configuration with its imports, or a single

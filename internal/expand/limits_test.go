@@ -147,6 +147,31 @@ func TestLimits(t *testing.T) {
 			field: "MaxOutputBytes",
 		},
 		{
+			name:  "starlark string repetition",
+			req:   oneTemplate("t.py", "def GenerateConfig(ctx):\n  s = 'x' * 500000000\n  return {'resources': []}\n"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "starlark doubling in a loop",
+			req:   oneTemplate("t.py", "def GenerateConfig(ctx):\n  s = 'x'\n  for i in range(40):\n    s = s + s\n  return {'resources': []}\n"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "starlark augmented list doubling",
+			req:   oneTemplate("t.py", "def GenerateConfig(ctx):\n  l = [1]\n  for i in range(40):\n    l += l\n  return {'resources': []}\n"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "starlark list of a huge range",
+			req:   oneTemplate("t.py", "def GenerateConfig(ctx):\n  l = list(range(100000000))\n  return {'resources': []}\n"),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "starlark replace amplification",
+			req:   oneTemplate("t.py", "def GenerateConfig(ctx):\n  s = ('a' * 1000).replace('a', 'b' * 100000)\n  return {'resources': []}\n"),
+			field: "MaxOutputBytes",
+		},
+		{
 			name:  "gotmpl loop that writes nothing",
 			opts:  Options{Timeout: 200 * time.Millisecond},
 			req:   oneTemplate("t.gotmpl", "{{ range $i := 100000000000 }}{{ range 10 }}{{ end }}{{ end }}"),
@@ -272,5 +297,38 @@ func TestGoTemplateGoroutineStops(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines still running after the timeouts (%d before)", n, before)
+	}
+}
+
+// The bounded operators keep Starlark's and gonja's semantics.
+func TestBoundedOperatorSemantics(t *testing.T) {
+	tests := []struct{ file, src string }{
+		{"t.py", `def GenerateConfig(ctx):
+  a = [1, 2]
+  b = a
+  a += [3]
+  data = {"s": "ab" * 2 + "-" + "x".replace("x", "y"), "n": str(6 * 7 + 1), "alias": str(b),
+          "t": str((1,) + (2,)), "r": str([i * 2 for i in range(4)]), "f": str(1.5 * 2)}
+  return {"resources": [{"name": "c", "type": "ConfigMap", "properties": {"data": data}}]}
+`},
+		{"t.jinja", `{% set ns = namespace(l=[1, 2]) %}{% set ns.l = ns.l + [3] %}resources:
+- name: c
+  type: ConfigMap
+  properties:
+    data: {s: "{{ "ab" * 2 ~ "-" ~ "x".replace("x", "y", -1) }}", "n": "{{ 6 * 7 + 1 }}", alias: "{{ ns.l }}", t: "(1, 2)", r: "[0, 2, 4, 6]", f: "{{ 1.5 * 2 }}"}
+`},
+	}
+	want := map[string]any{"s": "abab-y", "n": "43", "alias": "[1, 2, 3]", "t": "(1, 2)", "r": "[0, 2, 4, 6]", "f": "3.0"}
+	for _, tt := range tests {
+		res, err := New(Options{}).Expand(context.Background(), oneTemplate(tt.file, tt.src))
+		if err != nil {
+			t.Fatalf("%s: %v", tt.file, err)
+		}
+		got := res.Config.Resources[0].Properties["data"].(map[string]any)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: data.%s = %#v, want %#v", tt.file, k, got[k], v)
+			}
+		}
 	}
 }

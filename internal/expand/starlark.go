@@ -180,7 +180,12 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 		if err != nil {
 			return nil, err
 		}
-		_, prog, err := starlark.SourceProgramOptions(starlarkOptions(), file, rewritten, func(string) bool { return false })
+		f, err := starlarkOptions().Parse(file, rewritten, 0)
+		if err != nil {
+			return nil, starlarkSyntaxError(file, src, err)
+		}
+		boundStarlark(f)
+		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := x.starBounds[name]; return ok })
 		if err != nil {
 			return nil, starlarkSyntaxError(file, src, err)
 		}
@@ -281,7 +286,7 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			if err != nil {
 				return nil, err
 			}
-			g, err := prog.Init(thread, nil)
+			g, err := prog.Init(thread, sr.x.starBounds)
 			if err != nil {
 				return nil, err
 			}
@@ -529,7 +534,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, er
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("timeout") })
 	defer stop()
 
-	globals, err := prog.Init(thread, nil)
+	globals, err := prog.Init(thread, x.starBounds)
 	if err != nil {
 		return nil, x.starlarkError(ctx, thread, inv.file, err)
 	}
