@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strconv"
 	"text/template"
@@ -60,8 +61,8 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		return seq(params...), nil
 	}
 	f["repeat"] = func(count int, s string) (string, error) {
-		if err := bound("repeat", count*len(s)); err != nil {
-			return "", err
+		if len(s) > 0 && count > maxOut/len(s) {
+			return "", bound("repeat", maxOut+1)
 		}
 		if count < 0 {
 			count = 0
@@ -161,7 +162,66 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		}
 		return string(b), nil
 	}
+	sprigReplace := f["replace"].(func(string, string, string) string)
+	f["replace"] = func(old, new, src string) (string, error) {
+		if n := replacedSize(src, old, new); n > maxOut {
+			return "", limitErr("MaxOutputBytes", maxOut, "replace would make a value of %d bytes", n)
+		}
+		return sprigReplace(old, new, src), nil
+	}
+	// The builtins that build strings, overridden so the bound below
+	// covers them too.
+	f["print"], f["printf"], f["println"] = fmt.Sprint, fmt.Sprintf, fmt.Sprintln
+	for name, fn := range f {
+		f[name] = boundResult(name, fn, maxOut)
+	}
 	return f
+}
+
+// boundResult wraps fn so that a string, slice or map result larger than
+// limit (an element counts as 16 bytes) is an error. Loops in Go templates
+// hit a checkpoint every iteration, so a value doubled in a loop
+// ({{ $s = print $s $s }}, {{ $l = concat $l $l }}) stops at the first
+// result over the limit instead of growing to gigabytes.
+func boundResult(name string, fn any, limit int) any {
+	v := reflect.ValueOf(fn)
+	t := v.Type()
+	if t.Kind() != reflect.Func || t.NumOut() == 0 {
+		return fn
+	}
+	return reflect.MakeFunc(t, func(args []reflect.Value) []reflect.Value {
+		var out []reflect.Value
+		if t.IsVariadic() {
+			out = v.CallSlice(args)
+		} else {
+			out = v.Call(args)
+		}
+		r := out[0]
+		n := 0
+		switch r.Kind() {
+		case reflect.String:
+			n = r.Len()
+		case reflect.Slice, reflect.Map:
+			if r.Type().Elem().Kind() == reflect.Uint8 {
+				n = r.Len()
+			} else {
+				n = 16 * r.Len()
+			}
+		case reflect.Interface:
+			if e := r.Elem(); e.IsValid() && (e.Kind() == reflect.String || e.Kind() == reflect.Slice || e.Kind() == reflect.Map) {
+				n = e.Len()
+				if e.Kind() != reflect.String {
+					n *= 16
+				}
+			}
+		}
+		if n > limit {
+			// text/template turns a function's panic into an error of
+			// the call, keeping the error's chain.
+			panic(limitErr("MaxOutputBytes", limit, "%s would make a value of %d bytes", name, n))
+		}
+		return out
+	}).Interface()
 }
 
 // renderGoTmpl executes a .gotmpl template with .properties, .env and

@@ -172,6 +172,26 @@ func TestLimits(t *testing.T) {
 			field: "MaxOutputBytes",
 		},
 		{
+			name:  "gotmpl string doubling",
+			req:   oneTemplate("t.gotmpl", `{{ $s := "xxxxxxxx" }}{{ range until 40 }}{{ $s = print $s $s }}{{ end }}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl list doubling",
+			req:   oneTemplate("t.gotmpl", `{{ $l := list 1 }}{{ range until 40 }}{{ $l = concat $l $l }}{{ end }}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl replace amplification",
+			req:   oneTemplate("t.gotmpl", `{{ $s := replace "a" (repeat 100000 "b") (repeat 1000 "a") }}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
+			name:  "gotmpl repeat overflow",
+			req:   oneTemplate("t.gotmpl", `{{ $s := repeat 4611686018427387904 "abcd" }}resources: []`),
+			field: "MaxOutputBytes",
+		},
+		{
 			name:  "gotmpl loop that writes nothing",
 			opts:  Options{Timeout: 200 * time.Millisecond},
 			req:   oneTemplate("t.gotmpl", "{{ range $i := 100000000000 }}{{ range 10 }}{{ end }}{{ end }}"),
