@@ -31,6 +31,20 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
+	// Expansions run other people's code: only so many at once.
+	wait := time.NewTimer(s.queueWait)
+	select {
+	case s.expansions <- struct{}{}:
+		wait.Stop()
+		defer func() { <-s.expansions }()
+	case <-wait.C:
+		w.Header().Set("Retry-After", "5")
+		s.writeError(w, r, fmt.Errorf("%d expansions are running; try again later: %w", cap(s.expansions), derrors.Unavailable))
+		return
+	case <-r.Context().Done():
+		wait.Stop()
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
 	defer cancel()
 	res, err := s.svc.Expand(ctx, &req)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
@@ -119,5 +120,26 @@ func TestProcessedTemplates(t *testing.T) {
 		if status, body := post(t, hs.URL+"/processedTemplates", tt.body); status != 400 || !strings.Contains(body, tt.want) {
 			t.Errorf("%q: %d %s; want 400 with %q", tt.body, status, body, tt.want)
 		}
+	}
+}
+
+// Expansions beyond MaxExpansions wait, then are turned away with 503.
+func TestExpandConcurrencyLimit(t *testing.T) {
+	reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(dm.ExampleRegistry())}
+	if err := reg.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	srv := New(Options{Resolver: resolve.New(def, reg), MaxExpansions: 1, ExpansionQueueWait: 50 * time.Millisecond})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	srv.expansions <- struct{}{} // the only slot is taken
+	status, body := post(t, hs.URL+"/v1/expand", `{"ref":"redis:v1"}`)
+	if status != http.StatusServiceUnavailable || !strings.Contains(body, "expansions are running") {
+		t.Errorf("with no free slot: %d %s", status, body)
+	}
+	<-srv.expansions
+	if status, body := post(t, hs.URL+"/v1/expand", `{"ref":"redis:v1"}`); status != 200 {
+		t.Errorf("with a free slot: %d %s", status, body)
 	}
 }

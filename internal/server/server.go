@@ -43,6 +43,7 @@ import (
 	"net/http"
 	"net/url"
 	"path"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,11 @@ type Options struct {
 	// Expand configures POST /v1/expand's engine: limits, and AllowURLs
 	// for URL types. Its Resolver is Resolver.
 	Expand expand.Options
+	// MaxExpansions bounds the expansions running at once; zero means
+	// twice GOMAXPROCS. Requests beyond it wait up to ExpansionQueueWait
+	// (zero: 5 seconds), then get 503.
+	MaxExpansions      int
+	ExpansionQueueWait time.Duration
 }
 
 // Server is registryd's HTTP handler.
@@ -90,6 +96,8 @@ type Server struct {
 	refreshTTL time.Duration
 	router     chi.Router
 	hot        *resolveHandler
+	expansions chan struct{} // semaphore of POST /v1/expand
+	queueWait  time.Duration
 }
 
 // New returns the handler serving opts.Resolver's registries.
@@ -119,6 +127,14 @@ func New(opts Options) *Server {
 	}
 	if s.refreshTTL <= 0 {
 		s.refreshTTL = 50 * time.Second
+	}
+	if opts.MaxExpansions <= 0 {
+		opts.MaxExpansions = 2 * runtime.GOMAXPROCS(0)
+	}
+	s.expansions = make(chan struct{}, opts.MaxExpansions)
+	s.queueWait = opts.ExpansionQueueWait
+	if s.queueWait <= 0 {
+		s.queueWait = 5 * time.Second
 	}
 	s.metrics.watch(opts.Resolver)
 	s.hot = newResolveHandler(s)
