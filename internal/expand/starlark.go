@@ -579,10 +579,6 @@ var loadPrefixRE = regexp.MustCompile(`cannot load (mod|pkg):([^:]+): `)
 // starlarkError maps a Starlark failure to a located error, and
 // cancellations to the limit that caused them.
 func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, file string, err error) error {
-	var le *LimitError
-	if errors.As(err, &le) {
-		return at(file, 0, le)
-	}
 	var ee *starlark.EvalError
 	line, msg := 0, err.Error()
 	if errors.As(err, &ee) {
@@ -594,6 +590,10 @@ func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, f
 				break
 			}
 		}
+	}
+	var le *LimitError
+	if errors.As(err, &le) {
+		return at(file, line, le)
 	}
 	if strings.Contains(msg, "Starlark computation cancelled") {
 		if thread.ExecutionSteps() >= x.opts.StarlarkSteps {
