@@ -171,10 +171,11 @@ func parseRaw(s string) (Ref, error) {
 	if !index.IsVersion(ver) {
 		return Ref{}, parseError(s, "version directory %q is not a version", ver)
 	}
-	for _, v := range []string{r.Owner, r.Repo, r.Collection, r.Template} {
-		if v == r.Collection && v == "" {
-			continue // the root collection
-		}
+	parts = []string{r.Owner, r.Repo, r.Template}
+	if n == 7 {
+		parts = append(parts, r.Collection)
+	}
+	for _, v := range parts {
 		if err := checkSegment(v); err != nil {
 			return Ref{}, parseError(s, "segment %q: %v", v, err)
 		}

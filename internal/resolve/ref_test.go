@@ -60,6 +60,8 @@ func TestParseErrors(t *testing.T) {
 		{"https://example.com/t.py", "URL references"},
 		{"https://raw.githubusercontent.com/o/r/main/web/v1/other.jinja", "not the template file"},
 		{"https://raw.githubusercontent.com/o/r/main/a/b/web/v1/web.jinja", "at most one"},
+		{"http://raw.githubusercontent.com/0///t/v0/t", `segment "": empty`},
+		{"https://raw.githubusercontent.com/o/r/main//t/v1/t.py", `segment "": empty`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
