@@ -299,3 +299,40 @@ func TestLintContent(t *testing.T) {
 		t.Errorf("--expand output:\n%s", r.stdout)
 	}
 }
+
+// An OpenShift template without a schema is described by its parameters.
+func TestDescribeOpenShiftParameters(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"db/v1/db.yaml": `kind: Template
+apiVersion: v1
+metadata: {name: db, annotations: {description: A database.}}
+parameters:
+- {name: NAME, description: Service name., value: db, required: true}
+- {name: PASSWORD, generate: expression, from: '[a-z]{8}'}
+- {name: PORT, type: int, value: "5432"}
+objects: []
+`,
+		"db/v1/example.yaml": "resources: []\n",
+	})
+	r := dmRun(t, nil, "--registry-dir", "github.com/x/y="+dir, "describe", "db:v1", "-o", "json")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var tv api.TemplateVersion
+	if err := json.Unmarshal([]byte(r.stdout), &tv); err != nil {
+		t.Fatal(err)
+	}
+	if tv.Title != "db" || tv.Description != "A database." || len(tv.Properties) != 3 {
+		t.Fatalf("described as %+v", tv)
+	}
+	want := []api.Property{
+		{Name: "NAME", Type: "string", Default: "db", Description: "Service name.", Required: true},
+		{Name: "PASSWORD", Type: "string", Default: "generated: [a-z]{8}"},
+		{Name: "PORT", Type: "int", Default: "5432"},
+	}
+	for i, p := range want {
+		if tv.Properties[i] != p {
+			t.Errorf("property %d = %+v, want %+v", i, tv.Properties[i], p)
+		}
+	}
+}

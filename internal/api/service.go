@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/openshift"
+
 	"github.com/dmhq/dm/internal/expand"
 
 	"sigs.k8s.io/yaml"
@@ -424,6 +426,14 @@ func (s *Service) Template(ctx context.Context, ref, registry string) (*Template
 			out.SchemaError = fmt.Sprintf("%s: %v", res.Schema, err)
 		}
 	}
+	if res.Schema == "" && res.Language == index.OpenShift {
+		// An OpenShift template's parameters are its properties.
+		b, err := res.ReadFile(ctx, res.Version.Template)
+		if err != nil {
+			return nil, err
+		}
+		describeParameters(out, b)
+	}
 	if res.Example != "" {
 		b, err := res.ReadFile(ctx, res.Example)
 		if err != nil {
@@ -432,6 +442,43 @@ func (s *Service) Template(ctx context.Context, ref, registry string) (*Template
 		out.ExampleContent = string(b)
 	}
 	return out, nil
+}
+
+// describeParameters fills a template version's title, description and
+// properties from an OpenShift template's metadata and parameters.
+func describeParameters(out *TemplateVersion, src []byte) {
+	t, err := openshift.Parse(src)
+	if err != nil {
+		out.SchemaError = err.Error()
+		return
+	}
+	if out.Title == "" {
+		if n, ok := t.Metadata["name"].(string); ok {
+			out.Title = n
+		}
+	}
+	if ann, ok := t.Metadata["annotations"].(map[string]any); ok && out.Description == "" {
+		out.Description, _ = ann["description"].(string)
+	}
+	for _, p := range t.Parameters {
+		prop := Property{Name: p.Name, Type: p.Type, Description: p.Description, Required: p.Required}
+		if prop.Type == "" {
+			prop.Type = "string"
+		}
+		switch {
+		case p.Value != "":
+			prop.Default = p.Value
+		case p.Generate != "":
+			prop.Default = "generated: " + p.From
+		}
+		if p.DisplayName != "" && prop.Description == "" {
+			prop.Description = p.DisplayName
+		}
+		out.Properties = append(out.Properties, prop)
+		if p.Required {
+			out.Required = append(out.Required, p.Name)
+		}
+	}
 }
 
 // schemaDoc is the part of a template schema that describe shows.

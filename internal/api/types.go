@@ -198,7 +198,8 @@ type Property struct {
 // example and lint findings.
 type TemplateVersion struct {
 	Resolution
-	// Title and Description come from the schema's info section.
+	// Title and Description come from the schema's info section (for an
+	// OpenShift template without a schema, from its metadata).
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
 	// Properties come from the schema, sorted by name; Required lists the
