@@ -7,11 +7,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/schema"
+
 	"github.com/dmhq/dm/internal/expand/openshift"
 
 	"github.com/dmhq/dm/internal/expand"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/fetch"
@@ -128,7 +128,7 @@ func (s *Service) Registry(ctx context.Context, name string) (*Registry, error) 
 	}
 	r := RegistryInfo(g, s.resolver.Default)
 	if snap := g.Snapshot(); snap != nil {
-		r.Findings = findings(snap.Findings)
+		r.Findings = Findings(snap.Findings)
 	}
 	return &r, nil
 }
@@ -396,16 +396,14 @@ func Files(entries []fetch.Entry) []File {
 	return out
 }
 
-func findings(fs []index.Finding) []Finding {
+// Findings converts lint findings to their wire form.
+func Findings(fs []index.Finding) []Finding {
 	out := make([]Finding, len(fs))
 	for i, f := range fs {
 		out[i] = Finding{Path: f.Path, Severity: string(f.Severity), Message: f.Message}
 	}
 	return out
 }
-
-// Findings converts lint findings to their wire form.
-func Findings(fs []index.Finding) []Finding { return findings(fs) }
 
 // Template resolves ref and describes the version: schema, example, lint
 // findings and the template's other versions.
@@ -414,7 +412,7 @@ func (s *Service) Template(ctx context.Context, ref, registry string) (*Template
 	if err != nil {
 		return nil, err
 	}
-	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: findings(res.Version.Findings)}
+	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings)}
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
 	if res.Schema != "" {
 		b, err := res.ReadFile(ctx, res.Schema)
@@ -422,8 +420,8 @@ func (s *Service) Template(ctx context.Context, ref, registry string) (*Template
 			return nil, err
 		}
 		out.SchemaContent = string(b)
-		if err := describeSchema(out, b); err != nil {
-			out.SchemaError = fmt.Sprintf("%s: %v", res.Schema, err)
+		if err := describeSchema(out, b, res.Schema); err != nil {
+			out.SchemaError = err.Error()
 		}
 	}
 	if res.Schema == "" && res.Language == index.OpenShift {
@@ -481,47 +479,21 @@ func describeParameters(out *TemplateVersion, src []byte) {
 	}
 }
 
-// schemaDoc is the part of a template schema that describe shows.
-type schemaDoc struct {
-	Info struct {
-		Title       string `json:"title"`
-		Description string `json:"description"`
-	} `json:"info"`
-	Required   []string `json:"required"`
-	Properties map[string]struct {
-		Type        any    `json:"type"`
-		Default     any    `json:"default"`
-		Description string `json:"description"`
-	} `json:"properties"`
-}
-
-func describeSchema(out *TemplateVersion, b []byte) error {
-	var doc schemaDoc
-	if err := yaml.Unmarshal(b, &doc); err != nil {
+// describeSchema fills a template version's title, description and
+// properties from its schema, compiled as expansion compiles it, so
+// describe shows what expansion enforces (DM's int as integer, properties
+// in the file's order) and a schema that does not compile is reported.
+func describeSchema(out *TemplateVersion, b []byte, file string) error {
+	sc, err := schema.Parse(b, file)
+	if err != nil {
 		return err
 	}
-	out.Title = strings.TrimSpace(doc.Info.Title)
-	out.Description = strings.TrimSpace(doc.Info.Description)
-	out.Required = doc.Required
-	req := map[string]bool{}
-	for _, r := range doc.Required {
-		req[r] = true
+	out.Title = strings.TrimSpace(sc.Info.Title)
+	out.Description = strings.TrimSpace(sc.Info.Description)
+	out.Required = sc.Required
+	for _, d := range sc.PropertyDocs() {
+		out.Properties = append(out.Properties, Property{Name: d.Name, Type: d.Type, Default: d.Default, Description: strings.TrimSpace(d.Description), Required: d.Required})
 	}
-	for name, p := range doc.Properties {
-		typ := ""
-		switch t := p.Type.(type) {
-		case string:
-			typ = t
-		case []any:
-			var parts []string
-			for _, x := range t {
-				parts = append(parts, fmt.Sprint(x))
-			}
-			typ = strings.Join(parts, "|")
-		}
-		out.Properties = append(out.Properties, Property{Name: name, Type: typ, Default: p.Default, Description: strings.TrimSpace(p.Description), Required: req[name]})
-	}
-	sort.Slice(out.Properties, func(i, j int) bool { return out.Properties[i].Name < out.Properties[j].Name })
 	return nil
 }
 

@@ -202,8 +202,8 @@ type TemplateVersion struct {
 	// OpenShift template without a schema, from its metadata).
 	Title       string `json:"title,omitempty"`
 	Description string `json:"description,omitempty"`
-	// Properties come from the schema, sorted by name; Required lists the
-	// required ones.
+	// Properties come from the schema, in the file's order; Required
+	// lists the required ones.
 	Properties []Property `json:"properties,omitempty"`
 	Required   []string   `json:"required,omitempty"`
 	// SchemaError says why the schema could not be read, if it could not.
