@@ -327,21 +327,9 @@ func (s *Service) Versions(ctx context.Context, ref, registry string) (*Template
 	if r.Version != "" || r.Digest != "" {
 		return nil, fmt.Errorf("%q: name a template without a version or digest: %w", ref, derrors.InvalidArgument)
 	}
-	r, err = resolve.Qualify(r, def)
+	g, t, _, err := s.resolver.Template(r, def)
 	if err != nil {
 		return nil, err
-	}
-	g, err := s.registry(r.Registry())
-	if err != nil {
-		return nil, err
-	}
-	snap := g.Snapshot()
-	if snap == nil {
-		return nil, fmt.Errorf("registry %s has no index yet: %w", g.Name, derrors.Unavailable)
-	}
-	t, ok := snap.Template(r.Collection, r.Template)
-	if !ok {
-		return nil, fmt.Errorf("%s: no such template in %s: %w", r, g.Name, derrors.NotFound)
 	}
 	out := TemplateInfo(g.Name, t)
 	return &out, nil

@@ -109,23 +109,33 @@ func Qualify(ref Ref, def Registry) (Ref, error) {
 	return ref, nil
 }
 
-// ResolveRef resolves a parsed reference.
-func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Resolution, error) {
+// Template finds the template a reference names, whatever its version:
+// the registry holding it, the template and the qualified reference.
+func (r *Resolver) Template(ref Ref, def Registry) (*index.Registry, *index.Template, Ref, error) {
 	ref, err := Qualify(ref, def)
 	if err != nil {
-		return nil, err
+		return nil, nil, ref, err
 	}
 	reg, ok := r.byParts[regKey{ref.Host, ref.Owner, ref.Repo}]
 	if !ok {
-		return nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", ref, ref.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
+		return nil, nil, ref, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", ref, ref.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
 	}
 	snap := reg.Snapshot()
 	if snap == nil {
-		return nil, fmt.Errorf("%s: registry %s has no index yet: %w", ref, reg.Name, derrors.Unavailable)
+		return nil, nil, ref, fmt.Errorf("%s: registry %s has no index yet: %w", ref, reg.Name, derrors.Unavailable)
 	}
 	t, ok := snap.Template(ref.Collection, ref.Template)
 	if !ok {
-		return nil, notFoundTemplate(snap, ref)
+		return nil, nil, ref, notFoundTemplate(snap, ref)
+	}
+	return reg, t, ref, nil
+}
+
+// ResolveRef resolves a parsed reference.
+func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Resolution, error) {
+	reg, t, ref, err := r.Template(ref, def)
+	if err != nil {
+		return nil, err
 	}
 	v, note, err := choose(t, ref)
 	if err != nil {
