@@ -112,28 +112,36 @@ func Qualify(ref Ref, def Registry) (Ref, error) {
 // Template finds the template a reference names, whatever its version:
 // the registry holding it, the template and the qualified reference.
 func (r *Resolver) Template(ref Ref, def Registry) (*index.Registry, *index.Template, Ref, error) {
-	ref, err := Qualify(ref, def)
+	reg, t, err := r.lookup(&ref, def)
+	return reg, t, ref, err
+}
+
+// lookup qualifies *ref in place and finds its template; the hot path
+// spares itself copies of the reference.
+func (r *Resolver) lookup(ref *Ref, def Registry) (*index.Registry, *index.Template, error) {
+	q, err := Qualify(*ref, def)
 	if err != nil {
-		return nil, nil, ref, err
+		return nil, nil, err
 	}
-	reg, ok := r.byParts[regKey{ref.Host, ref.Owner, ref.Repo}]
+	reg, ok := r.byParts[regKey{q.Host, q.Owner, q.Repo}]
 	if !ok {
-		return nil, nil, ref, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", ref, ref.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
+		return nil, nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", q, q.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
 	}
 	snap := reg.Snapshot()
 	if snap == nil {
-		return nil, nil, ref, fmt.Errorf("%s: registry %s has no index yet: %w", ref, reg.Name, derrors.Unavailable)
+		return nil, nil, fmt.Errorf("%s: registry %s has no index yet: %w", q, reg.Name, derrors.Unavailable)
 	}
-	t, ok := snap.Template(ref.Collection, ref.Template)
+	t, ok := snap.Template(q.Collection, q.Template)
 	if !ok {
-		return nil, nil, ref, notFoundTemplate(snap, ref)
+		return nil, nil, notFoundTemplate(snap, q)
 	}
-	return reg, t, ref, nil
+	*ref = q
+	return reg, t, nil
 }
 
 // ResolveRef resolves a parsed reference.
 func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Resolution, error) {
-	reg, t, ref, err := r.Template(ref, def)
+	reg, t, err := r.lookup(&ref, def)
 	if err != nil {
 		return nil, err
 	}
