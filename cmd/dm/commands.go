@@ -65,13 +65,6 @@ func orDash(s string) string {
 	return s
 }
 
-func qualified(collection, name string) string {
-	if collection == "" {
-		return name
-	}
-	return collection + "/" + name
-}
-
 func shortDigest(d string) string {
 	d = strings.TrimPrefix(d, "sha256:")
 	if len(d) > 12 {
@@ -122,7 +115,7 @@ func cmdTemplates(ctx context.Context, g *globals, p *printer, pattern string) e
 		for _, v := range t.Versions {
 			vs = append(vs, v.Version)
 		}
-		rows = append(rows, []string{qualified(t.Collection, t.Name), orDash(t.Latest), strings.Join(vs, ", "), t.Registry})
+		rows = append(rows, []string{api.Qualified(t.Collection, t.Name), orDash(t.Latest), strings.Join(vs, ", "), t.Registry})
 	}
 	return p.table([]string{"TEMPLATE", "LATEST", "VERSIONS", "REGISTRY"}, rows)
 }
@@ -290,7 +283,7 @@ func cmdSearch(ctx context.Context, g *globals, p *printer, words []string) erro
 	}
 	var rows [][]string
 	for _, r := range res.Results {
-		rows = append(rows, []string{qualified(r.Collection, r.Template), orDash(r.Latest), r.Match, r.Registry})
+		rows = append(rows, []string{api.Qualified(r.Collection, r.Template), orDash(r.Latest), r.Match, r.Registry})
 	}
 	return p.table([]string{"TEMPLATE", "LATEST", "MATCH", "REGISTRY"}, rows)
 }

@@ -288,7 +288,7 @@ func (s *Service) Templates(ctx context.Context, q TemplateQuery) (*TemplateList
 			if sel.hasColl && t.Collection != sel.collection {
 				continue
 			}
-			if re != nil && !re.MatchString(t.Name) && !re.MatchString(qualified(t.Collection, t.Name)) {
+			if re != nil && !re.MatchString(t.Name) && !re.MatchString(Qualified(t.Collection, t.Name)) {
 				continue
 			}
 			out.Templates = append(out.Templates, TemplateInfo(g.Name, t))
@@ -297,7 +297,9 @@ func (s *Service) Templates(ctx context.Context, q TemplateQuery) (*TemplateList
 	return out, nil
 }
 
-func qualified(collection, name string) string {
+// Qualified names a template within its registry: collection/name, or
+// name in the root collection.
+func Qualified(collection, name string) string {
 	if collection == "" {
 		return name
 	}
