@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
@@ -57,6 +58,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		Short:         "Read template registries, and expand and process templates",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch g.output {
 			case "table", "json", "yaml":
@@ -67,6 +69,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.SetVersionTemplate("dm {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")
 	pf.StringArrayVar(&g.dirs, "registry-dir", nil, "read local directory DIR as the registry with reference prefix PREFIX (`PREFIX=DIR`, repeatable; one alone is the default registry)")
@@ -176,6 +179,19 @@ against the directory itself (mounted as --prefix).`,
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
 		lintCmd,
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print dm's version and the VCS revision it was built from",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				in := version.Get()
+				if ok, err := p.structured(in); ok {
+					return err
+				}
+				_, err := fmt.Fprintln(stdout, "dm", in)
+				return err
+			},
+		},
 	)
 	return root
 }

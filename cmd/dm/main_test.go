@@ -327,3 +327,17 @@ func TestLint(t *testing.T) {
 		t.Errorf("lint -o json: exit %d, %+v, %v", r.code, lr, err)
 	}
 }
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := dmRun(t, nil, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "dm ") || !strings.Contains(r.stdout, "go1.") {
+			t.Errorf("dm %v = %d %q %q, want exit 0 and \"dm <version> (... go1.N)\"", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := dmRun(t, nil, "version", "-o", "json")
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version == "" || v.Go == "" {
+		t.Errorf("dm version -o json = %d %q (%v), want version and go fields", r.code, r.stdout, err)
+	}
+}

@@ -394,3 +394,11 @@ func mapFS(t *testing.T, files map[string]string) fstest.MapFS {
 	}
 	return m
 }
+
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--version"}, env{stdout: &out, stderr: io.Discard, getenv: func(string) string { return "" }})
+	if err != nil || !strings.HasPrefix(out.String(), "registryd ") || !strings.Contains(out.String(), "go1.") {
+		t.Errorf("registryd --version = %v %q, want \"registryd <version> (... go1.N)\"", err, out.String())
+	}
+}
