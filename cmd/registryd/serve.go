@@ -114,7 +114,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		// refresh timeout (50s).
 		WriteTimeout:   90 * time.Second,
 		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: server.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
