@@ -5,6 +5,7 @@ package derrors
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 )
 
@@ -51,3 +52,16 @@ func HTTPStatus(err error) int {
 		return http.StatusInternalServerError
 	}
 }
+
+// Errorf is fmt.Errorf whose result also matches kind (errors.Is) without
+// kind's text. It is for messages that already say what went wrong and end
+// with a suggestion, which a trailing ": not found" would turn around
+// ("...; try redis:v1.1: not found").
+func Errorf(kind error, format string, a ...any) error {
+	return &kindError{err: fmt.Errorf(format, a...), kind: kind}
+}
+
+type kindError struct{ err, kind error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
