@@ -62,11 +62,38 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	case p.g.output == "json":
 		_, err := p.structured(res)
 		return err
+	case p.g.output == "manifest" || p.g.output == "list":
+		return printObjects(p.w, res, p.g.output == "list")
 	case f.layout:
 		return printYAML(p.w, res)
 	default:
 		return printYAML(p.w, res.Config)
 	}
+}
+
+// printObjects prints the Kubernetes objects of an expansion, in dependency
+// order, as a "---"-separated YAML stream or as one kind: List.
+func printObjects(w io.Writer, res *expand.Result, list bool) error {
+	objs, err := res.Objects()
+	if err != nil {
+		return err
+	}
+	if list {
+		items := make([]any, len(objs))
+		for i, o := range objs {
+			items[i] = o
+		}
+		return printYAML(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	for _, o := range objs {
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		if err := printYAML(w, o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // isConfigArg reports whether dm expand's argument is a configuration file

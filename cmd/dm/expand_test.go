@@ -10,6 +10,8 @@ import (
 
 	"net/http/httptest"
 
+	"sigs.k8s.io/yaml"
+
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch"
@@ -334,5 +336,50 @@ objects: []
 		if tv.Properties[i] != p {
 			t.Errorf("property %d = %+v, want %+v", i, tv.Properties[i], p)
 		}
+	}
+}
+
+// TestExpandManifest checks the kubectl-ready outputs: a "---" stream of
+// objects in dependency order, and a kind: List.
+func TestExpandManifest(t *testing.T) {
+	r := dmRun(t, nil, "expand", "redis:v1", "-o", "manifest")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var kinds []string
+	for _, doc := range strings.Split(r.stdout, "---\n")[1:] {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("document %q: %v", doc, err)
+		}
+		md, _ := o["metadata"].(map[string]any)
+		if o["apiVersion"] == nil || md["name"] == nil {
+			t.Errorf("document without apiVersion or name: %v", o)
+		}
+		kinds = append(kinds, o["kind"].(string))
+	}
+	if len(kinds) < 2 || !strings.HasPrefix(r.stdout, "---\n") {
+		t.Fatalf("manifest kinds %v; output:\n%s", kinds, r.stdout)
+	}
+
+	r = dmRun(t, nil, "expand", "redis:v1", "-o", "list")
+	var list struct {
+		Kind  string
+		Items []map[string]any
+	}
+	if err := yaml.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil || list.Kind != "List" || len(list.Items) != len(kinds) {
+		t.Fatalf("-o list = %d %v %+v, want a List of %d items", r.code, err, list, len(kinds))
+	}
+
+	if r := dmRun(t, nil, "templates", "-o", "manifest"); r.code != 2 || !strings.Contains(r.stderr, "for dm expand") {
+		t.Errorf("dm templates -o manifest = %d %q, want a usage error", r.code, r.stderr)
+	}
+
+	// A primitive that is not a Kubernetes object cannot be in a manifest.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("resources:\n- {name: vm, type: Widget, properties: {zone: z}}\n"), 0o644)
+	if r := dmRun(t, nil, "expand", cfg, "-o", "manifest"); r.code != 1 || !strings.Contains(r.stderr, `vm: type "Widget" is not a Kubernetes kind`) {
+		t.Errorf("manifest of a DM primitive = %d %q, want the resource named", r.code, r.stderr)
 	}
 }

@@ -62,8 +62,13 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch g.output {
 			case "table", "json", "yaml":
+			case "manifest", "list":
+				// kubectl-ready output of the objects an expansion makes.
+				if cmd.Name() != "expand" {
+					return &usageError{fmt.Errorf("-o %s is for dm expand; want table, json or yaml", g.output)}
+				}
 			default:
-				return &usageError{fmt.Errorf("-o %q: want table, json or yaml", g.output)}
+				return &usageError{fmt.Errorf("-o %q: want table, json or yaml (dm expand also takes manifest and list)", g.output)}
 			}
 			return nil
 		},
@@ -89,7 +94,9 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 relative to the file) or a template reference with --properties/--values, recursively,
 until only Kubernetes objects remain. Prints the flat config as YAML; with --layout the
 config, the layout (the tree of template instances) and the resolved references;
-with -o json always all three.`,
+with -o json always all three. -o manifest prints the Kubernetes objects as a
+"---"-separated stream in dependency order and -o list as one kind: List, so
+"dm expand REF -o manifest | kubectl apply -f -" works.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdExpand(cmd.Context(), g, p, args[0], &ef, cmd.InOrStdin())
