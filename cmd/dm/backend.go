@@ -227,6 +227,16 @@ func (b *localBackend) Search(ctx context.Context, q, registry string) (*api.Sea
 	return s.Search(ctx, q, registry)
 }
 
+// ReadFile reads a file of a version.
+func (b *localBackend) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.ReadFile(ctx, ref, registry, path)
+}
+
 // Expand expands in-process.
 func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
 	if req.Ref != "" {

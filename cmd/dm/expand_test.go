@@ -383,3 +383,59 @@ func TestExpandManifest(t *testing.T) {
 		t.Errorf("manifest of a DM primitive = %d %q, want the resource named", r.code, r.stderr)
 	}
 }
+
+// TestInitScaffoldsLintClean scaffolds a template in every language and
+// checks that dm lint --expand passes and each example makes two objects.
+func TestInitScaffoldsLintClean(t *testing.T) {
+	dir := t.TempDir()
+	for _, lang := range []string{"jinja", "py", "gotmpl", "openshift"} {
+		if r := dmRun(t, nil, "init", "--dir", dir, "--lang", lang, "app-"+lang); r.code != 0 {
+			t.Fatalf("dm init --lang %s: exit %d: %s", lang, r.code, r.stderr)
+		}
+	}
+	if r := dmRun(t, nil, "init", "--dir", dir, "common/web"); r.code != 0 {
+		t.Fatalf("dm init common/web: exit %d: %s", r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "lint", "--expand", dir); r.code != 0 {
+		t.Fatalf("dm lint --expand of the scaffolds: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, ex := range []string{"app-jinja", "app-py", "app-gotmpl", "app-openshift", "common/web"} {
+		r := dmRun(t, nil, "--registry-dir", "github.com/x/y="+dir, "expand", filepath.Join(dir, ex, "v0.1.0", "example.yaml"), "-o", "manifest")
+		if r.code != 0 || strings.Count(r.stdout, "\nkind: ") != 2 {
+			t.Errorf("%s example: exit %d, want a Deployment and a Service:\n%s%s", ex, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"init", "--dir", dir, "app-py"}, 1, "exists already"},
+		{[]string{"init", "--dir", dir, "--lang", "ruby", "x"}, 2, "--lang"},
+		{[]string{"init", "--dir", dir, "Bad_Name"}, 2, "not a valid name"},
+		{[]string{"init", "--dir", dir, "a/b/c"}, 2, "COLLECTION/TEMPLATE"},
+		{[]string{"init"}, 2, "accepts 1 arg"},
+	} {
+		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+}
+
+func TestShow(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		r := dmRun(t, nil, append(mode, "show", "redis:v1")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "resources:") {
+			t.Errorf("dm %v show redis:v1 = %d %q %q, want the template file", mode, r.code, r.stdout, r.stderr)
+		}
+		r = dmRun(t, nil, append(mode, "show", "redis:v1", "example.yaml")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "type: redis:v1") {
+			t.Errorf("dm %v show redis:v1 example.yaml = %d %q %q", mode, r.code, r.stdout, r.stderr)
+		}
+		r = dmRun(t, nil, append(mode, "show", "redis:v1", "nope.txt")...)
+		if r.code != 1 || !strings.Contains(r.stderr, `no file "nope.txt"`) {
+			t.Errorf("dm %v show of a missing file = %d %q", mode, r.code, r.stderr)
+		}
+	}
+}

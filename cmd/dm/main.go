@@ -187,6 +187,15 @@ against the directory itself (mounted as --prefix).`,
 		},
 		lintCmd,
 		&cobra.Command{
+			Use:   "show REF [FILE]",
+			Short: "Print a version's template file, or its FILE (a path in the version directory), like helm show",
+			Args:  rangeArgs(1, 2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return cmdShow(cmd.Context(), g, stdout, args[0], optional(args[1:]))
+			},
+		},
+		initCmd(stdout),
+		&cobra.Command{
 			Use:   "version",
 			Short: "Print dm's version and the VCS revision it was built from",
 			Args:  noArgs,
@@ -203,6 +212,23 @@ against the directory itself (mounted as --prefix).`,
 	return root
 }
 
+// initCmd is dm init, which scaffolds a template version directory.
+func initCmd(stdout io.Writer) *cobra.Command {
+	var lang, dir string
+	cmd := &cobra.Command{
+		Use:   "init [COLLECTION/]TEMPLATE",
+		Short: "Scaffold TEMPLATE/v0.1.0/ with a template, its schema and an example that pass dm lint --expand",
+		Long: `Scaffold a new template in a registry directory: [COLLECTION/]TEMPLATE/v0.1.0/ under
+--dir (default: the current directory, the registry's root) with a template file in
+--lang, its schema and an example.yaml that pass dm lint --expand. It never overwrites.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmdInit(stdout, dir, args[0], lang) },
+	}
+	cmd.Flags().StringVar(&lang, "lang", "jinja", "template `language`: jinja, py, gotmpl or openshift")
+	cmd.Flags().StringVar(&dir, "dir", ".", "registry `directory` to write under")
+	return cmd
+}
+
 func optional(args []string) string {
 	if len(args) == 0 {
 		return ""
@@ -216,6 +242,10 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.MaximumNArgs(n)(cmd, args)) }
+}
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.RangeArgs(lo, hi)(cmd, args)) }
 }
 
 func exactArgs(n int) cobra.PositionalArgs {

@@ -186,8 +186,8 @@ func (c *Client) Search(ctx context.Context, q, registry string) (*SearchResults
 	return &out, c.do(ctx, http.MethodGet, "/v1/search", values("q", q, "registry", registry), nil, &out)
 }
 
-// File reads one file of a resolved version.
-func (c *Client) File(ctx context.Context, ref, registry, path string) ([]byte, error) {
+// ReadFile reads one file of a resolved version.
+func (c *Client) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
 	b, _, err := c.raw(ctx, http.MethodGet, "/v1/file", values("ref", ref, "registry", registry, "path", path), nil, nil)
 	return b, err
 }

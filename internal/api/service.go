@@ -33,6 +33,8 @@ type Backend interface {
 	Resolve(ctx context.Context, ref, registry string) (*Resolution, error)
 	Search(ctx context.Context, q, registry string) (*SearchResults, error)
 	Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult, error)
+	// ReadFile reads the file at path of the version ref resolves to.
+	ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error)
 }
 
 // TemplateQuery selects templates to list.
@@ -514,6 +516,15 @@ func (s *Service) File(ctx context.Context, ref, registry, path string) (*FileCo
 		return nil, err
 	}
 	return &FileContent{Resolved: res.Resolved(), File: File{Path: e.Path, Size: e.Size, SHA: e.SHA}, Content: b}, nil
+}
+
+// ReadFile is File's content alone, for Backend.
+func (s *Service) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
+	f, err := s.File(ctx, ref, registry, path)
+	if err != nil {
+		return nil, err
+	}
+	return f.Content, nil
 }
 
 // Search match kinds, best first.

@@ -551,7 +551,7 @@ func TestClient(t *testing.T) {
 	if err != nil || len(sr.Results) != 1 {
 		t.Errorf("Search: %+v, %v", sr, err)
 	}
-	f, err := c.File(ctx, "redis:v1.0", "", "example.yaml")
+	f, err := c.ReadFile(ctx, "redis:v1.0", "", "example.yaml")
 	if err != nil || string(f) != "resources: [101]\n" {
 		t.Errorf("File: %q, %v", f, err)
 	}
