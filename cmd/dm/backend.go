@@ -45,7 +45,11 @@ func (g *globals) backend() (api.Backend, error) {
 		server = g.getenv("DM_SERVER")
 	}
 	if server != "" {
-		return api.NewClient(server, nil)
+		c, err := api.NewClient(server, nil)
+		if err != nil {
+			return nil, &usageError{fmt.Errorf("--server: %w", err)}
+		}
+		return c, nil
 	}
 	return g.local()
 }
@@ -58,10 +62,10 @@ func (g *globals) local() (*localBackend, error) {
 	for _, d := range g.dirs {
 		spec, err := api.ParseDirSpec(d)
 		if err != nil {
-			return nil, err
+			return nil, &usageError{fmt.Errorf("--registry-dir: %w", err)}
 		}
 		if b.byPrefix[spec.Prefix] {
-			return nil, fmt.Errorf("registry %s is given twice: %w", spec.Prefix, derrors.InvalidArgument)
+			return nil, &usageError{fmt.Errorf("--registry-dir: registry %s is given twice", spec.Prefix)}
 		}
 		b.specs = append(b.specs, spec)
 		b.byPrefix[spec.Prefix] = true
@@ -69,7 +73,7 @@ func (g *globals) local() (*localBackend, error) {
 	if g.registry != "" {
 		def, err := resolve.ParseRegistry(g.registry)
 		if err != nil {
-			return nil, err
+			return nil, &usageError{fmt.Errorf("--registry: %w", err)}
 		}
 		b.def = def
 		if !b.byPrefix[def.Prefix()] {

@@ -44,6 +44,11 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		if err := readConfig(req, arg, stdin); err != nil {
 			return err
 		}
+	} else if looksLikeConfigFile(arg) {
+		// Not a reference (they have no .yaml suffix): a file that is
+		// not there.
+		_, err := os.Stat(arg)
+		return fmt.Errorf("configuration file: %w", err)
 	} else {
 		req.Ref = arg
 	}
@@ -104,6 +109,16 @@ func isConfigArg(arg string) bool {
 	}
 	st, err := os.Stat(arg)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// looksLikeConfigFile reports whether arg names a YAML or JSON file rather
+// than a template reference.
+func looksLikeConfigFile(arg string) bool {
+	switch filepath.Ext(arg) {
+	case ".yaml", ".yml", ".json":
+		return !strings.ContainsAny(arg, ":@")
+	}
+	return false
 }
 
 // readConfig reads a configuration and the files its imports name,
@@ -208,7 +223,7 @@ func (g *globals) propertyValues(files []string) (map[string]any, error) {
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("--values %s: want a mapping of property names to values: %w", f, derrors.InvalidArgument)
+			return nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
 		mergeValues(props, m)
 	}
@@ -252,13 +267,13 @@ func parseProperties(s string) (map[string]any, error) {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--properties %q: want KEY=VALUE: %w", pair, derrors.InvalidArgument)
+			return nil, &usageError{fmt.Errorf("--properties %q: want KEY=VALUE", pair)}
 		}
 		var val any = ""
 		if strings.TrimSpace(v) != "" {
 			d, err := expand.DecodeValue([]byte(v))
 			if err != nil {
-				return nil, fmt.Errorf("--properties %s: value %q: %w", k, v, err)
+				return nil, &usageError{fmt.Errorf("--properties %s: value %q: %w", k, v, err)}
 			}
 			val = d
 		}
@@ -266,7 +281,7 @@ func parseProperties(s string) (map[string]any, error) {
 		m := out
 		for i, part := range keys {
 			if part == "" {
-				return nil, fmt.Errorf("--properties %q: empty key segment: %w", k, derrors.InvalidArgument)
+				return nil, &usageError{fmt.Errorf("--properties %q: empty key segment", k)}
 			}
 			if i == len(keys)-1 {
 				m[part] = val
@@ -356,7 +371,7 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	flags, err := openshift.ParseParamFlags(f.params)
 	if err != nil {
-		return err
+		return &usageError{fmt.Errorf("-p: %w", err)}
 	}
 	for k, v := range flags {
 		params[k] = v

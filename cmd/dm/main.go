@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -74,6 +75,15 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	// Bare dm is a usage error, as with a missing argument: the help goes
+	// to stderr and the exit status is 2, so a script that forgot its
+	// command fails.
+	root.Args = noArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetOut(cmd.ErrOrStderr())
+		cmd.Help()
+		return &usageError{errors.New("no command given")}
+	}
 	root.SetVersionTemplate("dm {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")

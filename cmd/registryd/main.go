@@ -112,7 +112,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 			if !f.Changed("refresh") && cfg.Refresh != "" {
 				d, err := time.ParseDuration(cfg.Refresh)
 				if err != nil || d < 0 {
-					return fmt.Errorf("configuration: refresh %q: want a duration such as 5m: %w", cfg.Refresh, derrors.InvalidArgument)
+					return derrors.Errorf(derrors.InvalidArgument, "configuration: refresh %q: want a duration such as 5m", cfg.Refresh)
 				}
 				s.refresh = d
 			}

@@ -32,7 +32,7 @@ var _ Backend = (*Client)(nil)
 func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server URL %q: want http(s)://host[:port]: %w", baseURL, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "server URL %q: want http(s)://host[:port]", baseURL)
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}

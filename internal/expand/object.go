@@ -40,7 +40,7 @@ func (r Resource) Object() (map[string]any, error) {
 		tv, tk, ok := kindOfType(r.Type)
 		switch {
 		case !ok:
-			return nil, fmt.Errorf("type %q is not a Kubernetes kind (want Kind, VERSION/Kind or GROUP/VERSION/Kind) and the properties set no apiVersion and kind: %w", r.Type, derrors.InvalidArgument)
+			return nil, derrors.Errorf(derrors.InvalidArgument, "type %q is not a Kubernetes kind (want Kind, VERSION/Kind or GROUP/VERSION/Kind) and the properties set no apiVersion and kind", r.Type)
 		case kind != "" && kind != tk:
 			return nil, fmt.Errorf("the properties say kind %s but the type says %s: %w", kind, tk, derrors.InvalidArgument)
 		}

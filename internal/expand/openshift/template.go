@@ -122,7 +122,7 @@ func (t *Template) UnmarshalJSON(data []byte) error {
 	}
 	m, ok := value.Numbers(doc).(map[string]any)
 	if !ok {
-		return fmt.Errorf("template: document is %s, want an object: %w", typeName(doc), derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "template: document is %s, want an object", typeName(doc))
 	}
 	nt, err := fromMap(m)
 	if err != nil {
