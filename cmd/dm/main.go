@@ -191,7 +191,7 @@ against the directory itself (mounted as --prefix).`,
 		},
 		&cobra.Command{
 			Use:   "search TEXT",
-			Short: "Find templates whose name, collection or file paths contain every word of TEXT",
+			Short: "Find templates by name, title, collection, tags, property names, description or file paths, best match first",
 			Args:  cobra.MinimumNArgs(1),
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
