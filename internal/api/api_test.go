@@ -63,6 +63,19 @@ func TestParseGitHubSpec(t *testing.T) {
 	}
 }
 
+// testService serves fsys as registry github.com/a/b.
+func testService(t *testing.T, fsys fstest.MapFS) *Service {
+	t.Helper()
+	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
+}
+
 func TestSearchOrder(t *testing.T) {
 	fsys := fstest.MapFS{}
 	for _, p := range []string{
@@ -71,14 +84,7 @@ func TestSearchOrder(t *testing.T) {
 	} {
 		fsys[p] = &fstest.MapFile{Data: []byte("x\n")}
 	}
-	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s := NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
+	s := testService(t, fsys)
 	res, err := s.Search(context.Background(), "WEB", "")
 	if err != nil {
 		t.Fatal(err)
@@ -149,14 +155,7 @@ func TestSearchRanking(t *testing.T) {
 	for p, c := range files {
 		fsys[p] = &fstest.MapFile{Data: []byte(c)}
 	}
-	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s := NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
+	s := testService(t, fsys)
 	for _, tt := range []struct {
 		q    string
 		want []string
