@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
@@ -332,24 +335,42 @@ func splitPairs(s string) []string {
 
 // processFlags are dm process's flags.
 type processFlags struct {
-	file        string
-	params      []string
-	paramFile   string
-	rawTemplate bool
+	file          string
+	params        []string
+	paramFile     string
+	rawTemplate   bool
+	listParams    bool
+	labels        []string
+	ignoreUnknown bool
 }
 
 // cmdProcess processes an OpenShift-style template like oc process: the
 // objects as a List, or the processed Template with --raw-template. JSON
-// unless -o yaml.
-func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) error {
-	if f.file == "" {
-		return &usageError{errors.New("dm process needs -f FILE (or -f - for standard input)")}
+// unless -o yaml. The template is -f FILE or a registry reference (args[0]
+// when it is not NAME=VALUE); other arguments are NAME=VALUE parameters,
+// as oc takes them.
+func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string, output string, w io.Writer, stdin io.Reader) error {
+	var ref string
+	if len(args) > 0 && !strings.Contains(args[0], "=") {
+		ref, args = args[0], args[1:]
 	}
-	var data []byte
-	var err error
-	if f.file == "-" {
+	var (
+		data   []byte
+		source = f.file
+		err    error
+	)
+	switch {
+	case ref != "" && f.file != "":
+		return &usageError{fmt.Errorf("give a template reference (%s) or -f FILE, not both", ref)}
+	case ref != "":
+		if data, source, err = readTemplateRef(ctx, g, ref); err != nil {
+			return err
+		}
+	case f.file == "":
+		return &usageError{errors.New("dm process needs a template: a reference (postgres:v1) or -f FILE (- for standard input)")}
+	case f.file == "-":
 		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
-	} else {
+	default:
 		data, err = readFileLimited(f.file)
 	}
 	if err != nil {
@@ -357,7 +378,10 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	t, err := openshift.Parse(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if f.listParams {
+		return printParameters(w, t, output)
 	}
 	params := map[string]string{}
 	if f.paramFile != "" {
@@ -369,16 +393,35 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 			return fmt.Errorf("--param-file %s: %w", f.paramFile, err)
 		}
 	}
-	flags, err := openshift.ParseParamFlags(f.params)
-	if err != nil {
-		return &usageError{fmt.Errorf("-p: %w", err)}
+	for _, pv := range [][]string{args, f.params} {
+		flags, err := openshift.ParseParamFlags(pv)
+		if err != nil {
+			return &usageError{fmt.Errorf("-p: %w", err)}
+		}
+		for k, v := range flags {
+			params[k] = v
+		}
 	}
-	for k, v := range flags {
-		params[k] = v
+	if f.ignoreUnknown {
+		for k := range params {
+			if !slices.ContainsFunc(t.Parameters, func(p openshift.Parameter) bool { return p.Name == k }) {
+				delete(params, k)
+			}
+		}
+	}
+	for _, l := range f.labels {
+		kv, err := parseLabels(l)
+		if err != nil {
+			return err
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		maps.Copy(t.Labels, kv)
 	}
 	out, err := t.Process(params, openshift.Options{})
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
 	}
 	var v any = out.ToList()
 	if f.rawTemplate {
@@ -393,6 +436,64 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// readTemplateRef reads the template file of the version ref resolves to.
+func readTemplateRef(ctx context.Context, g *globals, ref string) ([]byte, string, error) {
+	b, err := g.backend()
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := b.Resolve(ctx, ref, g.registry)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Language != "openshift" {
+		return nil, "", derrors.Errorf(derrors.InvalidArgument, "%s is a %s template; dm process takes kind: Template files (use dm expand)", res.Resolved, res.Language)
+	}
+	data, err := b.ReadFile(ctx, res.Resolved, "", res.TemplateFile)
+	return data, res.Resolved, err
+}
+
+// printParameters lists a template's parameters, as oc process
+// --parameters does.
+func printParameters(w io.Writer, t *openshift.Template, output string) error {
+	switch output {
+	case "json", "yaml":
+		v := map[string]any{"parameters": t.Parameters}
+		if output == "yaml" {
+			return printYAML(w, v)
+		}
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDESCRIPTION\tGENERATOR\tVALUE")
+	for _, p := range t.Parameters {
+		gen, val := "", p.Value
+		if p.Generate != "" {
+			gen, val = p.Generate, p.From
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), gen, val)
+	}
+	return tw.Flush()
+}
+
+// parseLabels parses -l KEY=VALUE[,KEY=VALUE...].
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Errorf("-l %q: want KEY=VALUE[,KEY=VALUE...]", s)}
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
 }
 
 func printYAML(w io.Writer, v any) error {

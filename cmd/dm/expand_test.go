@@ -439,3 +439,54 @@ func TestShow(t *testing.T) {
 		}
 	}
 }
+
+// TestProcessLikeOC checks oc process's conventions: positional
+// NAME=VALUE, a registry reference instead of -f, --parameters, -l and
+// --ignore-unknown-parameters.
+func TestProcessLikeOC(t *testing.T) {
+	tmpl := filepath.Join("..", "..", "registry-example", "postgres", "v1.1.0", "postgres.yaml")
+	items := func(t *testing.T, r result) []map[string]any {
+		t.Helper()
+		var list struct{ Items []map[string]any }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Items) == 0 {
+			t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+		}
+		return list.Items
+	}
+	labels := func(o map[string]any) map[string]any { return o["metadata"].(map[string]any)["labels"].(map[string]any) }
+
+	for _, args := range [][]string{
+		{"process", "-f", tmpl, "DATABASE_SERVICE_NAME=db"},
+		{"process", "postgres:v1.1", "DATABASE_SERVICE_NAME=db"},
+		{"process", "postgres:v1.1", "-p", "DATABASE_SERVICE_NAME=db"},
+	} {
+		if name := items(t, dmRun(t, nil, args...))[0]["metadata"].(map[string]any)["name"]; name != "db" {
+			t.Errorf("dm %v: name = %v, want db", args, name)
+		}
+	}
+	for _, o := range items(t, dmRun(t, nil, "process", "postgres:v1.1", "-l", "team=a,tier=db", "-l", "env=prod")) {
+		if l := labels(o); l["team"] != "a" || l["tier"] != "db" || l["env"] != "prod" {
+			t.Errorf("labels %v, want team, tier and env", l)
+		}
+	}
+	items(t, dmRun(t, nil, "process", "-f", tmpl, "NOPE=1", "--ignore-unknown-parameters"))
+
+	r := dmRun(t, nil, "process", "postgres:v1.1", "--parameters")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "NAME") || !strings.Contains(r.stdout, "POSTGRESQL_PASSWORD") || !strings.Contains(r.stdout, "expression") {
+		t.Errorf("--parameters: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"process", "redis:v1"}, 1, "is a jinja template; dm process takes kind: Template files"},
+		{[]string{"process", "postgres:v1", "-f", tmpl}, 2, "not both"},
+		{[]string{"process", "-f", tmpl, "-l", "bad"}, 2, `-l "bad": want KEY=VALUE`},
+		{[]string{"process", "nope:v1"}, 1, `no template "nope"`},
+	} {
+		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+}

@@ -137,15 +137,22 @@ against the directory itself (mounted as --prefix).`,
 
 	var pflags processFlags
 	processCmd := &cobra.Command{
-		Use:   "process -f TEMPLATE [-p NAME=VALUE ...]",
+		Use:   "process [REF | -f TEMPLATE] [NAME=VALUE ...]",
 		Short: "Process an OpenShift-style kind: Template like oc process: a List of objects, or the processed Template",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `Process a kind: Template, from -f FILE (- for standard input) or from a registry
+reference (postgres:v1), with parameters given as NAME=VALUE arguments, -p NAME=VALUE
+or --param-file, as oc process takes them. Prints a List of the objects (JSON unless
+-o yaml), the processed Template with --raw-template, or the parameters with
+--parameters. -l adds labels to every object.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			out := g.output
 			if !cmd.Flags().Changed("output") {
 				out = "json" // as oc process
 			}
-			return cmdProcess(&pflags, out, stdout, cmd.InOrStdin())
+			if pflags.listParams && !cmd.Flags().Changed("output") {
+				out = "table"
+			}
+			return cmdProcess(cmd.Context(), g, &pflags, args, out, stdout, cmd.InOrStdin())
 		},
 	}
 	qf := processCmd.Flags()
@@ -153,6 +160,9 @@ against the directory itself (mounted as --prefix).`,
 	qf.StringArrayVarP(&pflags.params, "param", "p", nil, "parameter `NAME=VALUE` (repeatable)")
 	qf.StringVar(&pflags.paramFile, "param-file", "", "`file` of parameters: NAME=VALUE lines or a YAML mapping (-p overrides)")
 	qf.BoolVar(&pflags.rawTemplate, "raw-template", false, "print the processed Template instead of a List of its objects")
+	qf.BoolVar(&pflags.listParams, "parameters", false, "list the template's parameters instead of processing it")
+	qf.StringArrayVarP(&pflags.labels, "labels", "l", nil, "labels `KEY=VALUE[,KEY=VALUE...]` to add to every object (repeatable)")
+	qf.BoolVar(&pflags.ignoreUnknown, "ignore-unknown-parameters", false, "ignore parameters the template does not define instead of failing")
 
 	root.AddCommand(
 		expandCmd,
