@@ -427,6 +427,11 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	if f.rawTemplate {
 		v = out
 	}
+	return printJSONOrYAML(w, v, output)
+}
+
+// printJSONOrYAML prints v as YAML for -o yaml, else as indented JSON.
+func printJSONOrYAML(w io.Writer, v any, output string) error {
 	if output == "yaml" {
 		return printYAML(w, v)
 	}
@@ -458,18 +463,8 @@ func readTemplateRef(ctx context.Context, g *globals, ref string) ([]byte, strin
 // printParameters lists a template's parameters, as oc process
 // --parameters does.
 func printParameters(w io.Writer, t *openshift.Template, output string) error {
-	switch output {
-	case "json", "yaml":
-		v := map[string]any{"parameters": t.Parameters}
-		if output == "yaml" {
-			return printYAML(w, v)
-		}
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+	if output == "json" || output == "yaml" {
+		return printJSONOrYAML(w, map[string]any{"parameters": t.Parameters}, output)
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tDESCRIPTION\tGENERATOR\tVALUE")

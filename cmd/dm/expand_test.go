@@ -453,7 +453,9 @@ func TestProcessLikeOC(t *testing.T) {
 		}
 		return list.Items
 	}
-	labels := func(o map[string]any) map[string]any { return o["metadata"].(map[string]any)["labels"].(map[string]any) }
+	labels := func(o map[string]any) map[string]any {
+		return o["metadata"].(map[string]any)["labels"].(map[string]any)
+	}
 
 	for _, args := range [][]string{
 		{"process", "-f", tmpl, "DATABASE_SERVICE_NAME=db"},
