@@ -32,6 +32,7 @@ type expandFlags struct {
 	name       string
 	deployment string
 	namespace  string
+	strict     bool
 }
 
 // cmdExpand expands a configuration file or a template reference and
@@ -42,7 +43,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace, Strict: f.strict}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin); err != nil {
 			return err
@@ -66,6 +67,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
+	g.warn(res.Warnings)
 	switch {
 	case p.g.output == "json":
 		_, err := p.structured(res)
@@ -102,6 +104,13 @@ func printObjects(w io.Writer, res *expand.Result, list bool) error {
 		}
 	}
 	return nil
+}
+
+// warn prints an expansion's warnings on stderr.
+func (g *globals) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(g.stderr, "dm: warning:", w)
+	}
 }
 
 // isConfigArg reports whether dm expand's argument is a configuration file

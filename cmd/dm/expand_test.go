@@ -492,3 +492,23 @@ func TestProcessLikeOC(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownProperties checks that a property the schema does not define
+// is a warning naming the nearest one, and an error with --strict.
+func TestUnknownProperties(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replcas=3")...)
+		want := `dm: warning: redis (github.com/acme/templates/redis:v1.0.2): redis.jinja.schema: unknown property "replcas" (did you mean replicas?)`
+		if r.code != 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: exit %d, stderr %q; want a warning %q", mode, r.code, r.stderr, want)
+		}
+		r = dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replcas=3", "--strict")...)
+		if r.code != 1 || !strings.Contains(r.stderr, `unknown property "replcas" (did you mean replicas?) (--strict)`) {
+			t.Errorf("%v --strict: exit %d, stderr %q; want an error", mode, r.code, r.stderr)
+		}
+		if r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replicas=3")...); r.stderr != "" {
+			t.Errorf("%v: known properties warned: %q", mode, r.stderr)
+		}
+	}
+}

@@ -3,6 +3,8 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -187,7 +189,7 @@ func notFoundTemplate(snap *index.Snapshot, ref Ref) error {
 	if len(elsewhere) == 0 {
 		// A typo or another case: the nearest names of the same collection.
 		if c, ok := snap.Collections[ref.Collection]; ok {
-			for _, name := range nearNames(ref.Template, c.Templates) {
+			for _, name := range derrors.Near(ref.Template, slices.Collect(maps.Keys(c.Templates))) {
 				alt := ref
 				alt.Template = name
 				elsewhere = append(elsewhere, alt.String())
@@ -198,66 +200,6 @@ func notFoundTemplate(snap *index.Snapshot, ref Ref) error {
 		return derrors.Errorf(derrors.NotFound, "%s; did you mean %s?", msg, strings.Join(elsewhere, " or "))
 	}
 	return fmt.Errorf("%s: %w", msg, derrors.NotFound)
-}
-
-// nearNames returns the names of templates that differ from name only in
-// case or by at most a third of its letters (edit distance), nearest first.
-func nearNames[T any](name string, templates map[string]T) []string {
-	type near struct {
-		name string
-		d    int
-	}
-	var found []near
-	lower := strings.ToLower(name)
-	for n := range templates {
-		d := editDistance(lower, strings.ToLower(n))
-		if d <= len(name)/3 {
-			found = append(found, near{n, d})
-		}
-	}
-	sort.Slice(found, func(i, j int) bool {
-		if found[i].d != found[j].d {
-			return found[i].d < found[j].d
-		}
-		return found[i].name < found[j].name
-	})
-	var names []string
-	for i, f := range found {
-		if i == 3 {
-			break
-		}
-		names = append(names, f.name)
-	}
-	return names
-}
-
-// editDistance is the Damerau-Levenshtein (optimal string alignment)
-// distance of a and b in bytes: "ngnix" is one transposition from "nginx".
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return max(len(a), len(b)) // names are short; never quadratic on junk
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 func quoteList(names []string) string {
