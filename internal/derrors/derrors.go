@@ -6,9 +6,9 @@ package derrors
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
-	"net/http"
 )
 
 var (
