@@ -30,6 +30,8 @@ type globals struct {
 	verbose   bool
 	// properties are the --properties flags: KEY=VALUE[,KEY=VALUE...].
 	properties []string
+	// setStrings are the --set-string flags: values always strings.
+	setStrings []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
 

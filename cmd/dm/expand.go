@@ -39,7 +39,7 @@ type expandFlags struct {
 // prints the result: the flat config, or with --layout (and always with
 // -o json) the config, the layout and the resolved references.
 func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, stdin io.Reader) error {
-	props, err := g.propertyValues(f.values)
+	props, text, err := g.propertyValues(f.values)
 	if err != nil {
 		return err
 	}
@@ -62,6 +62,11 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	b, err := g.backend()
 	if err != nil {
 		return err
+	}
+	if req.Ref != "" {
+		if err := typeByText(ctx, b, req.Ref, g.registry, props, text); err != nil {
+			return err
+		}
 	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
@@ -221,35 +226,81 @@ func resolveParseTemplate(ref string) (string, error) {
 	return s, nil
 }
 
-// propertyValues merges --values files (in order) and then --properties.
-func (g *globals) propertyValues(files []string) (map[string]any, error) {
-	props := map[string]any{}
+// propertyValues merges --values files (in order), then --properties,
+// then --set-string. text holds the --properties values as written, by
+// dotted key, for typeByText.
+func (g *globals) propertyValues(files []string) (props map[string]any, text map[string]string, err error) {
+	props = map[string]any{}
+	text = map[string]string{}
 	for _, f := range files {
 		b, err := readFileLimited(f)
 		if err != nil {
-			return nil, fmt.Errorf("--values: %w", err)
+			return nil, nil, fmt.Errorf("--values: %w", err)
 		}
 		v, err := expand.DecodeValue(b)
 		if err != nil {
-			return nil, fmt.Errorf("--values %s: %w", f, err)
+			return nil, nil, fmt.Errorf("--values %s: %w", f, err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
+			return nil, nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
 		mergeValues(props, m)
 	}
 	for _, s := range g.properties {
-		kv, err := parseProperties(s)
+		kv, err := parsePairs("--properties", s, false, text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		mergeValues(props, kv)
+	}
+	for _, s := range g.setStrings {
+		kv, err := parsePairs("--set-string", s, true, nil)
+		if err != nil {
+			return nil, nil, err
 		}
 		mergeValues(props, kv)
 	}
 	if len(props) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return props, nil
+	return props, text, nil
+}
+
+// typeByText gives the top-level --properties values that the schema of
+// the template ref resolves to says are strings their text as written:
+// tag=1.27 is the string "1.27" (YAML would make it a number, and 1.10
+// would lose its zero), as oc process and helm --set-string users expect.
+func typeByText(ctx context.Context, b api.Backend, ref, registry string, props map[string]any, text map[string]string) error {
+	if len(text) == 0 {
+		return nil
+	}
+	tv, err := b.Template(ctx, ref, registry)
+	if err != nil {
+		return err
+	}
+	for _, p := range tv.Properties {
+		t, ok := text[p.Name]
+		if !ok || !isStringType(p.Type) {
+			continue
+		}
+		if _, isString := props[p.Name].(string); !isString {
+			props[p.Name] = t
+		}
+	}
+	return nil
+}
+
+// isStringType reports whether a schema type (as describe shows it:
+// "string", "integer", "[string, null]") admits only strings and null.
+func isStringType(t string) bool {
+	t = strings.Trim(t, "[]")
+	for _, part := range strings.Split(t, ",") {
+		if p := strings.TrimSpace(part); p != "string" && p != "null" {
+			return false
+		}
+	}
+	return strings.Contains(t, "string")
 }
 
 // mergeValues merges src into dst, recursing into mappings both have.
@@ -271,6 +322,13 @@ func mergeValues(dst, src map[string]any) {
 // mappings (resources.limits.memory=1Gi). Commas inside brackets, braces or
 // quotes do not separate pairs, and \, is a literal comma.
 func parseProperties(s string) (map[string]any, error) {
+	return parsePairs("--properties", s, false, nil)
+}
+
+// parsePairs parses KEY=VALUE pairs for flag into a nested mapping; VALUE
+// is typed as YAML types it unless asString. text, if not nil, receives
+// each VALUE as written, by dotted KEY.
+func parsePairs(flag, s string, asString bool, text map[string]string) (map[string]any, error) {
 	out := map[string]any{}
 	for _, pair := range splitPairs(s) {
 		if strings.TrimSpace(pair) == "" {
@@ -279,21 +337,27 @@ func parseProperties(s string) (map[string]any, error) {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, &usageError{fmt.Errorf("--properties %q: want KEY=VALUE", pair)}
+			return nil, &usageError{fmt.Errorf("%s %q: want KEY=VALUE", flag, pair)}
 		}
-		var val any = ""
-		if strings.TrimSpace(v) != "" {
-			d, err := expand.DecodeValue([]byte(v))
-			if err != nil {
-				return nil, &usageError{fmt.Errorf("--properties %s: value %q: %w", k, v, err)}
+		var val any = v
+		if !asString {
+			val = ""
+			if strings.TrimSpace(v) != "" {
+				d, err := expand.DecodeValue([]byte(v))
+				if err != nil {
+					return nil, &usageError{fmt.Errorf("%s %s: value %q: %w", flag, k, v, err)}
+				}
+				val = d
 			}
-			val = d
+		}
+		if text != nil {
+			text[k] = v
 		}
 		keys := strings.Split(k, ".")
 		m := out
 		for i, part := range keys {
 			if part == "" {
-				return nil, &usageError{fmt.Errorf("--properties %q: empty key segment", k)}
+				return nil, &usageError{fmt.Errorf("%s %q: empty key segment", flag, k)}
 			}
 			if i == len(keys)-1 {
 				m[part] = val

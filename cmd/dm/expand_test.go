@@ -512,3 +512,22 @@ func TestUnknownProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestStringProperties checks that a value the schema types as a string
+// keeps its text (image=1.10 is "1.10"), and --set-string.
+func TestStringProperties(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		for _, flag := range []string{"--properties", "--set-string"} {
+			r := dmRun(t, nil, append(mode, "expand", "redis:v1", flag, "image=1.10", "-o", "json")...)
+			out := decodeExpand(t, r.stdout)
+			if r.code != 0 || out.Layout.Resources[0]["properties"].(map[string]any)["image"] != "1.10" {
+				t.Errorf("%v %s image=1.10: exit %d %s; want the string \"1.10\"", mode, flag, r.code, r.stderr)
+			}
+		}
+		// A string for an integer property is the user's explicit choice, and the schema refuses it.
+		if r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--set-string", "replicas=3")...); r.code != 1 || !strings.Contains(r.stderr, "replicas") {
+			t.Errorf("%v --set-string replicas=3: exit %d %q, want the schema's error", mode, r.code, r.stderr)
+		}
+	}
+}
