@@ -359,6 +359,9 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
