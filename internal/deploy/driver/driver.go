@@ -76,4 +76,3 @@ func errNotFound(namespace, name string, revision int) error {
 	}
 	return fmt.Errorf("deployment %s/%s revision %d: %w", namespace, name, revision, ErrNotFound)
 }
-
