@@ -488,7 +488,7 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 
 // errChunkMissing means a chunk was deleted under a reader: the body was
 // replaced or the revision deleted since the head was read.
-var errChunkMissing = errors.New("chunk missing")
+var errChunkMissing = errors.New("missing")
 
 // readBody returns the head's whole compressed body, verified against its
 // digest.
@@ -499,7 +499,7 @@ func (s *Secrets) readBody(ctx context.Context, h *head) ([]byte, error) {
 		for _, name := range h.chunks {
 			obj, err := s.secrets(h.namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("Secret %s/%s: chunk Secret %s: %w", h.namespace, h.secret, name, errChunkMissing)
+				return nil, fmt.Errorf("chunk Secret %s: %w", name, errChunkMissing)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading chunk Secret %s/%s of %s: %w", h.namespace, name, h.secret, apiError(err))
