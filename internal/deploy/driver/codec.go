@@ -18,6 +18,10 @@ import (
 // expands up to about 1000 times).
 const DefaultMaxRecordSize = 256 << 20
 
+// ErrFormat means a record was written in a format this dm does not read,
+// by a newer dm: upgrading dm is the fix, not deleting the record.
+var ErrFormat = fmt.Errorf("unsupported record format: %w", derrors.InvalidArgument)
+
 // stored is the JSON form of a record: the record's fields and the format
 // version beside them.
 type stored struct {
@@ -81,8 +85,8 @@ func Decode(body []byte, maxSize int64) (*release.Record, error) {
 		return nil, fmt.Errorf("record body has no format version: %w", derrors.InvalidArgument)
 	}
 	if *probe.Format != release.Format {
-		return nil, fmt.Errorf("record format %d is not supported (this dm reads format %d; a newer dm wrote it?): %w",
-			*probe.Format, release.Format, derrors.InvalidArgument)
+		return nil, fmt.Errorf("record format %d, this dm reads format %d (written by a newer dm? upgrade dm): %w",
+			*probe.Format, release.Format, ErrFormat)
 	}
 	r := new(release.Record)
 	dec := json.NewDecoder(bytes.NewReader(js))

@@ -97,7 +97,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"not json", gz("hello"), 0, "not a JSON object", derrors.InvalidArgument},
 		{"json array", gz("[1]"), 0, "not a JSON object", derrors.InvalidArgument},
 		{"no format", gz(`{"name":"x"}`), 0, "no format version", derrors.InvalidArgument},
-		{"future format", gz(`{"format":2,"name":"x"}`), 0, "format 2 is not supported", derrors.InvalidArgument},
+		{"future format", gz(`{"format":2,"name":"x"}`), 0, "record format 2, this dm reads format 1", ErrFormat},
 		{"wrong type", gz(`{"format":1,"revision":"three"}`), 0, "record body", derrors.InvalidArgument},
 		{"too large", valid, 100, "MaxRecordSize", derrors.LimitExceeded},
 	} {

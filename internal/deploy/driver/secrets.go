@@ -427,9 +427,11 @@ type head struct {
 	chunks            []string // the chunk Secrets' names
 }
 
+// corrupt returns the error for a head Secret dm cannot read, naming it and
+// how to drop the revision so the deployment's history is usable again.
 func corrupt(namespace, secret, format string, args ...any) error {
-	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s: %w",
-		namespace, secret, fmt.Sprintf(format, args...), derrors.InvalidArgument)
+	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s): %w",
+		namespace, secret, fmt.Sprintf(format, args...), namespace, secret, derrors.InvalidArgument)
 }
 
 // parseHead reads a head Secret's metadata and data, without fetching
@@ -442,7 +444,8 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 	}
 	l := obj.GetLabels()
 	if f := l[LabelFormat]; f != strconv.Itoa(release.Format) {
-		return nil, bad("format %q is not supported (this dm reads format %d; a newer dm wrote it?)", f, release.Format)
+		return nil, fmt.Errorf("deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm): %w",
+			h.namespace, h.secret, f, release.Format, ErrFormat)
 	}
 	var err error
 	if h.revision, err = strconv.Atoi(l[LabelRevision]); err != nil || h.revision < 1 {
@@ -551,8 +554,11 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 			return nil, err
 		}
 		r, err := Decode(data, s.MaxRecordSize)
+		if errors.Is(err, derrors.InvalidArgument) && !errors.Is(err, ErrFormat) {
+			return nil, corrupt(h.namespace, h.secret, "%v", err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("corrupt deployment history: Secret %s/%s: %w", h.namespace, h.secret, err)
+			return nil, fmt.Errorf("deployment history: Secret %s/%s: %w", h.namespace, h.secret, err)
 		}
 		if r.Namespace != h.namespace || r.Revision != h.revision || HeadName(r.Name, r.Revision) != h.secret {
 			return nil, corrupt(h.namespace, h.secret, "holds %s", r)
