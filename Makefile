@@ -64,9 +64,11 @@ bench-e2e: build
 testenv:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin
 
-# A local cluster (etcd + kube-apiserver, no kubelet) until Ctrl-C.
+# A local cluster (etcd + kube-apiserver, no kubelet) until Ctrl-C;
+# DEVCLUSTER_FLAGS="-port 6443" fixes the port.
 dev-cluster: testenv
-	$(GO) run ./hack/devcluster
+	$(GO) build -o $(BIN)/ ./hack/devcluster
+	$(BIN)/devcluster $(DEVCLUSTER_FLAGS)
 
 # dm deploy vs kubectl apply --server-side of the same 100 ConfigMaps, whole
 # processes, against one local apiserver (scripts/benchdeploy). RUNS=N.

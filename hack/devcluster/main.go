@@ -2,7 +2,8 @@
 // person, as the tests do (package kubetest), prints the line that points
 // kubectl and dm at it, and stops and removes everything on Ctrl-C.
 //
-//	go run ./hack/devcluster [-port 6443] [-dir /tmp]
+//	make dev-cluster                  # builds and runs bin/devcluster
+//	bin/devcluster [-port 6443] [-dir /tmp]
 //
 // Objects are stored, validated and admitted, but no pods run: there is no
 // kubelet, scheduler or controller-manager.
