@@ -88,6 +88,8 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 //
 // Writes are optimistic: Create is create-only, Update is a merge patch
 // with the head's resourceVersion as precondition. Nothing is locked.
+//
+// A description longer than 64 KiB is stored truncated.
 type Secrets struct {
 	client dynamic.Interface
 
