@@ -323,7 +323,9 @@ func (s *Secrets) Create(ctx context.Context, r *release.Record) error {
 	obj := newSecret(r, name, "head", data)
 	got, err := s.secrets(r.Namespace).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		s.deleteChunks(ctx, r.Namespace, chunks)
+		if rejected(err) {
+			s.deleteChunks(ctx, r.Namespace, chunks)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s (Secret %s/%s): %w", r, r.Namespace, name, ErrExists)
 		}
@@ -385,12 +387,29 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	}
 	got, err := s.secrets(r.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		s.deleteChunks(ctx, r.Namespace, newChunks)
+		if rejected(err) {
+			s.deleteChunks(ctx, r.Namespace, newChunks)
+		}
 		return s.headError(r, name, "updating", err)
 	}
 	s.deleteChunks(ctx, r.Namespace, oldChunks)
 	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest)
 	return nil
+}
+
+// rejected reports whether err is the server's answer that it did not
+// write: only then may a writer delete the chunks it made for the head.
+// After a lost connection or a timeout the head may have been written, and
+// its chunks must stay (Delete of the revision removes them if not).
+func rejected(err error) bool {
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonAlreadyExists, metav1.StatusReasonConflict, metav1.StatusReasonNotFound,
+		metav1.StatusReasonForbidden, metav1.StatusReasonUnauthorized, metav1.StatusReasonInvalid,
+		metav1.StatusReasonBadRequest, metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonMethodNotAllowed,
+		metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonGone:
+		return true
+	}
+	return false
 }
 
 // headError maps an API error about a head Secret to the driver's

@@ -1,12 +1,15 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -462,5 +465,79 @@ func TestSecretsOrphanChunks(t *testing.T) {
 		if strings.HasPrefix(n, HeadName("web", 1)+".") {
 			t.Errorf("chunk Secret %s of the pruned revision 1 is left", n)
 		}
+	}
+}
+
+// loseResponses is a transport that sends requests matching lose to the
+// apiserver but reports a lost connection instead of its answer.
+type loseResponses struct {
+	next http.RoundTripper
+	lose func(*http.Request) bool
+}
+
+func (l loseResponses) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && l.lose(req) {
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer (injected)")
+	}
+	return resp, err
+}
+
+// A writer whose connection drops after the server wrote the head must
+// leave a whole record: it cannot know the head exists, so it keeps its
+// chunks.
+func TestSecretsLostResponse(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	cfg := &rest.Config{
+		Host:            env.Server,
+		BearerToken:     env.AdminToken,
+		TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
+		QPS:             -1,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
+			return loseResponses{rt, func(req *http.Request) bool {
+				// Writes of heads: PATCHes, and POSTs of a Secret that is
+				// not a chunk.
+				if req.Method == http.MethodPatch {
+					return true
+				}
+				if req.Method != http.MethodPost || req.GetBody == nil {
+					return false
+				}
+				body, err := req.GetBody()
+				if err != nil {
+					return false
+				}
+				defer body.Close()
+				b, _ := io.ReadAll(body)
+				return !bytes.Contains(b, []byte(ChunkSecretType))
+			}}
+		},
+	}
+	flaky, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := smallChunks(flaky)
+	r := big(ns, "web", 1, 64<<10, "A")
+	if err := d.Create(ctx, r); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Create with a lost response = %v, want the injected error", err)
+	}
+	got, err := d.Get(ctx, ns, "web", 1)
+	if err != nil || !consistent(got) {
+		t.Fatalf("Get after a lost response = %v, %v; want the whole record", got, err)
+	}
+	// The same for an update that replaces the body.
+	next := big(ns, "web", 1, 64<<10, "B")
+	next.StorageVersion = got.StorageVersion
+	if err := d.Update(ctx, next); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Update with a lost response = %v, want the injected error", err)
+	}
+	got, err = d.Get(ctx, ns, "web", 1)
+	if err != nil || !consistent(got) || got.Description != "B" {
+		t.Fatalf("Get after a lost update response = %v, %v; want the whole new record", got, err)
 	}
 }
