@@ -243,7 +243,7 @@ func (s *Secrets) check(r *release.Record) error {
 		return err
 	}
 	if r.Revision > maxRevision {
-		return fmt.Errorf("%s: revision above %d: %w", r, maxRevision, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: revision above %d", r, maxRevision)
 	}
 	return nil
 }
@@ -345,7 +345,7 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	}
 	rv, oldDigest, ok := parseStorageVersion(r.StorageVersion)
 	if !ok {
-		return fmt.Errorf("%s: updating a record that was not read from the cluster (no storage version): %w", r, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: updating a record that was not read from the cluster (no storage version)", r)
 	}
 	name := HeadName(r.Name, r.Revision)
 	b, err := encodeBody(r)
@@ -430,7 +430,7 @@ func (s *Secrets) headError(r *release.Record, name, verb string, err error) err
 // a refusal also wraps derrors.Unauthorized.
 func apiError(err error) error {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return fmt.Errorf("%w (%w)", err, derrors.Unauthorized)
+		return derrors.Errorf(derrors.Unauthorized, "%w", err)
 	}
 	return err
 }
@@ -451,8 +451,8 @@ type head struct {
 // corrupt returns the error for a head Secret dm cannot read, naming it and
 // how to drop the revision so the deployment's history is usable again.
 func corrupt(namespace, secret, format string, args ...any) error {
-	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s): %w",
-		namespace, secret, fmt.Sprintf(format, args...), namespace, secret, derrors.InvalidArgument)
+	return derrors.Errorf(derrors.InvalidArgument, "corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s)",
+		namespace, secret, fmt.Sprintf(format, args...), namespace, secret)
 }
 
 // parseHead reads a head Secret's metadata and data, without fetching
@@ -465,8 +465,8 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 	}
 	l := obj.GetLabels()
 	if f := l[LabelFormat]; f != strconv.Itoa(release.Format) {
-		return nil, fmt.Errorf("deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm): %w",
-			h.namespace, h.secret, f, release.Format, ErrFormat)
+		return nil, derrors.Errorf(ErrFormat, "deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm)",
+			h.namespace, h.secret, f, release.Format)
 	}
 	var err error
 	if h.revision, err = strconv.Atoi(l[LabelRevision]); err != nil || h.revision < 1 {
