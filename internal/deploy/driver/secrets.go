@@ -116,6 +116,13 @@ func (s *Secrets) chunkSize() int {
 	return DefaultChunkSize
 }
 
+func (s *Secrets) maxRecordSize() int64 {
+	if s.MaxRecordSize > 0 {
+		return s.MaxRecordSize
+	}
+	return DefaultMaxRecordSize
+}
+
 func (s *Secrets) secrets(namespace string) dynamic.ResourceInterface {
 	return s.client.Resource(secretsGVR).Namespace(namespace)
 }
@@ -521,6 +528,13 @@ func (s *Secrets) readBody(ctx context.Context, h *head) ([]byte, error) {
 	if h.chunks != nil {
 		var buf bytes.Buffer
 		for _, name := range h.chunks {
+			// A head names only its own chunks: never read another Secret.
+			if !strings.HasPrefix(name, h.secret+".") {
+				return nil, corrupt(h.namespace, h.secret, "chunk %q is not one of its chunk Secrets", name)
+			}
+			if int64(buf.Len()) > s.maxRecordSize() {
+				return nil, derrors.Errorf(derrors.LimitExceeded, "Secret %s/%s: record body is larger than %d bytes (MaxRecordSize)", h.namespace, h.secret, s.maxRecordSize())
+			}
 			obj, err := s.secrets(h.namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("chunk Secret %s: %w", name, errChunkMissing)
@@ -574,7 +588,7 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 		if err != nil {
 			return nil, err
 		}
-		r, err := Decode(data, s.MaxRecordSize)
+		r, err := Decode(data, s.maxRecordSize())
 		if errors.Is(err, derrors.InvalidArgument) && !errors.Is(err, ErrFormat) {
 			return nil, corrupt(h.namespace, h.secret, "%v", err)
 		}

@@ -379,6 +379,12 @@ func TestSecretsCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "chunk Secret " + HeadName("bad", 5) + "."},
+		{"foreign chunk", 64 << 10, func(h *unstructured.Unstructured, chunks []string) {
+			setData(h, keyChunks, []byte(chunks[0]+"\nsome-other-secret"))
+		}, `chunk "some-other-secret" is not one of its chunk Secrets`},
+		{"both body and chunks", 0, func(h *unstructured.Unstructured, _ []string) {
+			setData(h, keyChunks, []byte(HeadName("bad", 7)+".00000000.0"))
+		}, "both a body and chunks"},
 	} {
 		rev := i + 1
 		r := sample(ns, "bad", rev)
