@@ -35,19 +35,23 @@ func cluster(t *testing.T) (admin, limited dynamic.Interface, ns string) {
 	t.Helper()
 	env := kubetest.Shared(t)
 	mk := func(token string) dynamic.Interface {
-		cfg := &rest.Config{
-			Host:            env.Server,
-			BearerToken:     token,
-			TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
-			QPS:             -1, // no client-side rate limit: the tests race on purpose
-		}
-		c, err := dynamic.NewForConfig(cfg)
+		c, err := dynamic.NewForConfig(restConfig(env, token))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	return mk(env.AdminToken), mk(env.LimitedToken), env.Namespace(t)
+}
+
+// restConfig returns a client configuration for env as the user of token.
+func restConfig(env *kubetest.Env, token string) *rest.Config {
+	return &rest.Config{
+		Host:            env.Server,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
+		QPS:             -1, // no client-side rate limit: the tests race on purpose
+	}
 }
 
 // secretNames lists the names of the Secrets in ns matching selector.
@@ -497,30 +501,25 @@ func TestSecretsLostResponse(t *testing.T) {
 	t.Parallel()
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
-	cfg := &rest.Config{
-		Host:            env.Server,
-		BearerToken:     env.AdminToken,
-		TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
-		QPS:             -1,
-		WrapTransport: func(rt http.RoundTripper) http.RoundTripper {
-			return loseResponses{rt, func(req *http.Request) bool {
-				// Writes of heads: PATCHes, and POSTs of a Secret that is
-				// not a chunk.
-				if req.Method == http.MethodPatch {
-					return true
-				}
-				if req.Method != http.MethodPost || req.GetBody == nil {
-					return false
-				}
-				body, err := req.GetBody()
-				if err != nil {
-					return false
-				}
-				defer body.Close()
-				b, _ := io.ReadAll(body)
-				return !bytes.Contains(b, []byte(ChunkSecretType))
-			}}
-		},
+	cfg := restConfig(env, env.AdminToken)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return loseResponses{rt, func(req *http.Request) bool {
+			// Writes of heads: PATCHes, and POSTs of a Secret that is
+			// not a chunk.
+			if req.Method == http.MethodPatch {
+				return true
+			}
+			if req.Method != http.MethodPost || req.GetBody == nil {
+				return false
+			}
+			body, err := req.GetBody()
+			if err != nil {
+				return false
+			}
+			defer body.Close()
+			b, _ := io.ReadAll(body)
+			return !bytes.Contains(b, []byte(ChunkSecretType))
+		}}
 	}
 	flaky, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -545,5 +544,31 @@ func TestSecretsLostResponse(t *testing.T) {
 	got, err = d.Get(ctx, ns, "web", 1)
 	if err != nil || !consistent(got) || got.Description != "B" {
 		t.Fatalf("Get after a lost update response = %v, %v; want the whole new record", got, err)
+	}
+}
+
+// BenchmarkSecretsRevision measures what dm deploy spends on history for a
+// revision of 100 ConfigMaps: create it pending, then mark it deployed.
+func BenchmarkSecretsRevision(b *testing.B) {
+	env := kubetest.Shared(b)
+	ns := env.Namespace(b)
+	c, err := dynamic.NewForConfig(restConfig(env, env.AdminToken))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := NewSecrets(c)
+	ctx := context.Background()
+	rev := 0
+	for b.Loop() {
+		rev++
+		r := typical(100)
+		r.Namespace, r.Revision, r.Status = ns, rev, release.StatusPending
+		if err := d.Create(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Status = release.StatusDeployed
+		if err := d.Update(ctx, r); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
