@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -162,6 +163,54 @@ func testConcurrentCreate(t *testing.T, d Driver, ns string, n int, mk func(i in
 	}
 }
 
+// testConcurrentUpdate checks that of n concurrent updaters of one read of
+// a record exactly one wins and the others get ErrConflict.
+func testConcurrentUpdate(t *testing.T, d Driver, ns string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	base := sample(ns, "upd", 1)
+	base.Status = release.StatusPending
+	if err := d.Create(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := *base
+			r.Status, r.Description = release.StatusDeployed, fmt.Sprint("updater ", i)
+			if i%2 == 1 { // and some replace the body
+				r.Objects = append(slices.Clone(r.Objects), map[string]any{"kind": "ConfigMap", "n": int64(i)})
+			}
+			errs[i] = d.Update(ctx, &r)
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("updaters %d and %d both won", won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, ErrConflict):
+			t.Errorf("updater %d: %v, want ErrConflict", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no updater won")
+	}
+	got, err := d.Get(ctx, ns, "upd", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Description != fmt.Sprint("updater ", won) || len(got.Objects) != 1+won%2 {
+		t.Errorf("stored record is %q with %d objects, want updater %d's", got.Description, len(got.Objects), won)
+	}
+}
+
 func revisions(rs []*release.Record) []int {
 	var out []int
 	for _, r := range rs {
@@ -196,6 +245,10 @@ func TestMemoryConcurrentCreate(t *testing.T) {
 		r.Description = fmt.Sprint("creator ", i)
 		return r
 	})
+}
+
+func TestMemoryConcurrentUpdate(t *testing.T) {
+	testConcurrentUpdate(t, NewMemory(), "ns", 16)
 }
 
 func TestMemoryIsolation(t *testing.T) {

@@ -155,6 +155,12 @@ func TestSecretsConcurrentCreate(t *testing.T) {
 
 // A 3 MiB record round-trips through chunks of the default size; a status
 // update leaves them alone.
+func TestSecretsConcurrentUpdate(t *testing.T) {
+	t.Parallel()
+	c, _, ns := cluster(t)
+	testConcurrentUpdate(t, NewSecrets(c), ns, 8)
+}
+
 func TestSecretsLargeRecord(t *testing.T) {
 	t.Parallel()
 	c, _, ns := cluster(t)
