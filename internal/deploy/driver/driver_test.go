@@ -139,20 +139,7 @@ func testConcurrentCreate(t *testing.T, d Driver, ns string, n int, mk func(i in
 		}()
 	}
 	wg.Wait()
-	won := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && won >= 0:
-			t.Errorf("creators %d and %d both won", won, i)
-		case err == nil:
-			won = i
-		case !errors.Is(err, ErrExists):
-			t.Errorf("creator %d: %v, want ErrExists", i, err)
-		}
-	}
-	if won < 0 {
-		t.Fatal("no creator won")
-	}
+	won := oneWinner(t, "creator", errs, ErrExists)
 	want := mk(won)
 	got, err := d.Get(context.Background(), want.Namespace, want.Name, want.Revision)
 	if err != nil {
@@ -188,20 +175,7 @@ func testConcurrentUpdate(t *testing.T, d Driver, ns string, n int) {
 		}()
 	}
 	wg.Wait()
-	won := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && won >= 0:
-			t.Errorf("updaters %d and %d both won", won, i)
-		case err == nil:
-			won = i
-		case !errors.Is(err, ErrConflict):
-			t.Errorf("updater %d: %v, want ErrConflict", i, err)
-		}
-	}
-	if won < 0 {
-		t.Fatal("no updater won")
-	}
+	won := oneWinner(t, "updater", errs, ErrConflict)
 	got, err := d.Get(ctx, ns, "upd", 1)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +183,27 @@ func testConcurrentUpdate(t *testing.T, d Driver, ns string, n int) {
 	if got.Description != fmt.Sprint("updater ", won) || len(got.Objects) != 1+won%2 {
 		t.Errorf("stored record is %q with %d objects, want updater %d's", got.Description, len(got.Objects), won)
 	}
+}
+
+// oneWinner checks that exactly one of the racers' errs is nil and the
+// others are lost, and returns the winner.
+func oneWinner(t *testing.T, racer string, errs []error, lost error) int {
+	t.Helper()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("%ss %d and %d both won", racer, won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, lost):
+			t.Errorf("%s %d: %v, want %v", racer, i, err, lost)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no %s won", racer)
+	}
+	return won
 }
 
 func revisions(rs []*release.Record) []int {
