@@ -359,7 +359,22 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// chainLabel names a template of the expansion chain for people: an
+// imported file by its path (its id holds the imports' digest, which
+// tells a reader nothing), a registry template by its reference.
+func chainLabel(id string) string {
+	if rest, ok := strings.CutPrefix(id, "imports:"); ok {
+		if _, file, ok := strings.Cut(rest, ":"); ok {
+			return file
+		}
+	}
+	return id
 }
 
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
@@ -524,6 +539,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if i := slices.Index(chain, id); i >= 0 {
 		cyc := append(slices.Clone(chain[i:]), id)
+		for j, c := range cyc {
+			cyc[j] = chainLabel(c)
+		}
 		return nil, &Error{Path: p, Template: inv.label, Err: invalid("reference cycle: %s", strings.Join(cyc, " -> "))}
 	}
 	if len(chain)+1 > x.opts.MaxDepth {
