@@ -304,7 +304,6 @@ func isStringType(t string) bool {
 	return strings.Contains(t, "string")
 }
 
-
 // parseProperties parses --properties: comma-separated KEY=VALUE pairs.
 // VALUE is typed the way YAML types it (replicas=3 is a number, on=true a
 // boolean, ports=[80,443] a list); KEY may be a dotted path into nested
