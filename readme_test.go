@@ -1,0 +1,612 @@
+package dm_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dmhq/dm/internal/deploy/kubetest"
+)
+
+// README's examples are run, so that every command it shows works as shown.
+// The convention (README.md, "README examples are tested"):
+//
+//   - a ```sh block is run: each `dm ...` line, or `$ dm ...` line whose
+//     following lines up to the next `$ ` are its shown output (ignored),
+//     must exit 0, or N when the line ends in `# exit N`;
+//   - a ```sh cluster block is run the same way against a real apiserver
+//     (internal/deploy/kubetest), with KUBECONFIG pointing at its admin
+//     kubeconfig and the namespaces its lines name created first;
+//   - ```text (and every other info string) is not run: synopses with
+//     metavariables, commands that need the network.
+//
+// A synopsis-looking line (REF, [--expand], a|b, …) in a ```sh block fails,
+// so the convention stays honest. Each block runs in a fresh directory holding
+// testdata/readme/* and a copy of registry-example/, with HOME and the
+// caches in temporary directories.
+
+// readmeFence is one fenced code block of a Markdown file.
+type readmeFence struct {
+	info string // the info string: "sh", "sh cluster", "text", ...
+	line int    // line number of the opening fence
+	body []string
+}
+
+// readmeCmd is one command line of a ```sh block.
+type readmeCmd struct {
+	line    int      // line number in the Markdown file
+	text    string   // the command as written, continuations joined, comment stripped
+	words   []string // shell words before the first pipe
+	exit    int      // wanted exit code (# exit N)
+	problem string   // why the line cannot be run as written, if it cannot
+	piped   bool     // output goes into another program, which is not run
+	quoted  []bool   // words[i] was quoted, so never a metavariable
+}
+
+var fenceRE = regexp.MustCompile("^(\\s*)(```+|~~~+)\\s*(.*)$")
+
+// readmeFences returns the fenced code blocks of a Markdown file.
+func readmeFences(data []byte) []readmeFence {
+	var out []readmeFence
+	var cur *readmeFence
+	var fence, indent string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		m := fenceRE.FindStringSubmatch(line)
+		switch {
+		case cur == nil && m != nil:
+			cur = &readmeFence{info: strings.Join(strings.Fields(m[3]), " "), line: n}
+			indent, fence = m[1], m[2]
+		case cur != nil && m != nil && strings.HasPrefix(m[2], fence) && m[3] == "":
+			out = append(out, *cur)
+			cur = nil
+		case cur != nil:
+			cur.body = append(cur.body, strings.TrimPrefix(line, indent))
+		}
+	}
+	return out
+}
+
+// readmeCommands splits a ```sh block into its command lines.
+func readmeCommands(f readmeFence) []readmeCmd {
+	prompted := false // a block with `$ ` lines shows output after them
+	for _, l := range f.body {
+		if strings.HasPrefix(strings.TrimSpace(l), "$ ") {
+			prompted = true
+		}
+	}
+	var cmds []readmeCmd
+	for i := 0; i < len(f.body); i++ {
+		n := f.line + 1 + i
+		raw := strings.TrimSpace(f.body[i])
+		if prompted {
+			if !strings.HasPrefix(raw, "$ ") {
+				continue // shown output, or a comment before the first command
+			}
+			raw = strings.TrimSpace(strings.TrimPrefix(raw, "$ "))
+		}
+		if raw == "" || strings.HasPrefix(raw, "#") {
+			continue
+		}
+		for strings.HasSuffix(raw, "\\") && i+1 < len(f.body) {
+			i++
+			raw = strings.TrimSuffix(raw, "\\") + " " + strings.TrimSpace(f.body[i])
+		}
+		cmds = append(cmds, parseReadmeCmd(n, raw))
+	}
+	return cmds
+}
+
+var exitCommentRE = regexp.MustCompile(`^#\s*exit\s+(\d+)\s*$`)
+
+// parseReadmeCmd splits one command line into shell words (quotes and
+// backslashes as sh has them; no expansion), stopping at a pipe or comment.
+func parseReadmeCmd(n int, raw string) readmeCmd {
+	c := readmeCmd{line: n}
+	var word strings.Builder
+	inWord, quoted := false, false
+	var sq, dq, alt bool
+	end := len(raw)
+	flush := func() {
+		if inWord {
+			c.words = append(c.words, word.String())
+			c.quoted = append(c.quoted, quoted)
+		}
+		word.Reset()
+		inWord, quoted = false, false
+	}
+	rs := []rune(raw)
+	pos := 0 // byte offset of rs[i]
+scan:
+	for i := 0; i < len(rs); pos, i = pos+len(string(rs[i])), i+1 {
+		r := rs[i]
+		switch {
+		case sq:
+			if r == '\'' {
+				sq = false
+			} else {
+				word.WriteRune(r)
+			}
+		case dq:
+			if r == '"' {
+				dq = false
+			} else if r == '\\' && i+1 < len(rs) && strings.ContainsRune(`"\$`+"`", rs[i+1]) {
+				i++
+				pos += len(string(r))
+				word.WriteRune(rs[i])
+			} else {
+				word.WriteRune(r)
+			}
+		case r == '\'':
+			sq, inWord, quoted = true, true, true
+		case r == '"':
+			dq, inWord, quoted = true, true, true
+		case r == '\\' && i+1 < len(rs):
+			i++
+			pos += len(string(r))
+			word.WriteRune(rs[i])
+			inWord = true
+		case r == ' ' || r == '\t':
+			flush()
+		case r == '#' && !inWord:
+			if m := exitCommentRE.FindStringSubmatch(strings.TrimSpace(string(rs[i:]))); m != nil {
+				c.exit, _ = strconv.Atoi(m[1])
+			}
+			end = pos
+			break scan
+		case r == '|' && !inWord && (i+1 == len(rs) || rs[i+1] == ' '):
+			c.piped = true
+			// The rest is another program's; the command shown ends here
+			// for running, but the text keeps it.
+			flush()
+			for j := i + 1; j < len(rs); j++ {
+				if rs[j] == '#' && rs[j-1] == ' ' {
+					if m := exitCommentRE.FindStringSubmatch(strings.TrimSpace(string(rs[j:]))); m != nil {
+						c.exit, _ = strconv.Atoi(m[1])
+					}
+					end = pos + len(string(rs[i:j]))
+					break
+				}
+			}
+			c.text = strings.TrimSpace(raw[:end])
+			return c.check(alt)
+		case r == '|':
+			alt = true
+			word.WriteRune(r)
+			inWord = true
+		case (r == ';' || r == '&') && !inWord:
+			c.problem = "runs several commands on one line (" + string(r) + "): put one command per line"
+			word.WriteRune(r)
+			inWord = true
+		default:
+			word.WriteRune(r)
+			inWord = true
+		}
+	}
+	if sq || dq {
+		c.problem = "has an unterminated quote"
+	}
+	flush()
+	c.text = strings.TrimSpace(raw[:end])
+	return c.check(alt)
+}
+
+var envAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// check looks for what marks a synopsis rather than a command.
+func (c readmeCmd) check(alt bool) readmeCmd {
+	if c.problem != "" {
+		return c
+	}
+	if why := synopsisSign(c.words, c.quoted, alt); why != "" {
+		c.problem = "looks like a synopsis, not a command (" + why + "): move it to a ```text block, or make it concrete (a real reference, file or value)"
+	}
+	return c
+}
+
+var metavarRE = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// synopsisSign says why words look like a usage synopsis: a metavariable in
+// capitals (REF, DIR, NAME=VALUE's VALUE), an optional part in brackets, an
+// ellipsis or alternatives joined by |. Keys of KEY=VALUE may be capitals
+// (OpenShift parameters are), and a quoted word is taken as it is.
+func synopsisSign(words []string, quoted []bool, alt bool) string {
+	if alt {
+		return "alternatives joined by |"
+	}
+	for i, w := range words {
+		if i < len(quoted) && quoted[i] {
+			continue
+		}
+		if strings.Contains(w, "…") || strings.Contains(w, "...") {
+			return fmt.Sprintf("ellipsis in %q", w)
+		}
+		v := w
+		if strings.HasPrefix(w, "[") {
+			return fmt.Sprintf("optional part %q", w)
+		}
+		if k, val, ok := strings.Cut(w, "="); ok {
+			if strings.Contains(k, "[") {
+				return fmt.Sprintf("optional part %q", w)
+			}
+			v = val
+		}
+		if strings.HasPrefix(v, "-") {
+			continue // a flag's name
+		}
+		for _, seg := range strings.FieldsFunc(v, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_')
+		}) {
+			if metavarRE.MatchString(seg) {
+				return fmt.Sprintf("metavariable %s", seg)
+			}
+		}
+	}
+	return ""
+}
+
+// readmeRunner runs the command lines of README blocks.
+type readmeRunner struct {
+	file      string // the Markdown file, for messages
+	dm        string // the dm binary
+	registryd string
+	fixtures  []string // directories copied into each block's directory
+	cluster   *kubetest.Env
+}
+
+// env is the environment of a block's commands: the process's, without
+// anything that points dm elsewhere, with HOME and caches in dir.
+func (r *readmeRunner) env(dir string, cluster bool) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "DM_SERVER", "KUBECONFIG", "GITHUB_TOKEN", "REGISTRYD_ADMIN_TOKEN":
+			continue
+		}
+		env = append(env, kv)
+	}
+	home := filepath.Join(dir, ".home")
+	env = append(env, "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, ".cache"), "XDG_CONFIG_HOME="+filepath.Join(home, ".config"))
+	if cluster {
+		env = append(env, "KUBECONFIG="+r.cluster.Kubeconfig)
+	} else {
+		// No cluster is at hand: a command that reaches for one fails
+		// instead of finding a developer's.
+		env = append(env, "KUBECONFIG="+filepath.Join(dir, ".no-cluster-outside-sh-cluster-blocks"))
+	}
+	return env
+}
+
+// prepare makes a block's working directory.
+func (r *readmeRunner) prepare(dir string) error {
+	for _, src := range r.fixtures {
+		dst := dir
+		if filepath.Base(src) == "registry-example" {
+			dst = filepath.Join(dir, "registry-example")
+		}
+		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+			return fmt.Errorf("copying fixtures %s: %w", src, err)
+		}
+	}
+	return os.MkdirAll(filepath.Join(dir, ".home"), 0o755)
+}
+
+// runBlock runs a block's commands in order in dir and returns a message
+// per failing line.
+func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
+	cluster := f.info == "sh cluster"
+	env := r.env(dir, cluster)
+	cwd := dir
+	var fails []string
+	fail := func(c readmeCmd, format string, args ...any) {
+		fails = append(fails, fmt.Sprintf("%s:%d: %s\n\t%s", r.file, c.line, c.text, fmt.Sprintf(format, args...)))
+	}
+	cmds := readmeCommands(f)
+	if cluster {
+		for _, ns := range readmeNamespaces(cmds) {
+			if err := r.cluster.CreateNamespace(context.Background(), ns); err != nil && !strings.Contains(err.Error(), "AlreadyExists") {
+				fails = append(fails, fmt.Sprintf("%s:%d: creating namespace %s for the block: %v", r.file, f.line, ns, err))
+			}
+		}
+	}
+	for _, c := range cmds {
+		if c.problem != "" {
+			fail(c, "%s", c.problem)
+			continue
+		}
+		words := c.words
+		cmdEnv := env
+		for len(words) > 0 && envAssignRE.MatchString(words[0]) {
+			cmdEnv = append(cmdEnv[:len(cmdEnv):len(cmdEnv)], words[0])
+			words = words[1:]
+		}
+		if len(words) == 0 {
+			continue
+		}
+		switch prog := words[0]; {
+		case prog == "make":
+			// CI runs `make test` itself; the README test does not run make.
+			continue
+		case prog == "export":
+			for _, kv := range words[1:] {
+				if k, _, _ := strings.Cut(kv, "="); cluster && k == "KUBECONFIG" {
+					continue // the test's cluster, not the one the line names
+				}
+				env = append(env[:len(env):len(env)], kv)
+			}
+			continue
+		case prog == "cd" && len(words) == 2:
+			next := filepath.Join(cwd, words[1])
+			if !strings.HasPrefix(next, dir) {
+				fail(c, "cd leaves the example's directory")
+				continue
+			}
+			cwd = next
+			continue
+		case prog == "source" && len(words) == 2 && strings.HasPrefix(words[1], "<(") && strings.HasSuffix(words[1], ")"):
+			inner := parseReadmeCmd(c.line, strings.TrimSuffix(strings.TrimPrefix(words[1], "<("), ")"))
+			if len(inner.words) == 0 || inner.words[0] != "dm" {
+				fail(c, "only `source <(dm ...)` is run; put this in a ```text block")
+				continue
+			}
+			words = inner.words
+		case prog == "registryd":
+			if msg := r.runRegistryd(cwd, cmdEnv, words[1:]); msg != "" {
+				fail(c, "%s", msg)
+			}
+			continue
+		case prog == "kubectl" && cluster:
+			if r.cluster.Kubectl == "" {
+				continue // kubetest found no kubectl (make testenv builds one)
+			}
+			words = append([]string{r.cluster.Kubectl}, words[1:]...)
+		case prog == "dm":
+			words = append([]string{r.dm}, words[1:]...)
+		default:
+			where := "```sh"
+			if cluster {
+				where = "```sh cluster"
+			}
+			fail(c, "%s is not something the README test runs in a %s block (it runs dm, registryd, export, cd, source <(dm ...), and kubectl in ```sh cluster; make is skipped): put the line in a ```text block, or teach readme_test.go", prog, where)
+			continue
+		}
+		code, stderr, err := runReadmeProcess(cwd, cmdEnv, words)
+		if err != nil {
+			fail(c, "%v", err)
+			continue
+		}
+		if code != c.exit {
+			hint := fmt.Sprintf(`fix the command (or add "# exit %d" if failing is the point); if it cannot run here, move it to a `+"```text"+` block and say why`, code)
+			fail(c, "exit %d, want %d; stderr:\n%s\n\t(%s)", code, c.exit, indentReadme(stderr), hint)
+		}
+	}
+	return fails
+}
+
+// runReadmeProcess runs one command and returns its exit code and stderr.
+func runReadmeProcess(dir string, env, words []string) (int, string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
+	cmd.Dir, cmd.Env = dir, env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return 0, stderr.String(), fmt.Errorf("did not finish within 2 minutes; stderr:\n%s", indentReadme(stderr.String()))
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), stderr.String(), nil
+	}
+	if err != nil {
+		return 0, "", err
+	}
+	return 0, stderr.String(), nil
+}
+
+// runRegistryd starts registryd with the line's flags (its own cache
+// directory; a free port when the line listens on 127.0.0.1:8080 or names
+// no address), waits for /readyz and stops it with SIGTERM.
+func (r *readmeRunner) runRegistryd(dir string, env, args []string) string {
+	for _, a := range args {
+		if a == "--github" || strings.HasPrefix(a, "--github=") {
+			return "needs GitHub, which the tests cannot reach: put the line in a ```text block and say so"
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err.Error()
+	}
+	addr := l.Addr().String()
+	l.Close()
+	args = append([]string(nil), args...)
+	hasAddr := false
+	for i := 0; i < len(args); i++ {
+		switch {
+		case args[i] == "--addr" && i+1 < len(args):
+			hasAddr = true
+			if args[i+1] == "127.0.0.1:8080" {
+				args[i+1] = addr
+			} else {
+				addr = args[i+1]
+			}
+			i++
+		case strings.HasPrefix(args[i], "--addr="):
+			hasAddr = true
+			if args[i] == "--addr=127.0.0.1:8080" {
+				args[i] = "--addr=" + addr
+			} else {
+				addr = strings.TrimPrefix(args[i], "--addr=")
+			}
+		}
+	}
+	if !hasAddr {
+		args = append(args, "--addr", addr)
+	}
+	args = append(args, "--cache-dir", filepath.Join(dir, ".home", "registryd-cache"))
+	cmd := exec.Command(r.registryd, args...)
+	cmd.Dir, cmd.Env = dir, env
+	var logs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		return err.Error()
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	ready := false
+	client := &http.Client{Timeout: 2 * time.Second}
+wait:
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
+		select {
+		case err := <-done:
+			return fmt.Sprintf("registryd exited before it was ready (%v); output:\n%s", err, indentReadme(logs.String()))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if resp, err := client.Get("http://" + addr + "/readyz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				ready = true
+				break wait
+			}
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-done:
+		if !ready {
+			return fmt.Sprintf("registryd was not ready within 30s; output:\n%s", indentReadme(logs.String()))
+		}
+		if err != nil {
+			return fmt.Sprintf("registryd did not exit cleanly on SIGTERM (%v); output:\n%s", err, indentReadme(logs.String()))
+		}
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		return "registryd did not stop within 20s of SIGTERM"
+	}
+	return ""
+}
+
+// readmeNamespaces lists the namespaces a cluster block's lines name with
+// -n/--namespace, so they can be created before the block runs.
+func readmeNamespaces(cmds []readmeCmd) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(ns string) {
+		if ns != "" && ns != "default" && !seen[ns] {
+			seen[ns] = true
+			out = append(out, ns)
+		}
+	}
+	for _, c := range cmds {
+		for i, w := range c.words {
+			switch {
+			case (w == "-n" || w == "--namespace") && i+1 < len(c.words):
+				add(c.words[i+1])
+			case strings.HasPrefix(w, "--namespace="):
+				add(strings.TrimPrefix(w, "--namespace="))
+			}
+		}
+		// A line that creates the namespace itself must not find it there.
+		if len(c.words) >= 3 && c.words[0] == "kubectl" && c.words[1] == "create" && (c.words[2] == "namespace" || c.words[2] == "ns") && len(c.words) > 3 {
+			delete(seen, c.words[3])
+			for i, ns := range out {
+				if ns == c.words[3] {
+					out = append(out[:i], out[i+1:]...)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func indentReadme(s string) string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return "\t\t(empty)"
+	}
+	const max = 4000
+	if len(s) > max {
+		s = "…" + s[len(s)-max:]
+	}
+	return "\t\t" + strings.ReplaceAll(s, "\n", "\n\t\t")
+}
+
+// runReadme runs every ```sh and ```sh cluster block of file, blocks in
+// parallel (each has its own directory), and reports each failing line.
+func runReadme(t *testing.T, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	registryd, dm := buildBinaries(t)
+	r := &readmeRunner{file: file, dm: dm, registryd: registryd, fixtures: []string{"testdata/readme", "registry-example"}}
+	var plain, cluster []readmeFence
+	for _, f := range readmeFences(data) {
+		switch f.info {
+		case "sh":
+			plain = append(plain, f)
+		case "sh cluster":
+			cluster = append(cluster, f)
+		}
+	}
+	run := func(t *testing.T, f readmeFence) {
+		dir := t.TempDir()
+		if err := r.prepare(dir); err != nil {
+			t.Fatal(err)
+		}
+		for _, msg := range r.runBlock(dir, f) {
+			t.Error(msg)
+		}
+	}
+	t.Run("sh", func(t *testing.T) {
+		for _, f := range plain {
+			t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
+				t.Parallel()
+				run(t, f)
+			})
+		}
+	})
+	if len(cluster) > 0 {
+		t.Run("cluster", func(t *testing.T) {
+			env := kubetest.Start(t) // skips (fails with CI=true) without the programs
+			cr := *r
+			cr.cluster = env
+			// In README order, one after another: a reader runs them so,
+			// and they may name the same namespaces.
+			for _, f := range cluster {
+				t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
+					dir := t.TempDir()
+					if err := cr.prepare(dir); err != nil {
+						t.Fatal(err)
+					}
+					for _, msg := range cr.runBlock(dir, f) {
+						t.Error(msg)
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestREADME(t *testing.T) {
+	runReadme(t, "README.md")
+}
