@@ -38,6 +38,10 @@ import (
 // testdata/readme/* and a copy of registry-example/, with HOME and the
 // caches in temporary directories.
 
+// TestMain lets the README's cluster blocks and the mechanism's share one
+// apiserver (kubetest.Shared), stopped when the tests end.
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
 // readmeFence is one fenced code block of a Markdown file.
 type readmeFence struct {
 	info string // the info string: "sh", "sh cluster", "text", ...
@@ -307,6 +311,17 @@ func (r *readmeRunner) prepare(dir string) error {
 	return os.MkdirAll(filepath.Join(dir, ".home"), 0o755)
 }
 
+// runFresh runs a block in a new directory of the test's and returns a
+// message per failing line.
+func (r *readmeRunner) runFresh(t *testing.T, f readmeFence) []string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := r.prepare(dir); err != nil {
+		t.Fatal(err)
+	}
+	return r.runBlock(dir, f)
+}
+
 // runBlock runs a block's commands in order in dir and returns a message
 // per failing line.
 func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
@@ -359,13 +374,13 @@ func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
 			}
 			cwd = next
 			continue
-		case prog == "source" && len(words) == 2 && strings.HasPrefix(words[1], "<(") && strings.HasSuffix(words[1], ")"):
-			inner := parseReadmeCmd(c.line, strings.TrimSuffix(strings.TrimPrefix(words[1], "<("), ")"))
+		case prog == "source" && len(words) >= 2 && strings.HasPrefix(words[1], "<(") && strings.HasSuffix(words[len(words)-1], ")"):
+			inner := parseReadmeCmd(c.line, strings.TrimSuffix(strings.TrimPrefix(strings.Join(words[1:], " "), "<("), ")"))
 			if len(inner.words) == 0 || inner.words[0] != "dm" {
 				fail(c, "only `source <(dm ...)` is run; put this in a ```text block")
 				continue
 			}
-			words = inner.words
+			words = append([]string{r.dm}, inner.words[1:]...)
 		case prog == "registryd":
 			if msg := r.runRegistryd(cwd, cmdEnv, words[1:]); msg != "" {
 				fail(c, "%s", msg)
@@ -550,63 +565,157 @@ func indentReadme(s string) string {
 	return "\t\t" + strings.ReplaceAll(s, "\n", "\n\t\t")
 }
 
-// runReadme runs every ```sh and ```sh cluster block of file, blocks in
-// parallel (each has its own directory), and reports each failing line.
-func runReadme(t *testing.T, file string) {
-	data, err := os.ReadFile(file)
+// TestREADME runs README.md's ```sh and ```sh cluster blocks (see the top
+// of this file), and testdata/readme-mechanism.md to check that failures
+// are reported as they should be.
+func TestREADME(t *testing.T) {
+	registryd, dm := buildBinaries(t)
+	r := &readmeRunner{dm: dm, registryd: registryd, fixtures: []string{"testdata/readme", "registry-example"}}
+	t.Run("README.md", func(t *testing.T) {
+		r := *r
+		r.file = "README.md"
+		r.runFile(t)
+	})
+	t.Run("mechanism", func(t *testing.T) {
+		r := *r
+		r.file = "testdata/readme-mechanism.md"
+		r.checkMechanism(t)
+	})
+}
+
+// runFile runs every ```sh and ```sh cluster block of r.file, the sh blocks
+// in parallel (each has its own directory), and reports each failing line.
+func (r *readmeRunner) runFile(t *testing.T) {
+	data, err := os.ReadFile(r.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	registryd, dm := buildBinaries(t)
-	r := &readmeRunner{file: file, dm: dm, registryd: registryd, fixtures: []string{"testdata/readme", "registry-example"}}
-	var plain, cluster []readmeFence
-	for _, f := range readmeFences(data) {
-		switch f.info {
-		case "sh":
-			plain = append(plain, f)
-		case "sh cluster":
-			cluster = append(cluster, f)
-		}
-	}
-	run := func(t *testing.T, f readmeFence) {
-		dir := t.TempDir()
-		if err := r.prepare(dir); err != nil {
-			t.Fatal(err)
-		}
-		for _, msg := range r.runBlock(dir, f) {
-			t.Error(msg)
-		}
-	}
+	var cluster []readmeFence
 	t.Run("sh", func(t *testing.T) {
-		for _, f := range plain {
-			t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
-				t.Parallel()
-				run(t, f)
-			})
-		}
-	})
-	if len(cluster) > 0 {
-		t.Run("cluster", func(t *testing.T) {
-			env := kubetest.Start(t) // skips (fails with CI=true) without the programs
-			cr := *r
-			cr.cluster = env
-			// In README order, one after another: a reader runs them so,
-			// and they may name the same namespaces.
-			for _, f := range cluster {
+		for _, f := range readmeFences(data) {
+			switch f.info {
+			case "sh":
 				t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
-					dir := t.TempDir()
-					if err := cr.prepare(dir); err != nil {
-						t.Fatal(err)
-					}
-					for _, msg := range cr.runBlock(dir, f) {
+					t.Parallel()
+					for _, msg := range r.runFresh(t, f) {
 						t.Error(msg)
 					}
 				})
+			case "sh cluster":
+				cluster = append(cluster, f)
 			}
-		})
+		}
+	})
+	if len(cluster) == 0 {
+		return
+	}
+	t.Run("cluster", func(t *testing.T) {
+		cr := *r
+		cr.cluster = kubetest.Shared(t) // skips (fails with CI=true) without the programs
+		// In README order, one after another: a reader runs them so, and
+		// they may name the same namespaces.
+		for _, f := range cluster {
+			t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
+				for _, msg := range cr.runFresh(t, f) {
+					t.Error(msg)
+				}
+			})
+		}
+	})
+}
+
+func TestReadmeCommands(t *testing.T) {
+	for _, tc := range []struct {
+		line   string
+		words  []string
+		exit   int
+		piped  bool
+		synops bool
+	}{
+		{line: "dm resolve redis:v1", words: []string{"dm", "resolve", "redis:v1"}},
+		{line: "dm resolve redis:v1.9   # exit 1", words: []string{"dm", "resolve", "redis:v1.9"}, exit: 1},
+		{line: "dm x # a comment with | and REF", words: []string{"dm", "x"}},
+		{line: `dm expand a.yaml --properties 'x=a b' "y=#c"`, words: []string{"dm", "expand", "a.yaml", "--properties", "x=a b", "y=#c"}},
+		{line: "dm expand redis:v1 -o manifest | kubectl apply -f - # exit 3", words: []string{"dm", "expand", "redis:v1", "-o", "manifest"}, piped: true, exit: 3},
+		{line: "dm process -f p.yaml -p DATABASE_SERVICE_NAME=db", words: []string{"dm", "process", "-f", "p.yaml", "-p", "DATABASE_SERVICE_NAME=db"}},
+		{line: "dm expand redis:v1 --properties ports=[80,443]", words: []string{"dm", "expand", "redis:v1", "--properties", "ports=[80,443]"}},
+		{line: "dm describe REF", synops: true},
+		{line: "dm templates [REGEXP]", synops: true},
+		{line: "dm versions [COLLECTION/]TEMPLATE", synops: true},
+		{line: "dm lint DIR [--expand]", synops: true},
+		{line: "dm lint x --prefix P", synops: true},
+		{line: "dm init web --lang jinja|py", synops: true},
+		{line: "dm process -f postgres.yaml NAME=VALUE", synops: true},
+		{line: "dm resolve redis:v1@sha256:…", synops: true},
+		{line: "dm expand CONFIG.yaml", synops: true},
+		{line: "dm expand redis:v1 --properties 'tag=LATEST'", words: []string{"dm", "expand", "redis:v1", "--properties", "tag=LATEST"}},
+	} {
+		c := parseReadmeCmd(1, tc.line)
+		if tc.synops {
+			if !strings.Contains(c.problem, "synopsis") {
+				t.Errorf("%q: problem %q, want a synopsis", tc.line, c.problem)
+			}
+			continue
+		}
+		if c.problem != "" || strings.Join(c.words, "\x00") != strings.Join(tc.words, "\x00") || c.exit != tc.exit || c.piped != tc.piped {
+			t.Errorf("%q: words %q exit %d piped %v problem %q; want %q exit %d piped %v", tc.line, c.words, c.exit, c.piped, c.problem, tc.words, tc.exit, tc.piped)
+		}
 	}
 }
 
-func TestREADME(t *testing.T) {
-	runReadme(t, "README.md")
+// checkMechanism runs r.file, whose lines that must fail end in
+// "# fails: MESSAGE", and checks that exactly those are reported, each with
+// its MESSAGE.
+func (r *readmeRunner) checkMechanism(t *testing.T) {
+	data, err := os.ReadFile(r.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantFail := map[int]string{}
+	for i, l := range strings.Split(string(data), "\n") {
+		if _, msg, ok := strings.Cut(l, "# fails: "); ok {
+			wantFail[i+1] = strings.TrimSpace(msg)
+		}
+	}
+	lineRE := regexp.MustCompile(`^` + regexp.QuoteMeta(r.file) + `:(\d+): `)
+	check := func(t *testing.T, r *readmeRunner, f readmeFence) {
+		got := map[int]bool{}
+		for _, msg := range r.runFresh(t, f) {
+			m := lineRE.FindStringSubmatch(msg)
+			if m == nil {
+				t.Errorf("message without file:line: %s", msg)
+				continue
+			}
+			n, _ := strconv.Atoi(m[1])
+			got[n] = true
+			if want, ok := wantFail[n]; !ok {
+				t.Errorf("unexpected failure: %s", msg)
+			} else if !strings.Contains(msg, want) {
+				t.Errorf("message does not say %q: %s", want, msg)
+			}
+		}
+		for n := f.line + 1; n <= f.line+len(f.body); n++ {
+			if _, ok := wantFail[n]; ok && !got[n] {
+				t.Errorf("%s:%d: not reported as failing", r.file, n)
+			}
+		}
+	}
+	for _, f := range readmeFences(data) {
+		switch f.info {
+		case "sh":
+			t.Run(fmt.Sprintf("line%d", f.line), func(t *testing.T) {
+				t.Parallel()
+				check(t, r, f)
+			})
+		case "sh cluster":
+			t.Run(fmt.Sprintf("cluster%d", f.line), func(t *testing.T) {
+				r := *r
+				r.cluster = kubetest.Shared(t)
+				if r.cluster.Kubectl == "" {
+					t.Skip("kubetest found no kubectl (make testenv builds it)")
+				}
+				check(t, &r, f)
+			})
+		}
+	}
 }
