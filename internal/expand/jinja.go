@@ -102,13 +102,16 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
 	globals.Set(arithFunc, jinjaArith)
+	filters := boundedFilters(limit)
+	_ = filters.Replace("round", jinjaRound)
+	_ = filters.Replace("tojson", jinjaToJSON(limit))
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}
 	return &jinjaEnv{
 		env: &exec.Environment{
 			Context:           globals,
-			Filters:           boundedFilters(limit),
+			Filters:           filters,
 			Tests:             builtins.Tests,
 			ControlStructures: exec.NewControlStructureSet(cs),
 			Methods:           boundedMethods(limit),
@@ -124,6 +127,8 @@ type jinjaGuard struct {
 	depth, maxDepth int
 	// maxBytes bounds strings and lists that operators build.
 	maxBytes int
+	// line is the line of the statement running, for panics.
+	line int
 	// err is the limit error the guard raised: gonja flattens errors
 	// raised inside macros into strings, losing the chain.
 	err error
@@ -307,7 +312,14 @@ func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
 }
 
 // renderJinja renders a .jinja template and returns its output text.
-func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err error) {
+	var g *jinjaGuard
+	defer recoverEngine("Jinja", inv.file, func() int {
+		if g != nil {
+			return g.line
+		}
+		return 0
+	}, &err)
 	v, err := x.cached("jinja:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
 		l := &bundleLoader{files: inv.sc.b.files, dir: path.Dir(inv.file)}
 		t, err := exec.NewTemplate(inv.file, x.jinja.cfg, l, x.jinja.env)
@@ -321,7 +333,7 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error
 		return nil, err
 	}
 	t := v.(*exec.Template)
-	g := &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
+	g = &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
@@ -366,7 +378,11 @@ func jinjaParseError(file string, err error) error {
 	return at(file, line, invalid("%s", msg))
 }
 
-var jinjaLineRE = regexp.MustCompile(`(?i)\bline:? (\d+)`)
+var (
+	jinjaLineRE  = regexp.MustCompile(`(?i)\bline:? (\d+)`)
+	outputWrapRE = regexp.MustCompile(`Unable to execute controlStructure at line \d+: dm-output: `)
+	arithCallErr = "invalid call to function '" + arithFunc + "': "
+)
 
 // jinjaExecError keeps the cause of a render error and the line of the
 // outermost statement, which is in the template file itself.
@@ -379,14 +395,20 @@ func jinjaExecError(file string, err error) error {
 		return err
 	}
 	msg := strings.TrimPrefix(err.Error(), "unable to execute template: ")
+	msg = outputWrapRE.ReplaceAllString(msg, "")
+	line := 0
+	if m := jinjaLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	// An operator's error quotes dm's rewrite of the expression; the
+	// cause is what the user needs.
+	if i := strings.LastIndex(msg, arithCallErr); i >= 0 {
+		return at(file, line, invalid("%s", msg[i+len(arithCallErr):]))
+	}
 	// Errors inside macros repeat the call chain at every level; keep the
 	// outermost statement and the cause.
 	if parts := strings.Split(msg, ": Unable to "); len(parts) > 2 {
 		msg = parts[0] + ": ... " + parts[len(parts)-1]
-	}
-	line := 0
-	if m := jinjaLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
 	}
 	return at(file, line, invalid("%s", msg))
 }

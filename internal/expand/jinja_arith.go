@@ -14,13 +14,15 @@ import (
 // arithFunc is the global that bounded operators call.
 const arithFunc = "__dm_arith__"
 
-// boundOperators rewrites every a*b, a+b and a~b under root, in place, into
+// boundOperators rewrites every a*b, a+b, a~b, a%b, a/b, a//b and a**b
+// under root, in place, into
 // `false or __dm_arith__("op", a, b)`, which evaluates each operand once
 // and gives the value of the call. gonja evaluates those operators without
 // bounds: "x" * 2000000000 allocates 2 GB before any output limit sees it,
 // and s ~ s in a loop doubles a string per step. The call does the same
 // arithmetic after checking the result's size against the render's
-// MaxOutputBytes.
+// MaxOutputBytes; the others follow jinja2 (jinja_compat.go). It also
+// rewrites node lists for printing and line tracking (rewriteNodeList).
 //
 // gonja keeps parsed expressions in unexported fields of its control
 // structures, so the walk reads them by reflection and changes the
@@ -59,6 +61,7 @@ func boundOperators(root reflect.Value) {
 					walk(v.Index(i))
 				}
 			}
+			rewriteNodeList(v)
 		case reflect.Map:
 			if k := v.Type().Elem().Kind(); k == reflect.Interface || k == reflect.Pointer {
 				for it := v.MapRange(); it.Next(); {
@@ -103,7 +106,11 @@ func rewriteOperator(be *nodes.BinaryExpression) {
 	}
 	op := be.Operator.Token.Val
 	switch op {
-	case "*", "+", "~":
+	case "*", "+", "~", "/", "//", "**":
+	case "%":
+		if _, ok := be.Right.(*nodes.Tuple); ok {
+			op = "%t"
+		}
 	default:
 		return
 	}
@@ -177,8 +184,10 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			return concat(left.String(), right.String(), g.maxBytes, tooBig)
 		}
 		return left.Integer() + right.Integer(), nil
-	default: // "~"
+	case "~":
 		return concat(left.String(), right.String(), g.maxBytes, tooBig)
+	default:
+		return jinjaMoreArith(g, op, left, right)
 	}
 }
 

@@ -1,0 +1,400 @@
+package expand
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"reflect"
+	"unsafe"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/nodes"
+	"github.com/nikolalohinski/gonja/v2/tokens"
+)
+
+// Where gonja and jinja2 differ in what DM templates use, dm follows
+// jinja2 (the engine DM ran):
+//
+//   - `{{ x }}` prints None as "None" (an undefined name or key still
+//     prints nothing), and lists and dicts as Python's repr;
+//   - `'%s-%d' % (a, b)` formats, `a % 0`, `a / 0` and `a // 0` are
+//     errors, `2 ** 3` is the integer 8, `//` floors;
+//   - the round filter rounds half to even at the given precision, and
+//     keeps an integer an integer, as Python's round does.
+//
+// The output and line rewrites also let a panic in gonja be reported
+// with the line of the statement that caused it.
+
+// jinjaPlain converts a gonja value to the plain values of pyformat.go.
+func jinjaPlain(v *exec.Value) any {
+	switch {
+	case v == nil || v.IsNil():
+		return nil
+	case v.IsBool():
+		return v.Bool()
+	case v.IsInteger():
+		return int64(v.Integer())
+	case v.IsFloat():
+		return v.Float()
+	case v.IsString():
+		return v.String()
+	case v.IsList():
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = jinjaPlain(v.Index(i))
+		}
+		return out
+	case v.IsDict():
+		if d, ok := v.Interface().(*exec.Dict); ok {
+			out := make(pyDict, 0, len(d.Pairs))
+			for _, p := range d.Pairs {
+				out = append(out, pyItem{jinjaPlain(p.Key), jinjaPlain(p.Value)})
+			}
+			return out
+		}
+		if m, ok := v.Interface().(map[string]any); ok {
+			out := make(pyDict, 0, len(m))
+			for _, k := range mapKeys(m) {
+				out = append(out, pyItem{k, jinjaPlain(exec.ToValue(m[k]))})
+			}
+			return out
+		}
+		m := map[string]any{}
+		for _, p := range v.Items() {
+			m[p.Key.String()] = jinjaPlain(p.Value)
+		}
+		return m
+	}
+	return v.String()
+}
+
+// jinjaText is what `{{ v }}` prints: Python's str() of the value.
+func jinjaText(v *exec.Value) string {
+	switch {
+	case v.IsNil():
+		return "None"
+	case v.IsFloat():
+		return pyFloat(v.Float())
+	case v.IsList(), v.IsDict():
+		if _, ok := v.Interface().([]byte); ok {
+			return v.String()
+		}
+		return pyStr(jinjaPlain(v))
+	}
+	return v.String()
+}
+
+// jinjaMoreArith is a%b, a**b, a/b and a//b as jinja2 computes them.
+// tuple says the right operand of % was written as a tuple literal (gonja
+// evaluates tuples to lists).
+func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, error) {
+	if op == "%" || op == "%t" {
+		if left.IsString() {
+			var args any
+			switch r := jinjaPlain(right); {
+			case op == "%t":
+				args = pyTuple(r.([]any))
+			default:
+				args = r
+			}
+			s, err := pyPercent(left.String(), args, g.maxBytes)
+			if err != nil {
+				var le *LimitError
+				if errors.As(err, &le) {
+					g.err = err
+				}
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], pyTypeName(jinjaPlain(left)), pyTypeName(jinjaPlain(right)))
+	}
+	ints := !left.IsFloat() && !right.IsFloat()
+	switch op {
+	case "%", "%t":
+		if ints {
+			a, b := left.Integer(), right.Integer()
+			if b == 0 {
+				return nil, errors.New("integer modulo by zero")
+			}
+			m := a % b
+			if m != 0 && (m < 0) != (b < 0) {
+				m += b
+			}
+			return m, nil
+		}
+		a, b := left.Float(), right.Float()
+		if b == 0 {
+			return nil, errors.New("float modulo by zero")
+		}
+		m := math.Mod(a, b)
+		if m != 0 && (m < 0) != (b < 0) {
+			m += b
+		}
+		return m, nil
+	case "/":
+		if right.Float() == 0 {
+			return nil, errors.New("division by zero")
+		}
+		return left.Float() / right.Float(), nil
+	case "//":
+		if right.Float() == 0 {
+			return nil, errors.New("integer division or modulo by zero")
+		}
+		if ints {
+			a, b := left.Integer(), right.Integer()
+			q := a / b
+			if (a%b != 0) && ((a < 0) != (b < 0)) {
+				q--
+			}
+			return q, nil
+		}
+		return math.Floor(left.Float() / right.Float()), nil
+	case "**":
+		if ints && right.Integer() >= 0 {
+			r := new(big.Int).Exp(big.NewInt(int64(left.Integer())), big.NewInt(int64(right.Integer())), nil)
+			if !r.IsInt64() {
+				return nil, fmt.Errorf("%d ** %d is too large", left.Integer(), right.Integer())
+			}
+			return int(r.Int64()), nil
+		}
+		a, b := left.Float(), right.Float()
+		if a == 0 && b < 0 {
+			return nil, errors.New("0.0 cannot be raised to a negative power")
+		}
+		return math.Pow(a, b), nil
+	}
+	return nil, errors.New(arithFunc + " is internal to dm")
+}
+
+// pyRound is jinja2's round filter: method common (Python's round: half
+// to even on the exact binary value), ceil or floor; an integer stays
+// an integer with the common method.
+func pyRound(v *exec.Value, precision int, method string) (any, error) {
+	if method != "common" && method != "ceil" && method != "floor" {
+		return nil, errors.New("method must be common, ceil or floor")
+	}
+	if method == "common" && v.IsInteger() && !v.IsFloat() && precision >= 0 {
+		return v.Integer(), nil
+	}
+	f := v.Float()
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f, nil
+	}
+	if method != "common" {
+		p := math.Pow(10, float64(precision))
+		if method == "ceil" {
+			return math.Ceil(f*p) / p, nil
+		}
+		return math.Floor(f*p) / p, nil
+	}
+	if precision < 0 {
+		p := math.Pow(10, float64(-precision))
+		return math.RoundToEven(f/p) * p, nil
+	}
+	// Decimal rounding of the exact binary value, then back.
+	r, _, err := big.ParseFloat(big.NewFloat(f).Text('f', precision), 10, 64, big.ToNearestEven)
+	if err != nil {
+		return f, nil
+	}
+	out, _ := r.Float64()
+	return out, nil
+}
+
+// jinjaRound is the round filter.
+func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	precision, method := 0, "common"
+	if len(params.Args) > 0 {
+		precision = params.Args[0].Integer()
+	} else if v, ok := params.KwArgs["precision"]; ok {
+		precision = v.Integer()
+	}
+	if len(params.Args) > 1 {
+		method = params.Args[1].String()
+	} else if v, ok := params.KwArgs["method"]; ok {
+		method = v.String()
+	}
+	if !in.IsNumber() {
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", pyTypeName(jinjaPlain(in))))
+	}
+	out, err := pyRound(in, precision, method)
+	if err != nil {
+		return exec.AsValue(fmt.Errorf("round: %w", err))
+	}
+	return exec.AsValue(out)
+}
+
+// pyOutput replaces a {{ ... }} node: it records the line on the guard
+// and prints the value as jinja2 would.
+type pyOutput struct{ out *nodes.Output }
+
+func (o *pyOutput) Position() *tokens.Token { return o.out.Start }
+func (o *pyOutput) String() string          { return "dm-output" } // jinjaExecError removes it
+
+// Execute evaluates and prints the expression.
+func (o *pyOutput) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
+	g, err := guardOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	n := o.out
+	g.line = n.Start.Line
+	expr := n.Expression
+	if n.Condition != nil {
+		c := r.Eval(n.Condition)
+		if c.IsError() {
+			return fmt.Errorf("unable to render condition at line %d: %s: %w", n.Condition.Position().Line, n.Condition, c)
+		}
+		if !c.IsTrue() {
+			if n.Alternative == nil {
+				return nil
+			}
+			expr = n.Alternative
+		}
+	}
+	v := r.Eval(expr)
+	if v.IsError() {
+		return fmt.Errorf("Unable to render expression at line %d: %s: %w", expr.Position().Line, expr, v)
+	}
+	var s string
+	switch {
+	case v.IsNil():
+		if defined(r, expr) {
+			s = "None"
+		}
+	case r.Config.AutoEscape && v.IsString() && !v.Safe:
+		s = v.Escaped()
+	default:
+		s = jinjaText(v)
+	}
+	_, err = io.WriteString(r.Output, s)
+	return err
+}
+
+// defined reports whether an expression that evaluated to nil names
+// something that exists (Python's None) rather than an undefined name,
+// attribute or key (jinja2's Undefined, which prints nothing).
+func defined(r *exec.Renderer, expr nodes.Expression) bool {
+	var parent nodes.Node
+	var key string
+	switch x := expr.(type) {
+	case *nodes.None:
+		return true
+	case *nodes.Name:
+		_, ok := r.Environment.Context.Get(x.Name.Val)
+		return ok
+	case *nodes.GetAttribute:
+		if x.Attribute == "" {
+			return false
+		}
+		parent, key = x.Node, x.Attribute
+	case *nodes.GetItem:
+		s, ok := x.Arg.(*nodes.String)
+		if !ok {
+			return false
+		}
+		parent, key = x.Node, s.Val
+	default:
+		return false
+	}
+	pe, ok := parent.(nodes.Expression)
+	if !ok {
+		return false
+	}
+	p := r.Eval(pe)
+	switch d := p.Interface().(type) {
+	case map[string]any:
+		_, ok := d[key]
+		return ok
+	case *exec.Dict:
+		for _, pair := range d.Pairs {
+			if pair.Key.IsString() && pair.Key.String() == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lineMark records the line of the statement that follows it.
+type lineMark struct{ pos *tokens.Token }
+
+func (m *lineMark) Position() *tokens.Token { return m.pos }
+func (m *lineMark) String() string          { return "dm-line" }
+
+// Execute records the line.
+func (m *lineMark) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
+	g, err := guardOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	g.line = m.pos.Line
+	return nil
+}
+
+var nodeListType = reflect.TypeFor[[]nodes.Node]()
+
+// rewriteNodeList replaces the outputs of a node list (reached through
+// an addressable value) with pyOutput and puts a lineMark before each
+// statement. A list already rewritten is left alone.
+func rewriteNodeList(v reflect.Value) {
+	if v.Type() != nodeListType || !v.CanAddr() {
+		return
+	}
+	list := (*[]nodes.Node)(unsafe.Pointer(v.UnsafeAddr()))
+	for _, n := range *list {
+		if b, ok := n.(*nodes.ControlStructureBlock); ok {
+			switch b.ControlStructure.(type) {
+			case *pyOutput, *lineMark:
+				return
+			}
+		}
+	}
+	out := make([]nodes.Node, 0, len(*list))
+	for _, n := range *list {
+		switch n := n.(type) {
+		case *nodes.Output:
+			out = append(out, &nodes.ControlStructureBlock{Location: n.Start, Name: "dm-output", ControlStructure: &pyOutput{out: n}})
+			continue
+		case *nodes.ControlStructureBlock:
+			if _, ok := n.ControlStructure.(*checkpoint); !ok && n.Location != nil {
+				out = append(out, &nodes.ControlStructureBlock{Location: n.Location, Name: "dm-line", ControlStructure: &lineMark{pos: n.Location}})
+			}
+		}
+		out = append(out, n)
+	}
+	*list = out
+}
+
+// jinjaToJSON is jinja2's tojson filter: json.dumps with sorted keys and
+// Python's separators, HTML-safe.
+func jinjaToJSON(limit int) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		o := newPyJSON(limit)
+		o.sortKeys = true
+		ind, ok := params.KwArgs["indent"]
+		if !ok && len(params.Args) > 0 {
+			ind, ok = params.Args[0], true
+		}
+		if ok && !ind.IsNil() {
+			if ind.IsString() {
+				s := ind.String()
+				o.setIndent(0, &s)
+			} else {
+				o.setIndent(ind.Integer(), nil)
+			}
+		}
+		s, err := o.dumps(jinjaPlain(in))
+		if err != nil {
+			return exec.AsValue(fmt.Errorf("tojson: %w", err))
+		}
+		return exec.AsSafeValue(htmlSafeJSON(s))
+	}
+}
