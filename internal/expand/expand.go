@@ -186,6 +186,9 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Logs are the lines templates printed (Starlark's print), each with
+	// the template, file and line.
+	Logs []string `json:"logs,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -270,6 +273,7 @@ type run struct {
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}}
+	ctx, logs := withTemplateLogs(ctx)
 	reg := req.Registry
 	if reg.IsZero() {
 		reg = x.opts.Registry
@@ -349,6 +353,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	res.Logs = logs.list()
 	return res, nil
 }
 

@@ -2,7 +2,6 @@ package expand
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -30,9 +29,15 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "json, math, yaml"
+const builtinModules = "copy, json, math, six, yaml"
 
-func isBuiltinModule(m string) bool { return m == "json" || m == "math" || m == "yaml" }
+func isBuiltinModule(m string) bool {
+	switch m {
+	case "copy", "json", "math", "six", "yaml":
+		return true
+	}
+	return false
+}
 
 var (
 	importRE     = regexp.MustCompile(`^import\s+(.+?)\s*(#.*)?$`)
@@ -176,7 +181,11 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 			_, ok := moduleFile(b.files, dir, mod)
 			return ok
 		}
-		rewritten, err := rewriteImports(file, src, exists)
+		shimmed, err := rewritePython(file, src)
+		if err != nil {
+			return nil, err
+		}
+		rewritten, err := rewriteImports(file, shimmed, exists)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +280,11 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		case "yaml":
 			d = sr.yamlModule()
 		case "json":
-			d = jsonModule()
+			d = jsonModule(sr.x.opts.MaxOutputBytes)
+		case "six":
+			d = sixModule(sr.x.starBounds)
+		case "copy":
+			d = copyModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
@@ -353,6 +366,8 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		return starlark.String(s), nil
 	}
 	load := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		// yaml.load(s, Loader=yaml.FullLoader): every loader reads as
+		// safe_load does here.
 		var s string
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
 			return nil, err
@@ -368,37 +383,16 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		"safe_dump": starlark.NewBuiltin("yaml.safe_dump", dump),
 		"load":      starlark.NewBuiltin("yaml.load", load),
 		"safe_load": starlark.NewBuiltin("yaml.safe_load", load),
+		// Loader classes exist for yaml.load(s, Loader=...).
+		"Loader":     starlark.String("Loader"),
+		"SafeLoader": starlark.String("SafeLoader"),
+		"FullLoader": starlark.String("FullLoader"),
+		"BaseLoader": starlark.String("BaseLoader"),
 	}
 }
 
 // jsonModule provides Python's json.dumps and json.loads.
-func jsonModule() starlark.StringDict {
-	dumps := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		if len(args) != 1 {
-			return nil, fmt.Errorf("json.dumps: want one value")
-		}
-		indent := starlark.Value(starlark.None)
-		for _, kw := range kwargs {
-			if string(kw[0].(starlark.String)) == "indent" {
-				indent = kw[1]
-			}
-		}
-		v, err := fromStarlark(args[0])
-		if err != nil {
-			return nil, fmt.Errorf("json.dumps: %w", err)
-		}
-		var out []byte
-		if n, ok := indent.(starlark.Int); ok {
-			i, _ := n.Int64()
-			out, err = json.MarshalIndent(v, "", strings.Repeat(" ", int(min(max(i, 0), 16))))
-		} else {
-			out, err = json.Marshal(v)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("json.dumps: %w", err)
-		}
-		return starlark.String(out), nil
-	}
+func jsonModule(limit int) starlark.StringDict {
 	loads := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var s string
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
@@ -411,7 +405,7 @@ func jsonModule() starlark.StringDict {
 		return toStarlark(v), nil
 	}
 	return starlark.StringDict{
-		"dumps": starlark.NewBuiltin("json.dumps", dumps),
+		"dumps": jsonDumps(limit),
 		"loads": starlark.NewBuiltin("json.loads", loads),
 	}
 }
@@ -526,8 +520,8 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, er
 	thread := &starlark.Thread{
 		Name: inv.file,
 		Load: sr.load,
-		Print: func(_ *starlark.Thread, msg string) {
-			x.opts.Logger.DebugContext(ctx, "template print", "file", inv.file, "msg", msg)
+		Print: func(th *starlark.Thread, msg string) {
+			x.templatePrint(ctx, th, inv, msg)
 		},
 	}
 	thread.SetMaxExecutionSteps(x.opts.StarlarkSteps)
