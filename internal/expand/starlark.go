@@ -345,8 +345,6 @@ func pyFiles(files map[string][]byte) []string {
 // yamlModule provides PyYAML's dump, safe_dump, load and safe_load.
 func (sr *starlarkRun) yamlModule() starlark.StringDict {
 	dump := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		// Keyword arguments (default_flow_style, indent...) shape only the
-		// text, which dm parses again; they are accepted and ignored.
 		if len(args) < 1 {
 			return nil, fmt.Errorf("%s: missing the value to dump", b.Name())
 		}
@@ -354,12 +352,9 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		out, err := emitYAML(v)
+		out, err := pyYAMLDumps(b.Name(), args[0], kwargs, sr.x.opts.MaxOutputBytes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.Name(), err)
-		}
-		if len(out) > sr.x.opts.MaxOutputBytes {
-			return nil, limitErr("MaxOutputBytes", sr.x.opts.MaxOutputBytes, "yaml.dump output exceeds %d bytes", sr.x.opts.MaxOutputBytes)
+			return nil, err
 		}
 		s := string(out)
 		sr.dump = &dumpRecord{text: s, value: v}
