@@ -178,8 +178,18 @@ func pyRound(v *exec.Value, precision int, method string) (any, error) {
 	if method != "common" && method != "ceil" && method != "floor" {
 		return nil, errors.New("method must be common, ceil or floor")
 	}
-	if method == "common" && v.IsInteger() && !v.IsFloat() && precision >= 0 {
-		return v.Integer(), nil
+	if method == "common" && v.IsInteger() && !v.IsFloat() {
+		if precision >= 0 {
+			return v.Integer(), nil
+		}
+		if precision < -18 {
+			return 0, nil
+		}
+		p := 1
+		for range -precision {
+			p *= 10
+		}
+		return int(math.RoundToEven(float64(v.Integer())/float64(p))) * p, nil
 	}
 	f := v.Float()
 	if math.IsInf(f, 0) || math.IsNaN(f) {
@@ -193,6 +203,9 @@ func pyRound(v *exec.Value, precision int, method string) (any, error) {
 		return math.Floor(f*p) / p, nil
 	}
 	if precision < 0 {
+		if precision < -308 {
+			return 0.0, nil
+		}
 		p := math.Pow(10, float64(-precision))
 		return math.RoundToEven(f/p) * p, nil
 	}

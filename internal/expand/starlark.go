@@ -506,7 +506,8 @@ func fromStarlark(v starlark.Value) (any, error) {
 }
 
 // renderStarlark runs a .py template's GenerateConfig(context).
-func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, err error) {
+	defer recoverEngine("Starlark", inv.file, nil, &err)
 	prog, err := x.starlarkProgram(inv.sc.b, inv.file)
 	if err != nil {
 		return nil, err
