@@ -282,7 +282,7 @@ func (l *bundleLoader) Read(name string) (io.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.NewReader(l.files[p]), nil
+	return bytes.NewReader(jinjaTagNewlines(l.files[p])), nil
 }
 
 func (l *bundleLoader) Resolve(name string) (string, error) {

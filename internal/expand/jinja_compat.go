@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"regexp"
+	"strings"
 	"unsafe"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -411,3 +413,88 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 		return exec.AsSafeValue(htmlSafeJSON(s))
 	}
 }
+
+// jinjaTagNewlines puts a space after every line break inside a tag
+// ({{ }} and {% %}, outside string literals) that is directly followed
+// by something other than a blank. gonja's lexer does not count a line
+// break as whitespace and glues it to the next token, so in
+//
+//	{{ x
+//	|
+//	upper }}
+//
+// the filter is named "\nupper", and a -%} at the start of a line loses
+// its whitespace control. jinja2 treats the break as a blank; with the
+// space, gonja lexes the break into a whitespace token. Lines stay as
+// they were; {% raw %} blocks and comments are left alone.
+func jinjaTagNewlines(src []byte) []byte {
+	s := string(src)
+	var sb strings.Builder
+	inTag, raw := false, false
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case raw:
+			if c == '{' && i+1 < len(s) && s[i+1] == '%' && isEndRaw(s[i+2:]) {
+				raw = false
+			}
+		case !inTag:
+			if c == '{' && i+1 < len(s) {
+				switch s[i+1] {
+				case '{', '%':
+					if s[i+1] == '%' && isRaw(s[i+2:]) {
+						raw = true
+						break
+					}
+					inTag = true
+					sb.WriteString(s[i : i+2])
+					i++
+					continue
+				case '#':
+					end := strings.Index(s[i+2:], "#}")
+					if end < 0 {
+						end = len(s) - i - 2
+					} else {
+						end += 2
+					}
+					sb.WriteString(s[i : i+2+end])
+					i += 1 + end
+					continue
+				}
+			}
+		case quote != 0:
+			if c == '\\' && i+1 < len(s) {
+				sb.WriteString(s[i : i+2])
+				i++
+				continue
+			}
+			if c == quote {
+				quote = 0
+			}
+		default: // in a tag
+			switch {
+			case c == '\'' || c == '"':
+				quote = c
+			case (c == '}' || c == '%') && i+1 < len(s) && s[i+1] == '}':
+				inTag = false
+			case c == '\n' && i+1 < len(s) && s[i+1] != ' ' && s[i+1] != '\t' && s[i+1] != '\n' && s[i+1] != '\r':
+				sb.WriteString("\n ")
+				continue
+			}
+		}
+		sb.WriteByte(c)
+	}
+	if sb.Len() == len(s) {
+		return src
+	}
+	return []byte(sb.String())
+}
+
+var (
+	rawStartRE = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?%}`)
+	rawEndRE   = regexp.MustCompile(`^[-+]?\s*endraw\s*[-+]?%}`)
+)
+
+func isRaw(s string) bool    { return rawStartRE.MatchString(s) }
+func isEndRaw(s string) bool { return rawEndRE.MatchString(s) }

@@ -10,6 +10,9 @@ cases = [
  "{{ {'b': [1, 2.5, None, True], 'a': '<&\\'>'}|tojson }}|{{ [1, {'x': 'é'}]|tojson }}|{{ {'b': 1, 'a': 2}|tojson(indent=2) }}",
  "{{ 'a b'\n  |\n  replace('a','c') }}|{{ properties.s |\n  upper }}",
  "{% set x = properties.s\n  | upper %}{{ x }}",
+ "{{ properties.s\n|\nupper }}|{{ properties.l|\njoin(',') }}|{{ [1,\n2]|\nlength }}|{{ '|\nx' }}",
+ "{%- set a = properties.s\n    |upper\n-%}\n{{ a }}",
+ "{% for c in properties.l\n  | reject('none')\n  | list %}{{ c }}{% endfor %}{% raw %}{{ a\nb }}{% endraw %}{# x\ny #}",
  "{{ 1.0 }} {{ 1e20 }} {{ 0.1 + 0.2 }} {{ 1e-5 }} {{ properties.f }}",
 ]
 print(json.dumps([[c, e.from_string(c).render(properties=props)] for c in cases], indent=1, ensure_ascii=False))
