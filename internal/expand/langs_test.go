@@ -225,3 +225,72 @@ func TestPythonPrint(t *testing.T) {
 		t.Errorf("log has no template print record: %s", logs.String())
 	}
 }
+
+// classTemplate is the class forms dm translates: a namespace of static
+// helpers with a class attribute and a class method, a record with
+// __init__ and methods, and a subclass using super().
+const classTemplate = `class Helpers(object):
+    """Naming helpers."""
+    PREFIX = 'app-'
+
+    @staticmethod
+    def name(n):
+        return Helpers.PREFIX + n
+
+    @classmethod
+    def names(cls, ns):
+        return [cls.name(n) for n in ns]
+
+
+class Port:
+    def __init__(self, number, proto='TCP'):
+        self.number = number
+        self.proto = proto
+
+    def spec(self):
+        return {'containerPort': self.number,
+                'protocol': self.proto}
+
+
+class NamedPort(Port):
+    def __init__(self, name, number):
+        super(NamedPort, self).__init__(number)
+        self.name = name
+
+    def spec(self):
+        s = Port.spec(self)
+        s['name'] = self.name
+        return s
+
+
+def GenerateConfig(context):
+    p = NamedPort('http', 80)
+    p.number = 8080
+    x = [Helpers.name('a'), Helpers.names(['b']), Port(1).spec(), p.spec(), isinstance(p, Port), isinstance(Port(2), NamedPort)]
+    return {'resources': [{'name': 'a', 'type': 'X', 'properties': {'x': x}}]}
+`
+
+func TestPythonClasses(t *testing.T) {
+	out, err := renderOne(t, "t.py", classTemplate, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(out.(map[string]any)["resources"].([]any)[0].(map[string]any)["properties"].(map[string]any)["x"])
+	want := `["app-a",["app-b"],{"containerPort":1,"protocol":"TCP"},{"containerPort":8080,"name":"http","protocol":"TCP"},true,false]`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+
+	refused := []struct{ src, want string }{
+		{"class A(Exception):\n    pass\n", "t.py:1: class A: its base Exception is not a class of this file"},
+		{"class A(object):\n    @property\n    def f(self):\n        return 1\n", "t.py:2: class A: decorator @property is not supported"},
+		{"class A(object):\n    if True:\n        x = 1\n", `t.py:2: class A: "if True:" in a class body is not supported`},
+		{"def f():\n    class B:\n        pass\n    return B\n", `t.py:2: Python's "class" is supported only at the top level of a file`},
+	}
+	for _, r := range refused {
+		_, err := renderOne(t, "t.py", r.src+"\ndef GenerateConfig(context):\n    return {}\n", nil, nil)
+		if err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("%q: got %v, want an error containing %q", r.src, err, r.want)
+		}
+	}
+}

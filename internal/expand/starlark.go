@@ -44,7 +44,7 @@ var (
 	fromImportRE = regexp.MustCompile(`^from\s+([\w.]+)\s+import\s+\(?\s*(.+?)\s*\)?\s*(#.*)?$`)
 	indentedRE   = regexp.MustCompile(`^\s+(import\s+[\w.]+|from\s+[\w.]+\s+import\s)`)
 	dottedRE     = regexp.MustCompile(`^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
-	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|global|nonlocal|yield|async|await|del|lambda\s*:|print\s+[^(\s=])\b`)
+	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|global|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
 )
 
 // pyImport is one name an import statement binds.
@@ -125,7 +125,10 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			continue
 		}
 		if m := unsupported.FindStringSubmatch(t); m != nil && !strings.HasPrefix(strings.TrimSpace(t), "#") {
-			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no classes, exceptions, with, print statements or lambda without arguments)", strings.TrimSpace(m[1])))
+			if m[1] == "class" {
+				return nil, at(file, i+1, invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
+			}
+			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, global, yield, del or print statements)", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
@@ -181,7 +184,11 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 			_, ok := moduleFile(b.files, dir, mod)
 			return ok
 		}
-		shimmed, err := rewritePython(file, src)
+		classless, err := translateClasses(file, src)
+		if err != nil {
+			return nil, err
+		}
+		shimmed, err := rewritePython(file, classless)
 		if err != nil {
 			return nil, err
 		}

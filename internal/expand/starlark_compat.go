@@ -124,6 +124,10 @@ func pyBuiltins(limit int) starlark.StringDict {
 		if err := starlark.UnpackPositionalArgs("isinstance", args, kwargs, 2, &x, &t); err != nil {
 			return nil, err
 		}
+		if c, ok := t.(*pyClass); ok {
+			o, ok := x.(*pyObject)
+			return starlark.Bool(ok && o.class.isSubclassOf(c)), nil
+		}
 		names, err := starTypeNames(t)
 		if err != nil {
 			return nil, err
@@ -188,6 +192,9 @@ func pyBuiltins(limit int) starlark.StringDict {
 		"basestring": starlark.NewBuiltin("basestring", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
+	}
+	for k, v := range classBuiltins() {
+		d[k] = v
 	}
 	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"} {
 		d[n] = bounded(n)
