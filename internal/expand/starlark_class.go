@@ -324,10 +324,12 @@ type pyObject struct {
 
 var _ starlark.HasSetField = (*pyObject)(nil)
 
-func (o *pyObject) String() string        { return "<" + o.class.name + " object>" }
-func (o *pyObject) Type() string          { return o.class.name }
-func (o *pyObject) Truth() starlark.Bool  { return true }
-func (o *pyObject) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable: %s object", o.class.name) }
+func (o *pyObject) String() string       { return "<" + o.class.name + " object>" }
+func (o *pyObject) Type() string         { return o.class.name }
+func (o *pyObject) Truth() starlark.Bool { return true }
+func (o *pyObject) Hash() (uint32, error) {
+	return 0, fmt.Errorf("unhashable: %s object", o.class.name)
+}
 
 // Freeze freezes the object and its attributes.
 func (o *pyObject) Freeze() {
@@ -346,7 +348,13 @@ func (o *pyObject) Attr(name string) (starlark.Value, error) {
 	if v, ok := o.attrs[name]; ok {
 		return v, nil
 	}
-	v, owner, err := o.class.member(nil, name)
+	return boundMember(o.class, name, o)
+}
+
+// boundMember looks name up in class c and binds it for obj: a method to
+// obj, a class method to obj's class, a static method or attribute not.
+func boundMember(c *pyClass, name string, obj *pyObject) (starlark.Value, error) {
+	v, owner, err := c.member(nil, name)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -354,11 +362,11 @@ func (o *pyObject) Attr(name string) (starlark.Value, error) {
 	case owner.static[name]:
 		return v, nil
 	case owner.classm[name]:
-		return bindMethod(name, v, o.class), nil
+		return bindMethod(name, v, obj.class), nil
 	}
 	if _, ok := v.(starlark.Callable); ok {
 		if _, isClass := v.(*pyClass); !isClass {
-			return bindMethod(name, v, o), nil
+			return bindMethod(name, v, obj), nil
 		}
 	}
 	return v, nil
@@ -447,18 +455,5 @@ func (s *pySuper) AttrNames() []string   { return s.class.AttrNames() }
 
 // Attr returns a member of the base class bound to the object.
 func (s *pySuper) Attr(name string) (starlark.Value, error) {
-	v, owner, err := s.class.member(nil, name)
-	if err != nil || v == nil {
-		return nil, err
-	}
-	switch {
-	case owner.static[name]:
-		return v, nil
-	case owner.classm[name]:
-		return bindMethod(name, v, s.obj.class), nil
-	}
-	if _, ok := v.(starlark.Callable); ok {
-		return bindMethod(name, v, s.obj), nil
-	}
-	return v, nil
+	return boundMember(s.class, name, s.obj)
 }
