@@ -1,6 +1,8 @@
 package expand
 
 import (
+	"github.com/dmhq/dm/internal/expand/pyyaml"
+
 	"bytes"
 	"strings"
 	"unicode/utf8"
@@ -358,7 +360,7 @@ func plain(t string) (any, bool) {
 	case strings.IndexByte("[]{},#&*!|>'\"%@`?:<=", c) >= 0:
 		return nil, false
 	}
-	return ResolvePlain(t), true
+	return pyyaml.ResolvePlain(t), true
 }
 
 // flow reads a one-line flow sequence or mapping.

@@ -281,14 +281,11 @@ func (l *bundleLoader) Read(name string) (io.Reader, error) {
 }
 
 func (l *bundleLoader) Resolve(name string) (string, error) {
-	clean := strings.TrimPrefix(path.Clean("/"+name), "/")
-	if _, ok := l.files[clean]; ok {
-		return clean, nil
-	}
-	if l.dir != "" {
-		rel := strings.TrimPrefix(path.Clean("/"+l.dir+"/"+name), "/")
-		if _, ok := l.files[rel]; ok {
-			return rel, nil
+	// Import names may contain ../ (issue 7): only keys of files exist, so
+	// joining without rooting cannot reach anything else.
+	for _, p := range []string{name, strings.TrimPrefix(path.Clean("/"+name), "/"), path.Join(l.dir, name)} {
+		if _, ok := l.files[p]; ok {
+			return p, nil
 		}
 	}
 	return "", fmt.Errorf("no file %q among the template's imports (%s)", name, strings.Join(sortedKeys(l.files), ", "))

@@ -35,34 +35,6 @@ func decodeYAML(data []byte, lim yamlLimits) (any, error) {
 	return v, err
 }
 
-// countAliases counts "*name" tokens that can be YAML aliases: a '*' at the
-// start of a value (after ' ', '[', ',', '{', '-', ':' or a line start)
-// followed by a name character. It overcounts inside quoted strings, which is
-// harmless: the limit is far above what real documents use.
-func countAliases(data []byte) int {
-	if bytes.IndexByte(data, '&') < 0 {
-		return 0 // no anchors, no aliases to expand
-	}
-	n := 0
-	for i := 0; i < len(data)-1; i++ {
-		if data[i] != '*' {
-			continue
-		}
-		if i > 0 {
-			switch data[i-1] {
-			case ' ', '\t', '\n', '[', ',', '{', '-', ':':
-			default:
-				continue
-			}
-		}
-		c := data[i+1]
-		if c != ' ' && c != '\n' && c != '\t' && c != '*' {
-			n++
-		}
-	}
-	return n
-}
-
 // normalize turns yaml.v2 values into JSON-like values with string keys.
 func normalize(v any) (any, error) {
 	switch v := v.(type) {
