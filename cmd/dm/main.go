@@ -98,6 +98,7 @@ with -o json always all three.`,
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
 	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
+	addConfigFlags(xf, &ef.configFlags)
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dmhq/dm/internal/expand/value"
-
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -59,6 +57,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return nil, err
 		}
 		if f, ok := c.(*controlStructures.ForControlStructure); ok {
+			orderedLoop(f)
 			f.BodyWrapper.Nodes = append([]nodes.Node{checkpointNode(f.Position(), stepCheck)}, f.BodyWrapper.Nodes...)
 		}
 		return c, nil
@@ -102,6 +101,8 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
 	globals.Set(arithFunc, jinjaArith)
+	globals.Set(iterFunc, jinjaIter)
+	globals.Set(dictFunc, jinjaDict)
 	filters := boundedFilters(limit)
 	_ = filters.Replace("round", jinjaRound)
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
@@ -125,6 +126,9 @@ type jinjaGuard struct {
 	ctx             context.Context
 	steps, maxSteps int
 	depth, maxDepth int
+	// order is the expansion's key order, which dicts iterate and print
+	// in.
+	order *keyOrder
 	// maxBytes bounds strings and lists that operators build.
 	maxBytes int
 	// line is the line of the statement running, for panics.
@@ -286,14 +290,11 @@ func (l *bundleLoader) Read(name string) (io.Reader, error) {
 }
 
 func (l *bundleLoader) Resolve(name string) (string, error) {
-	clean := strings.TrimPrefix(path.Clean("/"+name), "/")
-	if _, ok := l.files[clean]; ok {
-		return clean, nil
-	}
-	if l.dir != "" {
-		rel := strings.TrimPrefix(path.Clean("/"+l.dir+"/"+name), "/")
-		if _, ok := l.files[rel]; ok {
-			return rel, nil
+	// Import names may contain ../ (issue 7): only keys of files exist, so
+	// joining without rooting cannot reach anything else.
+	for _, p := range []string{name, strings.TrimPrefix(path.Clean("/"+name), "/"), path.Join(l.dir, name)} {
+		if _, ok := l.files[p]; ok {
+			return p, nil
 		}
 	}
 	return "", fmt.Errorf("no file %q among the template's imports (%s)", name, strings.Join(sortedKeys(l.files), ", "))
@@ -333,11 +334,11 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err
 		return nil, err
 	}
 	t := v.(*exec.Template)
-	g = &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
+	g = &jinjaGuard{order: inv.order, ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
-		"properties": value.Copy(inv.props).(map[string]any),
+		"properties": copyOrdered(inv.order, inv.props),
 		"env":        inv.env,
 		"imports":    maps.Clone(inv.sc.b.importsValue()),
 		guardKey:     g,

@@ -42,6 +42,9 @@ func boundOperators(root reflect.Value) {
 				return
 			}
 			seen[v.Pointer()] = true
+			if v.Type().Elem() == callType {
+				rewriteDictCall((*nodes.Call)(v.UnsafePointer()))
+			}
 			if be, ok := binaryExpression(v); ok {
 				walk(reflect.ValueOf(be.Left))
 				walk(reflect.ValueOf(be.Right))
@@ -73,7 +76,10 @@ func boundOperators(root reflect.Value) {
 	walk(root)
 }
 
-var binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+var (
+	binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+	callType             = reflect.TypeFor[nodes.Call]()
+)
 
 // binaryExpression returns the node v points to if it is a
 // BinaryExpression. v may come from an unexported field, so the pointer is

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/dmhq/dm/internal/expand/value"
+
+	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
@@ -29,8 +32,9 @@ import (
 // The output and line rewrites also let a panic in gonja be reported
 // with the line of the statement that caused it.
 
-// jinjaPlain converts a gonja value to the plain values of pyformat.go.
-func jinjaPlain(v *exec.Value) any {
+// jinjaPlain converts a gonja value to the plain values of pyformat.go,
+// mappings in the expansion's key order.
+func jinjaPlain(v *exec.Value, order *keyOrder) any {
 	switch {
 	case v == nil || v.IsNil():
 		return nil
@@ -45,27 +49,27 @@ func jinjaPlain(v *exec.Value) any {
 	case v.IsList():
 		out := make([]any, v.Len())
 		for i := range out {
-			out[i] = jinjaPlain(v.Index(i))
+			out[i] = jinjaPlain(v.Index(i), order)
 		}
 		return out
 	case v.IsDict():
 		if d, ok := v.Interface().(*exec.Dict); ok {
 			out := make(pyDict, 0, len(d.Pairs))
 			for _, p := range d.Pairs {
-				out = append(out, pyItem{jinjaPlain(p.Key), jinjaPlain(p.Value)})
+				out = append(out, pyItem{jinjaPlain(p.Key, order), jinjaPlain(p.Value, order)})
 			}
 			return out
 		}
 		if m, ok := v.Interface().(map[string]any); ok {
 			out := make(pyDict, 0, len(m))
-			for _, k := range mapKeys(m) {
-				out = append(out, pyItem{k, jinjaPlain(exec.ToValue(m[k]))})
+			for _, k := range order.Keys(m) {
+				out = append(out, pyItem{k, jinjaPlain(exec.ToValue(m[k]), order)})
 			}
 			return out
 		}
 		m := map[string]any{}
 		for _, p := range v.Items() {
-			m[p.Key.String()] = jinjaPlain(p.Value)
+			m[p.Key.String()] = jinjaPlain(p.Value, order)
 		}
 		return m
 	}
@@ -73,7 +77,7 @@ func jinjaPlain(v *exec.Value) any {
 }
 
 // jinjaText is what `{{ v }}` prints: Python's str() of the value.
-func jinjaText(v *exec.Value) string {
+func jinjaText(v *exec.Value, order *keyOrder) string {
 	switch {
 	case v.IsNil():
 		return "None"
@@ -83,7 +87,7 @@ func jinjaText(v *exec.Value) string {
 		if _, ok := v.Interface().([]byte); ok {
 			return v.String()
 		}
-		return pyStr(jinjaPlain(v))
+		return pyStr(jinjaPlain(v, order))
 	}
 	return v.String()
 }
@@ -95,7 +99,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 	if op == "%" || op == "%t" {
 		if left.IsString() {
 			var args any
-			switch r := jinjaPlain(right); {
+			switch r := jinjaPlain(right, g.order); {
 			case op == "%t":
 				args = pyTuple(r.([]any))
 			default:
@@ -113,7 +117,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 		}
 	}
 	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
-		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], pyTypeName(jinjaPlain(left)), pyTypeName(jinjaPlain(right)))
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], pyTypeName(jinjaPlain(left, nil)), pyTypeName(jinjaPlain(right, nil)))
 	}
 	ints := !left.IsFloat() && !right.IsFloat()
 	switch op {
@@ -234,7 +238,7 @@ func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.V
 		method = v.String()
 	}
 	if !in.IsNumber() {
-		return exec.AsValue(fmt.Errorf("round: %s is not a number", pyTypeName(jinjaPlain(in))))
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", pyTypeName(jinjaPlain(in, nil))))
 	}
 	out, err := pyRound(in, precision, method)
 	if err != nil {
@@ -284,7 +288,7 @@ func (o *pyOutput) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) err
 	case r.Config.AutoEscape && v.IsString() && !v.Safe:
 		s = v.Escaped()
 	default:
-		s = jinjaText(v)
+		s = jinjaText(v, g.order)
 	}
 	_, err = io.WriteString(r.Output, s)
 	return err
@@ -406,7 +410,7 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 				o.setIndent(ind.Integer(), nil)
 			}
 		}
-		s, err := o.dumps(jinjaPlain(in))
+		s, err := o.dumps(jinjaPlain(in, nil)) // sorted keys
 		if err != nil {
 			return exec.AsValue(fmt.Errorf("tojson: %w", err))
 		}
@@ -498,3 +502,150 @@ var (
 
 func isRaw(s string) bool    { return rawStartRE.MatchString(s) }
 func isEndRaw(s string) bool { return rawEndRE.MatchString(s) }
+
+// Dict order. gonja iterates a Go map, and its keys(), values() and
+// items() list it, in sorted key order; jinja2's dicts keep insertion
+// order, which for properties is the configuration's document order. The
+// parse rewrites `for x in EXPR` into `for x in __dm_iter__(EXPR, pairs)`
+// and d.keys()/values()/items() (and Python 2's iter*) into
+// `__dm_dict__("items", d)`, which list a map in the render's key order.
+
+const (
+	iterFunc = "__dm_iter__"
+	dictFunc = "__dm_dict__"
+)
+
+var orderedMethods = map[string]string{
+	"keys": "keys", "values": "values", "items": "items",
+	"iterkeys": "keys", "itervalues": "values", "iteritems": "items",
+}
+
+// rewriteDictCall rewrites d.items() and friends, in place.
+func rewriteDictCall(c *nodes.Call) {
+	ga, ok := c.Func.(*nodes.GetAttribute)
+	if !ok || len(c.Args) > 0 || len(c.Kwargs) > 0 {
+		return
+	}
+	m, ok := orderedMethods[ga.Attribute]
+	if !ok {
+		return
+	}
+	recv, ok := ga.Node.(nodes.Expression)
+	if !ok {
+		return
+	}
+	at := ga.Location
+	c.Func = &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: dictFunc, Line: at.Line, Col: at.Col}}
+	c.Args = []nodes.Expression{&nodes.String{Location: at, Val: m}, recv}
+	c.Parent = nil
+}
+
+// orderedLoop makes a for loop iterate maps in the render's key order.
+func orderedLoop(f *controlStructures.ForControlStructure) {
+	if c, ok := f.ObjectEvaluator.(*nodes.Call); ok {
+		if n, ok := c.Func.(*nodes.Name); ok && n.Name.Val == iterFunc {
+			return
+		}
+	}
+	at := f.ObjectEvaluator.Position()
+	f.ObjectEvaluator = &nodes.Call{
+		Location: at,
+		Func:     &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: iterFunc, Line: at.Line, Col: at.Col}},
+		Args:     []nodes.Expression{f.ObjectEvaluator, &nodes.Bool{Location: at, Val: f.Value != ""}},
+		Kwargs:   map[string]nodes.Expression{},
+	}
+}
+
+func orderedItems(order *keyOrder, m map[string]any, what string) []any {
+	keys := order.Keys(m)
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		switch what {
+		case "keys":
+			out[i] = k
+		case "values":
+			out[i] = m[k]
+		default:
+			out[i] = []any{k, m[k]}
+		}
+	}
+	return out
+}
+
+// jinjaIter is __dm_iter__(x, pairs): a map as its keys (pairs: its
+// [key, value] pairs) in key order; anything else as it is.
+func jinjaIter(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 2 {
+		return exec.AsValue(errors.New(iterFunc + " is internal to dm"))
+	}
+	m, ok := params.Args[0].Interface().(map[string]any)
+	if !ok {
+		return params.Args[0]
+	}
+	g, err := guardOf(e.Environment.Context)
+	if err != nil {
+		return exec.AsValue(err)
+	}
+	if params.Args[1].IsTrue() {
+		return exec.AsValue(orderedItems(g.order, m, "items"))
+	}
+	return exec.AsValue(orderedItems(g.order, m, "keys"))
+}
+
+// jinjaDict is __dm_dict__(method, d): keys(), values() or items() of a
+// map in key order, the method itself on anything else.
+func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 2 {
+		return exec.AsValue(errors.New(dictFunc + " is internal to dm"))
+	}
+	what, recv := params.Args[0].String(), params.Args[1]
+	if m, ok := recv.Interface().(map[string]any); ok {
+		g, err := guardOf(e.Environment.Context)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		return exec.AsValue(orderedItems(g.order, m, what))
+	}
+	var d *exec.Dict
+	switch x := recv.Interface().(type) {
+	case *exec.Dict:
+		d = x
+	case exec.Dict:
+		d = &x
+	default:
+		return exec.AsValue(fmt.Errorf("%s has no method %s", pyTypeName(jinjaPlain(recv, nil)), what))
+	}
+	out := make([]any, len(d.Pairs))
+	for i, p := range d.Pairs {
+		switch what {
+		case "keys":
+			out[i] = p.Key
+		case "values":
+			out[i] = p.Value
+		default:
+			out[i] = []any{p.Key, p.Value}
+		}
+	}
+	return exec.AsValue(out)
+}
+
+// copyOrdered copies a plain value as value.Copy does, keeping the key
+// order of its maps in order.
+func copyOrdered(order *keyOrder, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = copyOrdered(order, e)
+		}
+		order.inherit(m, x)
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = copyOrdered(order, e)
+		}
+		return l
+	}
+	return value.Copy(v)
+}

@@ -374,11 +374,13 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
 			return nil, err
 		}
-		v, err := decodeYAML([]byte(s), sr.x.yamlLimits("MaxOutputBytes", sr.x.opts.MaxOutputBytes))
+		lim := sr.x.yamlLimits("MaxOutputBytes", sr.x.opts.MaxOutputBytes)
+		lim.order = newKeyOrder()
+		v, err := decodeYAML([]byte(s), lim)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		return toStarlark(v), nil
+		return lim.order.starlarkValue(v), nil // PyYAML's resolution, document order
 	}
 	return starlark.StringDict{
 		"dump":      starlark.NewBuiltin("yaml.dump", dump),
@@ -543,7 +545,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, 
 		return nil, at(inv.file, 0, invalid("no function GenerateConfig(context)"))
 	}
 	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
-		"properties": toStarlark(inv.props),
+		"properties": inv.order.starlarkValue(inv.props), // document order
 		"env":        toStarlark(inv.env),
 		"imports":    toStarlark(inv.sc.b.importsValue()),
 	})
@@ -565,6 +567,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, 
 		if err != nil {
 			return nil, at(inv.file, 0, invalid("GenerateConfig result: %v", err))
 		}
+		inv.order.recordStarlark(r, v)
 		return v, nil
 	default:
 		return nil, at(inv.file, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
