@@ -212,7 +212,7 @@ func TestPythonRefused(t *testing.T) {
 // line, and the log.
 func TestPythonPrint(t *testing.T) {
 	var logs strings.Builder
-	x := New(Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	x := New(Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	src := "def GenerateConfig(context):\n    print('hello', context.env['name'])\n    return {'resources': []}\n"
 	res, err := x.Expand(context.Background(), oneTemplate("t.py", src))
 	if err != nil {

@@ -51,9 +51,10 @@ func (l *templateLogs) list() []string {
 	return l.lines
 }
 
-// templatePrint is Starlark's print: a log record at Info level (dm -v
-// shows it on stderr) naming the template and line, and a line of the
-// expansion's Result.Logs.
+// templatePrint is Starlark's print: a log record at Debug level (dm -v
+// shows it on stderr; registryd's Info log does not, since a template may
+// print its properties) naming the template and line, and a line of the
+// expansion's Result.Logs, which goes back to whoever asked.
 func (x *Expander) templatePrint(ctx context.Context, th *starlark.Thread, inv *invocation, msg string) {
 	file, line := inv.file, 0
 	if th.CallStackDepth() > 1 {
@@ -61,7 +62,7 @@ func (x *Expander) templatePrint(ctx context.Context, th *starlark.Thread, inv *
 			file, line = fr.Pos.Filename(), int(fr.Pos.Line)
 		}
 	}
-	x.opts.Logger.InfoContext(ctx, "template print", "template", inv.label, "file", file, "line", line, "msg", msg)
+	x.opts.Logger.DebugContext(ctx, "template print", "template", inv.label, "file", file, "line", line, "msg", msg)
 	if l, ok := ctx.Value(logsKey{}).(*templateLogs); ok {
 		text := fmt.Sprintf("%s:%d: %s", file, line, msg)
 		if inv.label != file {
