@@ -63,11 +63,17 @@ func TestClassifyType(t *testing.T) {
 		{"web.jinja", importType},
 		{"web", importType},
 		{"redis:v1", registryType},
-		{"redis", registryType},
+		{"redis", primitiveType}, // no version: DM's types pass through
+		{"redis@sha256:" + strings.Repeat("a", 64), registryType},
+		{"compute.v1.instance", primitiveType},
+		{"gcp-types/compute-v1:instances", primitiveType},
+		{"project/provider:collection", primitiveType},
+		{"github.com/acme/templates/redis", primitiveType},
+		{"missing.jinja", registryType}, // a file that was not imported: an error later
 		{"common/web:v1.2", registryType},
 		{"github.com/acme/templates/redis:v1", registryType},
 		{"https://raw.githubusercontent.com/a/b/main/t/v1/t.jinja", urlType},
-		{"apps/Deployment", registryType}, // no version: a collection/template reference
+		{"apps/Deployment", primitiveType},
 	}
 	for _, tt := range tests {
 		if got, _ := classifyType(tt.typ, imports); got != tt.want {
