@@ -507,3 +507,40 @@ func keyString(k any) (string, error) {
 	}
 	return "", fmt.Errorf("mapping key %v is not a scalar", k)
 }
+
+// CheckAliases reports, without decoding values, whether data's aliases
+// stay within opts' limits (a LimitError if not; nil also for YAML that
+// does not parse, which the caller's own decoder reports). Readers that
+// keep their own YAML library (OpenShift templates) call it first, so no
+// YAML reader in the engine expands an alias bomb.
+func CheckAliases(data []byte, opts Options) error {
+	if opts.MaxAliases > 0 {
+		if n := CountAliases(data); n > opts.MaxAliases {
+			return &LimitError{Field: "MaxAliases", Limit: opts.MaxAliases, Detail: fmt.Sprintf("document uses %d aliases", n)}
+		}
+	}
+	if bytes.IndexByte(data, '*') < 0 {
+		return nil
+	}
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal(data, &doc); err != nil {
+		return nil
+	}
+	d := &yamlDecoder{opts: opts}
+	var walk func(n *yaml3.Node, depth int) error
+	walk = func(n *yaml3.Node, depth int) error {
+		if depth > 10000 {
+			return nil
+		}
+		if n.Kind == yaml3.AliasNode {
+			return d.alias(n)
+		}
+		for _, c := range n.Content {
+			if err := walk(c, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&doc, 0)
+}
