@@ -25,6 +25,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "syntax", in: "resources:\n  - name: x\n - type: y\n", err: "config.yaml:2"},
 		{name: "json syntax", in: "{\"resources\": [\n}", err: "config.yaml:2"},
 		{name: "import without path", in: "imports: [{name: a}]\nresources: []\n", err: "imports[0]: missing path"},
+		// DM's formats (issue 7).
+		{name: "string imports", in: "imports: [a.jinja, b.py]\nresources: []\n"},
+		{name: "configVersion, metadata, accessControl", in: "configVersion: 2\nresources:\n- name: a\n  type: T\n  metadata: {dependsOn: [b]}\n  accessControl: {gcpIamPolicy: {}}\n", want: 1},
+		{name: "import of a number", in: "imports: [1]\nresources: []\n", err: "imports[0] is a number"},
+		{name: "metadata not a mapping", in: "resources:\n- {name: x, type: S, metadata: [1]}\n", err: "metadata: want a mapping"},
+		{name: "n is a string key", in: "resources:\n- {name: x, type: S, properties: {n: 1}}\n", want: 1},
+		{name: "unknown top-level field", in: "resource: []\n", err: "config.yaml:1: field resource not found in a configuration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
