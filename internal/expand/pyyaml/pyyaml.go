@@ -206,6 +206,7 @@ type yamlDecoder struct {
 	// expanded size of anchored nodes.
 	aliasBytes int
 	sizes      map[*yaml3.Node]int
+	cyclic     bool // an anchor contains an alias of itself
 	// keys holds decoded mappings' key order, for merges.
 	keys map[*yaml3.Node][]string
 }
@@ -330,6 +331,9 @@ func (d *yamlDecoder) alias(n *yaml3.Node) error {
 		d.sizes = map[*yaml3.Node]int{}
 	}
 	d.aliasBytes += d.size(n.Alias, limit+1, 0)
+	if d.cyclic {
+		return fmt.Errorf("line %d: alias *%s refers to a node that contains it (a recursive structure)", n.Line, n.Value)
+	}
 	if d.aliasBytes > limit {
 		return &LimitError{Field: "MaxAliasBytes", Limit: limit, Detail: fmt.Sprintf("line %d: YAML aliases expand to more than %d bytes", n.Line, limit)}
 	}
@@ -340,11 +344,16 @@ func (d *yamlDecoder) alias(n *yaml3.Node) error {
 // at limit: scalar bytes plus 8 per node.
 func (d *yamlDecoder) size(n *yaml3.Node, limit, depth int) int {
 	if s, ok := d.sizes[n]; ok {
+		if s < 0 { // still being measured: n contains an alias of itself
+			d.cyclic = true
+			return limit
+		}
 		return s
 	}
 	if depth > 10000 {
 		return limit
 	}
+	d.sizes[n] = -1
 	s := 8 + len(n.Value)
 	if n.Kind == yaml3.AliasNode {
 		s = d.size(n.Alias, limit, depth+1)
