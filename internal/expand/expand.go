@@ -178,6 +178,9 @@ type Request struct {
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
 	Env map[string]string
+	// Strict makes properties a template's schema does not define an
+	// error instead of a warning.
+	Strict bool
 }
 
 // Result is an expanded configuration.
@@ -194,6 +197,11 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Warnings are what went through but is likely a mistake, each with
+	// its layout path: properties a schema does not define
+	// (`web: web.jinja.schema: unknown property "replcas" (did you mean
+	// replicas?)`).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -282,11 +290,13 @@ type run struct {
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
+	strict     bool
+	warnings   []string
 }
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder()}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, strict: req.Strict, refType: req.Ref, order: newKeyOrder()}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -366,7 +376,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs}
+	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
 	for _, c := range res.Config.Resources {
 		finite(c.Properties)
 	}
@@ -591,12 +601,19 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if schemaFile != "" {
 		orig := props
+		var unknown []string
 		var err error
-		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
 		if err != nil {
 			return nil, fail(err)
 		}
 		r.order.inherit(props, orig)
+		if len(unknown) > 0 && r.strict {
+			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
+		}
+		for _, u := range unknown {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
+		}
 	}
 	inv.props = props
 	inv.order = r.order
