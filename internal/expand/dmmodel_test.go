@@ -56,6 +56,15 @@ func TestDMModel(t *testing.T) {
 			want: map[string]any{"p": "from-m", "d": "dflt"},
 		},
 		{
+			name: "Python imports by import name",
+			req: Request{Config: []byte("imports: [t.py, {path: ../shared/naming-v2.py, name: naming.py}]\nresources:\n- {name: a, type: t.py}\n"),
+				Imports: map[string][]byte{
+					"t.py":                   []byte("import naming\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': 'o', 'type': 'T', 'properties': {'n': naming.NAME}}]}\n"),
+					"../shared/naming-v2.py": []byte("NAME = 'from-naming'\n"),
+				}},
+			want: map[string]any{"n": "from-naming"},
+		},
+		{
 			name: "schema import missing",
 			req: Request{Config: []byte("imports: [t.jinja]\nresources:\n- {name: a, type: t.jinja}\n"),
 				Imports: map[string][]byte{"t.jinja": jinjaEcho, "t.jinja.schema": []byte("imports: [h.py]\n")}},
