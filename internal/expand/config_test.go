@@ -95,6 +95,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"imports": [{"path": "a.jinja"}], "resources": [{"name": "a", "type": "a.jinja"}]}`,
 		billionLaughs,
 		"resources:\n- name: a\n  type: Service\n  properties: &p {a: 1}\n- name: b\n  type: Service\n  properties: *p\n",
+		"configVersion: 2\nimports: [a.jinja, {path: ../b.py, name: b}]\nresources:\n- {name: a, type: a.jinja, metadata: {dependsOn: [b]}, accessControl: {}}\n",
+		"resources:\n- name: a\n  type: compute.v1.instance\n  properties: {n: y, <<: {x: 0o17, t: 12:30:00}}\n",
 	} {
 		f.Add([]byte(s))
 	}
