@@ -34,9 +34,10 @@ import (
 //     metavariables, commands that need the network.
 //
 // A synopsis-looking line (REF, [--expand], a|b, …) in a ```sh block fails,
-// so the convention stays honest. Each block runs in a fresh directory holding
-// testdata/readme/* and a copy of registry-example/, with HOME and the
-// caches in temporary directories.
+// so the convention stays honest. Each block runs in a fresh copy of the
+// repository (README's commands are typed at a checkout's top) with the
+// files of testdata/readme added at its top, and HOME and the caches in
+// temporary directories.
 
 // TestMain lets the README's cluster blocks and the mechanism's share one
 // apiserver (kubetest.Shared), stopped when the tests end.
@@ -269,7 +270,7 @@ type readmeRunner struct {
 	file      string // the Markdown file, for messages
 	dm        string // the dm binary
 	registryd string
-	fixtures  []string // directories copied into each block's directory
+	fixtures  string // a directory whose files are put at the top of each block's directory
 	cluster   *kubetest.Env
 }
 
@@ -297,18 +298,60 @@ func (r *readmeRunner) env(dir string, cluster bool) []string {
 	return env
 }
 
-// prepare makes a block's working directory.
+// prepare makes a block's working directory: a copy of the repository's
+// files (README's commands are run from a checkout's top, and name
+// registry-example/ and testdata), with an empty .git so that dm takes it
+// for the work tree it is, and the fixtures of testdata/readme on top.
 func (r *readmeRunner) prepare(dir string) error {
-	for _, src := range r.fixtures {
-		dst := dir
-		if filepath.Base(src) == "registry-example" {
-			dst = filepath.Join(dir, "registry-example")
-		}
-		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-			return fmt.Errorf("copying fixtures %s: %w", src, err)
+	if err := copyReadmeTree(".", dir); err != nil {
+		return fmt.Errorf("copying the repository: %w", err)
+	}
+	if err := copyReadmeTree(r.fixtures, dir); err != nil {
+		return fmt.Errorf("copying the fixtures: %w", err)
+	}
+	for _, d := range []string{".git", ".home"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
 		}
 	}
-	return os.MkdirAll(filepath.Join(dir, ".home"), 0o755)
+	return nil
+}
+
+// copyReadmeTree copies the regular files under src into dst, overwriting,
+// except top-level entries whose names start with a dot (.git, .testenv
+// with its binaries) and bin.
+func copyReadmeTree(src, dst string) error {
+	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		if rel != "." && !strings.Contains(rel, string(filepath.Separator)) && (strings.HasPrefix(rel, ".") || rel == "bin") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		to := filepath.Join(dst, rel)
+		switch {
+		case d.IsDir():
+			return os.MkdirAll(to, 0o755)
+		case !d.Type().IsRegular():
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(to, data, info.Mode().Perm())
+	})
 }
 
 // runFresh runs a block in a new directory of the test's and returns a
@@ -570,7 +613,7 @@ func indentReadme(s string) string {
 // are reported as they should be.
 func TestREADME(t *testing.T) {
 	registryd, dm := buildBinaries(t)
-	r := &readmeRunner{dm: dm, registryd: registryd, fixtures: []string{"testdata/readme", "registry-example"}}
+	r := &readmeRunner{dm: dm, registryd: registryd, fixtures: "testdata/readme"}
 	t.Run("README.md", func(t *testing.T) {
 		r := *r
 		r.file = "README.md"
