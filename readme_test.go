@@ -52,13 +52,16 @@ type readmeFence struct {
 
 // readmeCmd is one command line of a ```sh block.
 type readmeCmd struct {
-	line    int      // line number in the Markdown file
-	text    string   // the command as written, continuations joined, comment stripped
-	words   []string // shell words before the first pipe
-	exit    int      // wanted exit code (# exit N)
-	problem string   // why the line cannot be run as written, if it cannot
-	piped   bool     // output goes into another program, which is not run
-	quoted  []bool   // words[i] was quoted, so never a metavariable
+	line      int      // line number in the Markdown file
+	text      string   // the command as written, continuations joined, comment stripped
+	words     []string // shell words before the first pipe
+	exit      int      // wanted exit code (# exit N)
+	problem   string   // why the line cannot be run as written, if it cannot
+	piped     bool     // output goes into another program, which is not run
+	quoted    []bool   // words[i] was quoted, so never a metavariable
+	stdout    string   // > FILE (or >> FILE, with appendOut)
+	stdin     string   // < FILE
+	appendOut bool
 }
 
 var fenceRE = regexp.MustCompile("^(\\s*)(```+|~~~+)\\s*(.*)$")
@@ -117,7 +120,8 @@ func readmeCommands(f readmeFence) []readmeCmd {
 	return cmds
 }
 
-var exitCommentRE = regexp.MustCompile(`^#\s*exit\s+(\d+)\s*$`)
+// exitCommentRE matches "# exit N", which may go on to say why.
+var exitCommentRE = regexp.MustCompile(`^#\s*exit\s+(\d+)\b`)
 
 // parseReadmeCmd splits one command line into shell words (quotes and
 // backslashes as sh has them; no expansion), stopping at a pipe or comment.
@@ -126,6 +130,8 @@ func parseReadmeCmd(n int, raw string) readmeCmd {
 	var word strings.Builder
 	inWord, quoted := false, false
 	var sq, dq, alt bool
+	var redirects []string // <, > or >>, whose file is c.words[targets[i]]
+	var targets []int
 	end := len(raw)
 	flush := func() {
 		if inWord {
@@ -189,11 +195,25 @@ scan:
 				}
 			}
 			c.text = strings.TrimSpace(raw[:end])
-			return c.check(alt)
+			return c.redirect(redirects, targets).check(alt)
 		case r == '|':
 			alt = true
 			word.WriteRune(r)
 			inWord = true
+		case (r == '>' || r == '<' && (i+1 == len(rs) || rs[i+1] != '(')) && (!inWord || word.String() == "2" && !quoted):
+			if inWord {
+				c.problem = "redirects stderr, which the test reports: drop the redirection or put the line in a ```text block"
+			}
+			word.Reset()
+			inWord, quoted = false, false
+			op := string(r)
+			if r == '>' && i+1 < len(rs) && rs[i+1] == '>' {
+				op = ">>"
+				i++
+				pos++
+			}
+			redirects = append(redirects, op)
+			targets = append(targets, len(c.words))
 		case (r == ';' || r == '&') && !inWord:
 			c.problem = "runs several commands on one line (" + string(r) + "): put one command per line"
 			word.WriteRune(r)
@@ -208,7 +228,38 @@ scan:
 	}
 	flush()
 	c.text = strings.TrimSpace(raw[:end])
-	return c.check(alt)
+	return c.redirect(redirects, targets).check(alt)
+}
+
+// redirect takes the files of redirections (ops[i] naming c.words[at[i]])
+// out of the words.
+func (c readmeCmd) redirect(ops []string, at []int) readmeCmd {
+	drop := map[int]bool{}
+	for i, op := range ops {
+		if at[i] >= len(c.words) {
+			c.problem = "has a redirection (" + op + ") without a file"
+			return c
+		}
+		switch op {
+		case "<":
+			c.stdin = c.words[at[i]]
+		case ">", ">>":
+			c.stdout, c.appendOut = c.words[at[i]], op == ">>"
+		}
+		drop[at[i]] = true
+	}
+	if len(drop) == 0 {
+		return c
+	}
+	var words []string
+	var quoted []bool
+	for i, w := range c.words {
+		if !drop[i] {
+			words, quoted = append(words, w), append(quoted, c.quoted[i])
+		}
+	}
+	c.words, c.quoted = words, quoted
+	return c
 }
 
 var envAssignRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
@@ -444,7 +495,7 @@ func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
 			fail(c, "%s is not something the README test runs in a %s block (it runs dm, registryd, export, cd, source <(dm ...), and kubectl in ```sh cluster; make is skipped): put the line in a ```text block, or teach readme_test.go", prog, where)
 			continue
 		}
-		code, stderr, err := runReadmeProcess(cwd, cmdEnv, words)
+		code, stderr, err := runReadmeProcess(cwd, cmdEnv, words, c.stdin, c.stdout, c.appendOut)
 		if err != nil {
 			fail(c, "%v", err)
 			continue
@@ -458,11 +509,32 @@ func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
 }
 
 // runReadmeProcess runs one command and returns its exit code and stderr.
-func runReadmeProcess(dir string, env, words []string) (int, string, error) {
+// stdin and stdout name files (relative to dir) to redirect from and to.
+func runReadmeProcess(dir string, env, words []string, stdin, stdout string, appendOut bool) (int, string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, words[0], words[1:]...)
 	cmd.Dir, cmd.Env = dir, env
+	if stdin != "" {
+		f, err := os.Open(filepath.Join(dir, stdin))
+		if err != nil {
+			return 0, "", err
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	if stdout != "" {
+		flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+		if appendOut {
+			flags = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+		}
+		f, err := os.OpenFile(filepath.Join(dir, stdout), flags, 0o644)
+		if err != nil {
+			return 0, "", err
+		}
+		defer f.Close()
+		cmd.Stdout = f
+	}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -674,6 +746,9 @@ func TestReadmeCommands(t *testing.T) {
 		exit   int
 		piped  bool
 		synops bool
+
+		stdin, stdout string
+		appendOut     bool
 	}{
 		{line: "dm resolve redis:v1", words: []string{"dm", "resolve", "redis:v1"}},
 		{line: "dm resolve redis:v1.9   # exit 1", words: []string{"dm", "resolve", "redis:v1.9"}, exit: 1},
@@ -682,6 +757,9 @@ func TestReadmeCommands(t *testing.T) {
 		{line: "dm expand redis:v1 -o manifest | kubectl apply -f - # exit 3", words: []string{"dm", "expand", "redis:v1", "-o", "manifest"}, piped: true, exit: 3},
 		{line: "dm process -f p.yaml -p DATABASE_SERVICE_NAME=db", words: []string{"dm", "process", "-f", "p.yaml", "-p", "DATABASE_SERVICE_NAME=db"}},
 		{line: "dm expand redis:v1 --properties ports=[80,443]", words: []string{"dm", "expand", "redis:v1", "--properties", "ports=[80,443]"}},
+		{line: "dm expand app.yaml > out.yaml # exit 0: fine", words: []string{"dm", "expand", "app.yaml"}, stdout: "out.yaml"},
+		{line: "dm expand - <app.yaml >>out.yaml", words: []string{"dm", "expand", "-"}, stdin: "app.yaml", stdout: "out.yaml", appendOut: true},
+		{line: "dm expand 'a>b'", words: []string{"dm", "expand", "a>b"}},
 		{line: "dm describe REF", synops: true},
 		{line: "dm templates [REGEXP]", synops: true},
 		{line: "dm versions [COLLECTION/]TEMPLATE", synops: true},
@@ -699,6 +777,9 @@ func TestReadmeCommands(t *testing.T) {
 				t.Errorf("%q: problem %q, want a synopsis", tc.line, c.problem)
 			}
 			continue
+		}
+		if c.stdin != tc.stdin || c.stdout != tc.stdout || c.appendOut != tc.appendOut {
+			t.Errorf("%q: stdin %q stdout %q append %v; want %q %q %v", tc.line, c.stdin, c.stdout, c.appendOut, tc.stdin, tc.stdout, tc.appendOut)
 		}
 		if c.problem != "" || strings.Join(c.words, "\x00") != strings.Join(tc.words, "\x00") || c.exit != tc.exit || c.piped != tc.piped {
 			t.Errorf("%q: words %q exit %d piped %v problem %q; want %q exit %d piped %v", tc.line, c.words, c.exit, c.piped, c.problem, tc.words, tc.exit, tc.piped)
