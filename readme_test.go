@@ -370,7 +370,7 @@ func (r *readmeRunner) prepare(dir string) error {
 
 // copyReadmeTree copies the regular files under src into dst, overwriting,
 // except top-level entries whose names start with a dot (.git, .testenv
-// with its binaries) and bin.
+// with its binaries), bin and *.test.
 func copyReadmeTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -390,8 +390,8 @@ func copyReadmeTree(src, dst string) error {
 		switch {
 		case d.IsDir():
 			return os.MkdirAll(to, 0o755)
-		case !d.Type().IsRegular():
-			return nil
+		case !d.Type().IsRegular() || strings.HasSuffix(rel, ".test"):
+			return nil // and compiled test binaries, which .gitignore lists
 		}
 		info, err := d.Info()
 		if err != nil {
