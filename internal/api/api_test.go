@@ -167,8 +167,6 @@ func TestSearchRanking(t *testing.T) {
 			"redis/other collection", "kv tag", "app property", "pg property", "store description", "misc path",
 		}},
 		{"sql", []string{"pg tag"}},
-		// kv's schema info has a title and tags: info may hold any keys
-		// (issue 7), so its title "KV store" counts.
 		{"redis store", []string{"kv tag", "store description"}},
 	} {
 		res, err := s.Search(context.Background(), tt.q, "")

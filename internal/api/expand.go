@@ -72,8 +72,8 @@ func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
 		Name:       req.Name,
 		Deployment: req.Deployment,
 		Namespace:  req.Namespace,
-		Env:        req.Env,
 		Strict:     req.Strict,
+		Env:        req.Env,
 	}
 	if req.Config != "" {
 		r.Config = []byte(req.Config)

@@ -175,13 +175,13 @@ type Request struct {
 	Namespace  string
 	// Registry, if set, overrides Options.Registry for short references.
 	Registry resolve.Registry
+	// Strict makes properties a template's schema does not define an
+	// error instead of a warning.
+	Strict bool
 	// Env adds keys to, or overrides keys of, every template's env (dm's
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
 	Env map[string]string
-	// Strict makes properties a template's schema does not define an
-	// error instead of a warning.
-	Strict bool
 }
 
 // Result is an expanded configuration.
@@ -300,7 +300,7 @@ type run struct {
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, strict: req.Strict, refType: req.Ref, order: newKeyOrder()}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -660,13 +660,13 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		if err != nil {
 			return nil, fail(err)
 		}
-		r.order.inherit(props, orig)
 		if len(unknown) > 0 && r.strict {
 			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
 		}
 		for _, u := range unknown {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
+		r.order.inherit(props, orig)
 	}
 	inv.props = props
 	inv.order = r.order
