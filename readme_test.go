@@ -718,6 +718,8 @@ func (r *readmeRunner) runFile(t *testing.T) {
 				})
 			case "sh cluster":
 				cluster = append(cluster, f)
+			case "bash", "shell", "console", "zsh", "shell-session":
+				t.Errorf("%s:%d: a ```%s block is neither run nor a synopsis: make it ```sh (run by the test) or ```text (not run)", r.file, f.line, f.info)
 			}
 		}
 	})
