@@ -186,6 +186,9 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Deferred lists the value references left unfilled because the
+	// fields they name are set by the server; deploy fills them.
+	Deferred []Deferred `json:"deferred,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -344,11 +347,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if res.Layout.Resources == nil {
 		res.Layout.Resources = []*LayoutResource{}
 	}
-	order, err := resolveValueRefs(res.Config.Resources, r.paths)
+	order, deferred, err := resolveValueRefs(res.Config.Resources, r.paths)
 	if err != nil {
 		return nil, err
 	}
-	res.Order = order
+	res.Order, res.Deferred = order, deferred
 	return res, nil
 }
 
