@@ -1,0 +1,157 @@
+package driver
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// DefaultMaxRecordSize bounds the uncompressed size of a record a driver
+// reads, so a corrupt or hostile body cannot exhaust memory (a gzip stream
+// expands up to about 1000 times).
+const DefaultMaxRecordSize = 256 << 20
+
+// stored is the JSON form of a record: the record's fields and the format
+// version beside them.
+type stored struct {
+	Format int `json:"format"`
+	*release.Record
+}
+
+// Encode returns the stored body of r: its JSON, with "format" set to
+// release.Format, gzip-compressed. The output is deterministic: the same
+// record encodes to the same bytes, which lets a driver tell an unchanged
+// body from its digest.
+func Encode(r *release.Record) ([]byte, error) {
+	js, err := json.Marshal(stored{Format: release.Format, Record: r})
+	if err != nil {
+		return nil, fmt.Errorf("encoding %s: %w", r, err)
+	}
+	var buf bytes.Buffer
+	// BestSpeed: records are mostly repetitive YAML-ish JSON, where the
+	// fast levels already compress about 10x; the slow levels cost far
+	// more CPU than the bytes they save.
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(js); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// Decode parses a body Encode wrote. The uncompressed JSON may be at most
+// maxSize bytes (DefaultMaxRecordSize if maxSize <= 0). Errors say what is
+// wrong (not gzip, truncated, too large, not JSON, another format version)
+// and wrap derrors.InvalidArgument, or derrors.LimitExceeded for the size;
+// the caller names where the body came from.
+func Decode(body []byte, maxSize int64) (*release.Record, error) {
+	if maxSize <= 0 {
+		maxSize = DefaultMaxRecordSize
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("record body is not gzip-compressed (%v): %w", err, derrors.InvalidArgument)
+	}
+	js, err := io.ReadAll(io.LimitReader(zr, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("decompressing record body: %v: %w", err, derrors.InvalidArgument)
+	}
+	if int64(len(js)) > maxSize {
+		return nil, fmt.Errorf("record body is larger than %d bytes uncompressed (MaxRecordSize): %w", maxSize, derrors.LimitExceeded)
+	}
+	var probe struct {
+		Format *int `json:"format"`
+	}
+	if err := json.Unmarshal(js, &probe); err != nil {
+		return nil, fmt.Errorf("record body is not a JSON object: %v: %w", err, derrors.InvalidArgument)
+	}
+	if probe.Format == nil {
+		return nil, fmt.Errorf("record body has no format version: %w", derrors.InvalidArgument)
+	}
+	if *probe.Format != release.Format {
+		return nil, fmt.Errorf("record format %d is not supported (this dm reads format %d; a newer dm wrote it?): %w",
+			*probe.Format, release.Format, derrors.InvalidArgument)
+	}
+	r := new(release.Record)
+	dec := json.NewDecoder(bytes.NewReader(js))
+	dec.UseNumber()
+	if err := dec.Decode(&stored{Record: r}); err != nil {
+		return nil, fmt.Errorf("record body: %v: %w", err, derrors.InvalidArgument)
+	}
+	r.Properties = numbers(r.Properties).(map[string]any)
+	for i, o := range r.Objects {
+		r.Objects[i] = numbers(o).(map[string]any)
+	}
+	for _, n := range r.Layout.Resources {
+		layoutNumbers(n)
+	}
+	return r, nil
+}
+
+// numbers replaces the json.Numbers in v by int64 where they are integers
+// and float64 otherwise, as Kubernetes' unstructured objects hold them, so
+// that an object read from history is the object that was applied.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64() // the decoder accepted it as a JSON number
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+func layoutNumbers(n *expand.LayoutResource) {
+	if n == nil {
+		return
+	}
+	n.Properties = numbers(n.Properties).(map[string]any)
+	for _, c := range n.Resources {
+		layoutNumbers(c)
+	}
+}
+
+// dnsSubdomain is a Kubernetes object name (RFC 1123 subdomain).
+var dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// dnsLabel is a namespace name (RFC 1123 label).
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// validate checks what every driver needs of a record it writes.
+func validate(r *release.Record) error {
+	switch {
+	case r == nil:
+		return fmt.Errorf("nil release record: %w", derrors.InvalidArgument)
+	case len(r.Name) > 253 || !dnsSubdomain.MatchString(r.Name):
+		return fmt.Errorf("deployment name %q: must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.') of at most 253 characters: %w", r.Name, derrors.InvalidArgument)
+	case len(r.Namespace) > 63 || !dnsLabel.MatchString(r.Namespace):
+		return fmt.Errorf("%s: namespace %q is not a valid namespace name: %w", r.Name, r.Namespace, derrors.InvalidArgument)
+	case r.Revision < 1:
+		return fmt.Errorf("%s/%s: revision %d: revisions count from 1: %w", r.Namespace, r.Name, r.Revision, derrors.InvalidArgument)
+	case !r.Status.Valid():
+		return fmt.Errorf("%s: unknown status %q: %w", r, r.Status, derrors.InvalidArgument)
+	}
+	return nil
+}
