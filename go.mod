@@ -9,6 +9,7 @@ require (
 	github.com/google/go-github/v57 v57.0.0
 	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/nikolalohinski/gonja/v2 v2.9.1
+	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/common v0.72.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3

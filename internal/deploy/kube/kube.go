@@ -13,10 +13,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+	"sort"
+	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
@@ -27,9 +28,6 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
-
-// errNotImplemented is returned by the parts of the skeleton not yet written.
-var errNotImplemented = errors.New("not implemented")
 
 // Config says how to reach the cluster.
 type Config struct {
@@ -59,6 +57,7 @@ type Client struct {
 	metadata  metadata.Interface
 	discovery discovery.CachedDiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	raw       rest.Interface // for applies, whose status code tells created from updated
 }
 
 // New loads the kubeconfig with client-go's loading rules and returns a
@@ -117,8 +116,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	rawCfg := dynamic.ConfigFor(rc)
+	rawCfg.GroupVersion = &schema.GroupVersion{}
+	raw, err := rest.RESTClientForConfigAndClient(rawCfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
 	cached := memory.NewMemCacheClient(dc)
 	return &Client{
+		raw:       raw,
 		cfg:       cfg,
 		namespace: ns,
 		rest:      rc,
@@ -177,107 +183,231 @@ func (e *ObjectError) Error() string { return e.Ref.String() + ": " + e.Err.Erro
 // Unwrap returns the underlying error.
 func (e *ObjectError) Unwrap() error { return e.Err }
 
+// mapping returns the REST mapping of gvk from the cached discovery.
+func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, errors.New("not a Kubernetes object: it has no apiVersion or kind")
+	}
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, &noMatchError{gvk: gvk, err: err}
+		}
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	return m, nil
+}
+
+// noMatchError says that the cluster does not serve a kind; it wraps the
+// RESTMapper's error, so meta.IsNoMatchError sees it.
+type noMatchError struct {
+	gvk schema.GroupVersionKind
+	err error
+}
+
+func (e *noMatchError) Error() string {
+	return fmt.Sprintf("the cluster does not serve kind %q in apiVersion %q", e.gvk.Kind, e.gvk.GroupVersion().String())
+}
+
+func (e *noMatchError) Unwrap() error { return e.err }
+
+// refresh drops the cached discovery, so the next mapping reads it again.
+func (c *Client) refresh() { c.mapper.Reset() }
+
+// resource returns the dynamic client of ref's resource and its mapping.
+func (c *Client) resource(ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	m, err := c.mapping(ref.GroupVersionKind())
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = c.namespace
+		}
+		return c.dynamic.Resource(m.Resource).Namespace(ns), m, nil
+	}
+	return c.dynamic.Resource(m.Resource), m, nil
+}
+
+// crdGroupKind is the kind of CustomResourceDefinitions.
+var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+
+// crdDefines returns the group, kind and scope a CRD object defines.
+func crdDefines(obj *unstructured.Unstructured) (schema.GroupKind, bool, bool) {
+	if obj.GroupVersionKind().GroupKind() != crdGroupKind {
+		return schema.GroupKind{}, false, false
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+	return schema.GroupKind{Group: group, Kind: kind}, scope != "Cluster", true
+}
+
 // Prepare maps every object to its resource, refreshing discovery once on a
 // miss, sets the client's namespace on namespaced objects that have none and
 // clears it on cluster-scoped ones. It returns one ObjectError for every
 // object whose kind cannot be mapped, joined, except for kinds that a
-// CustomResourceDefinition among objs defines: those map once it is applied.
+// CustomResourceDefinition among objs defines: those map once it is applied,
+// and get their namespace from the CRD's scope.
 func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured) error {
-	return errNotImplemented
+	defined := map[schema.GroupKind]bool{} // kind -> namespaced
+	for _, obj := range objs {
+		if gk, namespaced, ok := crdDefines(obj); ok {
+			defined[gk] = namespaced
+		}
+	}
+	errs := make([]error, len(objs))
+	missed := false
+	for i, obj := range objs {
+		errs[i] = c.prepare(obj, defined)
+		missed = missed || errs[i] != nil
+	}
+	if missed {
+		// A kind may be new since discovery was cached: look once more.
+		c.refresh()
+		for i, obj := range objs {
+			if errs[i] != nil {
+				errs[i] = c.prepare(obj, defined)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var all []error
+	for i, err := range errs {
+		if err != nil {
+			all = append(all, &ObjectError{Ref: RefOf(objs[i]), Err: err})
+		}
+	}
+	return errors.Join(all...)
+}
+
+func (c *Client) prepare(obj *unstructured.Unstructured, defined map[schema.GroupKind]bool) error {
+	if obj.GetName() == "" && obj.GetGenerateName() == "" {
+		return errors.New("object has no metadata.name")
+	}
+	gvk := obj.GroupVersionKind()
+	namespaced, isDefined := defined[gvk.GroupKind()]
+	m, err := c.mapping(gvk)
+	switch {
+	case err == nil:
+		namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
+	case !isDefined:
+		return err
+	}
+	if !namespaced {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
+		obj.SetNamespace(c.namespace)
+	}
+	return nil
 }
 
 // Tier orders kinds for applying: lower tiers first, deletion in reverse.
 // Namespaces, CRDs, service accounts and RBAC, config and storage, services,
-// workloads, then everything else (custom resources last).
-func Tier(gvk schema.GroupVersionKind) int { return 0 }
-
-// ApplyOptions modify Apply.
-type ApplyOptions struct {
-	// Force takes over fields owned by other field managers (--force-conflicts).
-	Force bool
-	// DryRun asks the server to validate and admit without persisting.
-	DryRun bool
+// workloads, other built-in kinds, then custom resources.
+func Tier(gvk schema.GroupVersionKind) int {
+	if t, ok := tiers[gvk.GroupKind()]; ok {
+		return t
+	}
+	if builtinGroup(gvk.Group) {
+		return TierOther
+	}
+	return TierCustom
 }
 
-// Applied is the result of applying one object.
-type Applied struct {
-	Ref ObjectRef
-	// Object is the object as the server returned it.
-	Object *unstructured.Unstructured
-	// Created is true when the object did not exist before.
-	Created bool
+// The tiers Tier returns.
+const (
+	TierNamespace = iota
+	TierCRD
+	TierRBAC
+	TierConfig
+	TierService
+	TierWorkload
+	TierOther
+	TierCustom
+)
+
+var tiers = map[schema.GroupKind]int{
+	{Kind: "Namespace"}:                                              TierNamespace,
+	crdGroupKind:                                                     TierCRD,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        TierRBAC,
+	{Kind: "ServiceAccount"}:                                         TierRBAC,
+	{Group: "policy", Kind: "PodSecurityPolicy"}:                     TierRBAC,
+	{Kind: "ResourceQuota"}:                                          TierConfig,
+	{Kind: "LimitRange"}:                                             TierConfig,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              TierConfig,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:                   TierConfig,
+	{Kind: "ConfigMap"}:                                              TierConfig,
+	{Kind: "Secret"}:                                                 TierConfig,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                  TierConfig,
+	{Kind: "PersistentVolume"}:                                       TierConfig,
+	{Kind: "PersistentVolumeClaim"}:                                  TierConfig,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              TierConfig,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     TierConfig,
+	{Kind: "Service"}:                                                TierService,
+	{Kind: "Endpoints"}:                                              TierService,
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:               TierService,
+	{Kind: "Pod"}:                                                    TierWorkload,
+	{Kind: "ReplicationController"}:                                  TierWorkload,
+	{Group: "apps", Kind: "ReplicaSet"}:                              TierWorkload,
+	{Group: "apps", Kind: "Deployment"}:                              TierWorkload,
+	{Group: "apps", Kind: "StatefulSet"}:                             TierWorkload,
+	{Group: "apps", Kind: "DaemonSet"}:                               TierWorkload,
+	{Group: "batch", Kind: "Job"}:                                    TierWorkload,
+	{Group: "batch", Kind: "CronJob"}:                                TierWorkload,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:          TierOther,
 }
 
-// Apply server-side applies objs (which Prepare has seen) tier by tier; the
-// objects of a tier go in parallel, at most Config.Concurrency at a time.
-// Objects that depend on each other within a tier (the engine's $(ref)
-// order) must be passed in separate calls, one per dependency wave. Applied
-// CRDs are waited for until Established before the custom resources of later
-// tiers. Every failed object gives one ObjectError, all joined; the results
-// are in the order of objs, for the objects that succeeded.
-func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Applied, error) {
-	return nil, errNotImplemented
+// builtinGroup reports whether group is one Kubernetes itself serves: the
+// core group, and the *.k8s.io and unqualified groups such as "apps".
+func builtinGroup(group string) bool {
+	return !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
 }
 
-// Get returns the live object; a missing one is an error wrapping
-// derrors.NotFound.
-func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
-	return nil, errNotImplemented
+// byTier splits the indexes of objs into tiers, in ascending order, keeping
+// the given order within a tier.
+func byTier[T any](items []T, gvk func(T) schema.GroupVersionKind) [][]int {
+	groups := map[int][]int{}
+	for i, it := range items {
+		t := Tier(gvk(it))
+		groups[t] = append(groups[t], i)
+	}
+	keys := make([]int, 0, len(groups))
+	for t := range groups {
+		keys = append(keys, t)
+	}
+	sort.Ints(keys)
+	out := make([][]int, len(keys))
+	for i, t := range keys {
+		out[i] = groups[t]
+	}
+	return out
 }
 
-// Existing returns the live metadata (labels, annotations, managedFields) of
-// those refs that exist. Refs that share a kind and namespace are read with
-// one metadata-only LIST, others with a GET.
-func (c *Client) Existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
-	return nil, errNotImplemented
-}
-
-// DeleteOptions modify Delete.
-type DeleteOptions struct {
-	// Wait polls until every object is gone, up to Timeout.
-	Wait    bool
-	Timeout time.Duration
-	DryRun  bool
-}
-
-// Delete deletes refs in reverse tier order with background propagation. A
-// missing object is not an error.
-func (c *Client) Delete(ctx context.Context, refs []ObjectRef, opts DeleteOptions) error {
-	return errNotImplemented
-}
-
-// Status is an object's kstatus readiness.
-type Status struct {
-	Ref ObjectRef
-	// Status is a kstatus status: Current, InProgress, Failed, Terminating,
-	// NotFound or Unknown.
-	Status  string
-	Message string
-}
-
-// Statuses returns the live kstatus status of each ref, in order.
-func (c *Client) Statuses(ctx context.Context, refs []ObjectRef) ([]Status, error) {
-	return nil, errNotImplemented
-}
-
-// Wait polls until every ref is Current, calling progress for an object each
-// time its status changes. When ctx ends first, the error names every object
-// that is not Current with its status and message.
-func (c *Client) Wait(ctx context.Context, refs []ObjectRef, progress func(Status)) error {
-	return errNotImplemented
-}
-
-// Diff server-side dry-run applies objs and compares each result with the
-// live object, ignoring server-set fields. It returns a unified diff (new
-// objects all added, objects in gone all removed) and whether anything
-// differs.
-func (c *Client) Diff(ctx context.Context, objs []*unstructured.Unstructured, gone []ObjectRef) (string, bool, error) {
-	return "", false, errNotImplemented
-}
-
-// List returns the live objects of kinds (kubectl-style names such as
-// "configmaps", "deploy", "Service.v1"; empty means every listable
-// namespaced kind) in namespace matching the label selector.
-func (c *Client) List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error) {
-	return nil, fmt.Errorf("list: %w", errNotImplemented)
+// parallel runs f(i) for every i in idx, at most n at a time, and returns
+// when all are done.
+func parallel(n int, idx []int, f func(i int)) {
+	if len(idx) == 1 || n <= 1 {
+		for _, i := range idx {
+			f(i)
+		}
+		return
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
