@@ -331,8 +331,8 @@ const (
 )
 
 var tiers = map[schema.GroupKind]int{
-	{Kind: "Namespace"}:                                              TierNamespace,
-	crdGroupKind:                                                     TierCRD,
+	{Kind: "Namespace"}: TierNamespace,
+	crdGroupKind:        TierCRD,
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        TierRBAC,
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: TierRBAC,
 	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               TierRBAC,
@@ -353,15 +353,15 @@ var tiers = map[schema.GroupKind]int{
 	{Kind: "Service"}:                                                TierService,
 	{Kind: "Endpoints"}:                                              TierService,
 	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:               TierService,
-	{Kind: "Pod"}:                                                    TierWorkload,
-	{Kind: "ReplicationController"}:                                  TierWorkload,
-	{Group: "apps", Kind: "ReplicaSet"}:                              TierWorkload,
-	{Group: "apps", Kind: "Deployment"}:                              TierWorkload,
-	{Group: "apps", Kind: "StatefulSet"}:                             TierWorkload,
-	{Group: "apps", Kind: "DaemonSet"}:                               TierWorkload,
-	{Group: "batch", Kind: "Job"}:                                    TierWorkload,
-	{Group: "batch", Kind: "CronJob"}:                                TierWorkload,
-	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}:          TierOther,
+	{Kind: "Pod"}:                                           TierWorkload,
+	{Kind: "ReplicationController"}:                         TierWorkload,
+	{Group: "apps", Kind: "ReplicaSet"}:                     TierWorkload,
+	{Group: "apps", Kind: "Deployment"}:                     TierWorkload,
+	{Group: "apps", Kind: "StatefulSet"}:                    TierWorkload,
+	{Group: "apps", Kind: "DaemonSet"}:                      TierWorkload,
+	{Group: "batch", Kind: "Job"}:                           TierWorkload,
+	{Group: "batch", Kind: "CronJob"}:                       TierWorkload,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: TierOther,
 }
 
 // builtinGroup reports whether group is one Kubernetes itself serves: the
