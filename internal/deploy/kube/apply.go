@@ -1,0 +1,237 @@
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// ApplyOptions modify Apply.
+type ApplyOptions struct {
+	// Force takes over fields owned by other field managers (--force-conflicts).
+	Force bool
+	// DryRun asks the server to validate and admit without persisting.
+	DryRun bool
+}
+
+// Applied is the result of applying one object.
+type Applied struct {
+	Ref ObjectRef
+	// Object is the object as the server returned it. In a dry run, a custom
+	// resource whose CustomResourceDefinition is in the same call (and so not
+	// in the cluster) cannot be checked by the server: Object is then the
+	// object as given.
+	Object *unstructured.Unstructured
+	// Created is true when the object did not exist before.
+	Created bool
+}
+
+// Apply server-side applies objs (which Prepare has seen) tier by tier; the
+// objects of a tier go in parallel, at most Config.Concurrency at a time.
+// Objects that depend on each other within a tier (the engine's $(ref)
+// order) must be passed in separate calls, one per dependency wave. Applied
+// CRDs are waited for until Established before the custom resources of later
+// tiers. Every failed object gives one ObjectError, all joined; an object
+// of a tier is not applied when an earlier tier failed. The results are in
+// the order of objs, for the objects that were applied.
+func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Applied, error) {
+	results := make([]*Applied, len(objs))
+	errs := make([]error, len(objs))
+	var pending []*unstructured.Unstructured // CRDs applied, not yet known Established
+	var failed bool
+	for _, tier := range byTier(objs, (*unstructured.Unstructured).GroupVersionKind) {
+		if failed {
+			break
+		}
+		if len(pending) > 0 && !opts.DryRun {
+			if err := c.waitEstablished(ctx, pending); err != nil {
+				return collect(results), err
+			}
+			pending = nil
+		}
+		parallel(c.cfg.Concurrency, tier, func(i int) {
+			results[i], errs[i] = c.apply(ctx, objs[i], opts)
+		})
+		for _, i := range tier {
+			if errs[i] != nil {
+				failed = true
+				errs[i] = &ObjectError{Ref: RefOf(objs[i]), Err: errs[i]}
+			} else if _, _, isCRD := crdDefines(objs[i]); isCRD {
+				pending = append(pending, results[i].Object)
+			}
+		}
+	}
+	return collect(results), errors.Join(errs...)
+}
+
+func collect(results []*Applied) []Applied {
+	out := make([]Applied, 0, len(results))
+	for _, r := range results {
+		if r != nil {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// apply server-side applies one object. It PATCHes through the raw REST
+// client rather than the dynamic one to learn from the status code whether
+// the object was created, without a GET first.
+func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
+	ref := RefOf(obj)
+	m, err := c.mapping(obj.GroupVersionKind())
+	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
+		return &Applied{Ref: ref, Object: obj.DeepCopy(), Created: true}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding: %w", err)
+	}
+	req := c.raw.Patch(types.ApplyPatchType).
+		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
+		Param("fieldManager", c.cfg.FieldManager).
+		Param("fieldValidation", metav1.FieldValidationStrict).
+		Body(data)
+	if opts.Force {
+		req = req.Param("force", "true")
+	}
+	if opts.DryRun {
+		req = req.Param("dryRun", metav1.DryRunAll)
+	}
+	res := req.Do(ctx)
+	var code int
+	res.StatusCode(&code)
+	if err := res.Error(); err != nil {
+		return nil, applyError(err)
+	}
+	body, err := res.Raw()
+	if err != nil {
+		return nil, applyError(err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(body); err != nil {
+		return nil, fmt.Errorf("decoding the server's response: %w", err)
+	}
+	return &Applied{Ref: RefOf(out), Object: out, Created: code == http.StatusCreated}, nil
+}
+
+// resourcePath is the URL path of one object of mapping m.
+func resourcePath(m *meta.RESTMapping, namespace, name string) string {
+	gv := m.Resource.GroupVersion()
+	p := "/api/" + gv.Version
+	if gv.Group != "" {
+		p = "/apis/" + gv.Group + "/" + gv.Version
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		p += "/namespaces/" + namespace
+	}
+	return path.Join(p, m.Resource.Resource, name)
+}
+
+// applyError makes a server error about an apply readable: conflicts list
+// each field with its manager and say how to take them over.
+func applyError(err error) error {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonConflict {
+		return err
+	}
+	var fields []string
+	if d := status.Status().Details; d != nil {
+		for _, cause := range d.Causes {
+			if cause.Type == metav1.CauseTypeFieldManagerConflict {
+				fields = append(fields, fmt.Sprintf("%s (%s)", cause.Field, cause.Message))
+			}
+		}
+	}
+	if len(fields) == 0 {
+		return err
+	}
+	return &conflictError{err: err, fields: fields}
+}
+
+// conflictError is a server-side apply conflict.
+type conflictError struct {
+	err    error
+	fields []string
+}
+
+func (e *conflictError) Error() string {
+	return fmt.Sprintf("conflict: other field managers own %s; rerun with --force-conflicts to take them over",
+		strings.Join(e.fields, ", "))
+}
+
+func (e *conflictError) Unwrap() error { return e.err }
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// waitEstablished waits until every CRD is Established and its kind is in
+// discovery.
+func (c *Client) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	var errs []error
+	for _, crd := range crds {
+		if err := c.waitCRD(ctx, crd); err != nil {
+			errs = append(errs, &ObjectError{Ref: RefOf(crd), Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) waitCRD(ctx context.Context, crd *unstructured.Unstructured) error {
+	gk, _, _ := crdDefines(crd)
+	version := ""
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if v, ok := v.(map[string]any); ok && v["served"] == true {
+			version, _ = v["name"].(string)
+			break
+		}
+	}
+	established := false
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
+		if !established {
+			live, err := c.dynamic.Resource(crdResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("waiting to be established: %w", err)
+			}
+			established = conditionTrue(live, "Established")
+		}
+		if established {
+			c.refresh()
+			_, err := c.mapper.RESTMapping(gk, version)
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for kind %s to be established: %w", gk, ctx.Err())
+		case <-time.After(delay):
+		}
+	}
+}
+
+// conditionTrue reports whether obj has status condition typ with status "True".
+func conditionTrue(obj *unstructured.Unstructured, typ string) bool {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if c, ok := c.(map[string]any); ok && c["type"] == typ {
+			return c["status"] == "True"
+		}
+	}
+	return false
+}

@@ -1,0 +1,413 @@
+// Package kube is dm's cluster client: it loads a kubeconfig the way kubectl
+// does, maps objects to resources with a cached, self-refreshing RESTMapper,
+// applies them with server-side apply in dependency tiers, and reads them back
+// (get, list, kstatus readiness, diff, delete).
+//
+// It deliberately uses only the dynamic and metadata clients on unstructured
+// objects, never the typed clientset, whose package initialisation registers
+// every built-in API group and would slow down every dm command that links
+// this package.
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Config says how to reach the cluster.
+type Config struct {
+	// Kubeconfig is an explicit kubeconfig file (--kubeconfig); empty means
+	// the client-go loading rules ($KUBECONFIG, then ~/.kube/config).
+	Kubeconfig string
+	// Context overrides the kubeconfig's current context (--context).
+	Context string
+	// Namespace overrides the context's namespace (-n).
+	Namespace string
+	// QPS and Burst limit client-side request rates; zero derives them from
+	// Concurrency so that parallel applies are not throttled.
+	QPS   float32
+	Burst int
+	// FieldManager is the server-side apply field manager; default "dm".
+	FieldManager string
+	// Concurrency bounds the requests in flight per tier; default 16.
+	Concurrency int
+}
+
+// Client talks to one cluster. It is safe for concurrent use.
+type Client struct {
+	cfg       Config
+	namespace string
+	rest      *rest.Config
+	dynamic   dynamic.Interface
+	metadata  metadata.Interface
+	discovery discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	raw       rest.Interface // for applies, whose status code tells created from updated
+}
+
+// New loads the kubeconfig with client-go's loading rules and returns a
+// client for the selected context. It does not contact the server.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.FieldManager == "" {
+		cfg.FieldManager = "dm"
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 16
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+	overrides.Context.Namespace = cfg.Namespace
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	rc, err := loader.ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	// The client-go default of 5 requests per second would serialise a tier
+	// of parallel applies; allow a few rounds of Concurrency per second.
+	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
+	if rc.QPS == 0 {
+		rc.QPS = float32(max(50, 8*cfg.Concurrency))
+	}
+	if rc.Burst == 0 {
+		rc.Burst = max(100, 2*int(rc.QPS))
+	}
+	if rc.UserAgent == "" {
+		rc.UserAgent = "dm"
+	}
+	// One HTTP client (one HTTP/2 connection) for every client below.
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	md, err := metadata.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	rawCfg := dynamic.ConfigFor(rc)
+	rawCfg.GroupVersion = &schema.GroupVersion{}
+	raw, err := rest.RESTClientForConfigAndClient(rawCfg, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	return &Client{
+		raw:       raw,
+		cfg:       cfg,
+		namespace: ns,
+		rest:      rc,
+		dynamic:   dyn,
+		metadata:  md,
+		discovery: cached,
+		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
+	}, nil
+}
+
+// Namespace returns the namespace objects without one are put in: -n, else
+// the kubeconfig context's namespace, else "default".
+func (c *Client) Namespace() string { return c.namespace }
+
+// Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
+func (c *Client) Mapper() meta.RESTMapper { return c.mapper }
+
+// ObjectRef identifies one object in the cluster.
+type ObjectRef struct {
+	Group, Version, Kind, Namespace, Name string
+}
+
+// RefOf returns the reference of obj.
+func RefOf(obj *unstructured.Unstructured) ObjectRef {
+	gvk := obj.GroupVersionKind()
+	return ObjectRef{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}
+}
+
+// GroupVersionKind returns the reference's kind.
+func (r ObjectRef) GroupVersionKind() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: r.Group, Version: r.Version, Kind: r.Kind}
+}
+
+// String formats r as kubectl users read it: "ConfigMap default/x",
+// "ClusterRole admin", "Widget.example.com ns/w".
+func (r ObjectRef) String() string {
+	kind := r.Kind
+	if r.Group != "" {
+		kind += "." + r.Group
+	}
+	if r.Namespace == "" {
+		return kind + " " + r.Name
+	}
+	return kind + " " + r.Namespace + "/" + r.Name
+}
+
+// ObjectError is an error about one object. Callers that know where the
+// object came from (a layout path) can find it with errors.As and add that.
+type ObjectError struct {
+	Ref ObjectRef
+	Err error
+}
+
+func (e *ObjectError) Error() string { return e.Ref.String() + ": " + e.Err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *ObjectError) Unwrap() error { return e.Err }
+
+// mapping returns the REST mapping of gvk from the cached discovery.
+func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if gvk.Kind == "" || gvk.Version == "" {
+		return nil, errors.New("not a Kubernetes object: it has no apiVersion or kind")
+	}
+	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, &noMatchError{gvk: gvk, err: err}
+		}
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	return m, nil
+}
+
+// noMatchError says that the cluster does not serve a kind; it wraps the
+// RESTMapper's error, so meta.IsNoMatchError sees it.
+type noMatchError struct {
+	gvk schema.GroupVersionKind
+	err error
+}
+
+func (e *noMatchError) Error() string {
+	return fmt.Sprintf("the cluster does not serve kind %q in apiVersion %q", e.gvk.Kind, e.gvk.GroupVersion().String())
+}
+
+func (e *noMatchError) Unwrap() error { return e.err }
+
+// refresh drops the cached discovery, so the next mapping reads it again.
+func (c *Client) refresh() { c.mapper.Reset() }
+
+// resource returns the dynamic client of ref's resource and its mapping.
+func (c *Client) resource(ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	m, err := c.mapping(ref.GroupVersionKind())
+	if err != nil {
+		return nil, nil, err
+	}
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns := ref.Namespace
+		if ns == "" {
+			ns = c.namespace
+		}
+		return c.dynamic.Resource(m.Resource).Namespace(ns), m, nil
+	}
+	return c.dynamic.Resource(m.Resource), m, nil
+}
+
+// crdGroupKind is the kind of CustomResourceDefinitions.
+var crdGroupKind = schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}
+
+// crdDefines returns the group, kind and scope a CRD object defines.
+func crdDefines(obj *unstructured.Unstructured) (schema.GroupKind, bool, bool) {
+	if obj.GroupVersionKind().GroupKind() != crdGroupKind {
+		return schema.GroupKind{}, false, false
+	}
+	group, _, _ := unstructured.NestedString(obj.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(obj.Object, "spec", "names", "kind")
+	scope, _, _ := unstructured.NestedString(obj.Object, "spec", "scope")
+	return schema.GroupKind{Group: group, Kind: kind}, scope != "Cluster", true
+}
+
+// Prepare maps every object to its resource, refreshing discovery once on a
+// miss, sets the client's namespace on namespaced objects that have none and
+// clears it on cluster-scoped ones. It returns one ObjectError for every
+// object whose kind cannot be mapped, joined, except for kinds that a
+// CustomResourceDefinition among objs defines: those map once it is applied,
+// and get their namespace from the CRD's scope.
+func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured) error {
+	defined := map[schema.GroupKind]bool{} // kind -> namespaced
+	for _, obj := range objs {
+		if gk, namespaced, ok := crdDefines(obj); ok {
+			defined[gk] = namespaced
+		}
+	}
+	errs := make([]error, len(objs))
+	missed := false
+	for i, obj := range objs {
+		errs[i] = c.prepare(obj, defined)
+		missed = missed || errs[i] != nil
+	}
+	if missed {
+		// A kind may be new since discovery was cached: look once more.
+		c.refresh()
+		for i, obj := range objs {
+			if errs[i] != nil {
+				errs[i] = c.prepare(obj, defined)
+			}
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var all []error
+	for i, err := range errs {
+		if err != nil {
+			all = append(all, &ObjectError{Ref: RefOf(objs[i]), Err: err})
+		}
+	}
+	return errors.Join(all...)
+}
+
+func (c *Client) prepare(obj *unstructured.Unstructured, defined map[schema.GroupKind]bool) error {
+	if obj.GetName() == "" && obj.GetGenerateName() == "" {
+		return errors.New("object has no metadata.name")
+	}
+	gvk := obj.GroupVersionKind()
+	namespaced, isDefined := defined[gvk.GroupKind()]
+	m, err := c.mapping(gvk)
+	switch {
+	case err == nil:
+		namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace
+	case !isDefined:
+		return err
+	}
+	if !namespaced {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
+		obj.SetNamespace(c.namespace)
+	}
+	return nil
+}
+
+// Tier orders kinds for applying: lower tiers first, deletion in reverse.
+// Namespaces, CRDs, service accounts and RBAC, config and storage, services,
+// workloads, other built-in kinds, then custom resources.
+func Tier(gvk schema.GroupVersionKind) int {
+	if t, ok := tiers[gvk.GroupKind()]; ok {
+		return t
+	}
+	if builtinGroup(gvk.Group) {
+		return TierOther
+	}
+	return TierCustom
+}
+
+// The tiers Tier returns.
+const (
+	TierNamespace = iota
+	TierCRD
+	TierRBAC
+	TierConfig
+	TierService
+	TierWorkload
+	TierOther
+	TierCustom
+)
+
+var tiers = map[schema.GroupKind]int{
+	{Kind: "Namespace"}: TierNamespace,
+	crdGroupKind:        TierCRD,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:        TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "Role"}:               TierRBAC,
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        TierRBAC,
+	{Kind: "ServiceAccount"}:                                         TierRBAC,
+	{Group: "policy", Kind: "PodSecurityPolicy"}:                     TierRBAC,
+	{Kind: "ResourceQuota"}:                                          TierConfig,
+	{Kind: "LimitRange"}:                                             TierConfig,
+	{Group: "networking.k8s.io", Kind: "NetworkPolicy"}:              TierConfig,
+	{Group: "policy", Kind: "PodDisruptionBudget"}:                   TierConfig,
+	{Kind: "ConfigMap"}:                                              TierConfig,
+	{Kind: "Secret"}:                                                 TierConfig,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                  TierConfig,
+	{Kind: "PersistentVolume"}:                                       TierConfig,
+	{Kind: "PersistentVolumeClaim"}:                                  TierConfig,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:              TierConfig,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                     TierConfig,
+	{Kind: "Service"}:                                                TierService,
+	{Kind: "Endpoints"}:                                              TierService,
+	{Group: "discovery.k8s.io", Kind: "EndpointSlice"}:               TierService,
+	{Kind: "Pod"}:                                           TierWorkload,
+	{Kind: "ReplicationController"}:                         TierWorkload,
+	{Group: "apps", Kind: "ReplicaSet"}:                     TierWorkload,
+	{Group: "apps", Kind: "Deployment"}:                     TierWorkload,
+	{Group: "apps", Kind: "StatefulSet"}:                    TierWorkload,
+	{Group: "apps", Kind: "DaemonSet"}:                      TierWorkload,
+	{Group: "batch", Kind: "Job"}:                           TierWorkload,
+	{Group: "batch", Kind: "CronJob"}:                       TierWorkload,
+	{Group: "autoscaling", Kind: "HorizontalPodAutoscaler"}: TierOther,
+}
+
+// builtinGroup reports whether group is one Kubernetes itself serves: the
+// core group, and the *.k8s.io and unqualified groups such as "apps".
+func builtinGroup(group string) bool {
+	return !strings.Contains(group, ".") || strings.HasSuffix(group, ".k8s.io")
+}
+
+// byTier splits the indexes of objs into tiers, in ascending order, keeping
+// the given order within a tier.
+func byTier[T any](items []T, gvk func(T) schema.GroupVersionKind) [][]int {
+	groups := map[int][]int{}
+	for i, it := range items {
+		t := Tier(gvk(it))
+		groups[t] = append(groups[t], i)
+	}
+	keys := make([]int, 0, len(groups))
+	for t := range groups {
+		keys = append(keys, t)
+	}
+	sort.Ints(keys)
+	out := make([][]int, len(keys))
+	for i, t := range keys {
+		out[i] = groups[t]
+	}
+	return out
+}
+
+// parallel runs f(i) for every i in idx, at most n at a time, and returns
+// when all are done.
+func parallel(n int, idx []int, f func(i int)) {
+	if len(idx) == 1 || n <= 1 {
+		for _, i := range idx {
+			f(i)
+		}
+		return
+	}
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, i := range idx {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}

@@ -1,0 +1,294 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/restmapper"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// Get returns the live object; a missing one is an error wrapping
+// derrors.NotFound (and the server's NotFound status).
+func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
+	ri, _, err := c.resource(ref)
+	if err != nil {
+		if meta.IsNoMatchError(err) {
+			// A custom resource whose definition is gone is gone too.
+			return nil, &ObjectError{Ref: ref, Err: fmt.Errorf("%w: %w", derrors.NotFound, err)}
+		}
+		return nil, &ObjectError{Ref: ref, Err: err}
+	}
+	obj, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, &ObjectError{Ref: ref, Err: fmt.Errorf("%w: %w", derrors.NotFound, err)}
+	}
+	if err != nil {
+		return nil, &ObjectError{Ref: ref, Err: err}
+	}
+	return obj, nil
+}
+
+// Existing returns the live metadata (labels, annotations, managedFields) of
+// those refs that exist. Refs that share a kind and namespace are read with
+// one metadata-only LIST, others with a metadata-only GET. A kind the
+// cluster does not serve has no objects.
+func (c *Client) Existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
+	type key struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	groups := map[key][]ObjectRef{}
+	var keys []key
+	for _, ref := range refs {
+		k := key{ref.GroupVersionKind(), ref.Namespace}
+		if groups[k] == nil {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], ref)
+	}
+	var mu sync.Mutex
+	out := map[ObjectRef]*metav1.PartialObjectMetadata{}
+	errs := make([]error, len(keys))
+	idx := make([]int, len(keys))
+	for i := range idx {
+		idx[i] = i
+	}
+	parallel(c.cfg.Concurrency, idx, func(i int) {
+		found, err := c.existing(ctx, groups[keys[i]])
+		mu.Lock()
+		defer mu.Unlock()
+		errs[i] = err
+		for ref, m := range found {
+			out[ref] = m
+		}
+	})
+	return out, errors.Join(errs...)
+}
+
+// existing reads the metadata of refs of one kind and namespace.
+func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
+	m, err := c.mapping(refs[0].GroupVersionKind())
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &ObjectError{Ref: refs[0], Err: err}
+	}
+	ns := ""
+	if m.Scope.Name() == meta.RESTScopeNameNamespace {
+		ns = refs[0].Namespace
+		if ns == "" {
+			ns = c.namespace
+		}
+	}
+	ri := c.metadata.Resource(m.Resource).Namespace(ns)
+	out := map[ObjectRef]*metav1.PartialObjectMetadata{}
+	if len(refs) > 1 {
+		list, err := ri.List(ctx, metav1.ListOptions{})
+		if err == nil {
+			byName := map[string]*metav1.PartialObjectMetadata{}
+			for i := range list.Items {
+				byName[list.Items[i].Name] = &list.Items[i]
+			}
+			for _, ref := range refs {
+				if obj := byName[ref.Name]; obj != nil {
+					out[ref] = obj
+				}
+			}
+			return out, nil
+		}
+		if !apierrors.IsForbidden(err) {
+			return nil, &ObjectError{Ref: refs[0], Err: err}
+		}
+		// Allowed to get but not to list: read one by one.
+	}
+	var errs []error
+	for _, ref := range refs {
+		obj, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			errs = append(errs, &ObjectError{Ref: ref, Err: err})
+		default:
+			out[ref] = obj
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// List returns the live objects of kinds (kubectl-style names such as
+// "configmaps", "cm", "deploy", "deployments.apps", "Service",
+// "Deployment.v1.apps"; empty means every listable namespaced kind) in
+// namespace matching the label selector, sorted by tier, kind, namespace
+// and name. A cluster-scoped kind named in kinds is listed cluster-wide.
+func (c *Client) List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error) {
+	if namespace == "" {
+		namespace = c.namespace
+	}
+	var mappings []*meta.RESTMapping
+	if len(kinds) == 0 {
+		all, err := c.listable()
+		if err != nil {
+			return nil, err
+		}
+		mappings = all
+	} else {
+		var errs []error
+		for _, k := range kinds {
+			m, err := c.mappingFor(k)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			mappings = append(mappings, m)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	lists := make([][]*unstructured.Unstructured, len(mappings))
+	errs := make([]error, len(mappings))
+	idx := make([]int, len(mappings))
+	for i := range idx {
+		idx[i] = i
+	}
+	parallel(c.cfg.Concurrency, idx, func(i int) {
+		m := mappings[i]
+		ri := c.dynamic.Resource(m.Resource)
+		var list *unstructured.UnstructuredList
+		var err error
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			list, err = ri.Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+		} else {
+			list, err = ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("listing %s: %w", m.Resource.GroupResource(), err)
+			return
+		}
+		for j := range list.Items {
+			obj := &list.Items[j]
+			obj.SetGroupVersionKind(m.GroupVersionKind)
+			lists[i] = append(lists[i], obj)
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := RefOf(out[i]), RefOf(out[j])
+		if ta, tb := Tier(a.GroupVersionKind()), Tier(b.GroupVersionKind()); ta != tb {
+			return ta < tb
+		}
+		if a.Group+"/"+a.Kind != b.Group+"/"+b.Kind {
+			return a.Group+"/"+a.Kind < b.Group+"/"+b.Kind
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return out, nil
+}
+
+// listable returns the preferred version of every namespaced kind that can
+// be listed, except subresources.
+func (c *Client) listable() ([]*meta.RESTMapping, error) {
+	lists, err := c.discovery.ServerPreferredNamespacedResources()
+	if err != nil && len(lists) == 0 {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	var out []*meta.RESTMapping
+	for _, l := range lists {
+		gv, err := schema.ParseGroupVersion(l.GroupVersion)
+		if err != nil {
+			continue
+		}
+		for _, r := range l.APIResources {
+			if strings.Contains(r.Name, "/") || !hasVerb(r.Verbs, "list") {
+				continue
+			}
+			out = append(out, &meta.RESTMapping{
+				Resource:         gv.WithResource(r.Name),
+				GroupVersionKind: gv.WithKind(r.Kind),
+				Scope:            meta.RESTScopeNamespace,
+			})
+		}
+	}
+	return out, nil
+}
+
+func hasVerb(verbs []string, v string) bool {
+	for _, x := range verbs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// mappingFor resolves a kubectl-style resource or kind name the way
+// kubectl does: resource.version.group, resource.group, resource (with
+// short names), Kind.version.group, Kind.group, Kind, and Kind.version for
+// the core group.
+func (c *Client) mappingFor(arg string) (*meta.RESTMapping, error) {
+	mapper := restmapper.NewShortcutExpander(c.mapper, c.discovery, nil)
+	m, err := mappingFor(mapper, arg)
+	if err != nil {
+		c.refresh()
+		m, err = mappingFor(mapper, arg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("the cluster has no resource type %q", arg)
+	}
+	return m, nil
+}
+
+func mappingFor(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
+	gvr, gr := schema.ParseResourceArg(strings.ToLower(arg))
+	var gvk schema.GroupVersionKind
+	var err error
+	if gvr != nil {
+		gvk, err = mapper.KindFor(*gvr)
+	}
+	if gvk.Empty() {
+		gvk, err = mapper.KindFor(gr.WithVersion(""))
+	}
+	if !gvk.Empty() {
+		return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	fullGVK, gk := schema.ParseKindArg(arg)
+	if fullGVK != nil {
+		if m, err := mapper.RESTMapping(fullGVK.GroupKind(), fullGVK.Version); err == nil {
+			return m, nil
+		}
+	}
+	if m, err := mapper.RESTMapping(gk); err == nil {
+		return m, nil
+	}
+	// Kind.version of the core group, as in "Service.v1".
+	if kind, version, ok := strings.Cut(arg, "."); ok && !strings.Contains(version, ".") {
+		if m, err := mapper.RESTMapping(schema.GroupKind{Kind: kind}, version); err == nil {
+			return m, nil
+		}
+	}
+	if err == nil {
+		err = fmt.Errorf("no resource type %q", arg)
+	}
+	return nil, err
+}
