@@ -139,6 +139,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // the kubeconfig context's namespace, else "default".
 func (c *Client) Namespace() string { return c.namespace }
 
+// Dynamic returns the client's dynamic client (for the history driver,
+// which keeps records as Secrets).
+func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
+
 // Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
 func (c *Client) Mapper() meta.RESTMapper { return c.mapper }
 
