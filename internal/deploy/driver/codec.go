@@ -90,47 +90,77 @@ func Decode(body []byte, maxSize int64) (*release.Record, error) {
 	if err := dec.Decode(&stored{Record: r}); err != nil {
 		return nil, fmt.Errorf("record body: %v: %w", err, derrors.InvalidArgument)
 	}
-	r.Properties = numbers(r.Properties).(map[string]any)
-	for i, o := range r.Objects {
-		r.Objects[i] = numbers(o).(map[string]any)
-	}
-	for _, n := range r.Layout.Resources {
-		layoutNumbers(n)
+	if err := recordNumbers(r); err != nil {
+		return nil, fmt.Errorf("record body: %w: %w", err, derrors.InvalidArgument)
 	}
 	return r, nil
 }
 
-// numbers replaces the json.Numbers in v by int64 where they are integers
-// and float64 otherwise, as Kubernetes' unstructured objects hold them, so
-// that an object read from history is the object that was applied.
-func numbers(v any) any {
+// recordNumbers replaces the json.Numbers of r's untyped fields by int64
+// where they are integers and float64 otherwise, as Kubernetes'
+// unstructured objects hold them, so that an object read from history is
+// the object that was applied.
+func recordNumbers(r *release.Record) error {
+	var err error
+	if r.Properties, err = numbers(r.Properties); err != nil {
+		return err
+	}
+	for i := range r.Objects {
+		if r.Objects[i], err = numbers(r.Objects[i]); err != nil {
+			return err
+		}
+	}
+	var walk func([]*expand.LayoutResource) error
+	walk = func(ns []*expand.LayoutResource) error {
+		for _, n := range ns {
+			if n == nil {
+				continue
+			}
+			if n.Properties, err = numbers(n.Properties); err != nil {
+				return err
+			}
+			if err := walk(n.Resources); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(r.Layout.Resources)
+}
+
+// numbers converts the json.Numbers in m, in place.
+func numbers(m map[string]any) (map[string]any, error) {
+	for k, v := range m {
+		var err error
+		if m[k], err = number(v); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func number(v any) (any, error) {
 	switch v := v.(type) {
 	case json.Number:
 		if i, err := v.Int64(); err == nil {
-			return i
+			return i, nil
 		}
-		f, _ := v.Float64() // the decoder accepted it as a JSON number
-		return f
+		f, err := v.Float64()
+		if err != nil {
+			return nil, fmt.Errorf("number %.40s is out of range", v)
+		}
+		return f, nil
 	case map[string]any:
-		for k, e := range v {
-			v[k] = numbers(e)
-		}
+		return numbers(v)
 	case []any:
 		for i, e := range v {
-			v[i] = numbers(e)
+			var err error
+			if v[i], err = number(e); err != nil {
+				return nil, err
+			}
 		}
 	}
-	return v
-}
-
-func layoutNumbers(n *expand.LayoutResource) {
-	if n == nil {
-		return
-	}
-	n.Properties = numbers(n.Properties).(map[string]any)
-	for _, c := range n.Resources {
-		layoutNumbers(c)
-	}
+	return v, nil
 }
 
 // dnsSubdomain is a Kubernetes object name (RFC 1123 subdomain).
