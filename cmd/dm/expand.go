@@ -28,7 +28,6 @@ type expandFlags struct {
 	layout     bool
 	name       string
 	deployment string
-	namespace  string
 }
 
 // cmdExpand expands a configuration file or a template reference and
@@ -39,7 +38,12 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace}
+	// Templates see -n as env.namespace, as they will when deployed.
+	ns := g.kube.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin); err != nil {
 			return err

@@ -47,6 +47,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		// The findings are the message.
 		return 1
 	}
+	if e, ok := err.(*silentExit); ok {
+		return e.code
+	}
 	fmt.Fprintln(stderr, "dm:", err)
 	return exitCode(err)
 }
@@ -75,6 +78,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
+	addKubeFlags(pf, &g.kube)
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
 	p := &printer{w: stdout, g: g}
@@ -97,7 +101,6 @@ with -o json always all three.`,
 	xf.BoolVar(&ef.layout, "layout", false, "print the layout and resolved references with the config")
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
-	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags
@@ -177,6 +180,7 @@ against the directory itself (mounted as --prefix).`,
 		},
 		lintCmd,
 	)
+	root.AddCommand(newDeployCommands(g, p)...)
 	return root
 }
 
