@@ -184,6 +184,10 @@ func (p *plan) annotate(err error) error {
 	})
 }
 
+// maxObjectErrors bounds the per-object errors reported at once: when the
+// cluster goes away, every object fails the same way.
+const maxObjectErrors = 10
+
 // annotateErr prefixes each kube.ObjectError in err (a single error or a
 // join) with the layout path pathOf gives.
 func annotateErr(err error, pathOf func(kube.ObjectRef) string) error {
@@ -193,8 +197,12 @@ func annotateErr(err error, pathOf func(kube.ObjectRef) string) error {
 	} else {
 		errs = []error{err}
 	}
-	out := make([]error, 0, len(errs))
-	for _, e := range errs {
+	out := make([]error, 0, min(len(errs), maxObjectErrors+1))
+	for i, e := range errs {
+		if i == maxObjectErrors {
+			out = append(out, fmt.Errorf("and %d more errors like these", len(errs)-i))
+			break
+		}
 		var oe *kube.ObjectError
 		if errors.As(e, &oe) {
 			if path := pathOf(oe.Ref); path != "" {
