@@ -32,6 +32,8 @@ type globals struct {
 	properties []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
+	// kube are the cluster flags (--kubeconfig, --context, -n).
+	kube kubeFlags
 
 	getenv func(string) string
 	stderr io.Writer

@@ -77,6 +77,8 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
+	addKubeFlags(pf, &g.kube)
+
 	p := &printer{w: stdout, g: g}
 	var ef expandFlags
 	expandCmd := &cobra.Command{
@@ -176,6 +178,7 @@ against the directory itself (mounted as --prefix).`,
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
 		lintCmd,
+		newExportCmd(g, stdout),
 	)
 	return root
 }

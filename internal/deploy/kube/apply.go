@@ -91,7 +91,7 @@ func collect(results []*Applied) []Applied {
 // the object was created, without a GET first.
 func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
 	ref := RefOf(obj)
-	m, err := c.mapping(obj.GroupVersionKind())
+	m, err := c.mapping(ctx, obj.GroupVersionKind())
 	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
 		return &Applied{Ref: ref, Object: obj.DeepCopy(), Created: true}, nil
 	}
@@ -212,8 +212,11 @@ func (c *Client) waitCRD(ctx context.Context, crd *unstructured.Unstructured) er
 		}
 		if established {
 			c.refresh()
-			_, err := c.mapper.RESTMapping(gk, version)
-			if err == nil {
+			d, err := c.discover(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := d.mapper.RESTMapping(gk, version); err == nil {
 				return nil
 			}
 		}
