@@ -76,7 +76,7 @@ type discovered struct {
 
 // discoveryState is the Client's discovery, loaded lazily.
 type discoveryState struct {
-	mu      sync.Mutex
+	mu       sync.Mutex
 	current  *discovered
 	file     string // cache file; "" for none
 	skipDisk bool   // after a refresh, only the server will do
