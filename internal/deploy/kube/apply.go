@@ -90,17 +90,21 @@ func collect(results []*Applied) []Applied {
 // client rather than the dynamic one to learn from the status code whether
 // the object was created, without a GET first.
 func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
-	ref := RefOf(obj)
-	m, err := c.mapping(ctx, obj.GroupVersionKind())
-	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
-		return &Applied{Ref: ref, Object: obj.DeepCopy(), Created: true}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encoding: %w", err)
+	}
+	m, err := c.mapping(ctx, obj.GroupVersionKind())
+	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
+		// Its CRD is in this dry run, so the server cannot check it.
+		out := &unstructured.Unstructured{}
+		if err := out.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	req := c.raw.Patch(types.ApplyPatchType).
 		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
