@@ -158,7 +158,9 @@ func applyError(err error) error {
 	if d := status.Status().Details; d != nil {
 		for _, cause := range d.Causes {
 			if cause.Type == metav1.CauseTypeFieldManagerConflict {
-				fields = append(fields, fmt.Sprintf("%s (%s)", cause.Field, cause.Message))
+				// The message is `conflict with "manager"`, maybe `using v1`.
+				owner := strings.TrimPrefix(cause.Message, "conflict with ")
+				fields = append(fields, fmt.Sprintf("%s (owned by %s)", cause.Field, owner))
 			}
 		}
 	}
@@ -175,7 +177,7 @@ type conflictError struct {
 }
 
 func (e *conflictError) Error() string {
-	return fmt.Sprintf("conflict: other field managers own %s; rerun with --force-conflicts to take them over",
+	return fmt.Sprintf("conflict with other field managers: %s; rerun with --force-conflicts to take these fields over",
 		strings.Join(e.fields, ", "))
 }
 

@@ -90,7 +90,7 @@ func TestApplyErrorConflict(t *testing.T) {
 	}, "Apply failed with 2 conflicts")
 	err := applyError(status)
 	msg := err.Error()
-	for _, want := range []string{`.data.a (conflict with "kubectl" using v1)`, `.data.b (conflict with "helm"`, "--force-conflicts"} {
+	for _, want := range []string{`.data.a (owned by "kubectl" using v1)`, `.data.b (owned by "helm"`, "--force-conflicts"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("conflict error %q lacks %q", msg, want)
 		}
