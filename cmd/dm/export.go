@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -86,13 +85,5 @@ func cmdExport(ctx context.Context, g *globals, f *exportFlags, output string, w
 	if err != nil {
 		return err
 	}
-	if output == "yaml" {
-		return printYAML(w, t)
-	}
-	b, err := json.MarshalIndent(t, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", b)
-	return err
+	return printDocument(w, output, t)
 }
