@@ -17,7 +17,8 @@ import (
 )
 
 // Discovery reads the server's aggregated discovery documents (/api and
-// /apis, two requests; Kubernetes 1.27 and later) and keeps what dm needs
+// /apis, two requests; Kubernetes 1.27 and later; older servers answer with
+// the legacy documents, and then each group version is read too) and keeps what dm needs
 // of them in memory and, like kubectl's ~/.kube/cache/discovery, on disk
 // for DiscoveryTTL. It does not use client-go's discovery package, whose
 // dependencies register every built-in API group at program start.
@@ -26,9 +27,10 @@ import (
 // does not know always triggers a fresh read from the server.
 const DiscoveryTTL = 6 * time.Hour
 
-// aggregatedAccept asks for aggregated discovery, v2 or v2beta1.
+// aggregatedAccept asks for aggregated discovery, v2 or v2beta1, else the
+// legacy documents.
 const aggregatedAccept = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList," +
-	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+	"application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json"
 
 // apiResource is one resource of one group version.
 type apiResource struct {
@@ -72,6 +74,7 @@ type discovered struct {
 	resources []apiResource // groups and versions in the server's order of preference
 	mapper    *meta.DefaultRESTMapper
 	fromDisk  bool
+	fetched   time.Time // when it was read from the server
 }
 
 // discoveryState is the Client's discovery, loaded lazily.
@@ -94,21 +97,31 @@ func (c *Client) discover(ctx context.Context) (*discovered, error) {
 		c.disc.current = d
 		return d, nil
 	}
+	fetched := time.Now()
 	res, err := c.fetchDiscovery(ctx)
 	if err != nil {
 		return nil, err
 	}
 	c.writeCache(res)
 	c.disc.current = newDiscovered(res, false)
+	c.disc.current.fetched = fetched
 	return c.disc.current, nil
 }
 
 // refresh makes the next discover read the server again.
-func (c *Client) refresh() {
+func (c *Client) refresh() { c.refreshBefore(time.Now()) }
+
+// refreshBefore makes the next discover read the server again unless the
+// current discovery was read from it at or after t: callers that saw a miss
+// pass when they started, so concurrent misses share one read.
+func (c *Client) refreshBefore(t time.Time) {
 	c.disc.mu.Lock()
+	defer c.disc.mu.Unlock()
+	if d := c.disc.current; d != nil && !d.fromDisk && !d.fetched.Before(t) {
+		return
+	}
 	c.disc.current = nil
 	c.disc.skipDisk = true
-	c.disc.mu.Unlock()
 }
 
 func newDiscovered(res []apiResource, fromDisk bool) *discovered {
@@ -166,7 +179,7 @@ func (c *Client) fetchDoc(ctx context.Context, path string) ([]apiResource, erro
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	if doc.Kind != "APIGroupDiscoveryList" {
-		return nil, fmt.Errorf("discovery %s: the server does not serve aggregated discovery (Kubernetes 1.27 or later is needed)", path)
+		return c.fetchLegacy(ctx, path, body)
 	}
 	var out []apiResource
 	for _, g := range doc.Items {
@@ -189,6 +202,87 @@ func (c *Client) fetchDoc(ctx context.Context, path string) ([]apiResource, erro
 		}
 	}
 	return out, nil
+}
+
+// legacyDoc is the part of APIVersions (/api), APIGroupList (/apis) and
+// APIResourceList (/api/v1, /apis/GROUP/VERSION) dm reads.
+type legacyDoc struct {
+	Versions []string `json:"versions"`
+	Groups   []struct {
+		Name     string `json:"name"`
+		Versions []struct {
+			Version string `json:"version"`
+		} `json:"versions"`
+		PreferredVersion struct {
+			Version string `json:"version"`
+		} `json:"preferredVersion"`
+	} `json:"groups"`
+	Resources []struct {
+		Name         string   `json:"name"`
+		SingularName string   `json:"singularName"`
+		Namespaced   bool     `json:"namespaced"`
+		Kind         string   `json:"kind"`
+		Verbs        []string `json:"verbs"`
+		ShortNames   []string `json:"shortNames"`
+	} `json:"resources"`
+}
+
+// fetchLegacy reads the group versions that the legacy document body of
+// path (/api or /apis) lists, preferred versions first, in parallel.
+func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]apiResource, error) {
+	var doc legacyDoc
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return nil, fmt.Errorf("discovery %s: %w", path, err)
+	}
+	var gvs []schema.GroupVersion
+	for _, v := range doc.Versions {
+		gvs = append(gvs, schema.GroupVersion{Version: v})
+	}
+	for _, g := range doc.Groups {
+		gvs = append(gvs, schema.GroupVersion{Group: g.Name, Version: g.PreferredVersion.Version})
+		for _, v := range g.Versions {
+			if v.Version != g.PreferredVersion.Version {
+				gvs = append(gvs, schema.GroupVersion{Group: g.Name, Version: v.Version})
+			}
+		}
+	}
+	lists := make([][]apiResource, len(gvs))
+	errs := make([]error, len(gvs))
+	idx := make([]int, len(gvs))
+	for i := range idx {
+		idx[i] = i
+	}
+	parallel(c.cfg.Concurrency, idx, func(i int) {
+		gv := gvs[i]
+		p := "/apis/" + gv.Group + "/" + gv.Version
+		if gv.Group == "" {
+			p = "/api/" + gv.Version
+		}
+		body, err := c.raw.Get().AbsPath(p).Do(ctx).Raw()
+		if err != nil {
+			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
+			return
+		}
+		var doc legacyDoc
+		if err := json.Unmarshal(body, &doc); err != nil {
+			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
+			return
+		}
+		for _, r := range doc.Resources {
+			if strings.Contains(r.Name, "/") {
+				continue // a subresource
+			}
+			lists[i] = append(lists[i], apiResource{
+				Group: gv.Group, Version: gv.Version, Resource: r.Name, Singular: r.SingularName, Kind: r.Kind,
+				Namespaced: r.Namespaced, Verbs: r.Verbs, ShortNames: r.ShortNames,
+			})
+		}
+	})
+	var out []apiResource
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out, errors.Join(errs...)
 }
 
 // cacheFile is the discovery cache file of server under dir.

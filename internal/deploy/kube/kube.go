@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -199,7 +200,7 @@ func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*met
 	}
 	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil && d.fromDisk && meta.IsNoMatchError(err) {
-		c.refresh()
+		c.refreshBefore(time.Now())
 		if d, err = c.discover(ctx); err != nil {
 			return nil, err
 		}
@@ -270,6 +271,7 @@ func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured)
 			defined[gk] = namespaced
 		}
 	}
+	start := time.Now()
 	errs := make([]error, len(objs))
 	missed := false
 	for i, obj := range objs {
@@ -277,8 +279,9 @@ func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured)
 		missed = missed || errs[i] != nil
 	}
 	if missed {
-		// A kind may be new since discovery was cached: look once more.
-		c.refresh()
+		// A kind may be new since discovery was read: look once more,
+		// unless that read was made during this call.
+		c.refreshBefore(start)
 		for i, obj := range objs {
 			if errs[i] != nil {
 				errs[i] = c.prepare(ctx, obj, defined)

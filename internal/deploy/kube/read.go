@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -239,6 +240,7 @@ func (c *Client) listable(ctx context.Context) ([]*meta.RESTMapping, error) {
 // short name), Kind.version.group, Kind.group, Kind, and Kind.version for
 // the core group. It reads discovery again once when nothing matches.
 func (c *Client) mappingFor(ctx context.Context, arg string) (*meta.RESTMapping, error) {
+	start := time.Now()
 	for attempt := 0; ; attempt++ {
 		d, err := c.discover(ctx)
 		if err != nil {
@@ -250,7 +252,7 @@ func (c *Client) mappingFor(ctx context.Context, arg string) (*meta.RESTMapping,
 		if attempt > 0 {
 			return nil, fmt.Errorf("the cluster has no resource type %q", arg)
 		}
-		c.refresh()
+		c.refreshBefore(start)
 	}
 }
 
