@@ -5,7 +5,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e clean
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e clean testenv dev-cluster bench-deploy
 
 all: build
 
@@ -56,6 +56,25 @@ bench-http: build
 
 bench-e2e: build
 	./scripts/bench-e2e.sh
+
+# kube-apiserver and kubectl for the deploy tests, `make dev-cluster` and
+# `make bench-deploy`, built once from the tools module hack/kube (the main
+# module never requires k8s.io/kubernetes) into .testenv/bin. etcd comes
+# from Debian: apt-get install etcd-server.
+testenv:
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin
+
+# A local cluster (etcd + kube-apiserver, no kubelet) until Ctrl-C;
+# DEVCLUSTER_FLAGS="-port 6443" fixes the port.
+dev-cluster: testenv
+	$(GO) build -o $(BIN)/ ./hack/devcluster
+	$(BIN)/devcluster $(DEVCLUSTER_FLAGS)
+
+# dm deploy vs kubectl apply --server-side of the same 100 ConfigMaps, whole
+# processes, against one local apiserver (scripts/benchdeploy). RUNS=N.
+RUNS ?= 5
+bench-deploy: build testenv
+	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
 
 clean:
 	rm -rf $(BIN)
