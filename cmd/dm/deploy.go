@@ -83,9 +83,7 @@ func (f *applyFlags) check() error {
 // deployConfig connects to the cluster (without contacting it) and
 // returns the actions' configuration.
 func (g *globals) deployConfig(ctx context.Context) (*deploy.Config, error) {
-	// Concurrency bounds the requests in flight; a client-side rate limit
-	// on top would only make a large deployment wait (QPS < 0: none).
-	c, err := kube.New(ctx, kube.Config{Kubeconfig: g.kube.kubeconfig, Context: g.kube.context, Namespace: g.kube.namespace, QPS: -1})
+	c, err := g.kubeClient(ctx)
 	if err != nil {
 		return nil, err
 	}

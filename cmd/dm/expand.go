@@ -346,6 +346,11 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	if f.rawTemplate {
 		v = out
 	}
+	return printDocument(w, output, v)
+}
+
+// printDocument prints v as YAML when output is "yaml", else as indented JSON.
+func printDocument(w io.Writer, output string, v any) error {
 	if output == "yaml" {
 		return printYAML(w, v)
 	}

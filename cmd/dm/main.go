@@ -179,6 +179,7 @@ against the directory itself (mounted as --prefix).`,
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
 		lintCmd,
+		newExportCmd(g, stdout),
 	)
 	root.AddCommand(newDeployCommands(g, p)...)
 	return root

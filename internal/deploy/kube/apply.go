@@ -90,17 +90,21 @@ func collect(results []*Applied) []Applied {
 // client rather than the dynamic one to learn from the status code whether
 // the object was created, without a GET first.
 func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
-	ref := RefOf(obj)
-	m, err := c.mapping(obj.GroupVersionKind())
-	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
-		return &Applied{Ref: ref, Object: obj.DeepCopy(), Created: true}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encoding: %w", err)
+	}
+	m, err := c.mapping(ctx, obj.GroupVersionKind())
+	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
+		// Its CRD is in this dry run, so the server cannot check it.
+		out := &unstructured.Unstructured{}
+		if err := out.UnmarshalJSON(data); err != nil {
+			return nil, err
+		}
+		return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+	}
+	if err != nil {
+		return nil, err
 	}
 	req := c.raw.Patch(types.ApplyPatchType).
 		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
@@ -154,7 +158,9 @@ func applyError(err error) error {
 	if d := status.Status().Details; d != nil {
 		for _, cause := range d.Causes {
 			if cause.Type == metav1.CauseTypeFieldManagerConflict {
-				fields = append(fields, fmt.Sprintf("%s (%s)", cause.Field, cause.Message))
+				// The message is `conflict with "manager"`, maybe `using v1`.
+				owner := strings.TrimPrefix(cause.Message, "conflict with ")
+				fields = append(fields, fmt.Sprintf("%s (owned by %s)", cause.Field, owner))
 			}
 		}
 	}
@@ -171,7 +177,7 @@ type conflictError struct {
 }
 
 func (e *conflictError) Error() string {
-	return fmt.Sprintf("conflict: other field managers own %s; rerun with --force-conflicts to take them over",
+	return fmt.Sprintf("conflict with other field managers: %s; rerun with --force-conflicts to take these fields over",
 		strings.Join(e.fields, ", "))
 }
 
@@ -212,8 +218,11 @@ func (c *Client) waitCRD(ctx context.Context, crd *unstructured.Unstructured) er
 		}
 		if established {
 			c.refresh()
-			_, err := c.mapper.RESTMapping(gk, version)
-			if err == nil {
+			d, err := c.discover(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := d.mapper.RESTMapping(gk, version); err == nil {
 				return nil
 			}
 		}

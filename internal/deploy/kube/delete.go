@@ -47,7 +47,7 @@ func (c *Client) Delete(ctx context.Context, refs []ObjectRef, opts DeleteOption
 		slices.Reverse(tier)
 		errs := make([]error, len(refs))
 		parallel(c.cfg.Concurrency, tier, func(i int) {
-			ri, _, err := c.resource(refs[i])
+			ri, _, err := c.resource(ctx, refs[i])
 			if err == nil {
 				err = ri.Delete(ctx, refs[i].Name, del)
 			}

@@ -13,19 +13,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/discovery"
-	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
@@ -46,6 +46,9 @@ type Config struct {
 	FieldManager string
 	// Concurrency bounds the requests in flight per tier; default 16.
 	Concurrency int
+	// DiscoveryCache is the directory of the discovery cache; empty means
+	// dm/discovery under the user's cache directory (~/.cache), "-" none.
+	DiscoveryCache string
 }
 
 // Client talks to one cluster. It is safe for concurrent use.
@@ -55,9 +58,8 @@ type Client struct {
 	rest      *rest.Config
 	dynamic   dynamic.Interface
 	metadata  metadata.Interface
-	discovery discovery.CachedDiscoveryInterface
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
-	raw       rest.Interface // for applies, whose status code tells created from updated
+	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
+	disc      discoveryState
 }
 
 // New loads the kubeconfig with client-go's loading rules and returns a
@@ -112,27 +114,30 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
 	rawCfg := dynamic.ConfigFor(rc)
 	rawCfg.GroupVersion = &schema.GroupVersion{}
 	raw, err := rest.RESTClientForConfigAndClient(rawCfg, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	cached := memory.NewMemCacheClient(dc)
-	return &Client{
+	c := &Client{
 		raw:       raw,
 		cfg:       cfg,
 		namespace: ns,
 		rest:      rc,
 		dynamic:   dyn,
 		metadata:  md,
-		discovery: cached,
-		mapper:    restmapper.NewDeferredDiscoveryRESTMapper(cached),
-	}, nil
+	}
+	switch dir := cfg.DiscoveryCache; dir {
+	case "-":
+	case "":
+		if base, err := os.UserCacheDir(); err == nil {
+			c.disc.file = cacheFile(filepath.Join(base, "dm", "discovery"), rc.Host)
+		}
+	default:
+		c.disc.file = cacheFile(dir, rc.Host)
+	}
+	return c, nil
 }
 
 // Namespace returns the namespace objects without one are put in: -n, else
@@ -144,7 +149,7 @@ func (c *Client) Namespace() string { return c.namespace }
 func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
 // Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
-func (c *Client) Mapper() meta.RESTMapper { return c.mapper }
+func (c *Client) Mapper() meta.RESTMapper { return lazyMapper{c} }
 
 // ObjectRef identifies one object in the cluster.
 type ObjectRef struct {
@@ -187,12 +192,24 @@ func (e *ObjectError) Error() string { return e.Ref.String() + ": " + e.Err.Erro
 // Unwrap returns the underlying error.
 func (e *ObjectError) Unwrap() error { return e.Err }
 
-// mapping returns the REST mapping of gvk from the cached discovery.
-func (c *Client) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+// mapping returns the REST mapping of gvk from the cached discovery. A kind
+// the disk cache does not know is looked up on the server.
+func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
 	if gvk.Kind == "" || gvk.Version == "" {
 		return nil, errors.New("not a Kubernetes object: it has no apiVersion or kind")
 	}
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	d, err := c.discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil && d.fromDisk && meta.IsNoMatchError(err) {
+		c.refreshBefore(time.Now())
+		if d, err = c.discover(ctx); err != nil {
+			return nil, err
+		}
+		m, err = d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			return nil, &noMatchError{gvk: gvk, err: err}
@@ -215,12 +232,9 @@ func (e *noMatchError) Error() string {
 
 func (e *noMatchError) Unwrap() error { return e.err }
 
-// refresh drops the cached discovery, so the next mapping reads it again.
-func (c *Client) refresh() { c.mapper.Reset() }
-
 // resource returns the dynamic client of ref's resource and its mapping.
-func (c *Client) resource(ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
-	m, err := c.mapping(ref.GroupVersionKind())
+func (c *Client) resource(ctx context.Context, ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+	m, err := c.mapping(ctx, ref.GroupVersionKind())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -261,18 +275,20 @@ func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured)
 			defined[gk] = namespaced
 		}
 	}
+	start := time.Now()
 	errs := make([]error, len(objs))
 	missed := false
 	for i, obj := range objs {
-		errs[i] = c.prepare(obj, defined)
+		errs[i] = c.prepare(ctx, obj, defined)
 		missed = missed || errs[i] != nil
 	}
 	if missed {
-		// A kind may be new since discovery was cached: look once more.
-		c.refresh()
+		// A kind may be new since discovery was read: look once more,
+		// unless that read was made during this call.
+		c.refreshBefore(start)
 		for i, obj := range objs {
 			if errs[i] != nil {
-				errs[i] = c.prepare(obj, defined)
+				errs[i] = c.prepare(ctx, obj, defined)
 			}
 		}
 	}
@@ -288,13 +304,13 @@ func (c *Client) Prepare(ctx context.Context, objs []*unstructured.Unstructured)
 	return errors.Join(all...)
 }
 
-func (c *Client) prepare(obj *unstructured.Unstructured, defined map[schema.GroupKind]bool) error {
+func (c *Client) prepare(ctx context.Context, obj *unstructured.Unstructured, defined map[schema.GroupKind]bool) error {
 	if obj.GetName() == "" && obj.GetGenerateName() == "" {
 		return errors.New("object has no metadata.name")
 	}
 	gvk := obj.GroupVersionKind()
 	namespaced, isDefined := defined[gvk.GroupKind()]
-	m, err := c.mapping(gvk)
+	m, err := c.mapping(ctx, gvk)
 	switch {
 	case err == nil:
 		namespaced = m.Scope.Name() == meta.RESTScopeNameNamespace

@@ -4,16 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/restmapper"
 
 	"github.com/dmhq/dm/internal/derrors"
 )
@@ -21,7 +22,7 @@ import (
 // Get returns the live object; a missing one is an error wrapping
 // derrors.NotFound (and the server's NotFound status).
 func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
-	ri, _, err := c.resource(ref)
+	ri, _, err := c.resource(ctx, ref)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			// A custom resource whose definition is gone is gone too.
@@ -78,7 +79,7 @@ func (c *Client) Existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]
 
 // existing reads the metadata of refs of one kind and namespace.
 func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
-	m, err := c.mapping(refs[0].GroupVersionKind())
+	m, err := c.mapping(ctx, refs[0].GroupVersionKind())
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
@@ -138,7 +139,7 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 	}
 	var mappings []*meta.RESTMapping
 	if len(kinds) == 0 {
-		all, err := c.listable()
+		all, err := c.listable(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -146,7 +147,7 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 	} else {
 		var errs []error
 		for _, k := range kinds {
-			m, err := c.mappingFor(k)
+			m, err := c.mappingFor(ctx, k)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -207,67 +208,72 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 }
 
 // listable returns the preferred version of every namespaced kind that can
-// be listed, except subresources.
-func (c *Client) listable() ([]*meta.RESTMapping, error) {
-	lists, err := c.discovery.ServerPreferredNamespacedResources()
-	if err != nil && len(lists) == 0 {
-		return nil, fmt.Errorf("discovery: %w", err)
+// be listed.
+func (c *Client) listable(ctx context.Context) ([]*meta.RESTMapping, error) {
+	d, err := c.discover(ctx)
+	if err != nil {
+		return nil, err
 	}
+	seen := map[schema.GroupResource]bool{}
 	var out []*meta.RESTMapping
-	for _, l := range lists {
-		gv, err := schema.ParseGroupVersion(l.GroupVersion)
-		if err != nil {
+	for _, r := range d.resources {
+		gr := schema.GroupResource{Group: r.Group, Resource: r.Resource}
+		if seen[gr] {
 			continue
 		}
-		for _, r := range l.APIResources {
-			if strings.Contains(r.Name, "/") || !hasVerb(r.Verbs, "list") {
-				continue
-			}
-			out = append(out, &meta.RESTMapping{
-				Resource:         gv.WithResource(r.Name),
-				GroupVersionKind: gv.WithKind(r.Kind),
-				Scope:            meta.RESTScopeNamespace,
-			})
+		seen[gr] = true
+		if !r.Namespaced || !slices.Contains(r.Verbs, "list") {
+			continue
 		}
+		gv := schema.GroupVersion{Group: r.Group, Version: r.Version}
+		out = append(out, &meta.RESTMapping{
+			Resource:         gv.WithResource(r.Resource),
+			GroupVersionKind: gv.WithKind(r.Kind),
+			Scope:            meta.RESTScopeNamespace,
+		})
 	}
 	return out, nil
 }
 
-func hasVerb(verbs []string, v string) bool {
-	for _, x := range verbs {
-		if x == v {
-			return true
+// mappingFor resolves a kubectl-style resource or kind name the way
+// kubectl does: resource.version.group, resource.group, resource (or its
+// short name), Kind.version.group, Kind.group, Kind, and Kind.version for
+// the core group. It reads discovery again once when nothing matches.
+func (c *Client) mappingFor(ctx context.Context, arg string) (*meta.RESTMapping, error) {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		d, err := c.discover(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if m, err := d.mappingFor(arg); err == nil {
+			return m, nil
+		}
+		if attempt > 0 {
+			return nil, fmt.Errorf("the cluster has no resource type %q", arg)
+		}
+		c.refreshBefore(start)
+	}
+}
+
+func (d *discovered) mappingFor(arg string) (*meta.RESTMapping, error) {
+	mapper := d.mapper
+	// Expand a short name ("cm", "deploy") to its resource.
+	first, rest, _ := strings.Cut(strings.ToLower(arg), ".")
+	for _, r := range d.resources {
+		if slices.Contains(r.ShortNames, first) {
+			if rest == "" || rest == r.Group {
+				return mapper.RESTMapping(schema.GroupKind{Group: r.Group, Kind: r.Kind})
+			}
 		}
 	}
-	return false
-}
-
-// mappingFor resolves a kubectl-style resource or kind name the way
-// kubectl does: resource.version.group, resource.group, resource (with
-// short names), Kind.version.group, Kind.group, Kind, and Kind.version for
-// the core group.
-func (c *Client) mappingFor(arg string) (*meta.RESTMapping, error) {
-	mapper := restmapper.NewShortcutExpander(c.mapper, c.discovery, nil)
-	m, err := mappingFor(mapper, arg)
-	if err != nil {
-		c.refresh()
-		m, err = mappingFor(mapper, arg)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("the cluster has no resource type %q", arg)
-	}
-	return m, nil
-}
-
-func mappingFor(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
 	gvr, gr := schema.ParseResourceArg(strings.ToLower(arg))
 	var gvk schema.GroupVersionKind
-	var err error
 	if gvr != nil {
-		gvk, err = mapper.KindFor(*gvr)
+		gvk, _ = mapper.KindFor(*gvr)
 	}
 	if gvk.Empty() {
-		gvk, err = mapper.KindFor(gr.WithVersion(""))
+		gvk, _ = mapper.KindFor(gr.WithVersion(""))
 	}
 	if !gvk.Empty() {
 		return mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
@@ -287,8 +293,5 @@ func mappingFor(mapper meta.RESTMapper, arg string) (*meta.RESTMapping, error) {
 			return m, nil
 		}
 	}
-	if err == nil {
-		err = fmt.Errorf("no resource type %q", arg)
-	}
-	return nil, err
+	return nil, fmt.Errorf("no resource type %q", arg)
 }

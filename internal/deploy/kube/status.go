@@ -113,5 +113,5 @@ func (c *Client) Wait(ctx context.Context, refs []ObjectRef, progress func(Statu
 		}
 		lines = append(lines, line)
 	}
-	return fmt.Errorf("%w: %d of %d objects not ready:\n%s", ctx.Err(), len(todo), len(refs), strings.Join(lines, "\n"))
+	return fmt.Errorf("%d of %d objects not ready (%w):\n%s", len(todo), len(refs), ctx.Err(), strings.Join(lines, "\n"))
 }
