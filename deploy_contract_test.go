@@ -166,6 +166,23 @@ func TestDeployContract(t *testing.T) {
 	dir, _ := filepath.Abs("registry-example")
 	d.ok("--registry-dir", "github.com/acme/templates="+dir, "deploy", "common/configmap:v1.1", "--name", "settings", "--properties", "data={a: b}")
 
+	// --server: registryd resolves and expands, dm applies with its own
+	// credentials.
+	registrydBin, _ := buildBinaries(t)
+	url := startRegistryd(t, registrydBin, nil, "--registry-dir", "github.com/acme/templates="+dir)
+	_, errs, code := d.run("--server", url, "deploy", "redis:v1", "--name", "viaserver")
+	if code != 0 || !strings.Contains(errs, "resolved to github.com/acme/templates/redis:v1.0.2") {
+		t.Fatalf("deploy --server: exit %d\n%s", code, errs)
+	}
+	if n := labelledCount(t, env.Kubeconfig, d.ns, "viaserver", "services", "deployments.apps"); n != 4 {
+		t.Errorf("deploy --server: %d objects, want 4", n)
+	}
+	_, errs, code = d.run("--server", url, "update", "viaserver")
+	if code != 0 || !strings.Contains(errs, "still resolves to github.com/acme/templates/redis:v1.0.2") {
+		t.Errorf("update --server: exit %d\n%s", code, errs)
+	}
+
+	d.ok("delete", "viaserver")
 	d.ok("delete", "cache")
 	d.ok("delete", "settings")
 	if n := labelledCount(t, env.Kubeconfig, d.ns, "cache", "services", "deployments.apps"); n != 0 {

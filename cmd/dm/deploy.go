@@ -581,10 +581,18 @@ func (p *printer) objects(objs []map[string]any) error {
 	return nil
 }
 
-// applied prints the outcome of deploy, update or rollback.
+// applied prints the outcome of deploy, update or rollback: which version
+// the reference resolved to on stderr, then the deployment.
 func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, err error) error {
-	if res != nil && res.Resolved != "" && res.Previous != "" && res.Resolved != res.Previous {
-		fmt.Fprintf(p.g.stderr, "dm: %s now resolves to %s (was %s)\n", shortRef(res), res.Resolved, res.Previous)
+	if res != nil && res.Resolved != "" {
+		switch {
+		case res.Previous == "":
+			fmt.Fprintf(p.g.stderr, "dm: %s resolved to %s\n", shortRef(res), res.Resolved)
+		case res.Previous != res.Resolved:
+			fmt.Fprintf(p.g.stderr, "dm: %s now resolves to %s (was %s)\n", shortRef(res), res.Resolved, res.Previous)
+		default:
+			fmt.Fprintf(p.g.stderr, "dm: %s still resolves to %s\n", shortRef(res), res.Resolved)
+		}
 	}
 	if err != nil {
 		return err
@@ -595,19 +603,16 @@ func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, e
 			objs[i] = u.Object
 		}
 		if dryRun == "server" {
-			fmt.Fprintf(p.g.stderr, "dm: server dry run: %d objects validated; nothing was applied or recorded\n", len(objs))
+			fmt.Fprintf(p.g.stderr, "dm: server dry run: the server accepted %d objects; nothing was applied or recorded\n", len(objs))
 		}
 		return p.objects(objs)
-	}
-	if res.Resolved != "" && res.Previous == "" {
-		fmt.Fprintf(p.g.stderr, "dm: resolved to %s\n", res.Resolved)
 	}
 	return p.deployment(res.Record, nil)
 }
 
 func shortRef(res *deploy.Result) string {
-	if i := strings.LastIndexByte(res.Resolved, ':'); i > 0 {
-		return res.Resolved[:i]
+	if res.Ref != "" {
+		return res.Ref
 	}
 	return res.Resolved
 }

@@ -116,13 +116,7 @@ func (c *Config) update(ctx context.Context, name string, hist []*release.Record
 
 // release expands src and applies it as the next revision.
 func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, desc string, opts ApplyOptions) (*Result, error) {
-	src.Deployment = name
-	src.Namespace = c.namespace()
-	x, err := c.Expander.Expand(ctx, src)
-	if err != nil {
-		return nil, err
-	}
-	p, err := objectsOf(x, name, src.Namespace)
+	x, p, err := c.expand(ctx, name, &src)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +129,29 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 	}
 	res, err := c.apply(ctx, name, hist, p, rec, opts)
 	if res != nil {
-		res.Resolved = topResolved(rec)
+		res.Ref, res.Resolved = src.Input.Ref, topResolved(rec)
 	}
 	return res, err
+}
+
+// expand expands src as deployment name and makes its objects.
+func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.Result, *plan, error) {
+	src.Deployment = name
+	src.Namespace = c.namespace()
+	if src.Input.Ref != "" && src.Name == "" {
+		// A template deployed by reference is one resource named after
+		// the deployment, so two deployments of one template differ.
+		src.Name = name
+	}
+	x, err := c.Expander.Expand(ctx, *src)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := objectsOf(x, name, src.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, p, nil
 }
 
 // topResolved is the canonical reference the input's reference resolved

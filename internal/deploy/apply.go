@@ -217,8 +217,10 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 			c.logf("dm: warning: marking %s superseded: %v", r, err)
 		}
 	}
-	if err := driver.Prune(ctx, c.History, ns, name, opts.historyMax()); err != nil {
-		c.logf("dm: warning: %v", err)
+	if max := opts.historyMax(); max > 0 && len(hist)+1 > max {
+		if err := driver.Prune(ctx, c.History, ns, name, max); err != nil {
+			c.logf("dm: warning: %v", err)
+		}
 	}
 	return res, nil
 }

@@ -199,7 +199,8 @@ type Result struct {
 	// Pruned are the objects deleted because the revision no longer has
 	// them.
 	Pruned []kube.ObjectRef
-	// Resolved is the canonical reference the top-level template
-	// resolved to, and Previous what the previous revision used (Update).
-	Resolved, Previous string
+	// Ref is the input's reference as written; Resolved is the
+	// canonical reference it resolved to, and Previous what the previous
+	// revision used (Update).
+	Ref, Resolved, Previous string
 }

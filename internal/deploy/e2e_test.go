@@ -579,3 +579,32 @@ resources:
 		t.Errorf("revision 3 keeps %d bytes of objects, want 3.2 MB", size)
 	}
 }
+
+func TestAtomicRollsBack(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	good := configSource(`
+resources:
+- {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {v: "1"}}}
+`, nil)
+	f.deploy("atomic", good, deploy.ApplyOptions{})
+	bad := configSource(`
+resources:
+- {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {v: "2"}}}
+- {name: b, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_Valid}}}
+`, nil)
+	_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "atomic", Source: bad, ApplyOptions: deploy.ApplyOptions{Atomic: true}})
+	if err == nil || !strings.Contains(err.Error(), "rolled back to revision 1") {
+		t.Fatalf("err = %v, want a failure rolled back to revision 1", err)
+	}
+	if s := statuses(f.history("atomic")); s != "1:superseded 2:failed 3:deployed" {
+		t.Errorf("history %s", s)
+	}
+	live, err := f.kc.Get(ctx, kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(live.Object, "data", "v"); v != "1" {
+		t.Errorf("after the atomic rollback, v = %q, want 1", v)
+	}
+}

@@ -89,12 +89,7 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 		return "", false, err
 	}
 	src := opts.Source
-	src.Deployment, src.Namespace = opts.Name, ns
-	x, err := c.Expander.Expand(ctx, src)
-	if err != nil {
-		return "", false, err
-	}
-	p, err := objectsOf(x, opts.Name, ns)
+	_, p, err := c.expand(ctx, opts.Name, &src)
 	if err != nil {
 		return "", false, err
 	}
