@@ -487,10 +487,10 @@ func (p *printer) deployment(r *release.Record, st []kube.Status) error {
 	if ok, err := p.structured(v); ok {
 		return err
 	}
-	fmt.Fprintf(p.w, "NAME:       %s\nNAMESPACE:  %s\nREVISION:   %d\nSTATUS:     %s\nTEMPLATE:   %s\nUPDATED:    %s\n",
+	fmt.Fprintf(p.w, "NAME:         %s\nNAMESPACE:    %s\nREVISION:     %d\nSTATUS:       %s\nTEMPLATE:     %s\nUPDATED:      %s\n",
 		v.Name, v.Namespace, v.Revision, v.Status, orDash(v.Template), v.Updated.Format(time.RFC3339))
 	if v.Description != "" {
-		fmt.Fprintf(p.w, "DESCRIPTION: %s\n", v.Description)
+		fmt.Fprintf(p.w, "DESCRIPTION:  %s\n", v.Description)
 	}
 	fmt.Fprintln(p.w)
 	rows := make([][]string, len(v.Resources))
@@ -503,13 +503,20 @@ func (p *printer) deployment(r *release.Record, st []kube.Status) error {
 		if res.Namespace != "" {
 			name = res.Namespace + "/" + name
 		}
-		status := orDash(res.Status)
-		if res.Message != "" && res.Status != kube.Current {
-			status += ": " + res.Message
+		rows[i] = []string{kind, name, res.Path}
+		if st != nil {
+			status := orDash(res.Status)
+			if res.Message != "" && res.Status != kube.Current {
+				status += ": " + res.Message
+			}
+			rows[i] = append(rows[i], status)
 		}
-		rows[i] = []string{kind, name, res.Path, status}
 	}
-	return p.table([]string{"KIND", "NAME", "PATH", "STATUS"}, rows)
+	header := []string{"KIND", "NAME", "PATH"}
+	if st != nil {
+		header = append(header, "STATUS")
+	}
+	return p.table(header, rows)
 }
 
 // list prints the deployments.
@@ -581,19 +588,9 @@ func (p *printer) objects(objs []map[string]any) error {
 	return nil
 }
 
-// applied prints the outcome of deploy, update or rollback: which version
-// the reference resolved to on stderr, then the deployment.
+// applied prints the outcome of deploy, update or rollback (the action
+// said on stderr which version the reference resolved to).
 func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, err error) error {
-	if res != nil && res.Resolved != "" {
-		switch {
-		case res.Previous == "":
-			fmt.Fprintf(p.g.stderr, "dm: %s resolved to %s\n", shortRef(res), res.Resolved)
-		case res.Previous != res.Resolved:
-			fmt.Fprintf(p.g.stderr, "dm: %s now resolves to %s (was %s)\n", shortRef(res), res.Resolved, res.Previous)
-		default:
-			fmt.Fprintf(p.g.stderr, "dm: %s still resolves to %s\n", shortRef(res), res.Resolved)
-		}
-	}
 	if err != nil {
 		return err
 	}
@@ -608,11 +605,4 @@ func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, e
 		return p.objects(objs)
 	}
 	return p.deployment(res.Record, nil)
-}
-
-func shortRef(res *deploy.Result) string {
-	if res.Ref != "" {
-		return res.Ref
-	}
-	return res.Resolved
 }

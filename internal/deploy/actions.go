@@ -120,6 +120,20 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 	if err != nil {
 		return nil, err
 	}
+	if resolved := resolvedRef(x.References, src.Input.Ref); resolved != "" {
+		prev := ""
+		if len(hist) > 0 {
+			prev = topResolved(hist[len(hist)-1])
+		}
+		switch {
+		case prev == "":
+			c.logf("dm: %s resolved to %s", src.Input.Ref, resolved)
+		case prev != resolved:
+			c.logf("dm: %s now resolves to %s (was %s)", src.Input.Ref, resolved, prev)
+		default:
+			c.logf("dm: %s still resolves to %s", src.Input.Ref, resolved)
+		}
+	}
 	rec := &release.Record{
 		Description: desc,
 		Input:       src.Input,
@@ -156,13 +170,16 @@ func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.
 
 // topResolved is the canonical reference the input's reference resolved
 // to, if the input is a reference.
-func topResolved(r *release.Record) string {
-	if r.Input.Ref == "" {
+func topResolved(r *release.Record) string { return resolvedRef(r.References, r.Input.Ref) }
+
+// resolvedRef is the canonical reference ref resolved to among refs.
+func resolvedRef(refs []expand.Reference, ref string) string {
+	if ref == "" {
 		return ""
 	}
-	for _, ref := range r.References {
-		if ref.Ref == r.Input.Ref {
-			return ref.Resolved
+	for _, r := range refs {
+		if r.Ref == ref {
+			return r.Resolved
 		}
 	}
 	return ""
