@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -101,6 +102,31 @@ func TestClose(t *testing.T) {
 	}
 	if err := env.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestLaunchPortTaken checks that an apiserver that cannot bind its port
+// fails Launch with its log, leaving nothing behind.
+func TestLaunchPortTaken(t *testing.T) {
+	bins, err := FindBinaries()
+	if err != nil {
+		fail(t, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	parent := t.TempDir()
+	_, err = Launch(context.Background(), Options{Binaries: bins, Dir: parent, Port: l.Addr().(*net.TCPAddr).Port})
+	if err == nil {
+		t.Fatal("Launch succeeded on a port in use")
+	}
+	if !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error does not say the apiserver exited, with its log: %v", err)
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("Launch left %v behind", left)
 	}
 }
 
