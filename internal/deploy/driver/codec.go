@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -17,6 +18,10 @@ import (
 // reads, so a corrupt or hostile body cannot exhaust memory (a gzip stream
 // expands up to about 1000 times).
 const DefaultMaxRecordSize = 256 << 20
+
+// ErrFormat means a record was written in a format this dm does not read,
+// by a newer dm: upgrading dm is the fix, not deleting the record.
+var ErrFormat = fmt.Errorf("unsupported record format: %w", derrors.InvalidArgument)
 
 // stored is the JSON form of a record: the record's fields and the format
 // version beside them.
@@ -71,23 +76,38 @@ func Decode(body []byte, maxSize int64) (*release.Record, error) {
 	if int64(len(js)) > maxSize {
 		return nil, fmt.Errorf("record body is larger than %d bytes uncompressed (MaxRecordSize): %w", maxSize, derrors.LimitExceeded)
 	}
-	var probe struct {
-		Format *int `json:"format"`
-	}
-	if err := json.Unmarshal(js, &probe); err != nil {
-		return nil, fmt.Errorf("record body is not a JSON object: %v: %w", err, derrors.InvalidArgument)
-	}
-	if probe.Format == nil {
-		return nil, fmt.Errorf("record body has no format version: %w", derrors.InvalidArgument)
-	}
-	if *probe.Format != release.Format {
-		return nil, fmt.Errorf("record format %d is not supported (this dm reads format %d; a newer dm wrote it?): %w",
-			*probe.Format, release.Format, derrors.InvalidArgument)
-	}
+	// One parse; only a failed one is parsed again, to tell a record of
+	// another format from a broken one.
 	r := new(release.Record)
+	in := struct {
+		Format *int `json:"format"`
+		*release.Record
+	}{Record: r}
 	dec := json.NewDecoder(bytes.NewReader(js))
 	dec.UseNumber()
-	if err := dec.Decode(&stored{Record: r}); err != nil {
+	err = dec.Decode(&in)
+	if err == nil {
+		if _, terr := dec.Token(); terr != io.EOF {
+			err = errors.New("data after the record")
+		}
+	}
+	format := in.Format
+	if err != nil {
+		var probe struct {
+			Format *int `json:"format"`
+		}
+		if perr := json.Unmarshal(js, &probe); perr != nil {
+			return nil, fmt.Errorf("record body is not a JSON object: %v: %w", perr, derrors.InvalidArgument)
+		}
+		format = probe.Format
+	}
+	switch {
+	case format == nil:
+		return nil, fmt.Errorf("record body has no format version: %w", derrors.InvalidArgument)
+	case *format != release.Format:
+		return nil, fmt.Errorf("record format %d, this dm reads format %d (written by a newer dm? upgrade dm): %w",
+			*format, release.Format, ErrFormat)
+	case err != nil:
 		return nil, fmt.Errorf("record body: %v: %w", err, derrors.InvalidArgument)
 	}
 	if err := recordNumbers(r); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -97,8 +98,11 @@ func TestDecodeErrors(t *testing.T) {
 		{"not json", gz("hello"), 0, "not a JSON object", derrors.InvalidArgument},
 		{"json array", gz("[1]"), 0, "not a JSON object", derrors.InvalidArgument},
 		{"no format", gz(`{"name":"x"}`), 0, "no format version", derrors.InvalidArgument},
-		{"future format", gz(`{"format":2,"name":"x"}`), 0, "format 2 is not supported", derrors.InvalidArgument},
+		{"future format", gz(`{"format":2,"name":"x"}`), 0, "record format 2, this dm reads format 1", ErrFormat},
 		{"wrong type", gz(`{"format":1,"revision":"three"}`), 0, "record body", derrors.InvalidArgument},
+		{"future format, other fields", gz(`{"revision":"three","format":2}`), 0, "record format 2", ErrFormat},
+		{"trailing data", gz(`{"format":1} {}`), 0, "after top-level value", derrors.InvalidArgument},
+		{"format not a number", gz(`{"format":"1"}`), 0, "not a JSON object", derrors.InvalidArgument},
 		{"too large", valid, 100, "MaxRecordSize", derrors.LimitExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -145,4 +149,50 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("unstable round trip:\n%+v\n%+v", r, r2)
 		}
 	})
+}
+
+// typical returns a record of n ConfigMaps of ten keys, as dm deploy of
+// one template makes.
+func typical(n int) *release.Record {
+	r := sample("ns", "web", 1)
+	r.Objects = nil
+	for i := range n {
+		data := map[string]any{}
+		for k := range 10 {
+			data[fmt.Sprintf("key%d", k)] = fmt.Sprintf("value %d of config %d", k, i)
+		}
+		r.Objects = append(r.Objects, map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{
+				"name": fmt.Sprintf("config-%d", i), "namespace": "ns",
+				"labels": map[string]any{"app.kubernetes.io/managed-by": "dm", "dm.io/deployment": "web"},
+			},
+			"data": data,
+		})
+		r.Resources = append(r.Resources, release.Resource{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: fmt.Sprintf("config-%d", i), Path: fmt.Sprintf("web/config-%d", i)})
+	}
+	return r
+}
+
+func BenchmarkEncode(b *testing.B) {
+	r := typical(100)
+	b.ReportAllocs()
+	var body []byte
+	for b.Loop() {
+		var err error
+		if body, err = Encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(body)), "bytes/record")
+}
+
+func BenchmarkDecode(b *testing.B) {
+	body, _ := Encode(typical(100))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Decode(body, 0); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

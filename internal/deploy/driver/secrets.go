@@ -88,6 +88,8 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 //
 // Writes are optimistic: Create is create-only, Update is a merge patch
 // with the head's resourceVersion as precondition. Nothing is locked.
+//
+// A description longer than 64 KiB is stored truncated.
 type Secrets struct {
 	client dynamic.Interface
 
@@ -427,9 +429,11 @@ type head struct {
 	chunks            []string // the chunk Secrets' names
 }
 
+// corrupt returns the error for a head Secret dm cannot read, naming it and
+// how to drop the revision so the deployment's history is usable again.
 func corrupt(namespace, secret, format string, args ...any) error {
-	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s: %w",
-		namespace, secret, fmt.Sprintf(format, args...), derrors.InvalidArgument)
+	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s): %w",
+		namespace, secret, fmt.Sprintf(format, args...), namespace, secret, derrors.InvalidArgument)
 }
 
 // parseHead reads a head Secret's metadata and data, without fetching
@@ -442,7 +446,8 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 	}
 	l := obj.GetLabels()
 	if f := l[LabelFormat]; f != strconv.Itoa(release.Format) {
-		return nil, bad("format %q is not supported (this dm reads format %d; a newer dm wrote it?)", f, release.Format)
+		return nil, fmt.Errorf("deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm): %w",
+			h.namespace, h.secret, f, release.Format, ErrFormat)
 	}
 	var err error
 	if h.revision, err = strconv.Atoi(l[LabelRevision]); err != nil || h.revision < 1 {
@@ -488,7 +493,7 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 
 // errChunkMissing means a chunk was deleted under a reader: the body was
 // replaced or the revision deleted since the head was read.
-var errChunkMissing = errors.New("chunk missing")
+var errChunkMissing = errors.New("missing")
 
 // readBody returns the head's whole compressed body, verified against its
 // digest.
@@ -499,7 +504,7 @@ func (s *Secrets) readBody(ctx context.Context, h *head) ([]byte, error) {
 		for _, name := range h.chunks {
 			obj, err := s.secrets(h.namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("Secret %s/%s: chunk Secret %s: %w", h.namespace, h.secret, name, errChunkMissing)
+				return nil, fmt.Errorf("chunk Secret %s: %w", name, errChunkMissing)
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading chunk Secret %s/%s of %s: %w", h.namespace, name, h.secret, apiError(err))
@@ -551,8 +556,11 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 			return nil, err
 		}
 		r, err := Decode(data, s.MaxRecordSize)
+		if errors.Is(err, derrors.InvalidArgument) && !errors.Is(err, ErrFormat) {
+			return nil, corrupt(h.namespace, h.secret, "%v", err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("corrupt deployment history: Secret %s/%s: %w", h.namespace, h.secret, err)
+			return nil, fmt.Errorf("deployment history: Secret %s/%s: %w", h.namespace, h.secret, err)
 		}
 		if r.Namespace != h.namespace || r.Revision != h.revision || HeadName(r.Name, r.Revision) != h.secret {
 			return nil, corrupt(h.namespace, h.secret, "holds %s", r)
