@@ -93,7 +93,7 @@ const liveObjects = `
       spec: {restartPolicy: Never, containers: [{name: c, image: "nginx:1.27"}]}
 `
 
-func liveList(t *testing.T) []*unstructured.Unstructured {
+func liveList(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
 	list := obj(t, "items:"+liveObjects).Object["items"].([]any)
 	out := make([]*unstructured.Unstructured, len(list))
