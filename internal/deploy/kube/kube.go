@@ -38,8 +38,9 @@ type Config struct {
 	Context string
 	// Namespace overrides the context's namespace (-n).
 	Namespace string
-	// QPS and Burst limit client-side request rates; zero derives them from
-	// Concurrency so that parallel applies are not throttled.
+	// QPS and Burst set a client-side rate limit. Zero (or a negative QPS)
+	// means none: Concurrency already bounds the requests in flight, and
+	// client-go's default of 5 per second would serialise a tier.
 	QPS   float32
 	Burst int
 	// FieldManager is the server-side apply field manager; default "dm".
@@ -89,14 +90,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	// The client-go default of 5 requests per second would serialise a tier
-	// of parallel applies; allow a few rounds of Concurrency per second.
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	if rc.QPS == 0 {
-		rc.QPS = float32(max(50, 8*cfg.Concurrency))
+		rc.QPS = -1 // no limiter (client-go reads 0 as its default of 5)
 	}
 	if rc.Burst == 0 {
-		rc.Burst = max(100, 2*int(rc.QPS))
+		rc.Burst = max(1, 2*int(rc.QPS))
 	}
 	if rc.UserAgent == "" {
 		rc.UserAgent = "dm"
