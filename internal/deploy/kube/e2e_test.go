@@ -361,6 +361,16 @@ func TestExistingAndList(t *testing.T) {
 	if m := live[applied[3].Ref]; m == nil || m.Labels["app"] != "other" || len(m.ManagedFields) == 0 {
 		t.Errorf("Existing secret metadata = %+v", m)
 	}
+	// Four ConfigMaps of one namespace: read with one LIST.
+	sts, err := c.Statuses(ctx(t), []kube.ObjectRef{applied[0].Ref, missing, applied[1].Ref, applied[2].Ref, applied[3].Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{kube.Current, "NotFound", kube.Current, kube.Current, kube.Current} {
+		if sts[i].Status != want || sts[i].Ref.Name == "" {
+			t.Errorf("Statuses[%d] = %+v, want %s", i, sts[i], want)
+		}
+	}
 	for _, kinds := range [][]string{{"cm"}, {"configmaps"}, {"ConfigMap"}, {"ConfigMap.v1"}, {"configmaps.v1."}} {
 		list, err := c.List(ctx(t), ns, "app=demo", kinds)
 		if err != nil || len(list) != 3 || list[0].GetName() != "cm-0" || list[0].GetKind() != "ConfigMap" {

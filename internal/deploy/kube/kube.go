@@ -405,6 +405,37 @@ func byTier[T any](items []T, gvk func(T) schema.GroupVersionKind) [][]int {
 	return out
 }
 
+// groupByKind splits the indexes of refs into groups of one kind and
+// namespace, in the order of first appearance.
+func groupByKind(refs []ObjectRef) [][]int {
+	type key struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	at := map[key]int{}
+	var out [][]int
+	for i, ref := range refs {
+		k := key{ref.GroupVersionKind(), ref.Namespace}
+		g, ok := at[k]
+		if !ok {
+			g = len(out)
+			at[k] = g
+			out = append(out, nil)
+		}
+		out[g] = append(out[g], i)
+	}
+	return out
+}
+
+// indexes returns 0, 1, ..., n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
 // parallel runs f(i) for every i in idx, at most n at a time, and returns
 // when all are done.
 func parallel(n int, idx []int, f func(i int)) {
