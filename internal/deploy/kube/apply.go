@@ -90,22 +90,36 @@ func collect(results []*Applied) []Applied {
 // client rather than the dynamic one to learn from the status code whether
 // the object was created, without a GET first.
 func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
-	data, err := json.Marshal(obj.Object)
+	data, err := json.Marshal(applyConfiguration(obj.Object))
 	if err != nil {
 		return nil, fmt.Errorf("encoding: %w", err)
 	}
-	m, err := c.mapping(ctx, obj.GroupVersionKind())
-	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
-		// Its CRD is in this dry run, so the server cannot check it.
-		out := &unstructured.Unstructured{}
-		if err := out.UnmarshalJSON(data); err != nil {
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		m, err := c.mapping(ctx, obj.GroupVersionKind())
+		if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
+			// Its CRD is in this dry run, so the server cannot check it.
+			out := &unstructured.Unstructured{}
+			if err := out.UnmarshalJSON(data); err != nil {
+				return nil, err
+			}
+			return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+		}
+		if err != nil {
 			return nil, err
 		}
-		return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+		a, err := c.patch(ctx, m, obj, data, opts)
+		if err != nil && attempt == 0 && resourceGone(err) {
+			// Discovery (from the disk cache, or before a CRD was
+			// deleted) names a resource the server no longer serves.
+			c.refreshBefore(start)
+			continue
+		}
+		return a, err
 	}
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, data []byte, opts ApplyOptions) (*Applied, error) {
 	req := c.raw.Patch(types.ApplyPatchType).
 		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
 		Param("fieldManager", c.cfg.FieldManager).
@@ -132,6 +146,55 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts
 		return nil, fmt.Errorf("decoding the server's response: %w", err)
 	}
 	return &Applied{Ref: RefOf(out), Object: out, Created: code == http.StatusCreated}, nil
+}
+
+// resourceGone reports whether err is a NotFound for an apply, which
+// creates missing objects: so the resource itself is not served (unless it
+// is the namespace that is missing).
+func resourceGone(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonNotFound {
+		return false
+	}
+	d := status.Status().Details
+	return d == nil || d.Kind != "namespaces"
+}
+
+// serverSet are the metadata fields only the server sets. An object read
+// back from the cluster (a rollback's recorded objects) carries them, and
+// server-side apply refuses managedFields and takes resourceVersion as a
+// precondition.
+var serverSet = []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink"}
+
+// applyConfiguration returns obj without the server-set metadata fields,
+// sharing what it does not change.
+func applyConfiguration(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	var strip bool
+	for _, f := range serverSet {
+		if _, ok := md[f]; ok {
+			strip = true
+		}
+	}
+	if !strip {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	md2 := make(map[string]any, len(md))
+	for k, v := range md {
+		md2[k] = v
+	}
+	for _, f := range serverSet {
+		delete(md2, f)
+	}
+	out["metadata"] = md2
+	return out
 }
 
 // resourcePath is the URL path of one object of mapping m.

@@ -90,7 +90,7 @@ func comparable(obj *unstructured.Unstructured) (string, error) {
 	}
 	obj = obj.DeepCopy()
 	unstructured.RemoveNestedField(obj.Object, "status")
-	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"} {
+	for _, f := range serverSet {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
 	out, err := yaml.Marshal(obj.Object)

@@ -117,6 +117,12 @@ func TestApplyCreateUnchangedUpdate(t *testing.T) {
 	if m := live.GetManagedFields(); len(m) != 1 || m[0].Manager != "dm" {
 		t.Errorf("managed fields %+v, want one entry of manager dm", m)
 	}
+	// An object read back from the cluster (as a rollback applies recorded
+	// objects) applies: the server-set fields are not sent.
+	unstructured.SetNestedField(live.Object, "3", "data", "a")
+	if _, err := c.Apply(ctx(t), []*unstructured.Unstructured{live}, kube.ApplyOptions{}); err != nil {
+		t.Errorf("applying a live object: %v", err)
+	}
 	_, err = c.Get(ctx(t), kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "nope"})
 	if !errors.Is(err, derrors.NotFound) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/nope") {
 		t.Errorf("Get of a missing object: %v", err)
@@ -201,6 +207,13 @@ func TestApplyCRDAndCustomResource(t *testing.T) {
 		if _, err := c.Get(ctx(t), ref); !errors.Is(err, derrors.NotFound) {
 			t.Errorf("%s still there after Delete: %v", ref, err)
 		}
+	}
+	// A disk cache that still has the deleted CRD's kind does not make an
+	// apply fail obscurely: the 404 makes dm read discovery again.
+	stale := newClient(t, env.Kubeconfig, ns, "dm", cache)
+	_, err = prepareApply(t, stale, objects(t, crdAndCR(group))[:1], kube.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), `the cluster does not serve kind "Widget"`) {
+		t.Errorf("apply of a custom resource whose CRD is gone, through a stale cache: %v", err)
 	}
 }
 
