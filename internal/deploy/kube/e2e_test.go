@@ -140,6 +140,31 @@ func TestApplyDryRunCreatesNothing(t *testing.T) {
 	}
 }
 
+func TestDryRunIntoANewNamespace(t *testing.T) {
+	_, c, ns := setup(t)
+	fresh := ns + "-new"
+	objs := objects(t, "- {apiVersion: v1, kind: Namespace, metadata: {name: "+fresh+"}}\n"+
+		"- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: "+fresh+"}}")
+	if err := c.Prepare(ctx(t), objs); err != nil {
+		t.Fatal(err)
+	}
+	// As the deploy actions do: the namespace in one call, its objects in the next.
+	if _, err := c.Apply(ctx(t), objs[:1], kube.ApplyOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := c.Apply(ctx(t), objs[1:], kube.ApplyOptions{DryRun: true})
+	if err != nil || len(applied) != 1 || !applied[0].Created {
+		t.Fatalf("dry run into a namespace the dry run creates: %+v, %v", applied, err)
+	}
+	_, err = c.Apply(ctx(t), objects(t, "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: "+ns+"-nowhere}}"), kube.ApplyOptions{DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("dry run into a missing namespace: %v", err)
+	}
+	if _, err := c.Get(ctx(t), kube.ObjectRef{Version: "v1", Kind: "Namespace", Name: fresh}); !errors.Is(err, derrors.NotFound) {
+		t.Errorf("the dry run created the namespace: %v", err)
+	}
+}
+
 func crdAndCR(group string) string {
 	return `
 - apiVersion: ` + group + `/v1

@@ -61,6 +61,9 @@ type Client struct {
 	metadata  metadata.Interface
 	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
 	disc      discoveryState
+	// dryRunNamespaces are the namespaces dry runs "created": objects in
+	// them pass through later dry runs unchecked.
+	dryRunNamespaces sync.Map
 }
 
 // New loads the kubeconfig with client-go's loading rules and returns a
