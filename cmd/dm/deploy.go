@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -113,8 +114,8 @@ func (g *globals) expandSource(ctx context.Context, src deploy.Source) (*expand.
 
 // source reads the argument of deploy, update and diff: a configuration
 // file (- for stdin) or a template reference.
-func (g *globals) source(arg string, values []string, stdin io.Reader) (deploy.Source, error) {
-	props, err := g.propertyValues(values)
+func (g *globals) source(ctx context.Context, arg string, values []string, stdin io.Reader) (deploy.Source, error) {
+	props, text, err := g.propertyValues(values)
 	if err != nil {
 		return deploy.Source{}, err
 	}
@@ -123,12 +124,25 @@ func (g *globals) source(arg string, values []string, stdin io.Reader) (deploy.S
 		return src, nil
 	}
 	req := &api.ExpandRequest{}
-	if isConfigArg(arg) {
+	switch {
+	case isConfigArg(arg):
 		if err := readConfig(req, arg, stdin); err != nil {
 			return src, err
 		}
-	} else {
+	case looksLikeConfigFile(arg):
+		_, err := os.Stat(arg)
+		return src, fmt.Errorf("configuration file: %w", err)
+	default:
 		req.Ref = arg
+		b, err := g.backend()
+		if err != nil {
+			return src, err
+		}
+		// Properties a schema types as strings keep their text, as for
+		// dm expand.
+		if err := typeByText(ctx, b, arg, g.registry, props, text); err != nil {
+			return src, err
+		}
 	}
 	server := g.server
 	if server == "" {
@@ -152,7 +166,7 @@ A deployment that exists is an error: use dm update, or deploy --upgrade.`,
 			if err := df.check(); err != nil {
 				return err
 			}
-			src, err := g.source(args[0], df.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], df.values, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -184,7 +198,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err := uf.check(); err != nil {
 				return err
 			}
-			src, err := g.source(optional(args[1:]), uf.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), optional(args[1:]), uf.values, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -332,7 +346,7 @@ are pruned (only those that carry this deployment's labels).`,
 		Short: "Compare what deploying would apply (server-side dry run) with the live objects; exit 1 if they differ",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := g.source(args[0], xf.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], xf.values, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -418,10 +432,6 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
-}
-
-func rangeArgs(min, max int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.RangeArgs(min, max)(cmd, args)) }
 }
 
 // silentExit ends dm with a status and no message (dm diff's 1).

@@ -85,5 +85,5 @@ func cmdExport(ctx context.Context, g *globals, f *exportFlags, output string, w
 	if err != nil {
 		return err
 	}
-	return printDocument(w, output, t)
+	return printJSONOrYAML(w, t, output)
 }

@@ -27,7 +27,7 @@ const (
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error: %w", level, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
@@ -114,7 +114,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		// refresh timeout (50s).
 		WriteTimeout:   90 * time.Second,
 		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: server.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

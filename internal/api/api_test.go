@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -61,6 +63,19 @@ func TestParseGitHubSpec(t *testing.T) {
 	}
 }
 
+// testService serves fsys as registry github.com/a/b.
+func testService(t *testing.T, fsys fstest.MapFS) *Service {
+	t.Helper()
+	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
+}
+
 func TestSearchOrder(t *testing.T) {
 	fsys := fstest.MapFS{}
 	for _, p := range []string{
@@ -69,14 +84,7 @@ func TestSearchOrder(t *testing.T) {
 	} {
 		fsys[p] = &fstest.MapFile{Data: []byte("x\n")}
 	}
-	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fsys}, Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	s := NewService(resolve.New(resolve.Registry{}, g), expand.Options{})
+	s := testService(t, fsys)
 	res, err := s.Search(context.Background(), "WEB", "")
 	if err != nil {
 		t.Fatal(err)
@@ -120,5 +128,59 @@ func TestHTTPErrorUnwrap(t *testing.T) {
 	}
 	if _, err := NewClient("not a url", nil); !errors.Is(err, derrors.InvalidArgument) {
 		t.Errorf("NewClient with a bad URL: %v", err)
+	}
+}
+
+// TestSearchRanking ranks matches of the schema's words: exact name, name
+// prefix, name part, title, collection, tag, property, description, path.
+func TestSearchRanking(t *testing.T) {
+	files := map[string]string{
+		"redis/v1/redis.jinja":                "x\n",
+		"redis-operator/v1/redis-operator.py": "x\n",
+		"myredis/v1/myredis.jinja":            "x\n",
+		"cache/v1/cache.jinja":                "x\n",
+		"cache/v1/cache.jinja.schema":         "info: {title: Redis cache}\n",
+		"redis/other/v1/other.jinja":          "x\n",
+		"kv/v1/kv.jinja":                      "x\n",
+		"kv/v1/kv.jinja.schema":               "info: {title: KV store, tags: [redis, memcached]}\n",
+		"app/v1/app.jinja":                    "x\n",
+		"app/v1/app.jinja.schema":             "properties:\n  redisHost: {type: string}\n",
+		"store/v1/store.jinja":                "x\n",
+		"store/v1/store.jinja.schema":         "info: {title: Store, description: Keeps data in Redis.}\n",
+		"pg/v1/pg.yaml":                       "apiVersion: v1\nkind: Template\nmetadata:\n  name: pg\n  annotations: {description: PostgreSQL, tags: 'database,sql'}\nparameters: [{name: REDIS_URL}]\nobjects: []\n",
+		"misc/v1/misc.jinja":                  "x\n",
+		"misc/v1/docs/redis.md":               "x\n",
+	}
+	fsys := fstest.MapFS{}
+	for p, c := range files {
+		fsys[p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	s := testService(t, fsys)
+	for _, tt := range []struct {
+		q    string
+		want []string
+	}{
+		{"redis", []string{
+			"redis name", "redis-operator name", "myredis name", "cache title",
+			"redis/other collection", "kv tag", "app property", "pg property", "store description", "misc path",
+		}},
+		{"sql", []string{"pg tag"}},
+		{"redis store", []string{"store description"}},
+	} {
+		res, err := s.Search(context.Background(), tt.q, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range res.Results {
+			got = append(got, strings.TrimPrefix(r.Ref, "github.com/a/b/")+" "+r.Match)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("Search(%q) =\n%q, want\n%q", tt.q, got, tt.want)
+		}
+	}
+	res, _ := s.Search(context.Background(), "cache", "")
+	if len(res.Results) == 0 || res.Results[0].Title != "Redis cache" {
+		t.Errorf("results carry the title: %+v", res.Results)
 	}
 }

@@ -161,6 +161,9 @@ func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.
 	if err != nil {
 		return nil, nil, err
 	}
+	for _, w := range x.Warnings {
+		c.logf("dm: warning: %s", w)
+	}
 	p, err := objectsOf(x, name, src.Namespace)
 	if err != nil {
 		return nil, nil, err

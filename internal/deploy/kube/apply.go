@@ -43,9 +43,12 @@ type Applied struct {
 // Objects that depend on each other within a tier (the engine's $(ref)
 // order) must be passed in separate calls, one per dependency wave. Applied
 // CRDs are waited for until Established before the custom resources of later
-// tiers. Every failed object gives one ObjectError, all joined; an object
-// of a tier is not applied when an earlier tier failed. The results are in
-// the order of objs, for the objects that were applied.
+// tiers. In a dry run, objects the server cannot check because their CRD or
+// their namespace is created in the same call (or, for namespaces, an
+// earlier dry run of this Client) are returned as given. Every failed
+// object gives one ObjectError, all joined; an object of a tier is not
+// applied when an earlier tier failed. The results are in the order of
+// objs, for the objects that were applied.
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Applied, error) {
 	results := make([]*Applied, len(objs))
 	errs := make([]error, len(objs))
@@ -63,13 +66,23 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 		}
 		parallel(c.cfg.Concurrency, tier, func(i int) {
 			results[i], errs[i] = c.apply(ctx, objs[i], opts)
+			if _, ok := c.dryRunNamespaces.Load(objs[i].GetNamespace()); ok && opts.DryRun && namespaceMissing(errs[i]) {
+				// Its namespace is created in this dry run, so the server
+				// cannot check it: pass it through.
+				results[i], errs[i] = passThrough(objs[i])
+			}
 		})
 		for _, i := range tier {
 			if errs[i] != nil {
 				failed = true
 				errs[i] = &ObjectError{Ref: RefOf(objs[i]), Err: errs[i]}
-			} else if _, _, isCRD := crdDefines(objs[i]); isCRD {
+				continue
+			}
+			if _, _, isCRD := crdDefines(objs[i]); isCRD {
 				pending = append(pending, results[i].Object)
+			}
+			if gk := objs[i].GroupVersionKind().GroupKind(); opts.DryRun && gk.Group == "" && gk.Kind == "Namespace" && results[i].Created {
+				c.dryRunNamespaces.Store(objs[i].GetName(), true)
 			}
 		}
 	}
@@ -90,22 +103,32 @@ func collect(results []*Applied) []Applied {
 // client rather than the dynamic one to learn from the status code whether
 // the object was created, without a GET first.
 func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts ApplyOptions) (*Applied, error) {
-	data, err := json.Marshal(obj.Object)
+	data, err := json.Marshal(applyConfiguration(obj.Object))
 	if err != nil {
 		return nil, fmt.Errorf("encoding: %w", err)
 	}
-	m, err := c.mapping(ctx, obj.GroupVersionKind())
-	if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
-		// Its CRD is in this dry run, so the server cannot check it.
-		out := &unstructured.Unstructured{}
-		if err := out.UnmarshalJSON(data); err != nil {
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		m, err := c.mapping(ctx, obj.GroupVersionKind())
+		if err != nil && opts.DryRun && meta.IsNoMatchError(err) {
+			// Its CRD is in this dry run, so the server cannot check it.
+			return passThrough(obj)
+		}
+		if err != nil {
 			return nil, err
 		}
-		return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+		a, err := c.patch(ctx, m, obj, data, opts)
+		if err != nil && attempt == 0 && resourceGone(err) {
+			// Discovery (from the disk cache, or before a CRD was
+			// deleted) names a resource the server no longer serves.
+			c.refreshBefore(start)
+			continue
+		}
+		return a, err
 	}
-	if err != nil {
-		return nil, err
-	}
+}
+
+func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, data []byte, opts ApplyOptions) (*Applied, error) {
 	req := c.raw.Patch(types.ApplyPatchType).
 		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
 		Param("fieldManager", c.cfg.FieldManager).
@@ -132,6 +155,79 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts
 		return nil, fmt.Errorf("decoding the server's response: %w", err)
 	}
 	return &Applied{Ref: RefOf(out), Object: out, Created: code == http.StatusCreated}, nil
+}
+
+// passThrough is the result of a dry run for an object the server cannot
+// check: a copy of it, as new.
+func passThrough(obj *unstructured.Unstructured) (*Applied, error) {
+	data, err := json.Marshal(applyConfiguration(obj.Object))
+	if err != nil {
+		return nil, fmt.Errorf("encoding: %w", err)
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(data); err != nil {
+		return nil, err
+	}
+	return &Applied{Ref: RefOf(obj), Object: out, Created: true}, nil
+}
+
+// namespaceMissing reports whether err is the server's NotFound for a
+// namespace.
+func namespaceMissing(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonNotFound {
+		return false
+	}
+	d := status.Status().Details
+	return d != nil && d.Kind == "namespaces"
+}
+
+// resourceGone reports whether err is a NotFound for an apply, which
+// creates missing objects: so the resource itself is not served (unless it
+// is the namespace that is missing).
+func resourceGone(err error) bool {
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || status.Status().Reason != metav1.StatusReasonNotFound {
+		return false
+	}
+	return !namespaceMissing(err)
+}
+
+// serverSet are the metadata fields only the server sets. An object read
+// back from the cluster (a rollback's recorded objects) carries them, and
+// server-side apply refuses managedFields and takes resourceVersion as a
+// precondition.
+var serverSet = []string{"managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "selfLink"}
+
+// applyConfiguration returns obj without the server-set metadata fields,
+// sharing what it does not change.
+func applyConfiguration(obj map[string]any) map[string]any {
+	md, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return obj
+	}
+	var strip bool
+	for _, f := range serverSet {
+		if _, ok := md[f]; ok {
+			strip = true
+		}
+	}
+	if !strip {
+		return obj
+	}
+	out := make(map[string]any, len(obj))
+	for k, v := range obj {
+		out[k] = v
+	}
+	md2 := make(map[string]any, len(md))
+	for k, v := range md {
+		md2[k] = v
+	}
+	for _, f := range serverSet {
+		delete(md2, f)
+	}
+	out["metadata"] = md2
+	return out
 }
 
 // resourcePath is the URL path of one object of mapping m.

@@ -37,10 +37,7 @@ func (c *Client) Diff(ctx context.Context, objs []*unstructured.Unstructured, go
 		pairs = append(pairs, pair{ref: ref})
 	}
 	errs := make([]error, len(pairs))
-	idx := make([]int, len(pairs))
-	for i := range idx {
-		idx[i] = i
-	}
+	idx := indexes(len(pairs))
 	parallel(c.cfg.Concurrency, idx, func(i int) {
 		live, err := c.Get(ctx, pairs[i].ref)
 		if err != nil && !errors.Is(err, derrors.NotFound) {
@@ -93,7 +90,7 @@ func comparable(obj *unstructured.Unstructured) (string, error) {
 	}
 	obj = obj.DeepCopy()
 	unstructured.RemoveNestedField(obj.Object, "status")
-	for _, f := range []string{"managedFields", "resourceVersion", "generation", "uid", "creationTimestamp", "selfLink"} {
+	for _, f := range serverSet {
 		unstructured.RemoveNestedField(obj.Object, "metadata", f)
 	}
 	out, err := yaml.Marshal(obj.Object)

@@ -248,10 +248,7 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]a
 	}
 	lists := make([][]apiResource, len(gvs))
 	errs := make([]error, len(gvs))
-	idx := make([]int, len(gvs))
-	for i := range idx {
-		idx[i] = i
-	}
+	idx := indexes(len(gvs))
 	parallel(c.cfg.Concurrency, idx, func(i int) {
 		gv := gvs[i]
 		p := "/apis/" + gv.Group + "/" + gv.Version

@@ -117,6 +117,12 @@ func TestApplyCreateUnchangedUpdate(t *testing.T) {
 	if m := live.GetManagedFields(); len(m) != 1 || m[0].Manager != "dm" {
 		t.Errorf("managed fields %+v, want one entry of manager dm", m)
 	}
+	// An object read back from the cluster (as a rollback applies recorded
+	// objects) applies: the server-set fields are not sent.
+	unstructured.SetNestedField(live.Object, "3", "data", "a")
+	if _, err := c.Apply(ctx(t), []*unstructured.Unstructured{live}, kube.ApplyOptions{}); err != nil {
+		t.Errorf("applying a live object: %v", err)
+	}
 	_, err = c.Get(ctx(t), kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "nope"})
 	if !errors.Is(err, derrors.NotFound) || !strings.Contains(err.Error(), "ConfigMap "+ns+"/nope") {
 		t.Errorf("Get of a missing object: %v", err)
@@ -131,6 +137,31 @@ func TestApplyDryRunCreatesNothing(t *testing.T) {
 	}
 	if _, err := c.Get(ctx(t), kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: ns, Name: "cm-0"}); !errors.Is(err, derrors.NotFound) {
 		t.Errorf("dry run created the object: %v", err)
+	}
+}
+
+func TestDryRunIntoANewNamespace(t *testing.T) {
+	_, c, ns := setup(t)
+	fresh := ns + "-new"
+	objs := objects(t, "- {apiVersion: v1, kind: Namespace, metadata: {name: "+fresh+"}}\n"+
+		"- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: "+fresh+"}}")
+	if err := c.Prepare(ctx(t), objs); err != nil {
+		t.Fatal(err)
+	}
+	// As the deploy actions do: the namespace in one call, its objects in the next.
+	if _, err := c.Apply(ctx(t), objs[:1], kube.ApplyOptions{DryRun: true}); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := c.Apply(ctx(t), objs[1:], kube.ApplyOptions{DryRun: true})
+	if err != nil || len(applied) != 1 || !applied[0].Created {
+		t.Fatalf("dry run into a namespace the dry run creates: %+v, %v", applied, err)
+	}
+	_, err = c.Apply(ctx(t), objects(t, "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: "+ns+"-nowhere}}"), kube.ApplyOptions{DryRun: true})
+	if err == nil || !strings.Contains(err.Error(), "not found") {
+		t.Errorf("dry run into a missing namespace: %v", err)
+	}
+	if _, err := c.Get(ctx(t), kube.ObjectRef{Version: "v1", Kind: "Namespace", Name: fresh}); !errors.Is(err, derrors.NotFound) {
+		t.Errorf("the dry run created the namespace: %v", err)
 	}
 }
 
@@ -201,6 +232,13 @@ func TestApplyCRDAndCustomResource(t *testing.T) {
 		if _, err := c.Get(ctx(t), ref); !errors.Is(err, derrors.NotFound) {
 			t.Errorf("%s still there after Delete: %v", ref, err)
 		}
+	}
+	// A disk cache that still has the deleted CRD's kind does not make an
+	// apply fail obscurely: the 404 makes dm read discovery again.
+	stale := newClient(t, env.Kubeconfig, ns, "dm", cache)
+	_, err = prepareApply(t, stale, objects(t, crdAndCR(group))[:1], kube.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), `the cluster does not serve kind "Widget"`) {
+		t.Errorf("apply of a custom resource whose CRD is gone, through a stale cache: %v", err)
 	}
 }
 
@@ -360,6 +398,16 @@ func TestExistingAndList(t *testing.T) {
 	}
 	if m := live[applied[3].Ref]; m == nil || m.Labels["app"] != "other" || len(m.ManagedFields) == 0 {
 		t.Errorf("Existing secret metadata = %+v", m)
+	}
+	// Four ConfigMaps of one namespace: read with one LIST.
+	sts, err := c.Statuses(ctx(t), []kube.ObjectRef{applied[0].Ref, missing, applied[1].Ref, applied[2].Ref, applied[3].Ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{kube.Current, "NotFound", kube.Current, kube.Current, kube.Current} {
+		if sts[i].Status != want || sts[i].Ref.Name == "" {
+			t.Errorf("Statuses[%d] = %+v, want %s", i, sts[i], want)
+		}
 	}
 	for _, kinds := range [][]string{{"cm"}, {"configmaps"}, {"ConfigMap"}, {"ConfigMap.v1"}, {"configmaps.v1."}} {
 		list, err := c.List(ctx(t), ns, "app=demo", kinds)

@@ -189,6 +189,16 @@ func Strip(obj *unstructured.Unstructured) *unstructured.Unstructured {
 			obj.SetAnnotations(ann)
 		}
 	}
+	// Pod templates carry a null creationTimestamp from the typed encoding.
+	for _, path := range [][]string{
+		{"spec", "template", "metadata"},
+		{"spec", "jobTemplate", "metadata"},
+		{"spec", "jobTemplate", "spec", "template", "metadata"},
+	} {
+		if v, ok, _ := unstructured.NestedFieldNoCopy(o, append(path, "creationTimestamp")...); ok && v == nil {
+			unstructured.RemoveNestedField(o, append(path, "creationTimestamp")...)
+		}
+	}
 	gk := obj.GroupVersionKind().GroupKind()
 	switch {
 	case gk.Group == "" && gk.Kind == "Service":

@@ -64,7 +64,7 @@ const liveObjects = `
     replicas: 2
     selector: {matchLabels: {app: web}}
     template:
-      metadata: {labels: {app: web}}
+      metadata: {labels: {app: web}, creationTimestamp: null}
       spec: {containers: [{name: web, image: "nginx:1.27"}]}
 - apiVersion: apps/v1
   kind: ReplicaSet
@@ -93,7 +93,7 @@ const liveObjects = `
       spec: {restartPolicy: Never, containers: [{name: c, image: "nginx:1.27"}]}
 `
 
-func liveList(t *testing.T) []*unstructured.Unstructured {
+func liveList(t testing.TB) []*unstructured.Unstructured {
 	t.Helper()
 	list := obj(t, "items:"+liveObjects).Object["items"].([]any)
 	out := make([]*unstructured.Unstructured, len(list))
@@ -143,6 +143,9 @@ func TestExport(t *testing.T) {
 	}
 	if _, ok, _ := unstructured.NestedFieldNoCopy(dep, "metadata", "annotations"); ok {
 		t.Error("empty annotations kept")
+	}
+	if _, ok, _ := unstructured.NestedFieldNoCopy(dep, "spec", "template", "metadata", "creationTimestamp"); ok {
+		t.Error("the pod template's null creationTimestamp kept")
 	}
 	pod := &unstructured.Unstructured{Object: objects[2].(map[string]any)}
 	if pod.GetName() != "" || pod.GetGenerateName() != "job-" {

@@ -38,8 +38,9 @@ type Config struct {
 	Context string
 	// Namespace overrides the context's namespace (-n).
 	Namespace string
-	// QPS and Burst limit client-side request rates; zero derives them from
-	// Concurrency so that parallel applies are not throttled.
+	// QPS and Burst set a client-side rate limit. Zero (or a negative QPS)
+	// means none: Concurrency already bounds the requests in flight, and
+	// client-go's default of 5 per second would serialise a tier.
 	QPS   float32
 	Burst int
 	// FieldManager is the server-side apply field manager; default "dm".
@@ -60,6 +61,9 @@ type Client struct {
 	metadata  metadata.Interface
 	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
 	disc      discoveryState
+	// dryRunNamespaces are the namespaces dry runs "created": objects in
+	// them pass through later dry runs unchecked.
+	dryRunNamespaces sync.Map
 }
 
 // New loads the kubeconfig with client-go's loading rules and returns a
@@ -89,14 +93,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if ns == "" {
 		ns = "default"
 	}
-	// The client-go default of 5 requests per second would serialise a tier
-	// of parallel applies; allow a few rounds of Concurrency per second.
 	rc.QPS, rc.Burst = cfg.QPS, cfg.Burst
 	if rc.QPS == 0 {
-		rc.QPS = float32(max(50, 8*cfg.Concurrency))
+		rc.QPS = -1 // no limiter (client-go reads 0 as its default of 5)
 	}
 	if rc.Burst == 0 {
-		rc.Burst = max(100, 2*int(rc.QPS))
+		rc.Burst = max(1, 2*int(rc.QPS))
 	}
 	if rc.UserAgent == "" {
 		rc.UserAgent = "dm"
@@ -406,6 +408,37 @@ func byTier[T any](items []T, gvk func(T) schema.GroupVersionKind) [][]int {
 	out := make([][]int, len(keys))
 	for i, t := range keys {
 		out[i] = groups[t]
+	}
+	return out
+}
+
+// groupByKind splits the indexes of refs into groups of one kind and
+// namespace, in the order of first appearance.
+func groupByKind(refs []ObjectRef) [][]int {
+	type key struct {
+		gvk schema.GroupVersionKind
+		ns  string
+	}
+	at := map[key]int{}
+	var out [][]int
+	for i, ref := range refs {
+		k := key{ref.GroupVersionKind(), ref.Namespace}
+		g, ok := at[k]
+		if !ok {
+			g = len(out)
+			at[k] = g
+			out = append(out, nil)
+		}
+		out[g] = append(out[g], i)
+	}
+	return out
+}
+
+// indexes returns 0, 1, ..., n-1.
+func indexes(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
 	}
 	return out
 }

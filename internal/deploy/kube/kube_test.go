@@ -129,7 +129,7 @@ func TestDiffObjects(t *testing.T) {
 	}
 }
 
-func obj(t *testing.T, y string) *unstructured.Unstructured {
+func obj(t testing.TB, y string) *unstructured.Unstructured {
 	t.Helper()
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(y), &m); err != nil {

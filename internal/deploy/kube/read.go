@@ -45,31 +45,19 @@ func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstruct
 // one metadata-only LIST, others with a metadata-only GET. A kind the
 // cluster does not serve has no objects.
 func (c *Client) Existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
-	type key struct {
-		gvk schema.GroupVersionKind
-		ns  string
-	}
-	groups := map[key][]ObjectRef{}
-	var keys []key
-	for _, ref := range refs {
-		k := key{ref.GroupVersionKind(), ref.Namespace}
-		if groups[k] == nil {
-			keys = append(keys, k)
-		}
-		groups[k] = append(groups[k], ref)
-	}
+	groups := groupByKind(refs)
 	var mu sync.Mutex
 	out := map[ObjectRef]*metav1.PartialObjectMetadata{}
-	errs := make([]error, len(keys))
-	idx := make([]int, len(keys))
-	for i := range idx {
-		idx[i] = i
-	}
-	parallel(c.cfg.Concurrency, idx, func(i int) {
-		found, err := c.existing(ctx, groups[keys[i]])
+	errs := make([]error, len(groups))
+	parallel(c.cfg.Concurrency, indexes(len(groups)), func(g int) {
+		group := make([]ObjectRef, len(groups[g]))
+		for j, i := range groups[g] {
+			group[j] = refs[i]
+		}
+		found, err := c.existing(ctx, group)
 		mu.Lock()
 		defer mu.Unlock()
-		errs[i] = err
+		errs[g] = err
 		for ref, m := range found {
 			out[ref] = m
 		}
@@ -160,10 +148,7 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 	}
 	lists := make([][]*unstructured.Unstructured, len(mappings))
 	errs := make([]error, len(mappings))
-	idx := make([]int, len(mappings))
-	for i := range idx {
-		idx[i] = i
-	}
+	idx := indexes(len(mappings))
 	parallel(c.cfg.Concurrency, idx, func(i int) {
 		m := mappings[i]
 		ri := c.dynamic.Resource(m.Resource)

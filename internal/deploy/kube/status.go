@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
@@ -37,17 +39,56 @@ func statusOf(ref ObjectRef, obj *unstructured.Unstructured) Status {
 	return Status{Ref: ref, Status: res.Status.String(), Message: res.Message}
 }
 
-// Statuses returns the live kstatus status of each ref, in order. An object
-// that cannot be read has status Unknown with the reason as its message;
-// the error is only that of ctx.
+// Statuses returns the live kstatus status of each ref, in order. Refs that
+// share a kind and namespace, four or more, are read with one LIST. An
+// object that cannot be read has status Unknown with the reason as its
+// message; the error is only that of ctx.
 func (c *Client) Statuses(ctx context.Context, refs []ObjectRef) ([]Status, error) {
 	out := make([]Status, len(refs))
-	all := make([]int, len(refs))
-	for i := range all {
-		all[i] = i
+	var single []int
+	var lists [][]int
+	for _, g := range groupByKind(refs) {
+		if len(g) >= 4 {
+			lists = append(lists, g)
+		} else {
+			single = append(single, g...)
+		}
 	}
-	parallel(c.cfg.Concurrency, all, func(i int) { out[i] = c.status(ctx, refs[i]) })
+	var mu sync.Mutex
+	parallel(c.cfg.Concurrency, indexes(len(lists)), func(l int) {
+		g := lists[l]
+		objs, err := c.listOf(ctx, refs[g[0]])
+		if err != nil {
+			mu.Lock()
+			single = append(single, g...) // read them one by one instead
+			mu.Unlock()
+			return
+		}
+		for _, i := range g {
+			out[i] = statusOf(refs[i], objs[refs[i].Name])
+		}
+	})
+	parallel(c.cfg.Concurrency, single, func(i int) { out[i] = c.status(ctx, refs[i]) })
 	return out, ctx.Err()
+}
+
+// listOf lists the objects of ref's kind in its namespace, by name.
+func (c *Client) listOf(ctx context.Context, ref ObjectRef) (map[string]*unstructured.Unstructured, error) {
+	ri, _, err := c.resource(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	list, err := ri.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		obj := &list.Items[i]
+		obj.SetGroupVersionKind(ref.GroupVersionKind())
+		out[obj.GetName()] = obj
+	}
+	return out, nil
 }
 
 func (c *Client) status(ctx context.Context, ref ObjectRef) Status {
