@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,6 +135,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	if err := checkOwnership(p, live, ns, name, opts.Adopt); err != nil {
 		return nil, err
 	}
+	markUnchanged(p, hist, live, opts)
 	var prune []kube.ObjectRef
 	for _, ref := range gone {
 		m := live[ref]
@@ -199,6 +201,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 
 	rec.Status = release.StatusDeployed
 	rec.Description = desc
+	rec.Resources = p.resources()       // with the resourceVersions applied
 	rec.Objects = objectMaps(p.objects) // deferred references filled
 	rec.Updated = c.now()
 	if err := c.History.Update(ctx, rec); err != nil {
@@ -237,7 +240,7 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 	for _, o := range applied {
 		rec.Resources = append(rec.Resources, release.Resource{
 			APIVersion: o.obj.GetAPIVersion(), Kind: o.obj.GetKind(), Namespace: o.obj.GetNamespace(),
-			Name: o.obj.GetName(), Path: o.path, Template: o.template,
+			Name: o.obj.GetName(), Path: o.path, Template: o.template, ResourceVersion: o.rv,
 		})
 		rec.Objects = append(rec.Objects, o.obj.Object)
 	}
@@ -294,13 +297,22 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		if len(batch) == 0 {
 			continue
 		}
-		objs := make([]*unstructured.Unstructured, len(batch))
 		byID := make(map[identity]*object, len(batch))
-		for i, o := range batch {
-			objs[i] = o.obj
+		for _, o := range batch {
 			byID[idOf(o.ref())] = o
 		}
-		out, err := c.Cluster.Apply(ctx, objs, aopts)
+		var send []*unstructured.Unstructured
+		for _, o := range batch {
+			if o.unchanged && !aopts.DryRun {
+				applied = append(applied, o)
+				continue
+			}
+			send = append(send, o.obj)
+		}
+		if len(send) == 0 {
+			continue
+		}
+		out, err := c.Cluster.Apply(ctx, send, aopts)
 		for _, a := range out {
 			o := byID[idOf(a.Ref)]
 			if o == nil {
@@ -309,6 +321,9 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 			applied = append(applied, o)
 			if a.Object != nil {
 				live[o.name] = a.Object
+				if !aopts.DryRun {
+					o.rv = a.Object.GetResourceVersion()
+				}
 			}
 		}
 		if err != nil {
@@ -316,6 +331,50 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		}
 	}
 	return applied, nil
+}
+
+// markUnchanged finds the objects there is no need to PATCH: the last
+// deployed revision applied exactly the same object, and the live object
+// still has the resourceVersion that apply answered with, so nobody (no
+// controller, no kubectl) has written it since. A PATCH would change
+// nothing; skipping it makes an unchanged re-deploy cost one LIST per
+// kind instead of one request per object. Objects with deferred
+// references, or named by one, are always applied.
+func markUnchanged(p *plan, hist []*release.Record, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts ApplyOptions) {
+	if opts.ForceConflicts || opts.DryRun != "" {
+		return
+	}
+	var prev *release.Record
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Status == release.StatusDeployed {
+			prev = hist[i]
+			break
+		}
+	}
+	if prev == nil || len(prev.Objects) != len(prev.Resources) {
+		return
+	}
+	type recorded struct {
+		rv  string
+		obj map[string]any
+	}
+	before := make(map[identity]recorded, len(prev.Resources))
+	for i, r := range prev.Resources {
+		if r.ResourceVersion != "" {
+			before[idOf(refOf(r))] = recorded{r.ResourceVersion, prev.Objects[i]}
+		}
+	}
+	for _, o := range p.objects {
+		if len(o.deferred) > 0 || o.target {
+			continue
+		}
+		b, ok := before[idOf(o.ref())]
+		m := live[o.ref()]
+		if !ok || m == nil || m.GetResourceVersion() != b.rv || !reflect.DeepEqual(b.obj, o.obj.Object) {
+			continue
+		}
+		o.unchanged, o.rv = true, b.rv
+	}
 }
 
 // fill replaces o's deferred references by the values of the live objects

@@ -608,3 +608,43 @@ resources:
 		t.Errorf("after the atomic rollback, v = %q, want 1", v)
 	}
 }
+
+// An unchanged re-deploy skips the PATCHes of objects nobody changed, but
+// not of objects that changed or went away since.
+func TestUnchangedRedeploy(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := configSource(`
+resources:
+- {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {v: "1"}}}
+- {name: b, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {v: "1"}}}
+`, nil)
+	f.deploy("same", cfg, deploy.ApplyOptions{})
+	refB := kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "b"}
+	if err := f.kc.Delete(ctx, []kube.ObjectRef{refB}, kube.DeleteOptions{Wait: true, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := f.c.Deploy(ctx, deploy.DeployOptions{Name: "same", Source: cfg, Upgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.kc.Get(ctx, refB); err != nil {
+		t.Fatalf("an object deleted behind dm's back was not applied again: %v", err)
+	}
+	for _, r := range res.Record.Resources {
+		if r.ResourceVersion == "" {
+			t.Errorf("%s/%s: no resourceVersion recorded", r.Kind, r.Name)
+		}
+	}
+	// Once more, nothing changed: the record still has every object.
+	res, err = f.c.Deploy(ctx, deploy.DeployOptions{Name: "same", Source: cfg, Upgrade: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Record.Resources) != 2 || len(res.Record.Objects) != 2 {
+		t.Errorf("record of an unchanged re-deploy: %d resources, %d objects", len(res.Record.Resources), len(res.Record.Objects))
+	}
+	if s := statuses(f.history("same")); s != "1:superseded 2:superseded 3:deployed" {
+		t.Errorf("history %s", s)
+	}
+}

@@ -24,6 +24,15 @@ type object struct {
 	template string // canonical reference of its layout node's template
 	wave     int    // apply wave: after the objects its deferred refs name
 	deferred []expand.Deferred
+	// rv is the resourceVersion the server answered the apply with (or
+	// that of the unchanged live object when the apply was skipped).
+	rv string
+	// unchanged: the previous revision applied the same object and the
+	// live object has not changed since, so there is nothing to PATCH.
+	unchanged bool
+	// target: some deferred reference names this object, so its live
+	// state is needed after applying.
+	target bool
 }
 
 func (o *object) ref() kube.ObjectRef { return kube.RefOf(o.obj) }
@@ -105,6 +114,9 @@ func objectsOf(res *expand.Result, name, namespace string) (*plan, error) {
 	for _, d := range res.Deferred {
 		if o := p.byName[d.Resource]; o != nil {
 			o.deferred = append(o.deferred, d)
+		}
+		if t := p.byName[d.Target]; t != nil {
+			t.target = true
 		}
 	}
 	// Waves: an object with deferred references goes after the objects
@@ -224,7 +236,7 @@ func (p *plan) resources() []release.Resource {
 		out[i] = release.Resource{
 			APIVersion: o.obj.GetAPIVersion(), Kind: o.obj.GetKind(),
 			Namespace: o.obj.GetNamespace(), Name: o.obj.GetName(),
-			Path: o.path, Template: o.template,
+			Path: o.path, Template: o.template, ResourceVersion: o.rv,
 		}
 	}
 	return out
