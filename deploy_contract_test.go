@@ -182,6 +182,28 @@ func TestDeployContract(t *testing.T) {
 		t.Errorf("update --server: exit %d\n%s", code, errs)
 	}
 
+	// dm update NAME re-resolves the same reference and says which
+	// version it picked.
+	reg := t.TempDir()
+	if err := os.CopyFS(reg, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	patch := filepath.Join(reg, "redis", "v1.0.2")
+	if err := os.Rename(patch, patch+".later"); err != nil {
+		t.Fatal(err)
+	}
+	regFlag := "github.com/acme/templates=" + reg
+	if _, errs, code := d.run("--registry-dir", regFlag, "deploy", "redis:v1", "--name", "moving"); code != 0 || !strings.Contains(errs, "redis:v1.0.1") {
+		t.Fatalf("deploy: exit %d\n%s", code, errs)
+	}
+	if err := os.Rename(patch+".later", patch); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := d.run("--registry-dir", regFlag, "update", "moving"); code != 0 || !strings.Contains(errs, "redis:v1 now resolves to github.com/acme/templates/redis:v1.0.2 (was github.com/acme/templates/redis:v1.0.1)") {
+		t.Errorf("update: exit %d\n%s", code, errs)
+	}
+	d.ok("delete", "moving")
+
 	d.ok("delete", "viaserver")
 	d.ok("delete", "cache")
 	d.ok("delete", "settings")

@@ -492,6 +492,10 @@ func (c *Config) checkCRDs(ctx context.Context, refs []kube.ObjectRef, allowed b
 	if allowed {
 		return nil
 	}
+	deleting := make(map[identity]bool, len(refs))
+	for _, ref := range refs {
+		deleting[idOf(ref)] = true
+	}
 	var errs []error
 	for _, ref := range refs {
 		if ref.Group != "apiextensions.k8s.io" || ref.Kind != "CustomResourceDefinition" {
@@ -506,9 +510,10 @@ func (c *Config) checkCRDs(ctx context.Context, refs []kube.ObjectRef, allowed b
 		}
 		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
 		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-		crs, err := c.Cluster.List(ctx, "", "", []string{plural + "." + group})
+		scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+		crs, err := c.customResources(ctx, plural+"."+group, scope == "Namespaced", deleting)
 		if err != nil {
-			return fmt.Errorf("%s %s: listing its custom resources: %w", doing, ref, err)
+			return fmt.Errorf("%s %s: listing its custom resources (--prune-crds skips this check): %w", doing, ref, err)
 		}
 		if len(crs) > 0 {
 			errs = append(errs, fmt.Errorf("%s %s would delete its %d custom resources (such as %s); re-run with --prune-crds to allow it: %w",
@@ -516,6 +521,36 @@ func (c *Config) checkCRDs(ctx context.Context, refs []kube.ObjectRef, allowed b
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// customResources lists the custom resources of a kind (cluster-wide, or
+// for a namespaced kind in every namespace) other than those in except,
+// which are being deleted anyway.
+func (c *Config) customResources(ctx context.Context, kind string, namespaced bool, except map[identity]bool) ([]*unstructured.Unstructured, error) {
+	namespaces := []string{""}
+	if namespaced {
+		nss, err := c.Cluster.List(ctx, "", "", []string{"namespaces"})
+		if err != nil {
+			return nil, err
+		}
+		namespaces = namespaces[:0]
+		for _, ns := range nss {
+			namespaces = append(namespaces, ns.GetName())
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, ns := range namespaces {
+		crs, err := c.Cluster.List(ctx, ns, "", []string{kind})
+		if err != nil {
+			return nil, err
+		}
+		for _, cr := range crs {
+			if !except[idOf(kube.RefOf(cr))] {
+				out = append(out, cr)
+			}
+		}
+	}
+	return out, nil
 }
 
 func truncate(s string, n int) string {

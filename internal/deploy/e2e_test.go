@@ -261,6 +261,28 @@ func TestDeployUpdateRollbackDelete(t *testing.T) {
 		t.Errorf("history %s", s)
 	}
 
+	// DM's verbs over the layouts.
+	types, err := f.c.Types(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, ty := range types {
+		if ty.Template == "github.com/acme/templates/common/replicatedservice" && ty.Version == "v1.1.0" {
+			found = ty.Instances == 2 && ty.Deployments == 1
+		}
+	}
+	if !found {
+		t.Errorf("types: %+v; want common/replicatedservice v1.1.0 with 2 instances in 1 deployment", types)
+	}
+	ins, err := f.c.Instances(ctx, "redis", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ins) != 1 || ins[0].Path != "guestbook/guestbook-redis" || ins[0].Deployment != "stack" || ins[0].Version != "v1.1.0" {
+		t.Errorf("instances redis: %+v", ins)
+	}
+
 	// Delete leaves nothing labelled, and no history.
 	if _, err := f.c.Delete(ctx, "stack", deploy.DeleteOptions{Wait: true, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -337,12 +359,23 @@ resources:
 	if got := f.labelled("crd", "widgets."+group); !contains(got, "Widget/w1") {
 		t.Fatalf("custom resource not applied: %v", got)
 	}
-	// Deleting the CRD with its custom resource needs --prune-crds.
+	// A custom resource of the CRD in another namespace counts too.
+	other := f.env.Namespace(t)
+	w2 := &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Widget", "metadata": map[string]any{"name": "w2", "namespace": other}}}
+	if _, err := f.kc.Apply(ctx, []*unstructured.Unstructured{w2}, kube.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Deleting the CRD while a custom resource outside the deployment
+	// exists needs --prune-crds.
 	_, err := f.c.Delete(ctx, "crd", deploy.DeleteOptions{})
-	if err == nil || !strings.Contains(err.Error(), "--prune-crds") {
+	if err == nil || !strings.Contains(err.Error(), "--prune-crds") || !strings.Contains(err.Error(), other+"/w2") {
 		t.Fatalf("delete without --prune-crds: err = %v", err)
 	}
-	if _, err := f.c.Delete(ctx, "crd", deploy.DeleteOptions{PruneCRDs: true}); err != nil {
+	if err := f.kc.Delete(ctx, []kube.ObjectRef{kube.RefOf(w2)}, kube.DeleteOptions{Wait: true, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	// Its own custom resources go with it.
+	if _, err := f.c.Delete(ctx, "crd", deploy.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -646,5 +679,31 @@ resources:
 	}
 	if s := statuses(f.history("same")); s != "1:superseded 2:superseded 3:deployed" {
 		t.Errorf("history %s", s)
+	}
+}
+
+func TestDeleteKeepHistoryAndRedeploy(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := configSource(`
+resources:
+- {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap}}
+`, nil)
+	f.deploy("again", cfg, deploy.ApplyOptions{})
+	if _, err := f.c.Delete(ctx, "again", deploy.DeleteOptions{KeepHistory: true}); err != nil {
+		t.Fatal(err)
+	}
+	if s := statuses(f.history("again")); s != "1:deleting" {
+		t.Errorf("history after delete --keep-history: %s", s)
+	}
+	if got := f.labelled("again", "configmaps"); len(got) != 0 {
+		t.Errorf("after delete: %v", got)
+	}
+	res := f.deploy("again", cfg, deploy.ApplyOptions{})
+	if res.Record.Revision != 2 {
+		t.Errorf("deploy after delete --keep-history: revision %d, want 2", res.Record.Revision)
+	}
+	if got := f.labelled("again", "configmaps"); len(got) != 1 {
+		t.Errorf("after the new deploy: %v", got)
 	}
 }
