@@ -386,10 +386,10 @@ func TestInvalidObjectAndUnknownKind(t *testing.T) {
 	_, err := f.c.Deploy(ctx, deploy.DeployOptions{Name: "bad", Source: configSource(`
 resources:
 - name: bad
-  type: ConfigMap
-  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_A_Name}}
+  type: Service
+  properties: {apiVersion: v1, kind: Service, spec: {ports: [{port: 70000}]}}
 `, nil)})
-	if err == nil || !strings.Contains(err.Error(), "layout path bad") || !strings.Contains(err.Error(), "Invalid value") {
+	if err == nil || !strings.Contains(err.Error(), "layout path bad") || !strings.Contains(err.Error(), "spec.ports[0].port: Invalid value: 70000") {
 		t.Fatalf("invalid object: err = %v, want the server's message and the layout path", err)
 	}
 	if s := statuses(f.history("bad")); s != "1:failed" {
@@ -624,7 +624,7 @@ resources:
 	bad := configSource(`
 resources:
 - {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {v: "2"}}}
-- {name: b, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: Not_Valid}}}
+- {name: b, type: Service, properties: {apiVersion: v1, kind: Service, spec: {ports: [{port: 70000}]}}}
 `, nil)
 	_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "atomic", Source: bad, ApplyOptions: deploy.ApplyOptions{Atomic: true}})
 	if err == nil || !strings.Contains(err.Error(), "rolled back to revision 1") {

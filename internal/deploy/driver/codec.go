@@ -21,7 +21,7 @@ const DefaultMaxRecordSize = 256 << 20
 
 // ErrFormat means a record was written in a format this dm does not read,
 // by a newer dm: upgrading dm is the fix, not deleting the record.
-var ErrFormat = fmt.Errorf("unsupported record format: %w", derrors.InvalidArgument)
+var ErrFormat = derrors.Errorf(derrors.InvalidArgument, "unsupported record format")
 
 // stored is the JSON form of a record: the record's fields and the format
 // version beside them.
@@ -67,14 +67,14 @@ func Decode(body []byte, maxSize int64) (*release.Record, error) {
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("record body is not gzip-compressed (%v): %w", err, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "record body is not gzip-compressed (%v)", err)
 	}
 	js, err := io.ReadAll(io.LimitReader(zr, maxSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("decompressing record body: %v: %w", err, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "decompressing record body: %v", err)
 	}
 	if int64(len(js)) > maxSize {
-		return nil, fmt.Errorf("record body is larger than %d bytes uncompressed (MaxRecordSize): %w", maxSize, derrors.LimitExceeded)
+		return nil, derrors.Errorf(derrors.LimitExceeded, "record body is larger than %d bytes uncompressed (MaxRecordSize)", maxSize)
 	}
 	// One parse; only a failed one is parsed again, to tell a record of
 	// another format from a broken one.
@@ -97,21 +97,21 @@ func Decode(body []byte, maxSize int64) (*release.Record, error) {
 			Format *int `json:"format"`
 		}
 		if perr := json.Unmarshal(js, &probe); perr != nil {
-			return nil, fmt.Errorf("record body is not a JSON object: %v: %w", perr, derrors.InvalidArgument)
+			return nil, derrors.Errorf(derrors.InvalidArgument, "record body is not a JSON object: %v", perr)
 		}
 		format = probe.Format
 	}
 	switch {
 	case format == nil:
-		return nil, fmt.Errorf("record body has no format version: %w", derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "record body has no format version")
 	case *format != release.Format:
-		return nil, fmt.Errorf("record format %d, this dm reads format %d (written by a newer dm? upgrade dm): %w",
-			*format, release.Format, ErrFormat)
+		return nil, derrors.Errorf(ErrFormat, "record format %d, this dm reads format %d (written by a newer dm? upgrade dm)",
+			*format, release.Format)
 	case err != nil:
-		return nil, fmt.Errorf("record body: %v: %w", err, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "record body: %v", err)
 	}
 	if err := recordNumbers(r); err != nil {
-		return nil, fmt.Errorf("record body: %w: %w", err, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "record body: %v", err)
 	}
 	return r, nil
 }
@@ -193,15 +193,15 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 func validate(r *release.Record) error {
 	switch {
 	case r == nil:
-		return fmt.Errorf("nil release record: %w", derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "nil release record")
 	case len(r.Name) > 253 || !dnsSubdomain.MatchString(r.Name):
-		return fmt.Errorf("deployment name %q: must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.') of at most 253 characters: %w", r.Name, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "deployment name %q: must be a lowercase RFC 1123 subdomain (a-z, 0-9, '-', '.') of at most 253 characters", r.Name)
 	case len(r.Namespace) > 63 || !dnsLabel.MatchString(r.Namespace):
-		return fmt.Errorf("%s: namespace %q is not a valid namespace name: %w", r.Name, r.Namespace, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: namespace %q is not a valid namespace name", r.Name, r.Namespace)
 	case r.Revision < 1:
-		return fmt.Errorf("%s/%s: revision %d: revisions count from 1: %w", r.Namespace, r.Name, r.Revision, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s/%s: revision %d: revisions count from 1", r.Namespace, r.Name, r.Revision)
 	case !r.Status.Valid():
-		return fmt.Errorf("%s: unknown status %q: %w", r, r.Status, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: unknown status %q", r, r.Status)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -138,20 +139,7 @@ func testConcurrentCreate(t *testing.T, d Driver, ns string, n int, mk func(i in
 		}()
 	}
 	wg.Wait()
-	won := -1
-	for i, err := range errs {
-		switch {
-		case err == nil && won >= 0:
-			t.Errorf("creators %d and %d both won", won, i)
-		case err == nil:
-			won = i
-		case !errors.Is(err, ErrExists):
-			t.Errorf("creator %d: %v, want ErrExists", i, err)
-		}
-	}
-	if won < 0 {
-		t.Fatal("no creator won")
-	}
+	won := oneWinner(t, "creator", errs, ErrExists)
 	want := mk(won)
 	got, err := d.Get(context.Background(), want.Namespace, want.Name, want.Revision)
 	if err != nil {
@@ -160,6 +148,62 @@ func testConcurrentCreate(t *testing.T, d Driver, ns string, n int, mk func(i in
 	if got.Description != want.Description {
 		t.Errorf("stored record is %q, want the winner's %q", got.Description, want.Description)
 	}
+}
+
+// testConcurrentUpdate checks that of n concurrent updaters of one read of
+// a record exactly one wins and the others get ErrConflict.
+func testConcurrentUpdate(t *testing.T, d Driver, ns string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	base := sample(ns, "upd", 1)
+	base.Status = release.StatusPending
+	if err := d.Create(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := *base
+			r.Status, r.Description = release.StatusDeployed, fmt.Sprint("updater ", i)
+			if i%2 == 1 { // and some replace the body
+				r.Objects = append(slices.Clone(r.Objects), map[string]any{"kind": "ConfigMap", "n": int64(i)})
+			}
+			errs[i] = d.Update(ctx, &r)
+		}()
+	}
+	wg.Wait()
+	won := oneWinner(t, "updater", errs, ErrConflict)
+	got, err := d.Get(ctx, ns, "upd", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Description != fmt.Sprint("updater ", won) || len(got.Objects) != 1+won%2 {
+		t.Errorf("stored record is %q with %d objects, want updater %d's", got.Description, len(got.Objects), won)
+	}
+}
+
+// oneWinner checks that exactly one of the racers' errs is nil and the
+// others are lost, and returns the winner.
+func oneWinner(t *testing.T, racer string, errs []error, lost error) int {
+	t.Helper()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won >= 0:
+			t.Errorf("%ss %d and %d both won", racer, won, i)
+		case err == nil:
+			won = i
+		case !errors.Is(err, lost):
+			t.Errorf("%s %d: %v, want %v", racer, i, err, lost)
+		}
+	}
+	if won < 0 {
+		t.Fatalf("no %s won", racer)
+	}
+	return won
 }
 
 func revisions(rs []*release.Record) []int {
@@ -196,6 +240,10 @@ func TestMemoryConcurrentCreate(t *testing.T) {
 		r.Description = fmt.Sprint("creator ", i)
 		return r
 	})
+}
+
+func TestMemoryConcurrentUpdate(t *testing.T) {
+	testConcurrentUpdate(t, NewMemory(), "ns", 16)
 }
 
 func TestMemoryIsolation(t *testing.T) {

@@ -116,6 +116,13 @@ func (s *Secrets) chunkSize() int {
 	return DefaultChunkSize
 }
 
+func (s *Secrets) maxRecordSize() int64 {
+	if s.MaxRecordSize > 0 {
+		return s.MaxRecordSize
+	}
+	return DefaultMaxRecordSize
+}
+
 func (s *Secrets) secrets(namespace string) dynamic.ResourceInterface {
 	return s.client.Resource(secretsGVR).Namespace(namespace)
 }
@@ -243,7 +250,7 @@ func (s *Secrets) check(r *release.Record) error {
 		return err
 	}
 	if r.Revision > maxRevision {
-		return fmt.Errorf("%s: revision above %d: %w", r, maxRevision, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: revision above %d", r, maxRevision)
 	}
 	return nil
 }
@@ -323,7 +330,9 @@ func (s *Secrets) Create(ctx context.Context, r *release.Record) error {
 	obj := newSecret(r, name, "head", data)
 	got, err := s.secrets(r.Namespace).Create(ctx, obj, metav1.CreateOptions{})
 	if err != nil {
-		s.deleteChunks(ctx, r.Namespace, chunks)
+		if rejected(err) {
+			s.deleteChunks(ctx, r.Namespace, chunks)
+		}
 		if apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("%s (Secret %s/%s): %w", r, r.Namespace, name, ErrExists)
 		}
@@ -343,7 +352,7 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	}
 	rv, oldDigest, ok := parseStorageVersion(r.StorageVersion)
 	if !ok {
-		return fmt.Errorf("%s: updating a record that was not read from the cluster (no storage version): %w", r, derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "%s: updating a record that was not read from the cluster (no storage version)", r)
 	}
 	name := HeadName(r.Name, r.Revision)
 	b, err := encodeBody(r)
@@ -385,12 +394,29 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	}
 	got, err := s.secrets(r.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
-		s.deleteChunks(ctx, r.Namespace, newChunks)
+		if rejected(err) {
+			s.deleteChunks(ctx, r.Namespace, newChunks)
+		}
 		return s.headError(r, name, "updating", err)
 	}
 	s.deleteChunks(ctx, r.Namespace, oldChunks)
 	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest)
 	return nil
+}
+
+// rejected reports whether err is the server's answer that it did not
+// write: only then may a writer delete the chunks it made for the head.
+// After a lost connection or a timeout the head may have been written, and
+// its chunks must stay (Delete of the revision removes them if not).
+func rejected(err error) bool {
+	switch apierrors.ReasonForError(err) {
+	case metav1.StatusReasonAlreadyExists, metav1.StatusReasonConflict, metav1.StatusReasonNotFound,
+		metav1.StatusReasonForbidden, metav1.StatusReasonUnauthorized, metav1.StatusReasonInvalid,
+		metav1.StatusReasonBadRequest, metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonMethodNotAllowed,
+		metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonGone:
+		return true
+	}
+	return false
 }
 
 // headError maps an API error about a head Secret to the driver's
@@ -411,7 +437,7 @@ func (s *Secrets) headError(r *release.Record, name, verb string, err error) err
 // a refusal also wraps derrors.Unauthorized.
 func apiError(err error) error {
 	if apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
-		return fmt.Errorf("%w (%w)", err, derrors.Unauthorized)
+		return derrors.Errorf(derrors.Unauthorized, "%w", err)
 	}
 	return err
 }
@@ -432,8 +458,8 @@ type head struct {
 // corrupt returns the error for a head Secret dm cannot read, naming it and
 // how to drop the revision so the deployment's history is usable again.
 func corrupt(namespace, secret, format string, args ...any) error {
-	return fmt.Errorf("corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s): %w",
-		namespace, secret, fmt.Sprintf(format, args...), namespace, secret, derrors.InvalidArgument)
+	return derrors.Errorf(derrors.InvalidArgument, "corrupt deployment history: Secret %s/%s: %s (to drop this revision: kubectl delete secret -n %s %s)",
+		namespace, secret, fmt.Sprintf(format, args...), namespace, secret)
 }
 
 // parseHead reads a head Secret's metadata and data, without fetching
@@ -446,8 +472,8 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 	}
 	l := obj.GetLabels()
 	if f := l[LabelFormat]; f != strconv.Itoa(release.Format) {
-		return nil, fmt.Errorf("deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm): %w",
-			h.namespace, h.secret, f, release.Format, ErrFormat)
+		return nil, derrors.Errorf(ErrFormat, "deployment history: Secret %s/%s has format %q, this dm reads format %d (written by a newer dm? upgrade dm)",
+			h.namespace, h.secret, f, release.Format)
 	}
 	var err error
 	if h.revision, err = strconv.Atoi(l[LabelRevision]); err != nil || h.revision < 1 {
@@ -502,6 +528,13 @@ func (s *Secrets) readBody(ctx context.Context, h *head) ([]byte, error) {
 	if h.chunks != nil {
 		var buf bytes.Buffer
 		for _, name := range h.chunks {
+			// A head names only its own chunks: never read another Secret.
+			if !strings.HasPrefix(name, h.secret+".") {
+				return nil, corrupt(h.namespace, h.secret, "chunk %q is not one of its chunk Secrets", name)
+			}
+			if int64(buf.Len()) > s.maxRecordSize() {
+				return nil, derrors.Errorf(derrors.LimitExceeded, "Secret %s/%s: record body is larger than %d bytes (MaxRecordSize)", h.namespace, h.secret, s.maxRecordSize())
+			}
 			obj, err := s.secrets(h.namespace).Get(ctx, name, metav1.GetOptions{})
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("chunk Secret %s: %w", name, errChunkMissing)
@@ -555,7 +588,7 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 		if err != nil {
 			return nil, err
 		}
-		r, err := Decode(data, s.MaxRecordSize)
+		r, err := Decode(data, s.maxRecordSize())
 		if errors.Is(err, derrors.InvalidArgument) && !errors.Is(err, ErrFormat) {
 			return nil, corrupt(h.namespace, h.secret, "%v", err)
 		}

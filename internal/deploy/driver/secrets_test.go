@@ -1,12 +1,15 @@
 package driver
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -32,19 +35,23 @@ func cluster(t *testing.T) (admin, limited dynamic.Interface, ns string) {
 	t.Helper()
 	env := kubetest.Shared(t)
 	mk := func(token string) dynamic.Interface {
-		cfg := &rest.Config{
-			Host:            env.Server,
-			BearerToken:     token,
-			TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
-			QPS:             -1, // no client-side rate limit: the tests race on purpose
-		}
-		c, err := dynamic.NewForConfig(cfg)
+		c, err := dynamic.NewForConfig(restConfig(env, token))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return c
 	}
 	return mk(env.AdminToken), mk(env.LimitedToken), env.Namespace(t)
+}
+
+// restConfig returns a client configuration for env as the user of token.
+func restConfig(env *kubetest.Env, token string) *rest.Config {
+	return &rest.Config{
+		Host:            env.Server,
+		BearerToken:     token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData},
+		QPS:             -1, // no client-side rate limit: the tests race on purpose
+	}
 }
 
 // secretNames lists the names of the Secrets in ns matching selector.
@@ -148,6 +155,12 @@ func TestSecretsConcurrentCreate(t *testing.T) {
 
 // A 3 MiB record round-trips through chunks of the default size; a status
 // update leaves them alone.
+func TestSecretsConcurrentUpdate(t *testing.T) {
+	t.Parallel()
+	c, _, ns := cluster(t)
+	testConcurrentUpdate(t, NewSecrets(c), ns, 8)
+}
+
 func TestSecretsLargeRecord(t *testing.T) {
 	t.Parallel()
 	c, _, ns := cluster(t)
@@ -376,6 +389,12 @@ func TestSecretsCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 		}, "chunk Secret " + HeadName("bad", 5) + "."},
+		{"foreign chunk", 64 << 10, func(h *unstructured.Unstructured, chunks []string) {
+			setData(h, keyChunks, []byte(chunks[0]+"\nsome-other-secret"))
+		}, `chunk "some-other-secret" is not one of its chunk Secrets`},
+		{"both body and chunks", 0, func(h *unstructured.Unstructured, _ []string) {
+			setData(h, keyChunks, []byte(HeadName("bad", 7)+".00000000.0"))
+		}, "both a body and chunks"},
 	} {
 		rev := i + 1
 		r := sample(ns, "bad", rev)
@@ -461,6 +480,101 @@ func TestSecretsOrphanChunks(t *testing.T) {
 	for _, n := range secretNames(t, c, ns, selector("web", "chunk")) {
 		if strings.HasPrefix(n, HeadName("web", 1)+".") {
 			t.Errorf("chunk Secret %s of the pruned revision 1 is left", n)
+		}
+	}
+}
+
+// loseResponses is a transport that sends requests matching lose to the
+// apiserver but reports a lost connection instead of its answer.
+type loseResponses struct {
+	next http.RoundTripper
+	lose func(*http.Request) bool
+}
+
+func (l loseResponses) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err == nil && l.lose(req) {
+		resp.Body.Close()
+		return nil, errors.New("connection reset by peer (injected)")
+	}
+	return resp, err
+}
+
+// A writer whose connection drops after the server wrote the head must
+// leave a whole record: it cannot know the head exists, so it keeps its
+// chunks.
+func TestSecretsLostResponse(t *testing.T) {
+	t.Parallel()
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	cfg := restConfig(env, env.AdminToken)
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return loseResponses{rt, func(req *http.Request) bool {
+			// Writes of heads: PATCHes, and POSTs of a Secret that is
+			// not a chunk.
+			if req.Method == http.MethodPatch {
+				return true
+			}
+			if req.Method != http.MethodPost || req.GetBody == nil {
+				return false
+			}
+			body, err := req.GetBody()
+			if err != nil {
+				return false
+			}
+			defer body.Close()
+			b, _ := io.ReadAll(body)
+			return !bytes.Contains(b, []byte(ChunkSecretType))
+		}}
+	}
+	flaky, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	d := smallChunks(flaky)
+	r := big(ns, "web", 1, 64<<10, "A")
+	if err := d.Create(ctx, r); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Create with a lost response = %v, want the injected error", err)
+	}
+	got, err := d.Get(ctx, ns, "web", 1)
+	if err != nil || !consistent(got) {
+		t.Fatalf("Get after a lost response = %v, %v; want the whole record", got, err)
+	}
+	// The same for an update that replaces the body.
+	next := big(ns, "web", 1, 64<<10, "B")
+	next.StorageVersion = got.StorageVersion
+	if err := d.Update(ctx, next); err == nil || !strings.Contains(err.Error(), "injected") {
+		t.Fatalf("Update with a lost response = %v, want the injected error", err)
+	}
+	got, err = d.Get(ctx, ns, "web", 1)
+	if err != nil || !consistent(got) || got.Description != "B" {
+		t.Fatalf("Get after a lost update response = %v, %v; want the whole new record", got, err)
+	}
+}
+
+// BenchmarkSecretsRevision measures what dm deploy spends on history for a
+// revision of 100 ConfigMaps: create it pending, then mark it deployed.
+func BenchmarkSecretsRevision(b *testing.B) {
+	env := kubetest.Shared(b)
+	ns := env.Namespace(b)
+	c, err := dynamic.NewForConfig(restConfig(env, env.AdminToken))
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := NewSecrets(c)
+	ctx := context.Background()
+	rev := 0
+	for b.Loop() {
+		rev++
+		r := typical(100)
+		r.Namespace, r.Revision, r.Status = ns, rev, release.StatusPending
+		if err := d.Create(ctx, r); err != nil {
+			b.Fatal(err)
+		}
+		r.Status = release.StatusDeployed
+		if err := d.Update(ctx, r); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
