@@ -119,7 +119,11 @@ func (g *globals) source(ctx context.Context, arg string, values []string, stdin
 	if err != nil {
 		return deploy.Source{}, err
 	}
-	src := deploy.Source{Properties: props}
+	server := g.server
+	if server == "" {
+		server = g.getenv("DM_SERVER")
+	}
+	src := deploy.Source{Properties: props, Input: release.Input{Server: server}}
 	if arg == "" {
 		return src, nil
 	}
@@ -143,10 +147,6 @@ func (g *globals) source(ctx context.Context, arg string, values []string, stdin
 		if err := typeByText(ctx, b, arg, g.registry, props, text); err != nil {
 			return src, err
 		}
-	}
-	server := g.server
-	if server == "" {
-		server = g.getenv("DM_SERVER")
 	}
 	src.Input = release.Input{Ref: req.Ref, Registry: g.registry, Config: req.Config, ConfigName: req.ConfigName, Imports: req.Imports, Server: server}
 	return src, nil

@@ -61,8 +61,8 @@ func liveRecord(hist []*release.Record) *release.Record {
 type UpdateOptions struct {
 	ApplyOptions
 	Name string
-	// Source, when its Input is set, is what to deploy; otherwise the
-	// latest revision's input is expanded again (a reference re-resolves:
+	// Source, when its Input has a Ref or Config, is what to deploy;
+	// otherwise the latest revision's input is expanded again (a reference re-resolves:
 	// redis:v1 picks up a new patch release).
 	Source Source
 	// ReuseProperties merges Source.Properties over the latest
@@ -84,11 +84,10 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 	src := opts.Source
 	latest := hist[len(hist)-1]
 	if src.Input.Ref == "" && src.Input.Config == "" {
+		// The same input, expanded where this dm expands now.
 		srv := src.Input.Server
 		src.Input = latest.Input
-		if srv != "" {
-			src.Input.Server = srv
-		}
+		src.Input.Server = srv
 		if src.Name == "" {
 			src.Name = topName(latest.Layout)
 		}
