@@ -12,7 +12,6 @@ import (
 
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
-	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 )
 
@@ -92,17 +91,14 @@ func objectsOf(res *expand.Result, name, namespace string) (*plan, error) {
 			o.path, o.template = leaves[li].path, leaves[li].template
 			li++
 		}
-		u := &unstructured.Unstructured{Object: deepCopy(r.Properties).(map[string]any)}
-		if u.Object == nil {
-			u.Object = map[string]any{}
-		}
-		if u.GetAPIVersion() == "" || u.GetKind() == "" {
-			errs = append(errs, fmt.Errorf("%s: resource %s (type %s) is not a Kubernetes object: it has no apiVersion or kind: %w", o.path, r.Name, r.Type, derrors.InvalidArgument))
+		// apiVersion and kind come from the type when the properties
+		// lack them (type: apps/v1/Deployment), as in DM.
+		obj, err := r.Object()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("layout path %s: resource %s is not a Kubernetes object: %w", o.path, r.Name, err))
 			continue
 		}
-		if u.GetName() == "" && u.GetGenerateName() == "" {
-			u.SetName(r.Name)
-		}
+		u := &unstructured.Unstructured{Object: deepCopy(obj).(map[string]any)}
 		label(u, name, namespace, o.template, o.path)
 		o.obj = u
 		p.objects = append(p.objects, o)

@@ -92,12 +92,27 @@ func TestObjectsOfNotAnObject(t *testing.T) {
 	res := expandConfig(t, `
 resources:
 - name: x
-  type: ConfigMap
-  properties: {data: {a: b}}
+  type: Widget
+  properties: {size: 1}
 `, nil)
 	_, err := objectsOf(res, "app", "ns")
-	if err == nil || !strings.Contains(err.Error(), "x") || !strings.Contains(err.Error(), "no apiVersion or kind") {
+	if err == nil || !strings.Contains(err.Error(), "layout path x") || !strings.Contains(err.Error(), "not a Kubernetes") {
 		t.Fatalf("err = %v, want one naming x and the missing apiVersion/kind", err)
+	}
+}
+
+func TestObjectsOfKindFromType(t *testing.T) {
+	res := expandConfig(t, `
+resources:
+- {name: web, type: apps/v1/Deployment, properties: {spec: {replicas: 1}}}
+`, nil)
+	p, err := objectsOf(res, "app", "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := p.objects[0].obj
+	if u.GetAPIVersion() != "apps/v1" || u.GetKind() != "Deployment" || u.GetName() != "web" {
+		t.Errorf("got %s %s %s", u.GetAPIVersion(), u.GetKind(), u.GetName())
 	}
 }
 
