@@ -92,6 +92,10 @@ func TestDeployContract(t *testing.T) {
 		t.Fatal("--dry-run=server left a history record")
 	}
 
+	// --strict: a property the schema does not define is an error.
+	if _, errs, code := d.run("deploy", "redis:v1", "--name", "cache", "--properties", "replcas=1", "--strict"); code == 0 || !strings.Contains(errs, "replcas") {
+		t.Fatalf("deploy --strict with an unknown property: exit %d, stderr %q", code, errs)
+	}
 	d.ok("deploy", "redis:v1", "--name", "cache", "--properties", "replicas=1,port=6380")
 	if n := labelledCount(t, env.Kubeconfig, d.ns, "cache", "services", "deployments.apps"); n != 4 {
 		t.Fatalf("%d objects labelled app.kubernetes.io/managed-by=dm, want 4", n)

@@ -38,6 +38,7 @@ type applyFlags struct {
 	historyMax      int
 	pruneCRDs       bool
 	reuseProperties bool
+	strict          bool
 }
 
 func (f *applyFlags) options() deploy.ApplyOptions {
@@ -65,6 +66,7 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs.IntVar(&f.historyMax, "history-max", driver.DefaultHistoryMax, "revisions of history to keep (0: all)")
 	fs.BoolVar(&f.pruneCRDs, "prune-crds", false, "allow pruning CustomResourceDefinitions that still have custom resources")
 	fs.BoolVar(&f.createNamespace, "create-namespace", false, "create the namespace if it does not exist")
+	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	if install {
 		fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
 		fs.BoolVar(&f.upgrade, "upgrade", false, "update the deployment if it exists")
@@ -108,6 +110,7 @@ func (g *globals) expandSource(ctx context.Context, src deploy.Source) (*expand.
 		Config: src.Input.Config, ConfigName: src.Input.ConfigName, Imports: src.Input.Imports,
 		Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
+		Strict: src.Strict,
 	}
 	return b.Expand(ctx, req)
 }
@@ -170,6 +173,7 @@ A deployment that exists is an error: use dm update, or deploy --upgrade.`,
 			if err != nil {
 				return err
 			}
+			src.Strict = df.strict
 			name := df.name
 			if name == "" {
 				name = deploymentName(args[0])
@@ -202,6 +206,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
+			src.Strict = uf.strict
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
 				return err
@@ -240,6 +245,7 @@ are pruned (only those that carry this deployment's labels).`,
 	addApplyFlags(rollbackCmd, &rf, false)
 	rollbackCmd.Flags().MarkHidden("reuse-properties")
 	rollbackCmd.Flags().MarkHidden("values")
+	rollbackCmd.Flags().MarkHidden("strict")
 
 	var delf deploy.DeleteOptions
 	deleteCmd := &cobra.Command{
@@ -350,6 +356,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
+			src.Strict = xf.strict
 			name := xf.name
 			if name == "" {
 				name = deploymentName(args[0])
@@ -371,6 +378,7 @@ are pruned (only those that carry this deployment's labels).`,
 	}
 	diffCmd.Flags().StringVar(&xf.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
 	diffCmd.Flags().StringArrayVar(&xf.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
+	diffCmd.Flags().BoolVar(&xf.strict, "strict", false, "fail on properties a template's schema does not define")
 
 	var tall bool
 	typesCmd := &cobra.Command{

@@ -76,6 +76,9 @@ type Source struct {
 	// env.namespace.
 	Deployment string
 	Namespace  string
+	// Strict makes properties a template's schema does not define an
+	// error rather than a warning.
+	Strict bool
 }
 
 // Expander expands a Source. cmd/dm expands in-process or asks a
