@@ -184,8 +184,15 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 	if opts.Binaries.APIServer == "" || opts.Binaries.Etcd == "" {
 		return nil, errors.New("kubetest: Options.Binaries needs APIServer and Etcd (see FindBinaries)")
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "kubetest-")
+	removeStale(opts.Dir)
+	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
 	if err != nil {
+		return nil, fmt.Errorf("kubetest: %w", err)
+	}
+	// The owner file lets a later Launch remove this directory if this
+	// process dies without Close (a test binary killed at its -timeout).
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
 	e := &Env{
@@ -242,6 +249,31 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 		if opts.Port != 0 || attempt == maxAttempts || !portTaken(err, e.APIServerLog) {
 			return nil, err
 		}
+	}
+}
+
+const (
+	dirPrefix = "kubetest-"
+	ownerFile = "owner.pid"
+)
+
+// removeStale removes the directories of Envs under parent (os.TempDir when
+// "") whose owning process no longer runs.
+func removeStale(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, dirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(data))
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue
+		}
+		os.RemoveAll(dir)
 	}
 }
 
