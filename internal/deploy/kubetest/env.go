@@ -212,8 +212,8 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 			if _, statErr := os.Stat(logFile); statErr != nil {
 				logFile = e.EtcdLog
 			}
-			if tail := tail(logFile, 30); tail != "" {
-				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logFile, tail)
+			if last := tail(logFile, 30); last != "" {
+				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logFile, last)
 			}
 			e.Close()
 		}
@@ -557,6 +557,9 @@ func (e *Env) Close() error {
 	e.api, e.apiDone = nil, nil
 	stop(e.etcd, e.etcdDone, 10*time.Second)
 	e.etcd, e.etcdDone = nil, nil
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
 	if e.Dir == "" {
 		return nil
 	}
