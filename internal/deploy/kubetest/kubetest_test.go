@@ -68,9 +68,10 @@ func TestSharedStartsStopped(t *testing.T) {
 }
 
 // TestRestart checks that an apiserver stopped and started again serves
-// what was stored before, on the same address.
+// what was stored before, on the same address. It restarts the shared
+// apiserver: no test of this package runs in parallel.
 func TestRestart(t *testing.T) {
-	env := Start(t)
+	env := Shared(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "kept"}}
