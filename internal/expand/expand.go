@@ -170,6 +170,9 @@ type Request struct {
 	Namespace  string
 	// Registry, if set, overrides Options.Registry for short references.
 	Registry resolve.Registry
+	// Strict makes properties a template's schema does not define an
+	// error instead of a warning.
+	Strict bool
 }
 
 // Result is an expanded configuration.
@@ -186,6 +189,11 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Warnings are what went through but is likely a mistake, each with
+	// its layout path: properties a schema does not define
+	// (`web: web.jinja.schema: unknown property "replcas" (did you mean
+	// replicas?)`).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -265,11 +273,13 @@ type run struct {
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
+	strict     bool
+	warnings   []string
 }
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, strict: req.Strict}
 	reg := req.Registry
 	if reg.IsZero() {
 		reg = x.opts.Registry
@@ -334,7 +344,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs}
+	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
 	if res.Config.Resources == nil {
 		res.Config.Resources = []Resource{}
 	}
@@ -349,6 +359,9 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -538,10 +551,17 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		return e
 	}
 	if schemaFile != "" {
+		var unknown []string
 		var err error
-		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
 		if err != nil {
 			return nil, fail(err)
+		}
+		if len(unknown) > 0 && r.strict {
+			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
+		}
+		for _, u := range unknown {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
 	}
 	inv.props = props
