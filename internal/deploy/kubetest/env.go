@@ -180,11 +180,12 @@ type Env struct {
 // Launch starts etcd and kube-apiserver in a new temporary directory and
 // returns when the apiserver's /readyz answers ok. On error nothing is left
 // running and the directory is removed.
-func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
+func Launch(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Binaries.APIServer == "" || opts.Binaries.Etcd == "" {
 		return nil, errors.New("kubetest: Options.Binaries needs APIServer and Etcd (see FindBinaries)")
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "kubetest-")
+	removeStale(opts.Dir)
+	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
@@ -199,20 +200,30 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.readyTimeout <= 0 {
 		e.readyTimeout = 60 * time.Second
 	}
-	defer func() {
-		if err != nil {
-			logFile := e.APIServerLog
-			if _, statErr := os.Stat(logFile); statErr != nil {
-				logFile = e.EtcdLog
-			}
-			if tail := tail(logFile, 30); tail != "" {
-				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logFile, tail)
-			}
-			e.Close()
+	if err := e.start(ctx, opts.Port); err != nil {
+		logFile := e.APIServerLog
+		if _, statErr := os.Stat(logFile); statErr != nil {
+			logFile = e.EtcdLog
 		}
-	}()
+		if last := tail(logFile, 30); last != "" {
+			err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logFile, last)
+		}
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// start writes the Env's files and starts etcd and the apiserver on port
+// (0: a free one).
+func (e *Env) start(ctx context.Context, port int) error {
+	// The owner file lets a later Launch remove this directory if this
+	// process dies without Close (a test binary killed at its -timeout).
+	if err := os.WriteFile(filepath.Join(e.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
 	if err := e.writeFiles(); err != nil {
-		return nil, fmt.Errorf("kubetest: %w", err)
+		return fmt.Errorf("kubetest: %w", err)
 	}
 	// A free port can be taken by someone else between our probe and the
 	// program's bind; then it exits at once and another port is tried.
@@ -222,26 +233,52 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 			break
 		}
 		if attempt == maxAttempts || !portTaken(err, e.EtcdLog) {
-			return nil, err
+			return err
 		}
 	}
 	for attempt := 1; ; attempt++ {
-		port := opts.Port
-		if port == 0 {
-			if port, err = freePort(); err != nil {
-				return nil, err
+		p := port
+		if p == 0 {
+			var err error
+			if p, err = freePort(); err != nil {
+				return err
 			}
 		}
-		if err := e.setPort(port); err != nil {
-			return nil, fmt.Errorf("kubetest: %w", err)
+		if err := e.setPort(p); err != nil {
+			return fmt.Errorf("kubetest: %w", err)
 		}
 		err := e.StartAPIServer(ctx)
 		if err == nil {
-			return e, nil
+			return nil
 		}
-		if opts.Port != 0 || attempt == maxAttempts || !portTaken(err, e.APIServerLog) {
-			return nil, err
+		if port != 0 || attempt == maxAttempts || !portTaken(err, e.APIServerLog) {
+			return err
 		}
+	}
+}
+
+const (
+	dirPrefix = "kubetest-"
+	ownerFile = "owner.pid"
+)
+
+// removeStale removes the directories of Envs under parent (os.TempDir when
+// "") whose owning process no longer runs.
+func removeStale(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, dirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(data))
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue
+		}
+		os.RemoveAll(dir)
 	}
 }
 
@@ -525,6 +562,9 @@ func (e *Env) Close() error {
 	e.api, e.apiDone = nil, nil
 	stop(e.etcd, e.etcdDone, 10*time.Second)
 	e.etcd, e.etcdDone = nil, nil
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
 	if e.Dir == "" {
 		return nil
 	}
