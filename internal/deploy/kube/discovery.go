@@ -111,6 +111,17 @@ func (c *Client) discover(ctx context.Context) (*discovered, error) {
 // refresh makes the next discover read the server again.
 func (c *Client) refresh() { c.refreshBefore(time.Now()) }
 
+// invalidate makes the next discover read the server again if d is still
+// the current discovery, so that concurrent misses share one read.
+func (c *Client) invalidate(d *discovered) {
+	c.disc.mu.Lock()
+	defer c.disc.mu.Unlock()
+	if c.disc.current == d {
+		c.disc.current = nil
+		c.disc.skipDisk = true
+	}
+}
+
 // refreshBefore makes the next discover read the server again unless the
 // current discovery was read from it at or after t: callers that saw a miss
 // pass when they started, so concurrent misses share one read.

@@ -1,11 +1,13 @@
 // Package kube is dm's cluster client: it loads a kubeconfig the way kubectl
-// does, maps objects to resources with a cached, self-refreshing RESTMapper,
-// applies them with server-side apply in dependency tiers, and reads them back
-// (get, list, kstatus readiness, diff, delete).
+// does, maps objects to resources with discovery cached in memory and on
+// disk (read again on a miss), applies them with server-side apply in
+// tiers, and reads them back (get, list, kstatus readiness, diff, delete).
+// It also turns live objects into a template (Export).
 //
-// It deliberately uses only the dynamic and metadata clients on unstructured
-// objects, never the typed clientset, whose package initialisation registers
-// every built-in API group and would slow down every dm command that links
+// It deliberately uses only the dynamic and metadata clients on
+// unstructured objects and reads discovery itself: the typed clientset and
+// client-go's discovery package register every built-in API group at
+// package initialisation, which would slow down every dm command that links
 // this package.
 package kube
 
@@ -56,7 +58,6 @@ type Config struct {
 type Client struct {
 	cfg       Config
 	namespace string
-	rest      *rest.Config
 	dynamic   dynamic.Interface
 	metadata  metadata.Interface
 	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
@@ -126,7 +127,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		raw:       raw,
 		cfg:       cfg,
 		namespace: ns,
-		rest:      rc,
 		dynamic:   dyn,
 		metadata:  md,
 	}
@@ -202,7 +202,7 @@ func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*met
 	}
 	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil && d.fromDisk && meta.IsNoMatchError(err) {
-		c.refreshBefore(time.Now())
+		c.invalidate(d)
 		if d, err = c.discover(ctx); err != nil {
 			return nil, err
 		}
