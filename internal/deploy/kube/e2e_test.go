@@ -336,6 +336,19 @@ func TestForbidden(t *testing.T) {
 	}
 }
 
+func TestListAsTheLimitedUser(t *testing.T) {
+	env, _, ns := setup(t)
+	limited := newClient(t, env.LimitedKubeconfig, ns, "dm", "-")
+	// Every kind is forbidden: nothing, but no error, when none is named...
+	if all, err := limited.List(ctx(t), ns, "", nil); err != nil || len(all) != 0 {
+		t.Errorf("List of every kind as the limited user: %d objects, %v", len(all), err)
+	}
+	// ...and the server's error when one is.
+	if _, err := limited.List(ctx(t), ns, "", []string{"secrets"}); err == nil || !strings.Contains(err.Error(), `cannot list resource "secrets"`) {
+		t.Errorf("List of secrets as the limited user: %v", err)
+	}
+}
+
 func TestWaitTimesOutNamingObjects(t *testing.T) {
 	_, c, ns := setup(t)
 	applied, err := prepareApply(t, c, objects(t, `

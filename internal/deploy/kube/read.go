@@ -121,6 +121,7 @@ func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]
 // "Deployment.v1.apps"; empty means every listable namespaced kind) in
 // namespace matching the label selector, sorted by tier, kind, namespace
 // and name. A cluster-scoped kind named in kinds is listed cluster-wide.
+// Without kinds, those the user may not list are left out.
 func (c *Client) List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error) {
 	if namespace == "" {
 		namespace = c.namespace
@@ -158,6 +159,9 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 			list, err = ri.Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		} else {
 			list, err = ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		}
+		if err != nil && len(kinds) == 0 && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)) {
+			return // not asked for by name: list what can be listed
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("listing %s: %w", m.Resource.GroupResource(), err)
