@@ -158,3 +158,17 @@ func TestStaleDiskCacheReadOnceByConcurrentMisses(t *testing.T) {
 		t.Errorf("16 concurrent misses made %d requests, want one discovery (4)", got)
 	}
 }
+
+func TestNewWithoutKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := New(context.Background(), Config{})
+	if err == nil || !strings.Contains(err.Error(), "no cluster configured: pass --kubeconfig") {
+		t.Errorf("New without a kubeconfig: %v", err)
+	}
+	_, err = New(context.Background(), Config{Kubeconfig: filepath.Join(t.TempDir(), "missing")})
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("New with a missing --kubeconfig: %v", err)
+	}
+}

@@ -84,6 +84,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	overrides.Context.Namespace = cfg.Namespace
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	rc, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("no cluster configured: pass --kubeconfig, set $KUBECONFIG or write ~/.kube/config (make dev-cluster starts a local apiserver and prints the line to use): %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
