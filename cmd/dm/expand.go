@@ -20,6 +20,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/value"
 )
 
 // maxInputFile bounds a configuration, values or template file dm reads.
@@ -245,21 +246,21 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 		if !ok && v != nil {
 			return nil, nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
-		mergeValues(props, m)
+		props = value.Merge(props, m)
 	}
 	for _, s := range g.properties {
 		kv, err := parsePairs("--properties", s, false, text)
 		if err != nil {
 			return nil, nil, err
 		}
-		mergeValues(props, kv)
+		props = value.Merge(props, kv)
 	}
 	for _, s := range g.setStrings {
 		kv, err := parsePairs("--set-string", s, true, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		mergeValues(props, kv)
+		props = value.Merge(props, kv)
 	}
 	if len(props) == 0 {
 		return nil, nil, nil
@@ -301,19 +302,6 @@ func isStringType(t string) bool {
 		}
 	}
 	return strings.Contains(t, "string")
-}
-
-// mergeValues merges src into dst, recursing into mappings both have.
-func mergeValues(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				mergeValues(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
 }
 
 // parseProperties parses --properties: comma-separated KEY=VALUE pairs.

@@ -531,3 +531,36 @@ func TestStringProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestLintParsesTemplates checks that dm lint, without --expand, reports
+// syntax errors of every template file, helpers included, with file and
+// line.
+func TestLintParsesTemplates(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"a/v1/a.jinja":           "{% for x in y %}\n{{ x }\n",
+		"a/v1/example.yaml":      "resources: []\n",
+		"b/v1/b.py":              "def GenerateConfig(ctx):\n  return {\n",
+		"b/v1/helpers/h.py":      "def f(:\n",
+		"b/v1/example.yaml":      "resources: []\n",
+		"c/v1/c.gotmpl":          "{{ if .x }}\nfoo\n",
+		"c/v1/example.yaml":      "resources: []\n",
+		"ok/v1/ok.gotmpl":        "{{ include \"x\" . }}{{ required \"r\" .properties.a }}\n",
+		"ok/v1/helpers/m.jinja":  "{% macro m() %}x{% endmacro %}\n",
+		"ok/v1/ok.gotmpl.schema": "{}\n",
+		"ok/v1/example.yaml":     "resources: []\n",
+	})
+	r := dmRun(t, nil, "lint", dir)
+	for _, want := range []string{
+		"a/v1: error: a.jinja:",
+		"b/v1: error: b.py:3:",
+		"b/v1: error: helpers/h.py:1:",
+		"c/v1: error: c.gotmpl:3: unexpected EOF",
+	} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("dm lint output lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "ok/v1: error") {
+		t.Errorf("exit %d, want 1 and no error for ok/v1:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -96,6 +97,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
+	root.RegisterFlagCompletionFunc("output", completeOutput)
 	addKubeFlags(pf, &g.kube)
 
 	p := &printer{w: stdout, g: g}
@@ -168,6 +170,15 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 	qf.StringArrayVarP(&pflags.labels, "labels", "l", nil, "labels `KEY=VALUE[,KEY=VALUE...]` to add to every object (repeatable)")
 	qf.BoolVar(&pflags.ignoreUnknown, "ignore-unknown-parameters", false, "ignore parameters the template does not define instead of failing")
 
+	expandCmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// A configuration file or a reference.
+		refs, dir := completeRef(g)(cmd, args, toComplete)
+		if len(args) > 0 || strings.Contains(toComplete, ":") {
+			return refs, dir
+		}
+		return refs, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
+	}
+	processCmd.ValidArgsFunction = completeRef(g)
 	root.AddCommand(
 		expandCmd,
 		processCmd,
@@ -186,22 +197,25 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 			},
 		},
 		&cobra.Command{
-			Use:   "versions TEMPLATE",
-			Short: "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
+			Use:               "versions TEMPLATE",
+			ValidArgsFunction: completeRef(g),
+			Short:             "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
-			Use:   "describe REF",
-			Short: "Describe a template version: title, description, properties, files and example",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
+			Use:               "describe REF",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Describe a template version: title, description, properties, files and example",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
-			Use:   "resolve REF",
-			Short: "Print the canonical reference REF resolves to (notes go to stderr)",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
+			Use:               "resolve REF",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Print the canonical reference REF resolves to (notes go to stderr)",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
 			Use:   "search TEXT",
@@ -212,9 +226,10 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 		lintCmd,
 		newExportCmd(g, stdout),
 		&cobra.Command{
-			Use:   "show REF [FILE]",
-			Short: "Print a version's template file, or its FILE (a path in the version directory), like helm show",
-			Args:  rangeArgs(1, 2),
+			Use:               "show REF [FILE]",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Print a version's template file, or its FILE (a path in the version directory), like helm show",
+			Args:              rangeArgs(1, 2),
 			RunE: func(cmd *cobra.Command, args []string) error {
 				return cmdShow(cmd.Context(), g, stdout, args[0], optional(args[1:]))
 			},

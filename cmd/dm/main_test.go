@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -369,5 +370,43 @@ func TestUsageErrors(t *testing.T) {
 	}
 	if r := dmRun(t, nil); !strings.Contains(r.stderr, "Available Commands:") || r.stdout != "" {
 		t.Errorf("bare dm: stdout %q, stderr %q; want the help on stderr", r.stdout, r.stderr)
+	}
+}
+
+// TestCompletion drives cobra's completion entry point as the shells do.
+func TestCompletion(t *testing.T) {
+	url := serveExample(t)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := dmRun(t, nil, append([]string{"__complete"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("dm __complete %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		got := complete(append(mode, "describe", "re")...)
+		if !slices.Equal(got, []string{"redis"}) {
+			t.Errorf("%v describe re: %q, want redis", mode, got)
+		}
+		got = complete(append(mode, "resolve", "redis:v1")...)
+		if len(got) == 0 || got[0] != "redis:v1" || !slices.Contains(got, "redis:v1.0.2") || slices.Contains(got, "redis:v2") {
+			t.Errorf("%v resolve redis:v1: %q", mode, got)
+		}
+		if got := complete(append(mode, "show", "common/web:v1.")...); !slices.Contains(got, "common/web:v1.2") || !slices.Contains(got, "common/web:v1.2.3") {
+			t.Errorf("%v show common/web:v1.: %q", mode, got)
+		}
+	}
+	if got := complete("expand", "-o", ""); !slices.Equal(got, []string{"table", "json", "yaml", "manifest", "list"}) {
+		t.Errorf("expand -o: %q", got)
+	}
+	if got := complete("templates", "-o", ""); !slices.Equal(got, []string{"table", "json", "yaml"}) {
+		t.Errorf("templates -o: %q", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -188,6 +189,32 @@ func TestLocalDirectory(t *testing.T) {
 	}
 	if !strings.Contains(d.stderr.String(), "shutting down") {
 		t.Errorf("no shutdown log:\n%s", d.stderr)
+	}
+}
+
+// TestLocalDirectoryEdited edits a local registry while registryd serves
+// it, as make run users do: a new version is served without a refresh
+// request, and a deleted file is never a 500.
+func TestLocalDirectoryEdited(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, fixture)
+	d := start(t, []string{"--registry-dir", "github.com/acme/tpl=" + dir, "--refresh", "1h", "--cache-dir", t.TempDir()}, nil)
+	if res := d.resolve(t, "redis:v1.1"); res.Resolved != "github.com/acme/tpl/redis:v1.1.0" {
+		t.Fatalf("before the edit: %+v", res)
+	}
+	writeTree(t, dir, map[string]string{"redis/v1.1.1/redis.jinja": "kind: d\n", "redis/v1.1.1/example.yaml": "resources: []\n"})
+	deadline := time.Now().Add(10 * time.Second)
+	for d.resolve(t, "redis:v1.1").Resolved != "github.com/acme/tpl/redis:v1.1.1" {
+		if time.Now().After(deadline) {
+			t.Fatal("a new version directory was not served within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.Remove(filepath.Join(dir, "redis", "v1.1.1", "example.yaml"))
+	for _, path := range []string{"/v1/template?ref=redis:v1.1", "/v1/file?ref=redis:v1.1&path=example.yaml"} {
+		if code := d.get(t, path, nil); code >= 500 {
+			t.Errorf("GET %s after a delete: %d", path, code)
+		}
 	}
 }
 

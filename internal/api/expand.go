@@ -55,7 +55,7 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 	if err != nil {
 		return nil, err
 	}
-	return s.expander.Expand(ctx, r)
+	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
 func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {

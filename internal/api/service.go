@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
@@ -69,6 +70,25 @@ func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 // metaCacheEntries bounds the search metadata cache: one entry per
 // template's latest version, so a registry of 10,000 versions fits.
 const metaCacheEntries = 16384
+
+// relisted runs op and, when it failed because a local directory changed
+// after it was listed (a file deleted or edited while registryd serves),
+// lists the local registries again and runs op once more, so the answer
+// comes from the directory as it is now and is never a 500.
+func relisted[T any](ctx context.Context, s *Service, op func() (T, error)) (T, error) {
+	v, err := op()
+	if !errors.Is(err, fetch.ErrChanged) {
+		return v, err
+	}
+	for _, g := range s.resolver.Registries() {
+		if g.Kind == KindLocal || g.Kind == KindEmbedded {
+			if rerr := g.Refresh(ctx); rerr != nil {
+				return v, err
+			}
+		}
+	}
+	return op()
+}
 
 // Resolver returns the resolver the service answers from.
 func (s *Service) Resolver() *resolve.Resolver { return s.resolver }
@@ -407,6 +427,10 @@ func Findings(fs []index.Finding) []Finding {
 // Template resolves ref and describes the version: schema, example, lint
 // findings and the template's other versions.
 func (s *Service) Template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
+	return relisted(ctx, s, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry) })
+}
+
+func (s *Service) template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
 	res, err := s.resolve(ctx, ref, registry)
 	if err != nil {
 		return nil, err
@@ -507,6 +531,10 @@ type FileContent struct {
 // File resolves ref and reads the file at path, relative to the version
 // directory.
 func (s *Service) File(ctx context.Context, ref, registry, path string) (*FileContent, error) {
+	return relisted(ctx, s, func() (*FileContent, error) { return s.file(ctx, ref, registry, path) })
+}
+
+func (s *Service) file(ctx context.Context, ref, registry, path string) (*FileContent, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no file path given: %w", derrors.InvalidArgument)
 	}

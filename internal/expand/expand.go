@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -323,7 +324,9 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 			return nil, &Error{Err: err}
 		}
 		if len(req.Properties) > 0 {
-			return nil, invalid("properties are given with a configuration; they apply only to a reference or a kind: Template")
+			if err := overrideProperties(cfg, req.Properties); err != nil {
+				return nil, &Error{File: name, Err: err}
+			}
 		}
 	default:
 		return nil, invalid("request has neither a configuration nor a reference")
@@ -359,7 +362,49 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// overrideProperties merges values given with a configuration (dm expand
+// app.yaml --values prod.yaml) into its resources' properties: values are
+// keyed by resource name, as Helm keys a subchart's values by its name.
+func overrideProperties(cfg *Config, values map[string]any) error {
+	byName := make(map[string]int, len(cfg.Resources))
+	names := make([]string, len(cfg.Resources))
+	for i, r := range cfg.Resources {
+		byName[r.Name], names[i] = i, r.Name
+	}
+	for _, k := range sortedKeys(values) {
+		i, ok := byName[k]
+		if !ok {
+			msg := fmt.Sprintf("values for %q: the configuration has no resource %q (values given with a configuration are keyed by resource name: %s)", k, k, strings.Join(names, ", "))
+			if near := derrors.Near(k, names); len(near) > 0 {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
+			}
+			return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
+		}
+		m, ok := values[k].(map[string]any)
+		if !ok {
+			return invalid("values for %q: want a mapping of its properties, got %s", k, kindOf(values[k]))
+		}
+		cfg.Resources[i].Properties = value.Merge(cfg.Resources[i].Properties, m)
+	}
+	return nil
+}
+
+// chainLabel names a template of the expansion chain for people: an
+// imported file by its path (its id holds the imports' digest, which
+// tells a reader nothing), a registry template by its reference.
+func chainLabel(id string) string {
+	if rest, ok := strings.CutPrefix(id, "imports:"); ok {
+		if _, file, ok := strings.Cut(rest, ":"); ok {
+			return file
+		}
+	}
+	return id
 }
 
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
@@ -524,6 +569,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if i := slices.Index(chain, id); i >= 0 {
 		cyc := append(slices.Clone(chain[i:]), id)
+		for j, c := range cyc {
+			cyc[j] = chainLabel(c)
+		}
 		return nil, &Error{Path: p, Template: inv.label, Err: invalid("reference cycle: %s", strings.Join(cyc, " -> "))}
 	}
 	if len(chain)+1 > x.opts.MaxDepth {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"strings"
 	"unicode"
 
@@ -132,4 +133,49 @@ func (l *Layout) Paths() map[string][]string {
 	}
 	walk(nil, l.Resources)
 	return paths
+}
+
+// dnsLabelKinds are kinds whose names must be RFC 1123 labels (at most 63
+// characters, no dots), not subdomains.
+var dnsLabelKinds = map[string]bool{"Namespace": true, "Service": true}
+
+var (
+	dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+	dnsLabelRE     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+)
+
+// checkNames reports the Kubernetes objects among res's primitives whose
+// metadata.name the API server would reject, each with its layout path,
+// so the mistake is named where it was made and not by the server at
+// deploy time. Names still holding a value reference are left alone.
+func checkNames(res *Result) error {
+	paths := res.Layout.Paths()
+	var errs []error
+	for _, r := range res.Config.Resources {
+		o, err := r.Object()
+		if err != nil {
+			continue // not a Kubernetes object
+		}
+		md, _ := o["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		if name == "" || strings.Contains(name, "$(") {
+			continue
+		}
+		kind, _ := o["kind"].(string)
+		why := ""
+		switch {
+		case dnsLabelKinds[kind] && (len(name) > 63 || !dnsLabelRE.MatchString(name)):
+			why = "at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit (RFC 1123 label)"
+		case len(name) > 253 || !dnsSubdomainRE.MatchString(name):
+			why = "at most 253 lower-case letters, digits, '-' and '.', starting and ending with a letter or digit (RFC 1123 subdomain)"
+		}
+		if why != "" {
+			p := paths[r.Name]
+			if p == nil {
+				p = []string{r.Name}
+			}
+			errs = append(errs, &Error{Path: p, Err: invalid("%s name %q is not a valid Kubernetes name: want %s", kind, name, why)})
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package expand
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"strings"
@@ -72,5 +73,33 @@ func TestObjectsOrder(t *testing.T) {
 	_, err = res.Objects()
 	if err == nil || !strings.Contains(err.Error(), "2 of 4 resources") || !strings.Contains(err.Error(), "vm: type") || !strings.Contains(err.Error(), "net > ip: type") {
 		t.Fatalf("Objects() error = %v, want both non-objects named", err)
+	}
+}
+
+func TestCheckNames(t *testing.T) {
+	x := New(Options{})
+	tests := []struct {
+		name, config string
+		wantErr      string
+	}{
+		{"valid", "resources:\n- {name: web, type: ConfigMap}\n- {name: a.b-c, type: Secret}\n", ""},
+		{"upper case", "resources:\n- {name: UPPER_case, type: ConfigMap}\n", `UPPER_case: ConfigMap name "UPPER_case" is not a valid Kubernetes name`},
+		{"service with a dot", "resources:\n- {name: a.b, type: Service}\n", "RFC 1123 label"},
+		{"metadata.name", "resources:\n- {name: x, type: v1/Secret, properties: {metadata: {name: Bad}}}\n", `x: Secret name "Bad"`},
+		{"not a Kubernetes object", "resources:\n- {name: VM_1, type: Widget}\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := x.Expand(context.Background(), Request{Config: []byte(tt.config)})
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || !errors.Is(err, derrors.InvalidArgument) {
+				t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+			}
+		})
 	}
 }
