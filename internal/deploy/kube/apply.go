@@ -136,7 +136,7 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts
 
 func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, data []byte, opts ApplyOptions) (*Applied, error) {
 	req := c.raw.Patch(types.ApplyPatchType).
-		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
+		AbsPath(objectPath(m, obj.GetNamespace(), obj.GetName())).
 		Param("fieldManager", c.cfg.FieldManager).
 		Param("fieldValidation", metav1.FieldValidationStrict).
 		Body(data)
@@ -149,15 +149,12 @@ func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructur
 	res := req.Do(ctx)
 	var code int
 	res.StatusCode(&code)
-	if err := res.Error(); err != nil {
-		return nil, applyError(err)
-	}
-	body, err := res.Raw()
+	data, err := body(res)
 	if err != nil {
 		return nil, applyError(err)
 	}
 	out := &unstructured.Unstructured{}
-	if err := out.UnmarshalJSON(body); err != nil {
+	if err := out.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("decoding the server's response: %w", err)
 	}
 	return &Applied{Ref: RefOf(out), Object: out, Created: code == http.StatusCreated}, nil
@@ -285,7 +282,13 @@ func (e *conflictError) Error() string {
 
 func (e *conflictError) Unwrap() error { return e.err }
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+// crdMapping is the mapping of CustomResourceDefinitions, which need no
+// discovery.
+var crdMapping = &meta.RESTMapping{
+	Resource:         schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	GroupVersionKind: crdGroupKind.WithVersion("v1"),
+	Scope:            meta.RESTScopeRoot,
+}
 
 // CRDTimeout bounds the wait for applied CRDs to be established and
 // discovered, which takes the apiserver a second or two.
@@ -305,7 +308,7 @@ func (c *Client) waitEstablished(ctx context.Context, crds []*unstructured.Unstr
 			if established[i] {
 				return
 			}
-			live, err := c.dynamic.Resource(crdResource).Get(ctx, crds[i].GetName(), metav1.GetOptions{})
+			live, err := c.getObject(ctx, crdMapping, "", crds[i].GetName())
 			switch {
 			case err != nil && ctx.Err() == nil:
 				errs[i] = fmt.Errorf("waiting to be established: %w", err)

@@ -181,16 +181,16 @@ func (c *Client) fetchDiscovery(ctx context.Context) ([]apiResource, error) {
 }
 
 func (c *Client) fetchDoc(ctx context.Context, path string) ([]apiResource, error) {
-	body, err := c.raw.Get().AbsPath(path).SetHeader("Accept", aggregatedAccept).Do(ctx).Raw()
+	data, err := body(c.raw.Get().AbsPath(path).SetHeader("Accept", aggregatedAccept).Do(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	var doc discoveryDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	if doc.Kind != "APIGroupDiscoveryList" {
-		return c.fetchLegacy(ctx, path, body)
+		return c.fetchLegacy(ctx, path, data)
 	}
 	var out []apiResource
 	for _, g := range doc.Items {
@@ -238,11 +238,11 @@ type legacyDoc struct {
 	} `json:"resources"`
 }
 
-// fetchLegacy reads the group versions that the legacy document body of
+// fetchLegacy reads the group versions that the legacy document top of
 // path (/api or /apis) lists, preferred versions first, in parallel.
-func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]apiResource, error) {
+func (c *Client) fetchLegacy(ctx context.Context, path string, top []byte) ([]apiResource, error) {
 	var doc legacyDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := json.Unmarshal(top, &doc); err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	var gvs []schema.GroupVersion
@@ -266,13 +266,13 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]a
 		if gv.Group == "" {
 			p = "/api/" + gv.Version
 		}
-		body, err := c.raw.Get().AbsPath(p).Do(ctx).Raw()
+		data, err := body(c.raw.Get().AbsPath(p).Do(ctx))
 		if err != nil {
 			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
 			return
 		}
 		var doc legacyDoc
-		if err := json.Unmarshal(body, &doc); err != nil {
+		if err := json.Unmarshal(data, &doc); err != nil {
 			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
 			return
 		}

@@ -4,11 +4,11 @@
 // tiers, and reads them back (get, list, kstatus readiness, diff, delete).
 // It also turns live objects into a template (Export).
 //
-// It deliberately uses only the dynamic and metadata clients on
-// unstructured objects and reads discovery itself: the typed clientset and
-// client-go's discovery package register every built-in API group at
-// package initialisation, which would slow down every dm command that links
-// this package.
+// It deliberately uses one raw REST client on unstructured JSON and reads
+// discovery itself: the typed clientset and client-go's discovery package
+// register every built-in API group at package initialisation, and the
+// dynamic and metadata clients add more, which would slow down every dm
+// command that links this package.
 package kube
 
 import (
@@ -25,8 +25,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -58,9 +56,7 @@ type Config struct {
 type Client struct {
 	cfg       Config
 	namespace string
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
+	raw       rest.Interface // every request; see rest.go
 	disc      discoveryState
 	// dryRunNamespaces are the namespaces dry runs "created": objects in
 	// them pass through later dry runs unchecked.
@@ -107,22 +103,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "dm"
 	}
-	// One HTTP client (one HTTP/2 connection) for every client below.
+	// One HTTP client: one HTTP/2 connection.
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	md, err := metadata.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	rawCfg := dynamic.ConfigFor(rc)
-	rawCfg.GroupVersion = &schema.GroupVersion{}
-	raw, err := rest.RESTClientForConfigAndClient(rawCfg, hc)
+	raw, err := rest.RESTClientForConfigAndClient(rawConfig(rc), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -130,8 +116,6 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		raw:       raw,
 		cfg:       cfg,
 		namespace: ns,
-		dynamic:   dyn,
-		metadata:  md,
 	}
 	switch dir := cfg.DiscoveryCache; dir {
 	case "-":
@@ -233,20 +217,21 @@ func (e *noMatchError) Error() string {
 
 func (e *noMatchError) Unwrap() error { return e.err }
 
-// resource returns the dynamic client of ref's resource and its mapping.
-func (c *Client) resource(ctx context.Context, ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+// resource returns the mapping of ref's kind and the namespace to use:
+// ref's, the client's for a namespaced kind without one, "" for a
+// cluster-scoped kind.
+func (c *Client) resource(ctx context.Context, ref ObjectRef) (*meta.RESTMapping, string, error) {
 	m, err := c.mapping(ctx, ref.GroupVersionKind())
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = c.namespace
-		}
-		return c.dynamic.Resource(m.Resource).Namespace(ns), m, nil
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return m, "", nil
 	}
-	return c.dynamic.Resource(m.Resource), m, nil
+	if ref.Namespace == "" {
+		return m, c.namespace, nil
+	}
+	return m, ref.Namespace, nil
 }
 
 // crdGroupKind is the kind of CustomResourceDefinitions.
