@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy"
@@ -113,9 +114,15 @@ func (g *globals) deployConfig(ctx context.Context) (*deploy.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The history driver keeps records as Secrets through a dynamic
+	// client over the same connection.
+	dyn, err := dynamic.NewForConfigAndClient(c.RESTConfig(), c.HTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
 	return &deploy.Config{
 		Cluster:   c,
-		History:   driver.NewSecrets(c.Dynamic()),
+		History:   driver.NewSecrets(dyn),
 		Expander:  deploy.ExpandFunc(g.expandSource),
 		Log:       g.stderr,
 		DMVersion: buildVersion(),

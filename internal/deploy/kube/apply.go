@@ -42,8 +42,8 @@ type Applied struct {
 // objects of a tier go in parallel, at most Config.Concurrency at a time.
 // Objects that depend on each other within a tier (the engine's $(ref)
 // order) must be passed in separate calls, one per dependency wave. Applied
-// CRDs are waited for until Established before the custom resources of later
-// tiers. In a dry run, objects the server cannot check because their CRD or
+// CRDs are waited for until Established and discovered (at most CRDTimeout)
+// before the next tier or the return. In a dry run, objects the server cannot check because their CRD or
 // their namespace is created in the same call (or, for namespaces, an
 // earlier dry run of this Client) are returned as given. Every failed
 // object gives one ObjectError, all joined; an object of a tier is not
@@ -84,6 +84,12 @@ func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, o
 			if gk := objs[i].GroupVersionKind().GroupKind(); opts.DryRun && gk.Group == "" && gk.Kind == "Namespace" && results[i].Created {
 				c.dryRunNamespaces.Store(objs[i].GetName(), true)
 			}
+		}
+	}
+	if len(pending) > 0 && !opts.DryRun && !failed {
+		// The next call (the next dependency wave) may hold their resources.
+		if err := c.waitEstablished(ctx, pending); err != nil {
+			return collect(results), err
 		}
 	}
 	return collect(results), errors.Join(errs...)
@@ -130,7 +136,7 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts
 
 func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured, data []byte, opts ApplyOptions) (*Applied, error) {
 	req := c.raw.Patch(types.ApplyPatchType).
-		AbsPath(resourcePath(m, obj.GetNamespace(), obj.GetName())).
+		AbsPath(objectPath(m, obj.GetNamespace(), obj.GetName())).
 		Param("fieldManager", c.cfg.FieldManager).
 		Param("fieldValidation", metav1.FieldValidationStrict).
 		Body(data)
@@ -143,15 +149,12 @@ func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructur
 	res := req.Do(ctx)
 	var code int
 	res.StatusCode(&code)
-	if err := res.Error(); err != nil {
-		return nil, applyError(err)
-	}
-	body, err := res.Raw()
+	data, err := body(res)
 	if err != nil {
 		return nil, applyError(err)
 	}
 	out := &unstructured.Unstructured{}
-	if err := out.UnmarshalJSON(body); err != nil {
+	if err := out.UnmarshalJSON(data); err != nil {
 		return nil, fmt.Errorf("decoding the server's response: %w", err)
 	}
 	return &Applied{Ref: RefOf(out), Object: out, Created: code == http.StatusCreated}, nil
@@ -279,55 +282,117 @@ func (e *conflictError) Error() string {
 
 func (e *conflictError) Unwrap() error { return e.err }
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
-
-// waitEstablished waits until every CRD is Established and its kind is in
+// crdMapping is the mapping of CustomResourceDefinitions, which need no
 // discovery.
-func (c *Client) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
-	var errs []error
-	for _, crd := range crds {
-		if err := c.waitCRD(ctx, crd); err != nil {
-			errs = append(errs, &ObjectError{Ref: RefOf(crd), Err: err})
-		}
-	}
-	return errors.Join(errs...)
+var crdMapping = &meta.RESTMapping{
+	Resource:         schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"},
+	GroupVersionKind: crdGroupKind.WithVersion("v1"),
+	Scope:            meta.RESTScopeRoot,
 }
 
-func (c *Client) waitCRD(ctx context.Context, crd *unstructured.Unstructured) error {
-	gk, _, _ := crdDefines(crd)
-	version := ""
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for _, v := range versions {
-		if v, ok := v.(map[string]any); ok && v["served"] == true {
-			version, _ = v["name"].(string)
-			break
-		}
-	}
-	established := false
-	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 500*time.Millisecond) {
-		if !established {
-			live, err := c.dynamic.Resource(crdResource).Get(ctx, crd.GetName(), metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("waiting to be established: %w", err)
+// CRDTimeout bounds the wait for applied CRDs to be established and
+// discovered, which takes the apiserver a second or two.
+const CRDTimeout = 2 * time.Minute
+
+// waitEstablished waits until every CRD is Established and its kind is in
+// discovery, reading discovery once per round for all of them. A CRD whose
+// names are not accepted (they clash with another's) fails at once.
+func (c *Client) waitEstablished(ctx context.Context, crds []*unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, CRDTimeout)
+	defer cancel()
+	errs := make([]error, len(crds))
+	established := make([]bool, len(crds))
+	todo := indexes(len(crds))
+	for delay := 20 * time.Millisecond; len(todo) > 0; delay = min(2*delay, 500*time.Millisecond) {
+		parallel(c.cfg.Concurrency, todo, func(i int) {
+			if established[i] {
+				return
 			}
-			established = conditionTrue(live, "Established")
+			live, err := c.getObject(ctx, crdMapping, "", crds[i].GetName())
+			switch {
+			case err != nil && ctx.Err() == nil:
+				errs[i] = fmt.Errorf("waiting to be established: %w", err)
+			case err == nil && conditionFalse(live, "NamesAccepted") != "":
+				errs[i] = fmt.Errorf("not established: names not accepted: %s", conditionFalse(live, "NamesAccepted"))
+			case err == nil:
+				established[i] = conditionTrue(live, "Established")
+			}
+		})
+		var next []int
+		ready := false
+		for _, i := range todo {
+			if errs[i] == nil {
+				next = append(next, i)
+				ready = ready || established[i]
+			}
 		}
-		if established {
+		todo = next
+		if ready {
 			c.refresh()
 			d, err := c.discover(ctx)
 			if err != nil {
 				return err
 			}
-			if _, err := d.mapper.RESTMapping(gk, version); err == nil {
-				return nil
+			next = next[:0:0]
+			for _, i := range todo {
+				gk, _, _ := crdDefines(crds[i])
+				if !established[i] {
+					next = append(next, i)
+				} else if _, err := d.mapper.RESTMapping(gk, servedVersion(crds[i])); err != nil {
+					next = append(next, i)
+				}
 			}
+			todo = next
+		}
+		if len(todo) == 0 {
+			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("waiting for kind %s to be established: %w", gk, ctx.Err())
+			for _, i := range todo {
+				gk, _, _ := crdDefines(crds[i])
+				errs[i] = fmt.Errorf("waiting for kind %s to be established: %w", gk, ctx.Err())
+			}
+			todo = nil
 		case <-time.After(delay):
 		}
 	}
+	var all []error
+	for i, err := range errs {
+		if err != nil {
+			all = append(all, &ObjectError{Ref: RefOf(crds[i]), Err: err})
+		}
+	}
+	return errors.Join(all...)
+}
+
+// servedVersion is the first served version of a CRD object.
+func servedVersion(crd *unstructured.Unstructured) string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for _, v := range versions {
+		if v, ok := v.(map[string]any); ok && v["served"] == true {
+			name, _ := v["name"].(string)
+			return name
+		}
+	}
+	return ""
+}
+
+// conditionFalse returns the message (or reason) of obj's status condition
+// typ when its status is "False", else "".
+func conditionFalse(obj *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if c, ok := c.(map[string]any); ok && c["type"] == typ && c["status"] == "False" {
+			for _, k := range []string{"message", "reason"} {
+				if msg, _ := c[k].(string); msg != "" {
+					return msg
+				}
+			}
+			return "False"
+		}
+	}
+	return ""
 }
 
 // conditionTrue reports whether obj has status condition typ with status "True".

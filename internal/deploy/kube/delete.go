@@ -47,9 +47,9 @@ func (c *Client) Delete(ctx context.Context, refs []ObjectRef, opts DeleteOption
 		slices.Reverse(tier)
 		errs := make([]error, len(refs))
 		parallel(c.cfg.Concurrency, tier, func(i int) {
-			ri, _, err := c.resource(ctx, refs[i])
+			m, ns, err := c.resource(ctx, refs[i])
 			if err == nil {
-				err = ri.Delete(ctx, refs[i].Name, del)
+				err = c.deleteObject(ctx, m, ns, refs[i].Name, del)
 			}
 			if err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 				errs[i] = &ObjectError{Ref: refs[i], Err: err}

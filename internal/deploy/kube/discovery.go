@@ -111,6 +111,17 @@ func (c *Client) discover(ctx context.Context) (*discovered, error) {
 // refresh makes the next discover read the server again.
 func (c *Client) refresh() { c.refreshBefore(time.Now()) }
 
+// invalidate makes the next discover read the server again if d is still
+// the current discovery, so that concurrent misses share one read.
+func (c *Client) invalidate(d *discovered) {
+	c.disc.mu.Lock()
+	defer c.disc.mu.Unlock()
+	if c.disc.current == d {
+		c.disc.current = nil
+		c.disc.skipDisk = true
+	}
+}
+
 // refreshBefore makes the next discover read the server again unless the
 // current discovery was read from it at or after t: callers that saw a miss
 // pass when they started, so concurrent misses share one read.
@@ -170,16 +181,16 @@ func (c *Client) fetchDiscovery(ctx context.Context) ([]apiResource, error) {
 }
 
 func (c *Client) fetchDoc(ctx context.Context, path string) ([]apiResource, error) {
-	body, err := c.raw.Get().AbsPath(path).SetHeader("Accept", aggregatedAccept).Do(ctx).Raw()
+	data, err := body(c.raw.Get().AbsPath(path).SetHeader("Accept", aggregatedAccept).Do(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	var doc discoveryDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	if doc.Kind != "APIGroupDiscoveryList" {
-		return c.fetchLegacy(ctx, path, body)
+		return c.fetchLegacy(ctx, path, data)
 	}
 	var out []apiResource
 	for _, g := range doc.Items {
@@ -227,11 +238,11 @@ type legacyDoc struct {
 	} `json:"resources"`
 }
 
-// fetchLegacy reads the group versions that the legacy document body of
+// fetchLegacy reads the group versions that the legacy document top of
 // path (/api or /apis) lists, preferred versions first, in parallel.
-func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]apiResource, error) {
+func (c *Client) fetchLegacy(ctx context.Context, path string, top []byte) ([]apiResource, error) {
 	var doc legacyDoc
-	if err := json.Unmarshal(body, &doc); err != nil {
+	if err := json.Unmarshal(top, &doc); err != nil {
 		return nil, fmt.Errorf("discovery %s: %w", path, err)
 	}
 	var gvs []schema.GroupVersion
@@ -255,13 +266,13 @@ func (c *Client) fetchLegacy(ctx context.Context, path string, body []byte) ([]a
 		if gv.Group == "" {
 			p = "/api/" + gv.Version
 		}
-		body, err := c.raw.Get().AbsPath(p).Do(ctx).Raw()
+		data, err := body(c.raw.Get().AbsPath(p).Do(ctx))
 		if err != nil {
 			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
 			return
 		}
 		var doc legacyDoc
-		if err := json.Unmarshal(body, &doc); err != nil {
+		if err := json.Unmarshal(data, &doc); err != nil {
 			errs[i] = fmt.Errorf("discovery %s: %w", p, err)
 			return
 		}

@@ -132,3 +132,43 @@ func objectsOf(t *testing.T, specs ...string) []*unstructured.Unstructured {
 	}
 	return out
 }
+
+func TestStaleDiskCacheReadOnceByConcurrentMisses(t *testing.T) {
+	hs, requests := legacyServer(t)
+	kc := kubeconfig(t, hs.URL)
+	cache := t.TempDir()
+	// A cache written before Deployments existed.
+	stale := `[{"version":"v1","resource":"configmaps","kind":"ConfigMap","namespaced":true}]`
+	if err := os.WriteFile(cacheFile(cache, hs.URL), []byte(stale), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(context.Background(), Config{Kubeconfig: kc, DiscoveryCache: cache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvk := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	errs := make([]error, 16)
+	parallel(16, indexes(16), func(i int) { _, errs[i] = c.mapping(context.Background(), gvk) })
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := requests.Load(); got != 4 {
+		t.Errorf("16 concurrent misses made %d requests, want one discovery (4)", got)
+	}
+}
+
+func TestNewWithoutKubeconfig(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	_, err := New(context.Background(), Config{})
+	if err == nil || !strings.Contains(err.Error(), "no cluster configured: pass --kubeconfig") {
+		t.Errorf("New without a kubeconfig: %v", err)
+	}
+	_, err = New(context.Background(), Config{Kubeconfig: filepath.Join(t.TempDir(), "missing")})
+	if err == nil || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("New with a missing --kubeconfig: %v", err)
+	}
+}

@@ -242,6 +242,40 @@ func TestApplyCRDAndCustomResource(t *testing.T) {
 	}
 }
 
+func TestCRDWaves(t *testing.T) {
+	_, c, ns := setup(t)
+	group := ns + ".dm.example.com"
+	objs := objects(t, crdAndCR(group)+`
+- apiVersion: apiextensions.k8s.io/v1
+  kind: CustomResourceDefinition
+  metadata: {name: gadgets.`+group+`}
+  spec:
+    group: `+group+`
+    scope: Namespaced
+    names: {plural: gadgets, kind: Widget}
+    versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]
+`)
+	if err := c.Prepare(ctx(t), objs); err != nil {
+		t.Fatal(err)
+	}
+	// The CRD in one call, the resource in the next, as the deploy actions
+	// apply dependency waves: Apply returns once the kind can be used.
+	if _, err := c.Apply(ctx(t), objs[1:2], kube.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Apply(ctx(t), objs[:1], kube.ApplyOptions{}); err != nil {
+		t.Errorf("the custom resource in the next wave: %v", err)
+	}
+	// A CRD whose kind clashes with the first's fails at once, named.
+	_, err := c.Apply(ctx(t), objs[2:], kube.ApplyOptions{})
+	if err == nil || !strings.Contains(err.Error(), "CustomResourceDefinition.apiextensions.k8s.io gadgets."+group+": not established: names not accepted") {
+		t.Errorf("a CRD whose kind clashes: %v", err)
+	}
+	t.Cleanup(func() {
+		c.Delete(context.Background(), []kube.ObjectRef{kube.RefOf(objs[1]), kube.RefOf(objs[2])}, kube.DeleteOptions{})
+	})
+}
+
 func TestPrepareErrors(t *testing.T) {
 	_, c, ns := setup(t)
 	objs := objects(t, `
@@ -333,6 +367,19 @@ func TestForbidden(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("forbidden error lacks %q:\n%v", want, err)
 		}
+	}
+}
+
+func TestListAsTheLimitedUser(t *testing.T) {
+	env, _, ns := setup(t)
+	limited := newClient(t, env.LimitedKubeconfig, ns, "dm", "-")
+	// Every kind is forbidden: nothing, but no error, when none is named...
+	if all, err := limited.List(ctx(t), ns, "", nil); err != nil || len(all) != 0 {
+		t.Errorf("List of every kind as the limited user: %d objects, %v", len(all), err)
+	}
+	// ...and the server's error when one is.
+	if _, err := limited.List(ctx(t), ns, "", []string{"secrets"}); err == nil || !strings.Contains(err.Error(), `cannot list resource "secrets"`) {
+		t.Errorf("List of secrets as the limited user: %v", err)
 	}
 }
 

@@ -1,18 +1,21 @@
 // Package kube is dm's cluster client: it loads a kubeconfig the way kubectl
-// does, maps objects to resources with a cached, self-refreshing RESTMapper,
-// applies them with server-side apply in dependency tiers, and reads them back
-// (get, list, kstatus readiness, diff, delete).
+// does, maps objects to resources with discovery cached in memory and on
+// disk (read again on a miss), applies them with server-side apply in
+// tiers, and reads them back (get, list, kstatus readiness, diff, delete).
+// It also turns live objects into a template (Export).
 //
-// It deliberately uses only the dynamic and metadata clients on unstructured
-// objects, never the typed clientset, whose package initialisation registers
-// every built-in API group and would slow down every dm command that links
-// this package.
+// It deliberately uses one raw REST client on unstructured JSON and reads
+// discovery itself: the typed clientset and client-go's discovery package
+// register every built-in API group at package initialisation, and the
+// dynamic and metadata clients add more, which would slow down every dm
+// command that links this package.
 package kube
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -23,8 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -56,11 +57,11 @@ type Config struct {
 type Client struct {
 	cfg       Config
 	namespace string
-	rest      *rest.Config
-	dynamic   dynamic.Interface
-	metadata  metadata.Interface
-	raw       rest.Interface // applies (whose status code tells created from updated) and discovery
-	disc      discoveryState
+	raw       rest.Interface // every request; see rest.go
+	// restConfig and httpClient are what raw was made from.
+	restConfig *rest.Config
+	httpClient *http.Client
+	disc       discoveryState
 	// dryRunNamespaces are the namespaces dry runs "created": objects in
 	// them pass through later dry runs unchecked.
 	dryRunNamespaces sync.Map
@@ -83,6 +84,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	overrides.Context.Namespace = cfg.Namespace
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	rc, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, fmt.Errorf("no cluster configured: pass --kubeconfig, set $KUBECONFIG or write ~/.kube/config (make dev-cluster starts a local apiserver and prints the line to use): %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -103,22 +107,12 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if rc.UserAgent == "" {
 		rc.UserAgent = "dm"
 	}
-	// One HTTP client (one HTTP/2 connection) for every client below.
+	// One HTTP client: one HTTP/2 connection.
 	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
-	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	md, err := metadata.NewForConfigAndClient(rc, hc)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	rawCfg := dynamic.ConfigFor(rc)
-	rawCfg.GroupVersion = &schema.GroupVersion{}
-	raw, err := rest.RESTClientForConfigAndClient(rawCfg, hc)
+	raw, err := rest.RESTClientForConfigAndClient(rawConfig(rc), hc)
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
@@ -126,9 +120,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		raw:       raw,
 		cfg:       cfg,
 		namespace: ns,
-		rest:      rc,
-		dynamic:   dyn,
-		metadata:  md,
+
+		restConfig: rc,
+		httpClient: hc,
 	}
 	switch dir := cfg.DiscoveryCache; dir {
 	case "-":
@@ -146,9 +140,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // the kubeconfig context's namespace, else "default".
 func (c *Client) Namespace() string { return c.namespace }
 
-// Dynamic returns the client's dynamic client (for the history driver,
-// which keeps records as Secrets).
-func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
+// RESTConfig returns a copy of the client configuration, and HTTPClient
+// the HTTP client (one connection) every request goes through, for other
+// clients of the same cluster such as the history driver's.
+func (c *Client) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
+
+// HTTPClient returns the client's HTTP client; see RESTConfig.
+func (c *Client) HTTPClient() *http.Client { return c.httpClient }
 
 // Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
 func (c *Client) Mapper() meta.RESTMapper { return lazyMapper{c} }
@@ -206,7 +204,7 @@ func (c *Client) mapping(ctx context.Context, gvk schema.GroupVersionKind) (*met
 	}
 	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil && d.fromDisk && meta.IsNoMatchError(err) {
-		c.refreshBefore(time.Now())
+		c.invalidate(d)
 		if d, err = c.discover(ctx); err != nil {
 			return nil, err
 		}
@@ -234,20 +232,21 @@ func (e *noMatchError) Error() string {
 
 func (e *noMatchError) Unwrap() error { return e.err }
 
-// resource returns the dynamic client of ref's resource and its mapping.
-func (c *Client) resource(ctx context.Context, ref ObjectRef) (dynamic.ResourceInterface, *meta.RESTMapping, error) {
+// resource returns the mapping of ref's kind and the namespace to use:
+// ref's, the client's for a namespaced kind without one, "" for a
+// cluster-scoped kind.
+func (c *Client) resource(ctx context.Context, ref ObjectRef) (*meta.RESTMapping, string, error) {
 	m, err := c.mapping(ctx, ref.GroupVersionKind())
 	if err != nil {
-		return nil, nil, err
+		return nil, "", err
 	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns := ref.Namespace
-		if ns == "" {
-			ns = c.namespace
-		}
-		return c.dynamic.Resource(m.Resource).Namespace(ns), m, nil
+	if m.Scope.Name() != meta.RESTScopeNameNamespace {
+		return m, "", nil
 	}
-	return c.dynamic.Resource(m.Resource), m, nil
+	if ref.Namespace == "" {
+		return m, c.namespace, nil
+	}
+	return m, ref.Namespace, nil
 }
 
 // crdGroupKind is the kind of CustomResourceDefinitions.

@@ -22,7 +22,7 @@ import (
 // Get returns the live object; a missing one is an error wrapping
 // derrors.NotFound (and the server's NotFound status).
 func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstructured, error) {
-	ri, _, err := c.resource(ctx, ref)
+	m, ns, err := c.resource(ctx, ref)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
 			// A custom resource whose definition is gone is gone too.
@@ -30,7 +30,7 @@ func (c *Client) Get(ctx context.Context, ref ObjectRef) (*unstructured.Unstruct
 		}
 		return nil, &ObjectError{Ref: ref, Err: err}
 	}
-	obj, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+	obj, err := c.getObject(ctx, m, ns, ref.Name)
 	if apierrors.IsNotFound(err) {
 		return nil, &ObjectError{Ref: ref, Err: fmt.Errorf("%w: %w", derrors.NotFound, err)}
 	}
@@ -67,28 +67,20 @@ func (c *Client) Existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]
 
 // existing reads the metadata of refs of one kind and namespace.
 func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]*metav1.PartialObjectMetadata, error) {
-	m, err := c.mapping(ctx, refs[0].GroupVersionKind())
+	m, ns, err := c.resource(ctx, refs[0])
 	if meta.IsNoMatchError(err) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, &ObjectError{Ref: refs[0], Err: err}
 	}
-	ns := ""
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ns = refs[0].Namespace
-		if ns == "" {
-			ns = c.namespace
-		}
-	}
-	ri := c.metadata.Resource(m.Resource).Namespace(ns)
 	out := map[ObjectRef]*metav1.PartialObjectMetadata{}
 	if len(refs) > 1 {
-		list, err := ri.List(ctx, metav1.ListOptions{})
+		items, err := c.listMetadata(ctx, m, ns)
 		if err == nil {
 			byName := map[string]*metav1.PartialObjectMetadata{}
-			for i := range list.Items {
-				byName[list.Items[i].Name] = &list.Items[i]
+			for i := range items {
+				byName[items[i].Name] = &items[i]
 			}
 			for _, ref := range refs {
 				if obj := byName[ref.Name]; obj != nil {
@@ -104,7 +96,7 @@ func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]
 	}
 	var errs []error
 	for _, ref := range refs {
-		obj, err := ri.Get(ctx, ref.Name, metav1.GetOptions{})
+		obj, err := c.getMetadata(ctx, m, ns, ref.Name)
 		switch {
 		case apierrors.IsNotFound(err):
 		case err != nil:
@@ -121,6 +113,7 @@ func (c *Client) existing(ctx context.Context, refs []ObjectRef) (map[ObjectRef]
 // "Deployment.v1.apps"; empty means every listable namespaced kind) in
 // namespace matching the label selector, sorted by tier, kind, namespace
 // and name. A cluster-scoped kind named in kinds is listed cluster-wide.
+// Without kinds, those the user may not list are left out.
 func (c *Client) List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error) {
 	if namespace == "" {
 		namespace = c.namespace
@@ -151,23 +144,15 @@ func (c *Client) List(ctx context.Context, namespace, selector string, kinds []s
 	idx := indexes(len(mappings))
 	parallel(c.cfg.Concurrency, idx, func(i int) {
 		m := mappings[i]
-		ri := c.dynamic.Resource(m.Resource)
-		var list *unstructured.UnstructuredList
-		var err error
-		if m.Scope.Name() == meta.RESTScopeNameNamespace {
-			list, err = ri.Namespace(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
-		} else {
-			list, err = ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+		list, err := c.listObjects(ctx, m, namespace, selector)
+		if err != nil && len(kinds) == 0 && (apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || apierrors.IsMethodNotSupported(err)) {
+			return // not asked for by name: list what can be listed
 		}
 		if err != nil {
 			errs[i] = fmt.Errorf("listing %s: %w", m.Resource.GroupResource(), err)
 			return
 		}
-		for j := range list.Items {
-			obj := &list.Items[j]
-			obj.SetGroupVersionKind(m.GroupVersionKind)
-			lists[i] = append(lists[i], obj)
-		}
+		lists[i] = list
 	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

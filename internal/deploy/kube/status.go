@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
@@ -74,18 +73,16 @@ func (c *Client) Statuses(ctx context.Context, refs []ObjectRef) ([]Status, erro
 
 // listOf lists the objects of ref's kind in its namespace, by name.
 func (c *Client) listOf(ctx context.Context, ref ObjectRef) (map[string]*unstructured.Unstructured, error) {
-	ri, _, err := c.resource(ctx, ref)
+	m, ns, err := c.resource(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	list, err := ri.List(ctx, metav1.ListOptions{})
+	list, err := c.listObjects(ctx, m, ns, "")
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		obj := &list.Items[i]
-		obj.SetGroupVersionKind(ref.GroupVersionKind())
+	out := make(map[string]*unstructured.Unstructured, len(list))
+	for _, obj := range list {
 		out[obj.GetName()] = obj
 	}
 	return out, nil
