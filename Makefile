@@ -5,7 +5,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e clean testenv dev-cluster bench-deploy
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
@@ -37,6 +37,7 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzParseConfig:30000x \
 	./internal/expand:FuzzFastYAML:50000x \
 	./internal/expand:FuzzEmitYAML:50000x \
+	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
@@ -77,6 +78,10 @@ dev-cluster: testenv
 RUNS ?= 5
 bench-deploy: build testenv
 	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
+# dmref regenerates the DM corpus goldens with the Python reference
+# (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
+dmref:
+	python3 scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
 
 clean:
 	rm -rf $(BIN)

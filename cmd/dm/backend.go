@@ -172,7 +172,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		}
 		regs = append(regs, reg)
 	}
-	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs})
+	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
 	return b.svc, nil
 }
 

@@ -49,6 +49,7 @@ func buildVersion() string {
 
 // applyFlags are the flags of the commands that apply objects.
 type applyFlags struct {
+	configFlags
 	values          []string
 	name            string
 	createNamespace bool
@@ -79,6 +80,7 @@ func (f *applyFlags) options() deploy.ApplyOptions {
 
 func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs := cmd.Flags()
+	addConfigFlags(fs, &f.configFlags)
 	fs.StringArrayVar(&f.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
 	fs.BoolVar(&f.wait, "wait", false, "wait until every object is ready (kstatus Current), printing progress on stderr")
 	fs.DurationVar(&f.timeout, "timeout", deploy.DefaultTimeout, "how long --wait and deferred references wait")
@@ -140,15 +142,19 @@ func (g *globals) expandSource(ctx context.Context, src deploy.Source) (*expand.
 		Config: src.Input.Config, ConfigName: src.Input.ConfigName, Imports: src.Input.Imports,
 		Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Strict: src.Strict,
+		Env: src.Env, Strict: src.Strict,
 	}
 	return b.Expand(ctx, req)
 }
 
 // source reads the argument of deploy, update and diff: a configuration
 // file (- for stdin) or a template reference.
-func (g *globals) source(ctx context.Context, arg string, values []string, stdin io.Reader) (deploy.Source, error) {
-	props, text, err := g.propertyValues(values)
+func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin io.Reader) (deploy.Source, error) {
+	props, text, err := g.propertyValues(f.values)
+	if err != nil {
+		return deploy.Source{}, err
+	}
+	env, err := f.templateEnv()
 	if err != nil {
 		return deploy.Source{}, err
 	}
@@ -156,14 +162,14 @@ func (g *globals) source(ctx context.Context, arg string, values []string, stdin
 	if server == "" {
 		server = g.getenv("DM_SERVER")
 	}
-	src := deploy.Source{Properties: props, Input: release.Input{Server: server}}
+	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, Input: release.Input{Server: server}}
 	if arg == "" {
 		return src, nil
 	}
 	req := &api.ExpandRequest{}
 	switch {
 	case isConfigArg(arg):
-		if err := readConfig(req, arg, stdin); err != nil {
+		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return src, err
 		}
 	case looksLikeConfigFile(arg):
@@ -199,11 +205,10 @@ A deployment that exists is an error: use dm update, or deploy --upgrade.`,
 			if err := df.check(); err != nil {
 				return err
 			}
-			src, err := g.source(cmd.Context(), args[0], df.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], &df, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			src.Strict = df.strict
 			name := df.name
 			if name == "" {
 				name = deploymentName(args[0])
@@ -232,11 +237,10 @@ are pruned (only those that carry this deployment's labels).`,
 			if err := uf.check(); err != nil {
 				return err
 			}
-			src, err := g.source(cmd.Context(), optional(args[1:]), uf.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), optional(args[1:]), &uf, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			src.Strict = uf.strict
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
 				return err
@@ -276,6 +280,8 @@ are pruned (only those that carry this deployment's labels).`,
 	rollbackCmd.Flags().MarkHidden("reuse-properties")
 	rollbackCmd.Flags().MarkHidden("values")
 	rollbackCmd.Flags().MarkHidden("strict")
+	rollbackCmd.Flags().MarkHidden("env")
+	rollbackCmd.Flags().MarkHidden("import-root")
 
 	var delf deploy.DeleteOptions
 	deleteCmd := &cobra.Command{
@@ -382,11 +388,10 @@ are pruned (only those that carry this deployment's labels).`,
 		Short: "Compare what deploying would apply (server-side dry run) with the live objects; exit 1 if they differ",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := g.source(cmd.Context(), args[0], xf.values, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], &xf, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
-			src.Strict = xf.strict
 			name := xf.name
 			if name == "" {
 				name = deploymentName(args[0])
@@ -409,6 +414,7 @@ are pruned (only those that carry this deployment's labels).`,
 	diffCmd.Flags().StringVar(&xf.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
 	diffCmd.Flags().StringArrayVar(&xf.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
 	diffCmd.Flags().BoolVar(&xf.strict, "strict", false, "fail on properties a template's schema does not define")
+	addConfigFlags(diffCmd.Flags(), &xf.configFlags)
 
 	var tall bool
 	typesCmd := &cobra.Command{

@@ -125,6 +125,7 @@ with -o json always all three. -o manifest prints the Kubernetes objects as a
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
 	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
+	addConfigFlags(xf, &ef.configFlags)
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags

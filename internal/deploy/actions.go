@@ -137,6 +137,7 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 		Description: desc,
 		Input:       src.Input,
 		Properties:  src.Properties,
+		Env:         src.Env,
 		References:  x.References,
 		Layout:      x.Layout,
 	}

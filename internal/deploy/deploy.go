@@ -76,6 +76,9 @@ type Source struct {
 	// env.namespace.
 	Deployment string
 	Namespace  string
+	// Env adds keys to, or overrides keys of, every template's env
+	// (--env); it is recorded with the revision.
+	Env map[string]string
 	// Strict makes properties a template's schema does not define an
 	// error rather than a warning.
 	Strict bool
