@@ -6,9 +6,9 @@
 //
 // It deliberately uses one raw REST client on unstructured JSON and reads
 // discovery itself: the typed clientset and client-go's discovery package
-// register every built-in API group at package initialisation, and the
-// dynamic and metadata clients add more, which would slow down every dm
-// command that links this package.
+// register every built-in API group at package initialisation, which would
+// slow down every dm command that links this package. (A dynamic client is
+// offered for the history driver, which is written against one.)
 package kube
 
 import (
@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -56,7 +57,8 @@ type Config struct {
 type Client struct {
 	cfg       Config
 	namespace string
-	raw       rest.Interface // every request; see rest.go
+	raw       rest.Interface // every request of this package; see rest.go
+	dynamic   dynamic.Interface
 	disc      discoveryState
 	// dryRunNamespaces are the namespaces dry runs "created": objects in
 	// them pass through later dry runs unchecked.
@@ -112,8 +114,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
 	c := &Client{
 		raw:       raw,
+		dynamic:   dyn,
 		cfg:       cfg,
 		namespace: ns,
 	}
@@ -132,6 +139,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // Namespace returns the namespace objects without one are put in: -n, else
 // the kubeconfig context's namespace, else "default".
 func (c *Client) Namespace() string { return c.namespace }
+
+// Dynamic returns the client's dynamic client (for the history driver,
+// which keeps records as Secrets).
+func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
 // Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
 func (c *Client) Mapper() meta.RESTMapper { return lazyMapper{c} }
