@@ -183,6 +183,7 @@ type ObjectError struct {
 	Err error
 }
 
+// Error names the object, then says what went wrong.
 func (e *ObjectError) Error() string { return e.Ref.String() + ": " + e.Err.Error() }
 
 // Unwrap returns the underlying error.
