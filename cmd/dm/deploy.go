@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy"
@@ -116,15 +115,9 @@ func (g *globals) deployConfig(ctx context.Context) (*deploy.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The history driver keeps records as Secrets through a dynamic
-	// client over the same connection.
-	dyn, err := dynamic.NewForConfigAndClient(c.RESTConfig(), c.HTTPClient())
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
 	return &deploy.Config{
 		Cluster:   c,
-		History:   driver.NewSecrets(dyn),
+		History:   driver.NewSecrets(c.Dynamic()),
 		Expander:  deploy.ExpandFunc(g.expandSource),
 		Log:       g.stderr,
 		DMVersion: buildVersion(),

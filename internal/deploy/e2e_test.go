@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/dynamic"
 
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/deploy"
@@ -100,14 +99,10 @@ func (f *fixture) config(kubeconfig string) *deploy.Config {
 	if f.kc == nil {
 		f.kc = kc
 	}
-	dyn, err := dynamic.NewForConfigAndClient(kc.RESTConfig(), kc.HTTPClient())
-	if err != nil {
-		f.t.Fatal(err)
-	}
 	x := exampleExpander(f.t)
 	return &deploy.Config{
 		Cluster: kc,
-		History: driver.NewSecrets(dyn),
+		History: driver.NewSecrets(kc.Dynamic()),
 		Expander: deploy.ExpandFunc(func(ctx context.Context, src deploy.Source) (*expand.Result, error) {
 			req := expand.Request{Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name, Deployment: src.Deployment, Namespace: src.Namespace, ConfigName: src.Input.ConfigName}
 			if src.Input.Config != "" {

@@ -6,16 +6,15 @@
 //
 // It deliberately uses one raw REST client on unstructured JSON and reads
 // discovery itself: the typed clientset and client-go's discovery package
-// register every built-in API group at package initialisation, and the
-// dynamic and metadata clients add more, which would slow down every dm
-// command that links this package.
+// register every built-in API group at package initialisation, which would
+// slow down every dm command that links this package. (A dynamic client is
+// offered for the history driver, which is written against one.)
 package kube
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -26,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -57,11 +57,9 @@ type Config struct {
 type Client struct {
 	cfg       Config
 	namespace string
-	raw       rest.Interface // every request; see rest.go
-	// restConfig and httpClient are what raw was made from.
-	restConfig *rest.Config
-	httpClient *http.Client
-	disc       discoveryState
+	raw       rest.Interface // every request of this package; see rest.go
+	dynamic   dynamic.Interface
+	disc      discoveryState
 	// dryRunNamespaces are the namespaces dry runs "created": objects in
 	// them pass through later dry runs unchecked.
 	dryRunNamespaces sync.Map
@@ -116,13 +114,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig: %w", err)
 	}
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
 	c := &Client{
 		raw:       raw,
+		dynamic:   dyn,
 		cfg:       cfg,
 		namespace: ns,
-
-		restConfig: rc,
-		httpClient: hc,
 	}
 	switch dir := cfg.DiscoveryCache; dir {
 	case "-":
@@ -140,13 +140,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // the kubeconfig context's namespace, else "default".
 func (c *Client) Namespace() string { return c.namespace }
 
-// RESTConfig returns a copy of the client configuration, and HTTPClient
-// the HTTP client (one connection) every request goes through, for other
-// clients of the same cluster such as the history driver's.
-func (c *Client) RESTConfig() *rest.Config { return rest.CopyConfig(c.restConfig) }
-
-// HTTPClient returns the client's HTTP client; see RESTConfig.
-func (c *Client) HTTPClient() *http.Client { return c.httpClient }
+// Dynamic returns the client's dynamic client (for the history driver,
+// which keeps records as Secrets).
+func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
 // Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
 func (c *Client) Mapper() meta.RESTMapper { return lazyMapper{c} }
@@ -187,6 +183,7 @@ type ObjectError struct {
 	Err error
 }
 
+// Error names the object, then says what went wrong.
 func (e *ObjectError) Error() string { return e.Ref.String() + ": " + e.Err.Error() }
 
 // Unwrap returns the underlying error.

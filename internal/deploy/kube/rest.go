@@ -15,11 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// Every request goes through one raw REST client on unstructured JSON: the
-// apply's status code says whether it created the object, and client-go's
-// dynamic and metadata packages would add a dozen packages' initialisation
-// (go-cmp among them) to every dm command for what is a GET, a LIST or a
-// DELETE of a path.
+// Every request of this package goes through one raw REST client on
+// unstructured JSON: the apply's status code says whether it created the
+// object, and a GET, a LIST, a metadata-only read or a DELETE is a path.
 
 // rawConfig returns rc set up for JSON requests by absolute path, with a
 // decoder that turns the server's Status errors into *errors.StatusError.
