@@ -502,6 +502,9 @@ func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
 		}
 		if code != c.exit {
 			hint := fmt.Sprintf(`fix the command (or add "# exit %d" if failing is the point); if it cannot run here, move it to a `+"```text"+` block and say why`, code)
+			if !cluster && strings.Contains(strings.ToLower(stderr), "kubeconfig") {
+				hint = "it needs a cluster: tag the block ```sh cluster, so that it runs against the test's apiserver"
+			}
 			fail(c, "exit %d, want %d; stderr:\n%s\n\t(%s)", code, c.exit, indentReadme(stderr), hint)
 		}
 	}
