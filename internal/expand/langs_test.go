@@ -13,6 +13,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/index"
+	"go.starlark.net/starlark"
 )
 
 // renderOne runs one template file through its engine with properties
@@ -120,6 +121,17 @@ func TestJinjaErrors(t *testing.T) {
 // TestPanicsAreErrors checks the recovery every engine's render defers:
 // a panic becomes an invalid-argument error naming the file and line.
 func TestPanicsAreErrors(t *testing.T) {
+	// dm's Starlark builtins turn a panic into an error at the calling line.
+	d := starlark.StringDict{"boom": starlark.NewBuiltin("boom", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+		panic("bad")
+	})}
+	recoverBuiltins(d)
+	_, serr := starlark.ExecFile(&starlark.Thread{}, "f.py", "x = 1\n\ny = boom()\n", d)
+	var ee *starlark.EvalError
+	if !errors.As(serr, &ee) || !strings.Contains(ee.Backtrace(), "f.py:3:") || !strings.Contains(serr.Error(), "boom failed: bad") {
+		t.Errorf("got %v, want the panic as an error at f.py:3", serr)
+	}
+
 	var err error
 	func() {
 		defer recoverEngine("Test", "f.py", func() int { return 7 }, &err)
@@ -173,6 +185,7 @@ func TestPythonShims(t *testing.T) {
 		{"percent formatting", "x = '%05.1f|%-4s|%x|%s|%r|%3d%%|%+.2e' % (3.14159, 'ab', 255, None, 'q', 7, 12345.678)", `"003.1|ab  |ff|None|'q'|  7%|+1.23e+04"`},
 		{"percent formatting by name", "x = '%(a)s-%(b)03d' % {'a': 'x', 'b': 2}", `"x-002"`},
 		{"percent of numbers stays modulo", "x = [7 % 3, -7 % 3, 7.5 % 2]", `[1,2,1.5]`},
+		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
 		{"yaml.dump as PyYAML", "x = yaml.dump({'b': ['x', 'yes'], 'a': {'c': None}})", `"a:\n  c: null\nb:\n- x\n- 'yes'\n"`},
 	}

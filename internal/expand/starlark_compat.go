@@ -103,13 +103,10 @@ func starTypeNames(t starlark.Value) ([]string, error) {
 	return nil, fmt.Errorf("isinstance: %s is not a type dm knows (dict, list, tuple, str, int, float, bool, basestring, unicode)", t)
 }
 
+// builtin makes a Starlark builtin; recoverBuiltins makes its panics
+// errors where it is predeclared or part of a module.
 func builtin(name string, fn func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
-	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (v starlark.Value, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%s failed: %v", name, p)
-			}
-		}()
+	return starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		return fn(th, args, kwargs)
 	})
 }
