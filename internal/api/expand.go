@@ -39,6 +39,9 @@ type ExpandRequest struct {
 	// Registry is the default registry for short references,
 	// [host/]owner/repo[/collection]; the server's default when empty.
 	Registry string `json:"registry,omitempty"`
+	// Strict makes properties a schema does not define an error; they are
+	// warnings (the answer's `warnings`) otherwise.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -55,7 +58,7 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 	if err != nil {
 		return nil, err
 	}
-	return s.expander.Expand(ctx, r)
+	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
 func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
@@ -69,6 +72,7 @@ func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
 		Name:       req.Name,
 		Deployment: req.Deployment,
 		Namespace:  req.Namespace,
+		Strict:     req.Strict,
 		Env:        req.Env,
 	}
 	if req.Config != "" {

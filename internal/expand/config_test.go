@@ -1,7 +1,9 @@
 package expand
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -102,4 +104,36 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestConfigValues checks values given with a configuration: keyed by
+// resource name and merged into its properties.
+func TestConfigValues(t *testing.T) {
+	x := New(Options{})
+	cfg := []byte("resources:\n- {name: alpha, type: ConfigMap, properties: {data: {p: '1', q: '2'}}}\n- {name: beta, type: ConfigMap}\n")
+	res, err := x.Expand(context.Background(), Request{Config: cfg, Properties: map[string]any{
+		"alpha": map[string]any{"data": map[string]any{"q": "3"}},
+		"beta":  map[string]any{"data": map[string]any{"r": "4"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Config.Resources[0].Properties["data"]; !reflect.DeepEqual(got, map[string]any{"p": "1", "q": "3"}) {
+		t.Errorf("alpha's data = %v", got)
+	}
+	if got := res.Config.Resources[1].Properties["data"]; !reflect.DeepEqual(got, map[string]any{"r": "4"}) {
+		t.Errorf("beta's data = %v", got)
+	}
+	for _, tt := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"aplha": map[string]any{}}, `no resource "aplha" (values given with a configuration are keyed by resource name: alpha, beta); did you mean alpha?`},
+		{map[string]any{"alpha": 3}, `values for "alpha": want a mapping`},
+	} {
+		_, err := x.Expand(context.Background(), Request{Config: cfg, Properties: tt.values})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("values %v: %v, want %q", tt.values, err, tt.want)
+		}
+	}
 }

@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -174,6 +175,9 @@ type Request struct {
 	Namespace  string
 	// Registry, if set, overrides Options.Registry for short references.
 	Registry resolve.Registry
+	// Strict makes properties a template's schema does not define an
+	// error instead of a warning.
+	Strict bool
 	// Env adds keys to, or overrides keys of, every template's env (dm's
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
@@ -194,6 +198,11 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Warnings are what went through but is likely a mistake, each with
+	// its layout path: properties a schema does not define
+	// (`web: web.jinja.schema: unknown property "replcas" (did you mean
+	// replicas?)`).
+	Warnings []string `json:"warnings,omitempty"`
 	// Logs are the lines templates printed (Starlark's print), each with
 	// the template, file and line.
 	Logs []string `json:"logs,omitempty"`
@@ -285,11 +294,13 @@ type run struct {
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
+	strict     bool
+	warnings   []string
 }
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder()}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -345,7 +356,9 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 			return nil, &Error{Err: err}
 		}
 		if len(req.Properties) > 0 {
-			return nil, invalid("properties are given with a configuration; they apply only to a reference or a kind: Template")
+			if err := overrideProperties(cfg, req.Properties); err != nil {
+				return nil, &Error{File: name, Err: err}
+			}
 		}
 	default:
 		return nil, invalid("request has neither a configuration nor a reference")
@@ -370,7 +383,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs}
+	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
 	for _, c := range res.Config.Resources {
 		finite(c.Properties)
 	}
@@ -389,8 +402,50 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	res.Logs = logs.list()
 	return res, nil
+}
+
+// overrideProperties merges values given with a configuration (dm expand
+// app.yaml --values prod.yaml) into its resources' properties: values are
+// keyed by resource name, as Helm keys a subchart's values by its name.
+func overrideProperties(cfg *Config, values map[string]any) error {
+	byName := make(map[string]int, len(cfg.Resources))
+	names := make([]string, len(cfg.Resources))
+	for i, r := range cfg.Resources {
+		byName[r.Name], names[i] = i, r.Name
+	}
+	for _, k := range sortedKeys(values) {
+		i, ok := byName[k]
+		if !ok {
+			msg := fmt.Sprintf("values for %q: the configuration has no resource %q (values given with a configuration are keyed by resource name: %s)", k, k, strings.Join(names, ", "))
+			if near := derrors.Near(k, names); len(near) > 0 {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
+			}
+			return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
+		}
+		m, ok := values[k].(map[string]any)
+		if !ok {
+			return invalid("values for %q: want a mapping of its properties, got %s", k, kindOf(values[k]))
+		}
+		cfg.Resources[i].Properties = value.Merge(cfg.Resources[i].Properties, m)
+	}
+	return nil
+}
+
+// chainLabel names a template of the expansion chain for people: an
+// imported file by its path (its id holds the imports' digest, which
+// tells a reader nothing), a registry template by its reference.
+func chainLabel(id string) string {
+	if rest, ok := strings.CutPrefix(id, "imports:"); ok {
+		if _, file, ok := strings.Cut(rest, ":"); ok {
+			return file
+		}
+	}
+	return id
 }
 
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
@@ -571,6 +626,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if i := slices.Index(chain, id); i >= 0 {
 		cyc := append(slices.Clone(chain[i:]), id)
+		for j, c := range cyc {
+			cyc[j] = chainLabel(c)
+		}
 		return nil, &Error{Path: p, Template: inv.label, Err: invalid("reference cycle: %s", strings.Join(cyc, " -> "))}
 	}
 	if len(chain)+1 > x.opts.MaxDepth {
@@ -596,10 +654,17 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if schemaFile != "" {
 		orig := props
+		var unknown []string
 		var err error
-		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
 		if err != nil {
 			return nil, fail(err)
+		}
+		if len(unknown) > 0 && r.strict {
+			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
+		}
+		for _, u := range unknown {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
 		r.order.inherit(props, orig)
 	}
