@@ -106,6 +106,8 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	filters := boundedFilters(limit)
 	_ = filters.Replace("round", jinjaRound)
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
+	_ = filters.Replace("format", jinjaFormat(limit))
+	_ = filters.Replace("dictsort", jinjaDictsort)
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}

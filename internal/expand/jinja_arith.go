@@ -163,7 +163,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			}
 			return strings.Repeat(s, n), nil
 		}
-		return left.Integer() * right.Integer(), nil
+		return jinjaInt(left) * jinjaInt(right), nil
 	case "+":
 		if left.IsList() {
 			if !right.IsList() {
@@ -189,7 +189,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 		if left.IsString() || right.IsString() {
 			return concat(left.String(), right.String(), g.maxBytes, tooBig)
 		}
-		return left.Integer() + right.Integer(), nil
+		return jinjaInt(left) + jinjaInt(right), nil
 	case "~":
 		return concat(left.String(), right.String(), g.maxBytes, tooBig)
 	default:
