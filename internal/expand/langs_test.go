@@ -186,6 +186,8 @@ func TestPythonShims(t *testing.T) {
 		{"percent formatting", "x = '%05.1f|%-4s|%x|%s|%r|%3d%%|%+.2e' % (3.14159, 'ab', 255, None, 'q', 7, 12345.678)", `"003.1|ab  |ff|None|'q'|  7%|+1.23e+04"`},
 		{"percent formatting by name", "x = '%(a)s-%(b)03d' % {'a': 'x', 'b': 2}", `"x-002"`},
 		{"percent of numbers stays modulo", "x = [7 % 3, -7 % 3, 7.5 % 2]", `[1,2,1.5]`},
+		{"padding methods", "x = ['ab'.center(5, '*'), 'abc'.center(6, '*'), 'a'.center(2, '*'), '-5'.zfill(4), 'ab'.ljust(4, '.'), 'ab'.rjust(4)]", `["**ab*","*abc**","a*","-005","ab..","  ab"]`},
+		{"sum map filter", "x = [sum([1, 2.5]), sum([1, 2], 10), map(str, [1, 2]), map(lambda a, b: a + b, [1, 2], [3, 4]), filter(None, [0, 1, '']), filter(lambda v: v > 1, [1, 2, 3])]", `[3.5,13,["1","2"],[4,6],[1],[2,3]]`},
 		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
 		{"yaml.dump as PyYAML", "x = yaml.dump({'b': ['x', 'yes'], 'a': {'c': None}})", `"a:\n  c: null\nb:\n- x\n- 'yes'\n"`},
@@ -210,6 +212,8 @@ func TestPythonRefused(t *testing.T) {
 		{"f-string", "y = 1\nx = f'{y}'", "t.py:8: f-strings are not supported in Python-style templates; use % or format"},
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
+		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
+		{"format specs", "x = '{:>4}'.format('a')", "t.py:7: format spec features not supported in replacement fields: >4"},
 		{"list of a huge range", "x = list(range(100000000))", "t.py:7: list() of 100000000 elements would make a value of 1600000000 bytes"},
 	}
 	for _, tt := range tests {
