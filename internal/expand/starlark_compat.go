@@ -2,9 +2,9 @@ package expand
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"unicode/utf8"
-	"sort"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
