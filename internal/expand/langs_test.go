@@ -1,12 +1,14 @@
 package expand
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +215,6 @@ func TestPythonRefused(t *testing.T) {
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
-		{"format specs", "x = '{:>4}'.format('a')", "t.py:7: format spec features not supported in replacement fields: >4"},
 		{"list of a huge range", "x = list(range(100000000))", "t.py:7: list() of 100000000 elements would make a value of 1600000000 bytes"},
 	}
 	for _, tt := range tests {
@@ -310,5 +311,48 @@ func TestPythonClasses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), r.want) {
 			t.Errorf("%q: got %v, want an error containing %q", r.src, err, r.want)
 		}
+	}
+}
+
+// TestStrFormat compares str.format with format specs with Python's
+// answers (testdata/python/str_format.json: format, args, kwargs, want).
+func TestStrFormat(t *testing.T) {
+	data, err := os.ReadFile("testdata/python/str_format.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][4]json.RawMessage
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var format, want string
+		var args []any
+		var kwargs map[string]any
+		for i, p := range []any{&format, &args, &kwargs, &want} {
+			d := json.NewDecoder(bytes.NewReader(c[i]))
+			d.UseNumber() // 1 and 1.0 stay as written
+			if err := d.Decode(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(format, func(t *testing.T) {
+			src := "x = " + strconv.Quote(format) + ".format("
+			for _, a := range args {
+				b, _ := json.Marshal(a)
+				src += string(b) + ", "
+			}
+			for k, v := range kwargs {
+				b, _ := json.Marshal(v)
+				src += k + "=" + string(b) + ", "
+			}
+			got, err := runPy(t, src+")")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, _ := json.Marshal(want); got != string(w) {
+				t.Errorf("got %s, want %s", got, w)
+			}
+		})
 	}
 }

@@ -36,7 +36,7 @@ var pyTypeNames = map[string]string{
 
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
-	"zfill": true, "ljust": true, "rjust": true, "center": true}
+	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -158,8 +158,11 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return starlark.Bool(found), err
 			}
 		}
-		if str, ok := recv.(starlark.String); ok {
+		if str, ok := recv.(starlark.String); ok && name != "format" {
 			return padString(string(str), name, rest, limit)
+		}
+		if str, ok := recv.(starlark.String); ok && usesFormatSpec(string(str)) {
+			return starFormat(string(str), rest, kwargs, limit)
 		}
 		ha, ok := recv.(starlark.HasAttrs)
 		if !ok {
@@ -623,4 +626,29 @@ func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, 
 		left++
 	}
 	return starlark.String(strings.Repeat(fill, left) + s + strings.Repeat(fill, n-left)), nil
+}
+
+// starFormat is str.format with Python's format specs.
+func starFormat(format string, args starlark.Tuple, kwargs []starlark.Tuple, limit int) (starlark.Value, error) {
+	pos := make([]any, len(args))
+	for i, a := range args {
+		v, err := starPlain(a, 0)
+		if err != nil {
+			return nil, err
+		}
+		pos[i] = v
+	}
+	named := make(map[string]any, len(kwargs))
+	for _, kw := range kwargs {
+		v, err := starPlain(kw[1], 0)
+		if err != nil {
+			return nil, err
+		}
+		named[string(kw[0].(starlark.String))] = v
+	}
+	out, err := pyStrFormat(format, pos, named, limit)
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	return starlark.String(out), nil
 }
