@@ -184,15 +184,7 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 			body = string([]rune(body)[:prec])
 		}
 	case int64, int, *big.Int:
-		n := new(big.Int)
-		switch y := x.(type) {
-		case int64:
-			n.SetInt64(y)
-		case int:
-			n.SetInt64(int64(y))
-		case *big.Int:
-			n.Set(y)
-		}
+		n, _ := pyToInt(x)
 		switch typ {
 		case 0, 'd', 'n', 'b', 'o', 'x', 'X', 'c':
 			if prec >= 0 {
@@ -230,7 +222,7 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 				}
 			}
 		default:
-			f, _ := new(big.Float).SetInt(n).Float64()
+			f, _ := pyToFloat(n)
 			return pyFormatSpec(f, spec, limit)
 		}
 	case float64:
