@@ -41,6 +41,7 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzPyPercent:20000x \
 	./internal/expand:FuzzJinjaTagNewlines:50000x \
 	./internal/expand:FuzzPyYAMLDump:20000x \
+	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \

@@ -27,6 +27,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "syntax", in: "resources:\n  - name: x\n - type: y\n", err: "config.yaml:2"},
 		{name: "json syntax", in: "{\"resources\": [\n}", err: "config.yaml:2"},
 		{name: "import without path", in: "imports: [{name: a}]\nresources: []\n", err: "imports[0]: missing path"},
+		// DM's formats (issue 7).
+		{name: "string imports", in: "imports: [a.jinja, b.py]\nresources: []\n"},
+		{name: "configVersion, metadata, accessControl", in: "configVersion: 2\nresources:\n- name: a\n  type: T\n  metadata: {dependsOn: [b]}\n  accessControl: {gcpIamPolicy: {}}\n", want: 1},
+		{name: "import of a number", in: "imports: [1]\nresources: []\n", err: "imports[0] is a number"},
+		{name: "metadata not a mapping", in: "resources:\n- {name: x, type: S, metadata: [1]}\n", err: "metadata: want a mapping"},
+		{name: "n is a string key", in: "resources:\n- {name: x, type: S, properties: {n: 1}}\n", want: 1},
+		{name: "unknown top-level field", in: "resource: []\n", err: "config.yaml:1: field resource not found in a configuration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +97,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"imports": [{"path": "a.jinja"}], "resources": [{"name": "a", "type": "a.jinja"}]}`,
 		billionLaughs,
 		"resources:\n- name: a\n  type: Service\n  properties: &p {a: 1}\n- name: b\n  type: Service\n  properties: *p\n",
+		"configVersion: 2\nimports: [a.jinja, {path: ../b.py, name: b}]\nresources:\n- {name: a, type: a.jinja, metadata: {dependsOn: [b]}, accessControl: {}}\n",
+		"resources:\n- name: a\n  type: compute.v1.instance\n  properties: {n: y, <<: {x: 0o17, t: 12:30:00}}\n",
 	} {
 		f.Add([]byte(s))
 	}

@@ -206,6 +206,7 @@ type yamlDecoder struct {
 	// expanded size of anchored nodes.
 	aliasBytes int
 	sizes      map[*yaml3.Node]int
+	cyclic     bool // an anchor contains an alias of itself
 	// keys holds decoded mappings' key order, for merges.
 	keys map[*yaml3.Node][]string
 }
@@ -330,6 +331,9 @@ func (d *yamlDecoder) alias(n *yaml3.Node) error {
 		d.sizes = map[*yaml3.Node]int{}
 	}
 	d.aliasBytes += d.size(n.Alias, limit+1, 0)
+	if d.cyclic {
+		return fmt.Errorf("line %d: alias *%s refers to a node that contains it (a recursive structure)", n.Line, n.Value)
+	}
 	if d.aliasBytes > limit {
 		return &LimitError{Field: "MaxAliasBytes", Limit: limit, Detail: fmt.Sprintf("line %d: YAML aliases expand to more than %d bytes", n.Line, limit)}
 	}
@@ -340,11 +344,16 @@ func (d *yamlDecoder) alias(n *yaml3.Node) error {
 // at limit: scalar bytes plus 8 per node.
 func (d *yamlDecoder) size(n *yaml3.Node, limit, depth int) int {
 	if s, ok := d.sizes[n]; ok {
+		if s < 0 { // still being measured: n contains an alias of itself
+			d.cyclic = true
+			return limit
+		}
 		return s
 	}
 	if depth > 10000 {
 		return limit
 	}
+	d.sizes[n] = -1
 	s := 8 + len(n.Value)
 	if n.Kind == yaml3.AliasNode {
 		s = d.size(n.Alias, limit, depth+1)
@@ -506,4 +515,41 @@ func keyString(k any) (string, error) {
 		return strconv.FormatFloat(k, 'g', -1, 64), nil
 	}
 	return "", fmt.Errorf("mapping key %v is not a scalar", k)
+}
+
+// CheckAliases reports, without decoding values, whether data's aliases
+// stay within opts' limits (a LimitError if not; nil also for YAML that
+// does not parse, which the caller's own decoder reports). Readers that
+// keep their own YAML library (OpenShift templates) call it first, so no
+// YAML reader in the engine expands an alias bomb.
+func CheckAliases(data []byte, opts Options) error {
+	if opts.MaxAliases > 0 {
+		if n := CountAliases(data); n > opts.MaxAliases {
+			return &LimitError{Field: "MaxAliases", Limit: opts.MaxAliases, Detail: fmt.Sprintf("document uses %d aliases", n)}
+		}
+	}
+	if bytes.IndexByte(data, '*') < 0 {
+		return nil
+	}
+	var doc yaml3.Node
+	if err := yaml3.Unmarshal(data, &doc); err != nil {
+		return nil
+	}
+	d := &yamlDecoder{opts: opts}
+	var walk func(n *yaml3.Node, depth int) error
+	walk = func(n *yaml3.Node, depth int) error {
+		if depth > 10000 {
+			return nil
+		}
+		if n.Kind == yaml3.AliasNode {
+			return d.alias(n)
+		}
+		for _, c := range n.Content {
+			if err := walk(c, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return walk(&doc, 0)
 }

@@ -70,3 +70,57 @@ func TestAliasBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestRecursiveAlias: an anchor that contains an alias of itself is an
+// error that says so (PyYAML builds a recursive object; JSON cannot hold
+// one).
+func TestRecursiveAlias(t *testing.T) {
+	for _, s := range []string{"a: &a [*a]\n", "&a {b: *a}\n", "a: &a\n  b: [1, {c: *a}]\n"} {
+		if _, _, err := Decode([]byte(s), Options{}); err == nil || !strings.Contains(err.Error(), "recursive") {
+			t.Errorf("Decode(%q) = %v, want a recursive-structure error", s, err)
+		}
+		if err := CheckAliases([]byte(s), Options{}); err == nil || !strings.Contains(err.Error(), "recursive") {
+			t.Errorf("CheckAliases(%q) = %v, want a recursive-structure error", s, err)
+		}
+	}
+}
+
+// FuzzDecode: decoding never panics or hangs, limits hold, and every
+// mapping key comes back as a string.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		"a: yes\nb: [y, n, 017, 0x1F, 12:30:00, .inf, 1e3]\n",
+		"a: &x {b: 1}\nc:\n  <<: *x\n  d: 2\n",
+		"a: &a [1, 2]\nb: [*a, *a, *a]\n",
+		"!!int '12'\n", "? [a]\n: b\n", "- !foo x\n", "a: 1\n---\nb: 2\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		opts := Options{MaxAliases: 100, MaxAliasBytes: 1 << 16}
+		v, _, err := Decode(data, opts)
+		if err != nil {
+			return
+		}
+		if cerr := CheckAliases(data, opts); cerr != nil {
+			t.Fatalf("Decode accepted what CheckAliases refuses: %v", cerr)
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				for _, e := range v {
+					walk(e)
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			case nil, string, bool, int64, float64:
+			default:
+				t.Fatalf("decoded a %T", v)
+			}
+		}
+		walk(v)
+	})
+}

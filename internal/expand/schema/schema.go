@@ -32,7 +32,7 @@ import (
 	"github.com/dmhq/dm/internal/expand/value"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	yamlv2 "go.yaml.in/yaml/v2"
+	yaml3 "go.yaml.in/yaml/v3"
 
 	"github.com/dmhq/dm/internal/derrors"
 )
@@ -95,7 +95,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), derrors.InvalidArgument)
 	}
-	doc, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 1000})
+	doc, node, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 1000})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -176,7 +176,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	}
 	s.root = root
 	s.defaults = buildDefaults(root, root, 0)
-	s.order = propertyOrder(data, s.Properties)
+	s.order = propertyOrder(node, s.Properties)
 	return s, nil
 }
 
@@ -269,20 +269,27 @@ func normalizeSchema(v any) {
 }
 
 // propertyOrder returns the property names in the order the file lists
-// them, for documentation. It decodes the YAML again because the JSON form
-// has lost the order; names it cannot place come last, sorted.
-func propertyOrder(data []byte, props map[string]any) []string {
-	var doc struct {
-		Properties yamlv2.MapSlice `yaml:"properties"`
-	}
+// them (from the document's node tree), for documentation; names it cannot
+// place come last, sorted.
+func propertyOrder(root *yaml3.Node, props map[string]any) []string {
 	var order []string
 	seen := make(map[string]bool, len(props))
-	if yamlv2.Unmarshal(data, &doc) == nil {
-		for _, item := range doc.Properties {
-			name := fmt.Sprint(item.Key)
-			if _, ok := props[name]; ok && !seen[name] {
-				order = append(order, name)
-				seen[name] = true
+	n := root
+	if n != nil && n.Kind == yaml3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n != nil && n.Kind == yaml3.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value != "properties" || n.Content[i+1].Kind != yaml3.MappingNode {
+				continue
+			}
+			pn := n.Content[i+1]
+			for j := 0; j+1 < len(pn.Content); j += 2 {
+				name := pn.Content[j].Value
+				if _, ok := props[name]; ok && !seen[name] {
+					order = append(order, name)
+					seen[name] = true
+				}
 			}
 		}
 	}
