@@ -63,7 +63,8 @@ func renderOne(t testing.TB, file, src string, props map[string]any, extra map[s
 // jinjaProps are the properties of the jinja2 cases (see
 // testdata/python/jinja_cases_gen.py).
 var jinjaProps = map[string]any{"n": nil, "s": "x", "l": []any{int64(1), nil, "a"}, "d": map[string]any{"a": nil, "b": int64(1)}, "f": 2.5,
-	"zones": []any{"us-a", "us-b"}, "count": int64(3), "name": "Web App"}
+	"zones": []any{"us-a", "us-b"}, "count": int64(3), "name": "Web App",
+	"ports": []any{map[string]any{"name": "http", "port": int64(80)}, map[string]any{"name": "https", "port": int64(443)}}}
 
 // TestJinjaAsJinja2 renders the cases of testdata/python/jinja_cases.json,
 // whose expected output jinja2 produced (regenerate with
