@@ -227,6 +227,9 @@ func (gi *guardedInclude) Execute(r *exec.Renderer, b *nodes.ControlStructureBlo
 		return err
 	}
 	defer func() { g.depth-- }()
+	if inc, ok := gi.inner.(*controlStructures.IncludeControlStructure); ok {
+		return executeInclude(r, inc)
+	}
 	return gi.inner.Execute(r, b)
 }
 

@@ -759,3 +759,45 @@ func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exe
 	}
 	return exec.AsValue(out)
 }
+
+// executeInclude is gonja's {% include %}, with the included file's own
+// statements rewritten as the including file's are (boundOperators): gonja
+// parses an included file at render time, where no parse hook sees its
+// top-level {{ }}.
+func executeInclude(r *exec.Renderer, inc *controlStructures.IncludeControlStructure) error {
+	field := func(name string) any {
+		f := reflect.ValueOf(inc).Elem().FieldByName(name)
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface()
+	}
+	if field("isEmpty").(bool) {
+		return nil
+	}
+	ignoreMissing := field("ignoreMissing").(bool)
+	name := r.Eval(field("filenameExpression").(nodes.Expression))
+	if name.IsError() {
+		return fmt.Errorf("unable to evaluate filename: %w", name)
+	}
+	file, err := r.Loader.Resolve(name.String())
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to resolve filename: %w", err)
+	}
+	loader, err := r.Loader.Inherit(file)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to inherit loader: %w", err)
+	}
+	included, err := exec.NewTemplate(file, r.Config, loader, r.Environment)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("unable to load template '%s': %w", file, err)
+	}
+	boundOperators(reflect.ValueOf(included.Root()))
+	return exec.NewRenderer(r.Environment, r.Output, r.Config.Inherit(), loader, included).Execute()
+}

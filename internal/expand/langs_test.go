@@ -91,6 +91,16 @@ func TestJinjaAsJinja2(t *testing.T) {
 	}
 }
 
+// TestJinjaInclude checks that an included file's own {{ }} behave as
+// the including file's.
+func TestJinjaInclude(t *testing.T) {
+	inc := map[string]string{"inc.jinja": "{{ properties.n }}-{{ '%s=%d' % ('a', 1) }}-{{ 2 ** 3 }}"}
+	got, err := renderOne(t, "t.jinja", "{% include 'inc.jinja' %}|{% include 'nope.jinja' ignore missing %}", map[string]any{"n": nil}, inc)
+	if want := "None-a=1-8|"; err != nil || got != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
+	}
+}
+
 // panicky panics when printed: a stand-in for a bug in an engine.
 type panicky struct{}
 
