@@ -1,0 +1,465 @@
+// Package catalog is registryd's HTML catalog: server-rendered pages over
+// the registries (html/template, assets embedded, no build step and
+// nothing fetched from elsewhere), and the background tester of every
+// version's example.yaml whose results the pages, the JSON API and the
+// metrics show.
+//
+// Pages:
+//
+//	GET  /                          registries with their state, a search box, recently changed templates
+//	GET  /search?q=                 templates matching every word, best first
+//	GET  /r/{registry}              a registry's collections and templates, and its lint findings
+//	GET  /t/{reference}             a version: README, versions with their short forms, properties,
+//	                                example and its test, files, digest, Uses and Used by, the form
+//	GET  /t/{reference}/diff?from=V the files of version V against the one reference resolves to
+//	GET  /t/{reference}/-/file/{path}  one file's source
+//	POST /t/{reference}/preview     the form (fields named by property path) -> the expanded
+//	                                objects as YAML, or the errors next to their fields
+//	GET  /static/...                CSS and a little JavaScript (the form works without it)
+//
+// Expansion goes through an api.Expander, so that the in-process engine
+// and a sandbox of worker processes serve the catalog alike.
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Options configure a Catalog.
+type Options struct {
+	// Service answers the registry queries. Required.
+	Service *api.Service
+	// Expander expands the preview form; nil means Service.
+	Expander api.Expander
+	// Examples, if set, supplies tested examples, titles, Uses, Used by
+	// and recent changes.
+	Examples *Examples
+	Logger   *slog.Logger
+	// MaxPreviews bounds the previews expanding at once; zero means
+	// GOMAXPROCS. Others wait up to 5 seconds, then get a 503 page.
+	MaxPreviews int
+	// PreviewTimeout bounds one preview; zero means 30 seconds.
+	PreviewTimeout time.Duration
+}
+
+// Catalog serves the HTML pages.
+type Catalog struct {
+	svc      *api.Service
+	expander api.Expander
+	examples *Examples
+	log      *slog.Logger
+	pages    map[string]*template.Template
+	static   http.Handler
+	md       goldmark.Markdown
+	previews chan struct{}
+	timeout  time.Duration
+
+	mu    sync.Mutex
+	cache map[string]*versionPage // canonical reference + digest -> what never changes
+}
+
+// maxCached bounds the version pages kept; the cache is dropped whole when
+// full, which is rare and cheap to refill.
+const maxCached = 4096
+
+// New returns a catalog over opts.Service.
+func New(opts Options) *Catalog {
+	c := &Catalog{
+		svc:      opts.Service,
+		expander: opts.Expander,
+		examples: opts.Examples,
+		log:      opts.Logger,
+		md:       goldmark.New(goldmark.WithExtensions(extension.GFM)),
+		timeout:  opts.PreviewTimeout,
+		cache:    map[string]*versionPage{},
+	}
+	if c.expander == nil {
+		c.expander = opts.Service
+	}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	if c.timeout <= 0 {
+		c.timeout = 30 * time.Second
+	}
+	if opts.MaxPreviews <= 0 {
+		opts.MaxPreviews = runtime.GOMAXPROCS(0)
+	}
+	c.previews = make(chan struct{}, opts.MaxPreviews)
+	c.pages = parsePages()
+	sub, _ := fs.Sub(staticFS, "static")
+	c.static = http.StripPrefix("/static/", http.FileServerFS(sub))
+	return c
+}
+
+var funcs = template.FuncMap{
+	"since": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return time.Since(t).Round(time.Second).String() + " ago"
+	},
+	"short": func(s string) string {
+		s = strings.TrimPrefix(s, "sha256:")
+		if len(s) > 12 {
+			return s[:12]
+		}
+		return s
+	},
+	"tref": refPath,
+	"rpath": func(name string) string {
+		return "/r/" + name
+	},
+	"query": url.QueryEscape,
+}
+
+// refPath is the catalog path of a reference; its slashes and colon stay
+// as they are, so that /t/github.com/acme/templates/redis:v1 reads well.
+func refPath(ref string) string {
+	return "/t/" + (&url.URL{Path: ref}).EscapedPath()
+}
+
+func parsePages() map[string]*template.Template {
+	base := template.Must(template.New("base.html").Funcs(funcs).ParseFS(templateFS, "templates/base.html"))
+	pages := map[string]*template.Template{}
+	names, _ := fs.Glob(templateFS, "templates/*.html")
+	for _, n := range names {
+		name := strings.TrimSuffix(strings.TrimPrefix(n, "templates/"), ".html")
+		if name == "base" {
+			continue
+		}
+		pages[name] = template.Must(template.Must(base.Clone()).ParseFS(templateFS, n))
+	}
+	return pages
+}
+
+// Mount adds the catalog's routes to r.
+func (c *Catalog) Mount(r chi.Router) {
+	r.Get("/", c.handleHome)
+	r.Get("/search", c.handleSearch)
+	r.Get("/r/*", c.handleRegistry)
+	r.Get("/t/*", c.handleTemplate)
+	r.Post("/t/*", c.handlePreview)
+	r.Get("/static/*", c.static.ServeHTTP)
+}
+
+// page is what every page's layout needs.
+type page struct {
+	Title string
+	Query string
+	Data  any
+}
+
+// render writes the named page with status.
+func (c *Catalog) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
+	var buf bytes.Buffer
+	p := page{Title: title, Data: data, Query: r.URL.Query().Get("q")}
+	if err := c.pages[name].ExecuteTemplate(&buf, "base.html", p); err != nil {
+		c.log.Error("rendering page", "page", name, "err", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	w.WriteHeader(status)
+	w.Write(buf.Bytes())
+}
+
+// errorPage is the data of the error page.
+type errorPage struct {
+	Status  int
+	Message string
+	// Search suggests a search for what was not found.
+	Search string
+}
+
+// renderError answers err as a page with its status.
+func (c *Catalog) renderError(w http.ResponseWriter, r *http.Request, err error, search string) {
+	status := derrors.HTTPStatus(err)
+	if status >= 500 {
+		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", err)
+	}
+	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: err.Error(), Search: search})
+}
+
+// NotFound answers a path no route matches with the 404 page.
+func (c *Catalog) NotFound(w http.ResponseWriter, r *http.Request) {
+	c.renderError(w, r, fmt.Errorf("no page %s: %w", r.URL.Path, derrors.NotFound), "")
+}
+
+// homePage is the data of /.
+type homePage struct {
+	Registries []api.Registry
+	Recent     []recentRow
+	Counts     ExampleCounts
+	Examples   bool
+}
+
+type recentRow struct {
+	Ref, Title string
+	Seen       time.Time
+}
+
+func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
+	regs, err := c.svc.Registries(r.Context())
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	p := homePage{Registries: regs.Registries, Examples: c.examples != nil}
+	if c.examples != nil {
+		p.Counts = c.examples.Counts()
+		for _, ch := range c.examples.Recent() {
+			p.Recent = append(p.Recent, recentRow{Ref: ch.Ref, Seen: ch.Seen, Title: c.title(ch.Ref)})
+		}
+	}
+	c.render(w, r, http.StatusOK, "home", "Template registries", p)
+}
+
+// title returns the title of the version ref names, if the tester knows
+// it.
+func (c *Catalog) title(ref string) string {
+	if c.examples == nil {
+		return ""
+	}
+	res, err := c.svc.Resolve(context.Background(), ref, "")
+	if err != nil {
+		return ""
+	}
+	r, _ := c.examples.Result(res.Registry, res.Digest)
+	return r.Title
+}
+
+// searchPage is the data of /search.
+type searchPage struct {
+	Q       string
+	Results []searchRow
+	Error   string
+}
+
+type searchRow struct {
+	api.SearchResult
+	Title  string
+	Status string
+}
+
+func (c *Catalog) handleSearch(w http.ResponseWriter, r *http.Request) {
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	p := searchPage{Q: q}
+	if q != "" {
+		res, err := c.svc.Search(r.Context(), q, "")
+		if err != nil {
+			if derrors.HTTPStatus(err) >= 500 {
+				c.renderError(w, r, err, "")
+				return
+			}
+			p.Error = err.Error()
+		} else {
+			for _, s := range res.Results {
+				row := searchRow{SearchResult: s}
+				row.Title, row.Status = c.latestFacts(s.Ref, s.Latest)
+				p.Results = append(p.Results, row)
+			}
+		}
+	}
+	title := "Search"
+	if q != "" {
+		title = "Search: " + q
+	}
+	c.render(w, r, http.StatusOK, "search", title, p)
+}
+
+// latestFacts returns the title and example status of version of the
+// template ref names, as far as the tester knows them.
+func (c *Catalog) latestFacts(ref, version string) (title, status string) {
+	if c.examples == nil || version == "" {
+		return "", ""
+	}
+	g, err := c.svc.Versions(context.Background(), ref, "")
+	if err != nil {
+		return "", ""
+	}
+	for _, v := range g.Versions {
+		if v.Version == version {
+			res, _ := c.examples.Result(g.Registry, v.Digest)
+			return res.Title, res.Status
+		}
+	}
+	return "", ""
+}
+
+// registryPage is the data of /r/{name}.
+type registryPage struct {
+	Registry    *api.Registry
+	Collections []collectionRows
+}
+
+type collectionRows struct {
+	Name      string
+	Templates []templateRow
+}
+
+type templateRow struct {
+	Ref, Name, Latest, Language, Title, Status string
+	Versions                                   int
+	Problems                                   int
+}
+
+func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
+	name := strings.Trim(chi.URLParam(r, "*"), "/")
+	reg, err := c.svc.Registry(r.Context(), name)
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	list, err := c.svc.Templates(r.Context(), api.TemplateQuery{Registry: reg.Name})
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	p := registryPage{Registry: reg}
+	byColl := map[string]int{}
+	for _, t := range list.Templates {
+		row := templateRow{Ref: t.Ref, Name: t.Name, Latest: t.Latest, Versions: len(t.Versions)}
+		for _, v := range t.Versions {
+			if v.Problem != "" {
+				row.Problems++
+			}
+			if v.Version == t.Latest {
+				row.Language = v.Language
+				if c.examples != nil {
+					res, _ := c.examples.Result(t.Registry, v.Digest)
+					row.Title, row.Status = res.Title, res.Status
+				}
+			}
+		}
+		i, ok := byColl[t.Collection]
+		if !ok {
+			i = len(p.Collections)
+			byColl[t.Collection] = i
+			p.Collections = append(p.Collections, collectionRows{Name: t.Collection})
+		}
+		p.Collections[i].Templates = append(p.Collections[i].Templates, row)
+	}
+	c.render(w, r, http.StatusOK, "registry", reg.Name, p)
+}
+
+// splitAction splits a /t/ path into the reference and what is asked of
+// it: "" (the page), "diff", "preview" or "file" with the file's path.
+func splitAction(p string) (ref, action, file string) {
+	p = strings.Trim(p, "/")
+	if ref, file, ok := strings.Cut(p, "/-/file/"); ok {
+		return ref, "file", file
+	}
+	for _, a := range []string{"diff", "preview"} {
+		if ref, ok := strings.CutSuffix(p, "/"+a); ok {
+			return ref, a, ""
+		}
+	}
+	return p, "", ""
+}
+
+// tpath returns the /t/ path of the request, unescaped.
+func tpath(r *http.Request) (string, error) {
+	raw := chi.URLParam(r, "*")
+	p, err := url.PathUnescape(raw)
+	if err != nil {
+		return "", fmt.Errorf("reference %q: %v: %w", raw, err, derrors.InvalidArgument)
+	}
+	return p, nil
+}
+
+func (c *Catalog) handleTemplate(w http.ResponseWriter, r *http.Request) {
+	p, err := tpath(r)
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	ref, action, file := splitAction(p)
+	switch action {
+	case "diff":
+		c.handleDiff(w, r, ref)
+	case "file":
+		c.handleFile(w, r, ref, file)
+	case "preview":
+		// A preview is a POST; GET shows the page with its form.
+		http.Redirect(w, r, refPath(ref)+"#preview", http.StatusSeeOther)
+	default:
+		vp, err := c.version(r.Context(), ref)
+		if err != nil {
+			c.renderError(w, r, err, templateName(ref))
+			return
+		}
+		c.renderVersion(w, r, http.StatusOK, vp, nil)
+	}
+}
+
+// templateName returns the template name of a reference, for suggesting a
+// search when it is not found.
+func templateName(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	ref, _, _ = strings.Cut(ref, ":")
+	if i := strings.LastIndex(ref, "/"); i >= 0 {
+		ref = ref[i+1:]
+	}
+	return ref
+}
+
+func (c *Catalog) handleFile(w http.ResponseWriter, r *http.Request, ref, file string) {
+	f, err := c.svc.File(r.Context(), ref, "", file)
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	data := struct {
+		Resolved, Path, Content string
+		Size                    int64
+		Binary                  bool
+	}{Resolved: f.Resolved, Path: f.File.Path, Size: f.File.Size, Content: string(f.Content), Binary: bytes.IndexByte(f.Content, 0) >= 0}
+	if data.Binary {
+		data.Content = ""
+	}
+	c.render(w, r, http.StatusOK, "file", f.File.Path+" · "+f.Resolved, data)
+}
+
+// sortedKeys returns m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// isNotFound reports whether err is a not-found error.
+func isNotFound(err error) bool { return errors.Is(err, derrors.NotFound) }
