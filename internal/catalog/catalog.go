@@ -414,12 +414,12 @@ func (c *Catalog) handleTemplate(w http.ResponseWriter, r *http.Request) {
 		// A preview is a POST; GET shows the page with its form.
 		http.Redirect(w, r, refPath(ref)+"#preview", http.StatusSeeOther)
 	default:
-		vp, err := c.version(r.Context(), ref)
+		vp, note, err := c.version(r.Context(), ref)
 		if err != nil {
 			c.renderError(w, r, err, templateName(ref))
 			return
 		}
-		c.renderVersion(w, r, http.StatusOK, vp, nil)
+		c.renderVersion(w, r, http.StatusOK, vp, note, nil)
 	}
 }
 

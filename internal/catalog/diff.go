@@ -33,10 +33,23 @@ type diffLine struct {
 	Text string
 }
 
+// Class is the line's CSS class.
+func (l diffLine) Class() string {
+	switch l.Kind {
+	case "+":
+		return "add"
+	case "-":
+		return "del"
+	case "@":
+		return "hunk"
+	}
+	return "ctx"
+}
+
 // handleDiff serves GET /t/{ref}/diff?from=VERSION: each file of VERSION
 // against the version ref resolves to, as a unified diff.
 func (c *Catalog) handleDiff(w http.ResponseWriter, r *http.Request, ref string) {
-	to, err := c.version(r.Context(), ref)
+	to, _, err := c.version(r.Context(), ref)
 	if err != nil {
 		c.renderError(w, r, err, templateName(ref))
 		return
@@ -49,8 +62,15 @@ func (c *Catalog) handleDiff(w http.ResponseWriter, r *http.Request, ref string)
 	fromRef := from
 	if !strings.Contains(from, "/") {
 		fromRef = to.Base + ":" + strings.TrimPrefix(from, ":")
+		// vX.Y.Z resolves to the highest patch from Z up: pin the digest
+		// of the version named, so that an older patch is what is diffed.
+		for _, v := range to.Versions {
+			if v.Version == from || v.Name == from {
+				fromRef = v.Pinned()
+			}
+		}
 	}
-	fv, err := c.version(r.Context(), fromRef)
+	fv, _, err := c.version(r.Context(), fromRef)
 	if err != nil {
 		c.renderError(w, r, err, "")
 		return
@@ -82,12 +102,12 @@ func (c *Catalog) handleDiff(w http.ResponseWriter, r *http.Request, ref string)
 		default:
 			fd.Status = "changed"
 		}
-		a, err := c.read(r.Context(), fv.TV.Resolved, name, shas[0] != "")
+		a, err := c.read(r.Context(), fv.Pinned(), name, shas[0] != "")
 		if err != nil {
 			c.renderError(w, r, err, "")
 			return
 		}
-		b, err := c.read(r.Context(), to.TV.Resolved, name, shas[1] != "")
+		b, err := c.read(r.Context(), to.Pinned(), name, shas[1] != "")
 		if err != nil {
 			c.renderError(w, r, err, "")
 			return

@@ -86,7 +86,7 @@ type ExampleResult struct {
 	// Error says why the example did not expand, with its layout path.
 	Error string
 	// Uses are the canonical references of the registry templates the
-	// example expanded through, the version itself excluded.
+	// example expanded through, the template itself excluded.
 	Uses   []string
 	Tested time.Time
 }
@@ -325,8 +325,10 @@ func (e *Examples) test(ctx context.Context, j exampleJob) *ExampleResult {
 		return r
 	}
 	r.Status = StatusOK
+	self, _, _ := strings.Cut(v.Ref, ":")
 	for _, ref := range res.References {
-		if ref.Resolved != v.Ref {
+		// Other versions of the template itself are not uses.
+		if base, _, _ := strings.Cut(ref.Resolved, ":"); base != self {
 			r.Uses = append(r.Uses, ref.Resolved)
 		}
 	}

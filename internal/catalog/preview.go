@@ -50,7 +50,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, fmt.Errorf("reading the form: %v: %w", err, derrors.InvalidArgument), "")
 		return
 	}
-	vp, err := c.version(r.Context(), ref)
+	vp, _, err := c.version(r.Context(), ref)
 	if err != nil {
 		c.renderError(w, r, err, templateName(ref))
 		return
@@ -59,10 +59,10 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 	props, ok := formProperties(vp.Fields, r.PostForm, st)
 	if !ok {
 		st.result.Errors = append(st.result.Errors, "fix the fields marked below")
-		c.renderVersion(w, r, http.StatusUnprocessableEntity, vp, st)
+		c.renderVersion(w, r, http.StatusUnprocessableEntity, vp, "", st)
 		return
 	}
-	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.TV.Resolved, Properties: props, Name: vp.TV.Template, Deployment: "preview"})
+	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview"})
 	if err != nil {
 		msg := err.Error()
 		st.result.Errors = append(st.result.Errors, msg)
@@ -75,7 +75,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		if status < 500 {
 			status = http.StatusUnprocessableEntity
 		}
-		c.renderVersion(w, r, status, vp, st)
+		c.renderVersion(w, r, status, vp, "", st)
 		return
 	}
 	var b strings.Builder
@@ -83,7 +83,13 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		y, err := yaml.Marshal(o)
+		// A primitive's properties are the Kubernetes object; show the
+		// resource itself only when they are not one.
+		var obj any = o
+		if _, ok := o.Properties["kind"]; ok {
+			obj = o.Properties
+		}
+		y, err := yaml.Marshal(obj)
 		if err != nil {
 			st.result.Errors = append(st.result.Errors, fmt.Sprintf("resource %s: %v", o.Name, err))
 			continue
@@ -91,7 +97,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		b.Write(y)
 	}
 	st.result.YAML, st.result.Count = b.String(), len(res.Config.Resources)
-	c.renderVersion(w, r, http.StatusOK, vp, st)
+	c.renderVersion(w, r, http.StatusOK, vp, "", st)
 }
 
 // expand runs one preview, bounded in number and time.

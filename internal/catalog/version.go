@@ -36,6 +36,15 @@ type versionRow struct {
 	Current bool
 }
 
+// Pinned is the reference of the page's version pinned to its digest (see
+// versionRow.Pinned).
+func (vp *versionPage) Pinned() string { return vp.TV.Resolved + "@" + vp.TV.Digest }
+
+// Pinned is the version's reference pinned to its digest: vX.Y.Z alone
+// resolves to the highest patch from Z up, and a link to an older patch
+// must show that patch.
+func (v versionRow) Pinned() string { return v.Ref + "@" + v.Digest }
+
 // propRow is one row of the properties table; nested properties follow
 // their parent with a deeper Depth.
 type propRow struct {
@@ -56,21 +65,23 @@ type field struct {
 
 // version resolves ref and returns its page's lasting part, from the cache
 // when the version was shown before.
-func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, error) {
+// The note says what the reference left open (the version chosen).
+func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string, error) {
 	res, err := c.svc.Resolve(ctx, ref, "")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	key := res.Resolved + "@" + res.Digest
 	c.mu.Lock()
 	vp := c.cache[key]
 	c.mu.Unlock()
 	if vp != nil {
-		return vp, nil
+		return vp, res.Note, nil
 	}
-	tv, err := c.svc.Template(ctx, res.Resolved, "")
+	// Pinned to the digest: res.Resolved alone could pick a higher patch.
+	tv, err := c.svc.Template(ctx, res.Resolved+"@"+res.Digest, "")
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	vp = &versionPage{TV: tv, Base: index.RefString(tv.Registry, tv.Collection, tv.Template, "")}
 	vp.Versions = shortForms(tv.Versions, tv.Version)
@@ -92,7 +103,7 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, error)
 	}
 	c.cache[key] = vp
 	c.mu.Unlock()
-	return vp, nil
+	return vp, res.Note, nil
 }
 
 func findFile(files []api.File, name string) (api.File, bool) {
@@ -302,8 +313,8 @@ type preview struct {
 	Errors []string
 }
 
-func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status int, vp *versionPage, pv *previewState) {
-	v := versionView{versionPage: vp, Form: map[string]string{}, Errors: map[string]string{}}
+func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status int, vp *versionPage, note string, pv *previewState) {
+	v := versionView{versionPage: vp, Note: note, Form: map[string]string{}, Errors: map[string]string{}}
 	if c.examples != nil {
 		if res, ok := c.examples.Result(vp.TV.Registry, vp.TV.Digest); ok && res.Status != "" {
 			v.Example = &res
@@ -320,7 +331,7 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 	c.render(w, r, status, "template", title, v)
 }
 
-// fileRef is a file of the version, for links.
+// FileLink is the link to a file of the version.
 func (v versionView) FileLink(p string) string {
-	return refPath(v.TV.Resolved) + "/-/file/" + path.Clean(p)
+	return refPath(v.Pinned()) + "/-/file/" + path.Clean(p)
 }
