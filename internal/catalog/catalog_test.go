@@ -65,7 +65,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	done := make(chan struct{})
 	go func() { ex.Run(ctx); close(done) }()
 	t.Cleanup(func() { cancel(); <-done })
-	c := New(Options{Service: svc, Examples: ex})
+	c := New(Options{Service: svc, Expander: counter, Examples: ex})
 	r := chi.NewRouter()
 	c.Mount(r)
 	r.NotFound(c.NotFound)
@@ -213,15 +213,8 @@ func TestPreview(t *testing.T) {
 // its field, and nothing is expanded.
 func TestPreviewRequired(t *testing.T) {
 	e := newTestEnv(t)
-	tmpl := filepath.Join(e.dir, "req", "v1.0.0")
-	if err := os.MkdirAll(tmpl, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(tmpl, "req.jinja"), []byte("resources:\n- name: {{ env.name }}\n  type: ConfigMap\n  properties:\n    data: {owner: {{ properties.owner }}}\n"), 0o644)
-	os.WriteFile(filepath.Join(tmpl, "req.jinja.schema"), []byte("info: {title: Needs an owner}\nrequired: [owner]\nproperties:\n  owner: {type: string, description: Who runs it}\n"), 0o644)
-	if err := e.reg.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	addRequired(t, e)
+	e.settle(t)
 	before := e.counter.n.Load()
 	code, body := post(t, e.url+"/t/req:v1/preview", url.Values{"owner": {""}})
 	if code != 422 || !strings.Contains(body, `<p class="field-error" id="e-owner" role="alert">owner is required</p>`) {
@@ -234,7 +227,9 @@ func TestPreviewRequired(t *testing.T) {
 	if code != 200 || !strings.Contains(body, "owner: ops") {
 		t.Errorf("filled: %d\n%s", code, body)
 	}
-	_ = before
+	if n := e.counter.n.Load(); n != before+1 {
+		t.Errorf("%d expansions for two previews, want 1: an empty required field expands nothing", n-before)
+	}
 }
 
 // TestExamplesCached: examples are tested once per content digest; a
