@@ -23,7 +23,6 @@ package catalog
 
 import (
 	"bytes"
-	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -34,6 +33,7 @@ import (
 	"net/url"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -245,17 +245,13 @@ func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, http.StatusOK, "home", "Template registries", p)
 }
 
-// title returns the title of the version ref names, if the tester knows
-// it.
+// title returns the title of the version with canonical reference ref,
+// if the tester knows it.
 func (c *Catalog) title(ref string) string {
 	if c.examples == nil {
 		return ""
 	}
-	res, err := c.svc.Resolve(context.Background(), ref, "")
-	if err != nil {
-		return ""
-	}
-	r, _ := c.examples.Result(res.Registry, res.Digest)
+	r, _ := c.examples.ByRef(ref)
 	return r.Title
 }
 
@@ -263,8 +259,17 @@ func (c *Catalog) title(ref string) string {
 type searchPage struct {
 	Q       string
 	Results []searchRow
-	Error   string
+	// Total counts every match; Results holds the best maxResults.
+	Total int
+	Error string
 }
+
+// maxResults bounds the results a search page lists, and pageSize the
+// templates a registry page lists.
+const (
+	maxResults = 100
+	pageSize   = 100
+)
 
 type searchRow struct {
 	api.SearchResult
@@ -284,7 +289,8 @@ func (c *Catalog) handleSearch(w http.ResponseWriter, r *http.Request) {
 			}
 			p.Error = err.Error()
 		} else {
-			for _, s := range res.Results {
+			p.Total = len(res.Results)
+			for _, s := range res.Results[:min(len(res.Results), maxResults)] {
 				row := searchRow{SearchResult: s}
 				row.Title, row.Status = c.latestFacts(s.Ref, s.Latest)
 				p.Results = append(p.Results, row)
@@ -304,23 +310,33 @@ func (c *Catalog) latestFacts(ref, version string) (title, status string) {
 	if c.examples == nil || version == "" {
 		return "", ""
 	}
-	g, err := c.svc.Versions(context.Background(), ref, "")
-	if err != nil {
-		return "", ""
-	}
-	for _, v := range g.Versions {
-		if v.Version == version {
-			res, _ := c.examples.Result(g.Registry, v.Digest)
-			return res.Title, res.Status
-		}
-	}
-	return "", ""
+	r, _ := c.examples.ByRef(ref + ":" + version)
+	return r.Title, r.Status
 }
 
 // registryPage is the data of /r/{name}.
 type registryPage struct {
 	Registry    *api.Registry
 	Collections []collectionRows
+	// Page is this page's number (from 1) of Pages; First and Last count
+	// the templates shown, of Total.
+	Page, Pages, First, Last, Total int
+}
+
+// PrevPage and NextPage are the neighbouring page numbers, 0 for none.
+func (p registryPage) PrevPage() int {
+	if p.Page > 1 {
+		return p.Page - 1
+	}
+	return 0
+}
+
+// NextPage is the next page's number, 0 for none.
+func (p registryPage) NextPage() int {
+	if p.Page < p.Pages {
+		return p.Page + 1
+	}
+	return 0
 }
 
 type collectionRows struct {
@@ -346,9 +362,15 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, err, "")
 		return
 	}
-	p := registryPage{Registry: reg}
+	p := registryPage{Registry: reg, Total: len(list.Templates), Page: 1}
+	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
+	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n >= 1 && n <= p.Pages {
+		p.Page = n
+	}
+	from, to := (p.Page-1)*pageSize, min(p.Page*pageSize, p.Total)
+	p.First, p.Last = from+1, to
 	byColl := map[string]int{}
-	for _, t := range list.Templates {
+	for _, t := range list.Templates[from:to] {
 		row := templateRow{Ref: t.Ref, Name: t.Name, Latest: t.Latest, Versions: len(t.Versions)}
 		for _, v := range t.Versions {
 			if v.Problem != "" {

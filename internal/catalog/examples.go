@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
@@ -39,7 +40,18 @@ type ExamplesOptions struct {
 	Timeout time.Duration
 	// Poll is how often snapshots are checked for changes; zero means one
 	// second. Kick checks at once.
-	Poll   time.Duration
+	Poll time.Duration
+	// RemoteSettle is how long the index of a GitHub registry must stay
+	// unchanged before its new versions are tested; zero means one
+	// minute, negative none. Testing reads every file of every new
+	// version from GitHub (once: blobs are cached by content), so it waits
+	// for bursts of pushes to settle and leaves the rate budget to serving
+	// first. Local registries are tested at once.
+	RemoteSettle time.Duration
+	// Retry is how long a version waits to be tested again when its
+	// files could not be read (rate limits, outages); zero means one
+	// minute.
+	Retry  time.Duration
 	Logger *slog.Logger
 }
 
@@ -59,12 +71,19 @@ type Examples struct {
 	results map[exampleKey]*ExampleResult
 	queue   []exampleJob
 	seen    map[string]*index.Snapshot // registry -> snapshot last walked
+	byRef   map[string]exampleKey      // canonical reference -> key, of the current snapshots
+	settle  map[string]settling        // remote registry -> its newest snapshot, since when
 	recent  []Change
 	usedBy  map[string][]Use // template ref without version -> users
 	dirty   bool             // usedBy needs rebuilding
 }
 
 type exampleKey struct{ registry, digest string }
+
+type settling struct {
+	snap  *index.Snapshot
+	since time.Time
+}
 
 type exampleJob struct {
 	key     exampleKey
@@ -118,6 +137,12 @@ func NewExamples(opts ExamplesOptions) *Examples {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
+	if opts.RemoteSettle == 0 {
+		opts.RemoteSettle = time.Minute
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = time.Minute
+	}
 	e := &Examples{
 		opts:    opts,
 		log:     opts.Logger,
@@ -125,6 +150,7 @@ func NewExamples(opts ExamplesOptions) *Examples {
 		work:    make(chan struct{}, 1),
 		results: map[exampleKey]*ExampleResult{},
 		seen:    map[string]*index.Snapshot{},
+		settle:  map[string]settling{},
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -178,6 +204,16 @@ func (e *Examples) walk() {
 		if snap == nil || e.seen[g.Name] == snap {
 			continue
 		}
+		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
+			st := e.settle[g.Name]
+			if st.snap != snap {
+				e.settle[g.Name] = settling{snap, time.Now()}
+				continue
+			}
+			if time.Since(st.since) < e.opts.RemoteSettle {
+				continue
+			}
+		}
 		first := e.seen[g.Name] == nil
 		e.seen[g.Name] = snap
 		changed = true
@@ -209,11 +245,14 @@ func (e *Examples) walk() {
 		e.recent = slices.Clone(e.recent[n-maxRecent:])
 	}
 	live := map[exampleKey]bool{}
+	e.byRef = map[string]exampleKey{}
 	for _, g := range regs {
 		if snap := g.Snapshot(); snap != nil {
 			for _, t := range snap.AllTemplates() {
 				for _, v := range t.Versions {
-					live[exampleKey{g.Name, v.Digest}] = true
+					k := exampleKey{g.Name, v.Digest}
+					live[k] = true
+					e.byRef[v.Ref] = k
 				}
 			}
 		}
@@ -264,6 +303,21 @@ func (e *Examples) worker(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if r == nil {
+			// The files could not be read now: try again later.
+			time.AfterFunc(e.opts.Retry, func() {
+				e.mu.Lock()
+				if _, live := e.results[j.key]; live {
+					e.queue = append(e.queue, j)
+				}
+				e.mu.Unlock()
+				select {
+				case e.work <- struct{}{}:
+				default:
+				}
+			})
+			continue
+		}
 		e.mu.Lock()
 		if _, live := e.results[j.key]; live {
 			e.results[j.key] = r
@@ -273,7 +327,8 @@ func (e *Examples) worker(ctx context.Context) {
 	}
 }
 
-// test reads the version's title and expands its example.
+// test reads the version's title and expands its example. It returns nil
+// when the source is unavailable (rate limits, outages), to be tried again.
 func (e *Examples) test(ctx context.Context, j exampleJob) *ExampleResult {
 	v := j.version
 	r := &ExampleResult{Ref: v.Ref, Tested: time.Now()}
@@ -302,6 +357,9 @@ func (e *Examples) test(ctx context.Context, j exampleJob) *ExampleResult {
 		return r
 	}
 	b, err := read(v.Example)
+	if errors.Is(err, derrors.Unavailable) {
+		return nil
+	}
 	if err != nil {
 		r.Status, r.Error = StatusError, fmt.Sprintf("reading %s: %v", v.Example, err)
 		return r
@@ -319,6 +377,9 @@ func (e *Examples) test(ctx context.Context, j exampleJob) *ExampleResult {
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("expansion took longer than %s", e.opts.Timeout)
+	}
+	if errors.Is(err, derrors.Unavailable) {
+		return nil
 	}
 	if err != nil {
 		r.Status, r.Error = StatusError, err.Error()
@@ -340,6 +401,22 @@ func (e *Examples) Result(registry, digest string) (ExampleResult, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	r, ok := e.results[exampleKey{registry, digest}]
+	if !ok {
+		return ExampleResult{}, false
+	}
+	return *r, true
+}
+
+// ByRef returns what is known of the version with canonical reference
+// ref (github.com/acme/templates/redis:v1.0.2).
+func (e *Examples) ByRef(ref string) (ExampleResult, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k, ok := e.byRef[ref]
+	if !ok {
+		return ExampleResult{}, false
+	}
+	r, ok := e.results[k]
 	if !ok {
 		return ExampleResult{}, false
 	}
