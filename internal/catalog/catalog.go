@@ -179,19 +179,39 @@ type page struct {
 
 // render writes the named page with status.
 func (c *Catalog) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any) {
-	var buf bytes.Buffer
-	p := page{Title: title, Data: data, Query: r.URL.Query().Get("q")}
-	if err := c.pages[name].ExecuteTemplate(&buf, "base.html", p); err != nil {
-		c.log.Error("rendering page", "page", name, "err", err)
+	body, err := c.page(name, title, r.URL.Query().Get("q"), data)
+	if err != nil {
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
 		return
 	}
+	c.write(w, status, body)
+}
+
+// page renders the named page; q is the search box's text.
+func (c *Catalog) page(name, title, q string, data any) ([]byte, error) {
+	var buf bytes.Buffer
+	p := page{Title: title, Data: data, Query: q}
+	if err := c.pages[name].ExecuteTemplate(&buf, "base.html", p); err != nil {
+		c.log.Error("rendering page", "page", name, "err", err)
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+var (
+	ctHTML = []string{"text/html; charset=utf-8"}
+	csp    = []string{"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'"}
+)
+
+// write answers with an HTML page.
+func (c *Catalog) write(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; form-action 'self'; frame-ancestors 'none'")
+	h["Content-Type"] = ctHTML
+	h["X-Content-Type-Options"] = []string{"nosniff"}
+	h["Content-Security-Policy"] = csp
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
-	w.Write(buf.Bytes())
+	w.Write(body)
 }
 
 // errorPage is the data of the error page.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
@@ -66,6 +67,9 @@ type Examples struct {
 	log  *slog.Logger
 	wake chan struct{}
 	work chan struct{}
+	// gen counts changes of the results, so pages built from them can be
+	// cached until the next change.
+	gen atomic.Uint64
 
 	mu      sync.Mutex
 	results map[exampleKey]*ExampleResult
@@ -263,6 +267,7 @@ func (e *Examples) walk() {
 		}
 	}
 	e.dirty = true
+	e.gen.Add(1)
 	select {
 	case e.work <- struct{}{}:
 	default:
@@ -322,6 +327,7 @@ func (e *Examples) worker(ctx context.Context) {
 		if _, live := e.results[j.key]; live {
 			e.results[j.key] = r
 			e.dirty = true
+			e.gen.Add(1)
 		}
 		e.mu.Unlock()
 	}
@@ -406,6 +412,9 @@ func (e *Examples) Result(registry, digest string) (ExampleResult, bool) {
 	}
 	return *r, true
 }
+
+// Generation changes whenever a result does.
+func (e *Examples) Generation() uint64 { return e.gen.Load() }
 
 // ByRef returns what is known of the version with canonical reference
 // ref (github.com/acme/templates/redis:v1.0.2).

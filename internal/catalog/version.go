@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand/schema"
@@ -25,6 +26,16 @@ type versionPage struct {
 	Props    []propRow
 	Fields   []field
 	Deploy   string
+
+	// rendered is the page as last rendered without a form submitted,
+	// valid while the examples' generation and the note are the same.
+	rendered atomic.Pointer[renderedPage]
+}
+
+type renderedPage struct {
+	gen  uint64
+	note string
+	body []byte
 }
 
 // versionRow is one version in the versions list.
@@ -314,6 +325,17 @@ type preview struct {
 }
 
 func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status int, vp *versionPage, note string, pv *previewState) {
+	var gen uint64
+	if c.examples != nil {
+		gen = c.examples.Generation()
+	}
+	if pv == nil {
+		// The page without a form changes only with the examples' results.
+		if rp := vp.rendered.Load(); rp != nil && rp.gen == gen && rp.note == note {
+			c.write(w, status, rp.body)
+			return
+		}
+	}
 	v := versionView{versionPage: vp, Note: note, Form: map[string]string{}, Errors: map[string]string{}}
 	if c.examples != nil {
 		if res, ok := c.examples.Result(vp.TV.Registry, vp.TV.Digest); ok && res.Status != "" {
@@ -328,7 +350,15 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 	if vp.TV.Title != "" {
 		title = vp.TV.Title + " · " + title
 	}
-	c.render(w, r, status, "template", title, v)
+	body, err := c.page("template", title, "", v)
+	if err != nil {
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	if pv == nil {
+		vp.rendered.Store(&renderedPage{gen: gen, note: note, body: body})
+	}
+	c.write(w, status, body)
 }
 
 // FileLink is the link to a file of the version.
