@@ -44,6 +44,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
 )
 
 //go:embed templates/*.html
@@ -377,12 +378,14 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, err, "")
 		return
 	}
-	list, err := c.svc.Templates(r.Context(), api.TemplateQuery{Registry: reg.Name})
-	if err != nil {
-		c.renderError(w, r, err, "")
-		return
+	// Straight from the snapshot: only the page's templates are described.
+	var all []*index.Template
+	if g, ok := c.svc.Resolver().Registry(reg.Name); ok {
+		if snap := g.Snapshot(); snap != nil {
+			all = snap.AllTemplates()
+		}
 	}
-	p := registryPage{Registry: reg, Total: len(list.Templates), Page: 1}
+	p := registryPage{Registry: reg, Total: len(all), Page: 1}
 	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
 	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n >= 1 && n <= p.Pages {
 		p.Page = n
@@ -390,16 +393,17 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 	from, to := (p.Page-1)*pageSize, min(p.Page*pageSize, p.Total)
 	p.First, p.Last = from+1, to
 	byColl := map[string]int{}
-	for _, t := range list.Templates[from:to] {
-		row := templateRow{Ref: t.Ref, Name: t.Name, Latest: t.Latest, Versions: len(t.Versions)}
+	for _, t := range all[from:to] {
+		info := api.TemplateInfo(reg.Name, t)
+		row := templateRow{Ref: info.Ref, Name: t.Name, Latest: info.Latest, Versions: len(t.Versions)}
 		for _, v := range t.Versions {
 			if v.Problem != "" {
 				row.Problems++
 			}
-			if v.Version == t.Latest {
-				row.Language = v.Language
+			if v.Semver == info.Latest {
+				row.Language = string(v.Language)
 				if c.examples != nil {
-					res, _ := c.examples.Result(t.Registry, v.Digest)
+					res, _ := c.examples.Result(reg.Name, v.Digest)
 					row.Title, row.Status = res.Title, res.Status
 				}
 			}
