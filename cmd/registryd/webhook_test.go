@@ -73,3 +73,26 @@ func TestWebhook(t *testing.T) {
 	}
 	d.stop()
 }
+
+// TestWebhookConfig: webhook secrets come from the environment variables
+// the configuration names, globally and per registry.
+func TestWebhookConfig(t *testing.T) {
+	env := map[string]string{"G": "global-secret", "R": "registry-secret"}
+	getenv := func(k string) string { return env[k] }
+	c := &Config{WebhookSecretEnv: "G", Registries: []RegistryConfig{
+		{GitHub: "acme/tpl", WebhookSecretEnv: "R"},
+		{GitHub: "acme/other"},
+	}}
+	secrets := map[string]string{}
+	specs, err := c.specs(getenv, secrets)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) != 2 || secrets["github.com/acme/tpl"] != "registry-secret" || secrets["github.com/acme/other"] != "" {
+		t.Errorf("secrets %v", secrets)
+	}
+	c.Registries[1].WebhookSecretEnv = "UNSET"
+	if _, err := c.specs(getenv, map[string]string{}); err == nil || !strings.Contains(err.Error(), "webhook_secret_env UNSET is not set") || strings.Contains(err.Error(), "secret-") {
+		t.Errorf("unset variable: %v", err)
+	}
+}

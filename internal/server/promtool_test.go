@@ -32,6 +32,10 @@ func TestMetricsPromtool(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	// GET /v1/template carries the example's test.
+	if _, body := e.do(t, "GET", "/v1/template?ref=common/web:v1.0.0", nil); !bytes.Contains(body, []byte(`"example":{"status":"ok"}`)) || !bytes.Contains(body, []byte(`"example_file":"example.yaml"`)) {
+		t.Errorf("/v1/template lacks the example's test: %s", body)
+	}
 	e.do(t, "GET", "/v1/resolve?ref=redis:v1.0", nil)
 	e.do(t, "GET", "/", nil)
 	_, body := e.do(t, "GET", "/metrics", nil)
