@@ -84,6 +84,8 @@ type Catalog struct {
 
 	mu    sync.Mutex
 	cache map[string]*versionPage // canonical reference + digest -> what never changes
+	// registryPages are rendered registry pages by what they show.
+	registryPages map[string][]byte
 }
 
 // maxCached bounds the version pages kept; the cache is dropped whole when
@@ -100,6 +102,8 @@ func New(opts Options) *Catalog {
 		md:       goldmark.New(goldmark.WithExtensions(extension.GFM)),
 		timeout:  opts.PreviewTimeout,
 		cache:    map[string]*versionPage{},
+
+		registryPages: map[string][]byte{},
 	}
 	if c.expander == nil {
 		c.expander = opts.Service
@@ -121,6 +125,12 @@ func New(opts Options) *Catalog {
 }
 
 var funcs = template.FuncMap{
+	"at": func(t time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return t.UTC().Format("2006-01-02 15:04:05 UTC")
+	},
 	"since": func(t time.Time) string {
 		if t.IsZero() {
 			return "never"
@@ -378,17 +388,37 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, err, "")
 		return
 	}
+	// The page changes only with the registry's state, its snapshot and
+	// the examples' results: keep it until one of them does.
+	var snap *index.Snapshot
+	if g, ok := c.svc.Resolver().Registry(reg.Name); ok {
+		snap = g.Snapshot()
+	}
+	var gen uint64
+	if c.examples != nil {
+		gen = c.examples.Generation()
+	}
+	pageNum, err := strconv.Atoi(r.URL.Query().Get("page"))
+	if err != nil || pageNum < 1 || pageNum > (reg.Templates+pageSize-1)/pageSize {
+		pageNum = 1
+	}
+	key := fmt.Sprintf("%s|%p|%d|%s|%s|%s|%d|%d", reg.Name, snap, gen, reg.Status, reg.LastSuccess, reg.LastError, reg.FindingCount, pageNum)
+	c.mu.Lock()
+	body, ok := c.registryPages[key]
+	c.mu.Unlock()
+	if ok {
+		c.write(w, http.StatusOK, body)
+		return
+	}
 	// Straight from the snapshot: only the page's templates are described.
 	var all []*index.Template
-	if g, ok := c.svc.Resolver().Registry(reg.Name); ok {
-		if snap := g.Snapshot(); snap != nil {
-			all = snap.AllTemplates()
-		}
+	if snap != nil {
+		all = snap.AllTemplates()
 	}
 	p := registryPage{Registry: reg, Total: len(all), Page: 1}
 	p.Pages = max(1, (p.Total+pageSize-1)/pageSize)
-	if n, err := strconv.Atoi(r.URL.Query().Get("page")); err == nil && n >= 1 && n <= p.Pages {
-		p.Page = n
+	if pageNum <= p.Pages {
+		p.Page = pageNum
 	}
 	from, to := (p.Page-1)*pageSize, min(p.Page*pageSize, p.Total)
 	p.First, p.Last = from+1, to
@@ -416,7 +446,18 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		}
 		p.Collections[i].Templates = append(p.Collections[i].Templates, row)
 	}
-	c.render(w, r, http.StatusOK, "registry", reg.Name, p)
+	body, err = c.page("registry", reg.Name, "", p)
+	if err != nil {
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	c.mu.Lock()
+	if len(c.registryPages) >= maxCached {
+		c.registryPages = map[string][]byte{}
+	}
+	c.registryPages[key] = body
+	c.mu.Unlock()
+	c.write(w, http.StatusOK, body)
 }
 
 // splitAction splits a /t/ path into the reference and what is asked of
