@@ -6,10 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"os/user"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/pflag"
 
 	"sigs.k8s.io/yaml"
 
@@ -17,6 +23,8 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // maxInputFile bounds a configuration, values or template file dm reads.
@@ -24,26 +32,69 @@ const maxInputFile = 8 << 20
 
 // expandFlags are dm expand's own flags.
 type expandFlags struct {
+	configFlags
 	values     []string
 	layout     bool
 	name       string
 	deployment string
 	namespace  string
+	strict     bool
+}
+
+// configFlags are the flags of every command that reads a configuration
+// (dm expand, and dm deploy): extra env keys and the import root.
+type configFlags struct {
+	env        []string
+	importRoot string
+}
+
+// addConfigFlags registers --env and --import-root on fs.
+func addConfigFlags(fs *pflag.FlagSet, f *configFlags) {
+	fs.StringArrayVar(&f.env, "env", nil, "add or override a key of every template's env (`KEY=VALUE`, repeatable)")
+	fs.StringVar(&f.importRoot, "import-root", "", "`directory` imports may reach with ../ (default: the configuration's git work tree, else its directory)")
+}
+
+// templateEnv returns the env keys --env sets, with username defaulting
+// to the OS user, as Deployment Manager set it to the caller.
+func (f *configFlags) templateEnv() (map[string]string, error) {
+	env := map[string]string{}
+	if u, err := user.Current(); err == nil {
+		env["username"] = u.Username
+	} else if u := os.Getenv("USER"); u != "" {
+		env["username"] = u
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Errorf("--env %q: want KEY=VALUE", kv)}
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 // cmdExpand expands a configuration file or a template reference and
 // prints the result: the flat config, or with --layout (and always with
 // -o json) the config, the layout and the resolved references.
 func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, stdin io.Reader) error {
-	props, err := g.propertyValues(f.values)
+	props, text, err := g.propertyValues(f.values)
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace}
+	env, err := f.templateEnv()
+	if err != nil {
+		return err
+	}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace, Env: env, Strict: f.strict}
 	if isConfigArg(arg) {
-		if err := readConfig(req, arg, stdin); err != nil {
+		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return err
 		}
+	} else if looksLikeConfigFile(arg) {
+		// Not a reference (they have no .yaml suffix): a file that is
+		// not there.
+		_, err := os.Stat(arg)
+		return fmt.Errorf("configuration file: %w", err)
 	} else {
 		req.Ref = arg
 	}
@@ -54,18 +105,58 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
+	if req.Ref != "" {
+		if err := typeByText(ctx, b, req.Ref, g.registry, props, text); err != nil {
+			return err
+		}
+	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
 		return err
 	}
+	g.warn(res.Warnings)
 	switch {
 	case p.g.output == "json":
 		_, err := p.structured(res)
 		return err
+	case p.g.output == "manifest" || p.g.output == "list":
+		return printObjects(p.w, res, p.g.output == "list")
 	case f.layout:
 		return printYAML(p.w, res)
 	default:
 		return printYAML(p.w, res.Config)
+	}
+}
+
+// printObjects prints the Kubernetes objects of an expansion, in dependency
+// order, as a "---"-separated YAML stream or as one kind: List.
+func printObjects(w io.Writer, res *expand.Result, list bool) error {
+	objs, err := res.Objects()
+	if err != nil {
+		return err
+	}
+	if list {
+		items := make([]any, len(objs))
+		for i, o := range objs {
+			items[i] = o
+		}
+		return printYAML(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	for _, o := range objs {
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		if err := printYAML(w, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warn prints an expansion's warnings on stderr.
+func (g *globals) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(g.stderr, "dm: warning:", w)
 	}
 }
 
@@ -79,9 +170,24 @@ func isConfigArg(arg string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
+// looksLikeConfigFile reports whether arg names a YAML or JSON file rather
+// than a template reference.
+func looksLikeConfigFile(arg string) bool {
+	switch filepath.Ext(arg) {
+	case ".yaml", ".yml", ".json":
+		return !strings.ContainsAny(arg, ":@")
+	}
+	return false
+}
+
 // readConfig reads a configuration and the files its imports name,
-// relative to the configuration's directory.
-func readConfig(req *api.ExpandRequest, name string, stdin io.Reader) error {
+// relative to the configuration's directory, as Deployment Manager's
+// client did: a template's schema (<file>.schema) comes along, and the
+// files a schema lists under imports (relative to the schema), recursively.
+// Paths may use ../ but must stay inside the import root (importRoot, else
+// the configuration's git work tree, else its directory), symlinks
+// included.
+func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot string) error {
 	var data []byte
 	var err error
 	dir := "."
@@ -103,19 +209,119 @@ func readConfig(req *api.ExpandRequest, name string, stdin io.Reader) error {
 		// tells the two apart and reports what is wrong.
 		return nil
 	}
+	root, err := importRootOf(dir, importRoot)
+	if err != nil {
+		return err
+	}
+	ir := &importReader{req: req, dir: dir, root: root}
 	for _, imp := range cfg.Imports {
-		p := path.Clean(imp.Path)
-		if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
-			return fmt.Errorf("%s: import %q: imports are paths inside the configuration's directory: %w", req.ConfigName, imp.Path, derrors.InvalidArgument)
+		if err := ir.read(imp.Path, req.ConfigName); err != nil {
+			return err
 		}
-		content, err := readFileLimited(filepath.Join(dir, filepath.FromSlash(p)))
+	}
+	for len(ir.todo) > 0 {
+		t := ir.todo[0]
+		ir.todo = ir.todo[1:]
+		if err := ir.schema(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importRootOf returns the absolute, symlink-free import root.
+func importRootOf(dir, flag string) (string, error) {
+	root := flag
+	if root == "" {
+		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return fmt.Errorf("%s: import %q: %w", req.ConfigName, imp.Path, err)
+			return "", err
 		}
-		if req.Imports == nil {
-			req.Imports = map[string]string{}
+		root = abs
+		for d := abs; ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				root = d // the nearest enclosing git work tree
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
 		}
-		req.Imports[imp.Path] = string(content)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("--import-root: %w", err)
+	}
+	return real, nil
+}
+
+// importReader reads a configuration's imports into req.Imports, keyed by
+// their path relative to the configuration (as written for the
+// configuration's own imports).
+type importReader struct {
+	req  *api.ExpandRequest
+	dir  string // the configuration's directory
+	root string // the import root, absolute and without symlinks
+	todo []string
+}
+
+// read reads the import at key (a slash path relative to the
+// configuration's directory); from names who asked, for errors.
+func (ir *importReader) read(key, from string) error {
+	if _, done := ir.req.Imports[key]; done {
+		return nil
+	}
+	p := path.Clean(key)
+	if path.IsAbs(p) || filepath.IsAbs(key) {
+		return fmt.Errorf("%s: import %q: imports are paths relative to the configuration: %w", from, key, derrors.InvalidArgument)
+	}
+	full, err := filepath.Abs(filepath.Join(ir.dir, filepath.FromSlash(p)))
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return fmt.Errorf("%s: import %q: %w", from, key, err)
+	}
+	if rel, err := filepath.Rel(ir.root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: import %q (%s) is outside the import root %s (set it with --import-root): %w", from, key, real, ir.root, derrors.InvalidArgument)
+	}
+	content, err := readFileLimited(real)
+	if err != nil {
+		return fmt.Errorf("%s: import %q: %w", from, key, err)
+	}
+	if ir.req.Imports == nil {
+		ir.req.Imports = map[string]string{}
+	}
+	ir.req.Imports[key] = string(content)
+	if _, ok := index.LanguageOf(key); ok {
+		ir.todo = append(ir.todo, key)
+	}
+	return nil
+}
+
+// schema reads template key's schema, if it has one, and what the schema
+// imports.
+func (ir *importReader) schema(key string) error {
+	sk := key + index.SchemaSuffix
+	if _, err := os.Stat(filepath.Join(ir.dir, filepath.FromSlash(path.Clean(sk)))); err != nil {
+		return nil // no schema
+	}
+	if err := ir.read(sk, key); err != nil {
+		return err
+	}
+	imps, err := expand.SchemaImports([]byte(ir.req.Imports[sk]), sk)
+	if err != nil {
+		return err
+	}
+	for _, imp := range imps {
+		if err := ir.read(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -167,48 +373,81 @@ func resolveParseTemplate(ref string) (string, error) {
 	return s, nil
 }
 
-// propertyValues merges --values files (in order) and then --properties.
-func (g *globals) propertyValues(files []string) (map[string]any, error) {
-	props := map[string]any{}
+// propertyValues merges --values files (in order), then --properties,
+// then --set-string. text holds the --properties values as written, by
+// dotted key, for typeByText.
+func (g *globals) propertyValues(files []string) (props map[string]any, text map[string]string, err error) {
+	props = map[string]any{}
+	text = map[string]string{}
 	for _, f := range files {
 		b, err := readFileLimited(f)
 		if err != nil {
-			return nil, fmt.Errorf("--values: %w", err)
+			return nil, nil, fmt.Errorf("--values: %w", err)
 		}
 		v, err := expand.DecodeValue(b)
 		if err != nil {
-			return nil, fmt.Errorf("--values %s: %w", f, err)
+			return nil, nil, fmt.Errorf("--values %s: %w", f, err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("--values %s: want a mapping of property names to values: %w", f, derrors.InvalidArgument)
+			return nil, nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
-		mergeValues(props, m)
+		props = value.Merge(props, m)
 	}
 	for _, s := range g.properties {
-		kv, err := parseProperties(s)
+		kv, err := parsePairs("--properties", s, false, text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		mergeValues(props, kv)
+		props = value.Merge(props, kv)
+	}
+	for _, s := range g.setStrings {
+		kv, err := parsePairs("--set-string", s, true, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		props = value.Merge(props, kv)
 	}
 	if len(props) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return props, nil
+	return props, text, nil
 }
 
-// mergeValues merges src into dst, recursing into mappings both have.
-func mergeValues(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				mergeValues(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
+// typeByText gives the top-level --properties values that the schema of
+// the template ref resolves to says are strings their text as written:
+// tag=1.27 is the string "1.27" (YAML would make it a number, and 1.10
+// would lose its zero), as oc process and helm --set-string users expect.
+func typeByText(ctx context.Context, b api.Backend, ref, registry string, props map[string]any, text map[string]string) error {
+	if len(text) == 0 {
+		return nil
 	}
+	tv, err := b.Template(ctx, ref, registry)
+	if err != nil {
+		return err
+	}
+	for _, p := range tv.Properties {
+		t, ok := text[p.Name]
+		if !ok || !isStringType(p.Type) {
+			continue
+		}
+		if _, isString := props[p.Name].(string); !isString {
+			props[p.Name] = t
+		}
+	}
+	return nil
+}
+
+// isStringType reports whether a schema type (as describe shows it:
+// "string", "integer", "[string, null]") admits only strings and null.
+func isStringType(t string) bool {
+	t = strings.Trim(t, "[]")
+	for _, part := range strings.Split(t, ",") {
+		if p := strings.TrimSpace(part); p != "string" && p != "null" {
+			return false
+		}
+	}
+	return strings.Contains(t, "string")
 }
 
 // parseProperties parses --properties: comma-separated KEY=VALUE pairs.
@@ -217,6 +456,13 @@ func mergeValues(dst, src map[string]any) {
 // mappings (resources.limits.memory=1Gi). Commas inside brackets, braces or
 // quotes do not separate pairs, and \, is a literal comma.
 func parseProperties(s string) (map[string]any, error) {
+	return parsePairs("--properties", s, false, nil)
+}
+
+// parsePairs parses KEY=VALUE pairs for flag into a nested mapping; VALUE
+// is typed as YAML types it unless asString. text, if not nil, receives
+// each VALUE as written, by dotted KEY.
+func parsePairs(flag, s string, asString bool, text map[string]string) (map[string]any, error) {
 	out := map[string]any{}
 	for _, pair := range splitPairs(s) {
 		if strings.TrimSpace(pair) == "" {
@@ -225,21 +471,27 @@ func parseProperties(s string) (map[string]any, error) {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--properties %q: want KEY=VALUE: %w", pair, derrors.InvalidArgument)
+			return nil, &usageError{fmt.Errorf("%s %q: want KEY=VALUE", flag, pair)}
 		}
-		var val any = ""
-		if strings.TrimSpace(v) != "" {
-			d, err := expand.DecodeValue([]byte(v))
-			if err != nil {
-				return nil, fmt.Errorf("--properties %s: value %q: %w", k, v, err)
+		var val any = v
+		if !asString {
+			val = ""
+			if strings.TrimSpace(v) != "" {
+				d, err := expand.DecodeValue([]byte(v))
+				if err != nil {
+					return nil, &usageError{fmt.Errorf("%s %s: value %q: %w", flag, k, v, err)}
+				}
+				val = d
 			}
-			val = d
+		}
+		if text != nil {
+			text[k] = v
 		}
 		keys := strings.Split(k, ".")
 		m := out
 		for i, part := range keys {
 			if part == "" {
-				return nil, fmt.Errorf("--properties %q: empty key segment: %w", k, derrors.InvalidArgument)
+				return nil, &usageError{fmt.Errorf("%s %q: empty key segment", flag, k)}
 			}
 			if i == len(keys)-1 {
 				m[part] = val
@@ -290,24 +542,42 @@ func splitPairs(s string) []string {
 
 // processFlags are dm process's flags.
 type processFlags struct {
-	file        string
-	params      []string
-	paramFile   string
-	rawTemplate bool
+	file          string
+	params        []string
+	paramFile     string
+	rawTemplate   bool
+	listParams    bool
+	labels        []string
+	ignoreUnknown bool
 }
 
 // cmdProcess processes an OpenShift-style template like oc process: the
 // objects as a List, or the processed Template with --raw-template. JSON
-// unless -o yaml.
-func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) error {
-	if f.file == "" {
-		return &usageError{errors.New("dm process needs -f FILE (or -f - for standard input)")}
+// unless -o yaml. The template is -f FILE or a registry reference (args[0]
+// when it is not NAME=VALUE); other arguments are NAME=VALUE parameters,
+// as oc takes them.
+func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string, output string, w io.Writer, stdin io.Reader) error {
+	var ref string
+	if len(args) > 0 && !strings.Contains(args[0], "=") {
+		ref, args = args[0], args[1:]
 	}
-	var data []byte
-	var err error
-	if f.file == "-" {
+	var (
+		data   []byte
+		source = f.file
+		err    error
+	)
+	switch {
+	case ref != "" && f.file != "":
+		return &usageError{fmt.Errorf("give a template reference (%s) or -f FILE, not both", ref)}
+	case ref != "":
+		if data, source, err = readTemplateRef(ctx, g, ref); err != nil {
+			return err
+		}
+	case f.file == "":
+		return &usageError{errors.New("dm process needs a template: a reference (postgres:v1) or -f FILE (- for standard input)")}
+	case f.file == "-":
 		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
-	} else {
+	default:
 		data, err = readFileLimited(f.file)
 	}
 	if err != nil {
@@ -315,7 +585,10 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	t, err := openshift.Parse(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if f.listParams {
+		return printParameters(w, t, output)
 	}
 	params := map[string]string{}
 	if f.paramFile != "" {
@@ -327,21 +600,45 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 			return fmt.Errorf("--param-file %s: %w", f.paramFile, err)
 		}
 	}
-	flags, err := openshift.ParseParamFlags(f.params)
-	if err != nil {
-		return err
+	for _, pv := range [][]string{args, f.params} {
+		flags, err := openshift.ParseParamFlags(pv)
+		if err != nil {
+			return &usageError{fmt.Errorf("-p: %w", err)}
+		}
+		for k, v := range flags {
+			params[k] = v
+		}
 	}
-	for k, v := range flags {
-		params[k] = v
+	if f.ignoreUnknown {
+		for k := range params {
+			if !slices.ContainsFunc(t.Parameters, func(p openshift.Parameter) bool { return p.Name == k }) {
+				delete(params, k)
+			}
+		}
+	}
+	for _, l := range f.labels {
+		kv, err := parseLabels(l)
+		if err != nil {
+			return err
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		maps.Copy(t.Labels, kv)
 	}
 	out, err := t.Process(params, openshift.Options{})
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
 	}
 	var v any = out.ToList()
 	if f.rawTemplate {
 		v = out
 	}
+	return printJSONOrYAML(w, v, output)
+}
+
+// printJSONOrYAML prints v as YAML for -o yaml, else as indented JSON.
+func printJSONOrYAML(w io.Writer, v any, output string) error {
 	if output == "yaml" {
 		return printYAML(w, v)
 	}
@@ -351,6 +648,54 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// readTemplateRef reads the template file of the version ref resolves to.
+func readTemplateRef(ctx context.Context, g *globals, ref string) ([]byte, string, error) {
+	b, err := g.backend()
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := b.Resolve(ctx, ref, g.registry)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Language != "openshift" {
+		return nil, "", derrors.Errorf(derrors.InvalidArgument, "%s is a %s template; dm process takes kind: Template files (use dm expand)", res.Resolved, res.Language)
+	}
+	data, err := b.ReadFile(ctx, res.Resolved, "", res.TemplateFile)
+	return data, res.Resolved, err
+}
+
+// printParameters lists a template's parameters, as oc process
+// --parameters does.
+func printParameters(w io.Writer, t *openshift.Template, output string) error {
+	if output == "json" || output == "yaml" {
+		return printJSONOrYAML(w, map[string]any{"parameters": t.Parameters}, output)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDESCRIPTION\tGENERATOR\tVALUE")
+	for _, p := range t.Parameters {
+		gen, val := "", p.Value
+		if p.Generate != "" {
+			gen, val = p.Generate, p.From
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), gen, val)
+	}
+	return tw.Flush()
+}
+
+// parseLabels parses -l KEY=VALUE[,KEY=VALUE...].
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Errorf("-l %q: want KEY=VALUE[,KEY=VALUE...]", s)}
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
 }
 
 func printYAML(w io.Writer, v any) error {

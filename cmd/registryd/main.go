@@ -36,6 +36,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
@@ -88,6 +89,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &Config{}
 			if configFile != "" {
@@ -115,7 +117,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 			if !f.Changed("refresh") && cfg.Refresh != "" {
 				d, err := time.ParseDuration(cfg.Refresh)
 				if err != nil || d < 0 {
-					return fmt.Errorf("configuration: refresh %q: want a duration such as 5m: %w", cfg.Refresh, derrors.InvalidArgument)
+					return derrors.Errorf(derrors.InvalidArgument, "configuration: refresh %q: want a duration such as 5m", cfg.Refresh)
 				}
 				s.refresh = d
 			}
@@ -189,6 +191,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
 	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	f.BoolVar(&allowURLs, "allow-url-types", false, "let POST /v1/expand accept raw GitHub URLs of template files as resource types")
+	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	return cmd

@@ -33,9 +33,15 @@ type ExpandRequest struct {
 	// env.namespace.
 	Deployment string `json:"deployment,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
+	// Env adds keys to, or overrides keys of, every template's env
+	// (project, project_number, current_time, username, or any other).
+	Env map[string]string `json:"env,omitempty"`
 	// Registry is the default registry for short references,
 	// [host/]owner/repo[/collection]; the server's default when empty.
 	Registry string `json:"registry,omitempty"`
+	// Strict makes properties a schema does not define an error; they are
+	// warnings (the answer's `warnings`) otherwise.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -52,7 +58,7 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 	if err != nil {
 		return nil, err
 	}
-	return s.expander.Expand(ctx, r)
+	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
 func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
@@ -66,6 +72,8 @@ func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
 		Name:       req.Name,
 		Deployment: req.Deployment,
 		Namespace:  req.Namespace,
+		Strict:     req.Strict,
+		Env:        req.Env,
 	}
 	if req.Config != "" {
 		r.Config = []byte(req.Config)

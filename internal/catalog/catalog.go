@@ -324,6 +324,9 @@ func (c *Catalog) handleSearch(w http.ResponseWriter, r *http.Request) {
 			for _, s := range res.Results[:min(len(res.Results), maxResults)] {
 				row := searchRow{SearchResult: s}
 				row.Title, row.Status = c.latestFacts(s.Ref, s.Latest)
+				if s.Title != "" {
+					row.Title = s.Title
+				}
 				p.Results = append(p.Results, row)
 			}
 		}

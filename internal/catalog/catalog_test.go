@@ -151,7 +151,7 @@ func TestPages(t *testing.T) {
 		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%"}, nil},
 		{"/t/redis:v1/-/file/nope", 404, []string{"no file"}, nil},
 		{"/t/redis:v1.2", 404, []string{"v1.2 not found", "available: v1.0.0", "try github.com/acme/templates/redis:v1.1"}, nil},
-		{"/t/github.com/acme/templates/rediss:v1", 404, []string{"not found", `/search?q=rediss`}, nil},
+		{"/t/github.com/acme/templates/rediss:v1", 404, []string{"did you mean github.com/acme/templates/redis:v1?", `/search?q=rediss`}, nil},
 		{"/t/common/nope", 404, []string{"<h1>404 Not Found</h1>"}, nil},
 		{"/nope", 404, []string{"no page /nope"}, nil},
 		{"/static/catalog.css", 200, []string{"prefers-color-scheme:dark"}, nil},

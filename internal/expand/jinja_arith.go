@@ -14,13 +14,15 @@ import (
 // arithFunc is the global that bounded operators call.
 const arithFunc = "__dm_arith__"
 
-// boundOperators rewrites every a*b, a+b and a~b under root, in place, into
+// boundOperators rewrites every a*b, a+b, a~b, a%b, a/b, a//b and a**b
+// under root, in place, into
 // `false or __dm_arith__("op", a, b)`, which evaluates each operand once
 // and gives the value of the call. gonja evaluates those operators without
 // bounds: "x" * 2000000000 allocates 2 GB before any output limit sees it,
 // and s ~ s in a loop doubles a string per step. The call does the same
 // arithmetic after checking the result's size against the render's
-// MaxOutputBytes.
+// MaxOutputBytes; the others follow jinja2 (jinja_compat.go). It also
+// rewrites node lists for printing and line tracking (rewriteNodeList).
 //
 // gonja keeps parsed expressions in unexported fields of its control
 // structures, so the walk reads them by reflection and changes the
@@ -40,6 +42,9 @@ func boundOperators(root reflect.Value) {
 				return
 			}
 			seen[v.Pointer()] = true
+			if v.Type().Elem() == callType {
+				rewriteDictCall((*nodes.Call)(v.UnsafePointer()))
+			}
 			if be, ok := binaryExpression(v); ok {
 				walk(reflect.ValueOf(be.Left))
 				walk(reflect.ValueOf(be.Right))
@@ -59,6 +64,7 @@ func boundOperators(root reflect.Value) {
 					walk(v.Index(i))
 				}
 			}
+			rewriteNodeList(v)
 		case reflect.Map:
 			if k := v.Type().Elem().Kind(); k == reflect.Interface || k == reflect.Pointer {
 				for it := v.MapRange(); it.Next(); {
@@ -70,7 +76,10 @@ func boundOperators(root reflect.Value) {
 	walk(root)
 }
 
-var binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+var (
+	binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+	callType             = reflect.TypeFor[nodes.Call]()
+)
 
 // binaryExpression returns the node v points to if it is a
 // BinaryExpression. v may come from an unexported field, so the pointer is
@@ -103,7 +112,11 @@ func rewriteOperator(be *nodes.BinaryExpression) {
 	}
 	op := be.Operator.Token.Val
 	switch op {
-	case "*", "+", "~":
+	case "*", "+", "~", "/", "//", "**":
+	case "%":
+		if _, ok := be.Right.(*nodes.Tuple); ok {
+			op = "%t"
+		}
 	default:
 		return
 	}
@@ -177,8 +190,10 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			return concat(left.String(), right.String(), g.maxBytes, tooBig)
 		}
 		return left.Integer() + right.Integer(), nil
-	default: // "~"
+	case "~":
 		return concat(left.String(), right.String(), g.maxBytes, tooBig)
+	default:
+		return jinjaMoreArith(g, op, left, right)
 	}
 }
 

@@ -1,0 +1,9 @@
+//go:build !linux
+
+package kubetest
+
+import "syscall"
+
+// sysProcAttr is the zero value where the kernel cannot kill children with
+// their parent.
+func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }

@@ -1,0 +1,464 @@
+package expand
+
+import (
+	"fmt"
+	"sort"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/starlarkstruct"
+	"go.starlark.net/syntax"
+)
+
+// Builtins and modules that give .py templates the Python 2/3 library
+// DM's templates use, on top of Starlark's own:
+//
+//	isinstance(x, T)        T: dict, list, tuple, str, int, float, bool,
+//	                        basestring, unicode, long or a tuple of them
+//	type(x) == dict         compared as Starlark type names
+//	d.iteritems() ...       iteritems, iterkeys, itervalues, has_key
+//	xrange, unicode, long, basestring
+//	six                     iteritems/iterkeys/itervalues, string_types,
+//	                        text_type, integer_types, PY2/PY3, moves.range
+//	copy                    copy, deepcopy
+//	'%05.1f' % x            Python's %-formatting (width, precision, flags)
+//	json.dumps(v, indent=, sort_keys=, separators=)  as Python writes it
+
+const starMethod = "__dm_method__"
+
+// pyTypeNames maps the Python names of types to Starlark's type names.
+var pyTypeNames = map[string]string{
+	"dict": "dict", "list": "list", "tuple": "tuple", "str": "string",
+	"unicode": "string", "basestring": "string", "int": "int", "long": "int",
+	"float": "float", "bool": "bool",
+}
+
+// py2Methods are the methods rewritten into __dm_method__ calls.
+var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true}
+
+// rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
+// compares type names, Python 2 dict methods go through __dm_method__.
+func rewritePythonTree(n syntax.Node) {
+	switch n := n.(type) {
+	case *syntax.BinaryExpr:
+		if n.Op == syntax.EQL || n.Op == syntax.NEQ {
+			if isTypeCall(n.X) {
+				n.Y = typeNameLiteral(n.Y)
+			} else if isTypeCall(n.Y) {
+				n.X = typeNameLiteral(n.X)
+			}
+		}
+	case *syntax.CallExpr:
+		if d, ok := n.Fn.(*syntax.DotExpr); ok && py2Methods[d.Name.Name] {
+			n.Fn = &syntax.Ident{NamePos: d.Dot, Name: starMethod}
+			n.Args = append([]syntax.Expr{d.X, strLiteral(d.Name.Name, d.Dot)}, n.Args...)
+		}
+	}
+}
+
+func isTypeCall(e syntax.Expr) bool {
+	c, ok := e.(*syntax.CallExpr)
+	if !ok {
+		return false
+	}
+	id, ok := c.Fn.(*syntax.Ident)
+	return ok && id.Name == "type" && len(c.Args) == 1
+}
+
+func typeNameLiteral(e syntax.Expr) syntax.Expr {
+	id, ok := e.(*syntax.Ident)
+	if !ok {
+		return e
+	}
+	if t, ok := pyTypeNames[id.Name]; ok {
+		return strLiteral(t, id.NamePos)
+	}
+	return e
+}
+
+func strLiteral(s string, pos syntax.Position) *syntax.Literal {
+	return &syntax.Literal{Token: syntax.STRING, TokenPos: pos, Raw: fmt.Sprintf("%q", s), Value: s}
+}
+
+// pyTypeName of a Starlark type given as a builtin (dict), a type name
+// builtin of dm (basestring) or a tuple of them; "" if it is none.
+func starTypeNames(t starlark.Value) ([]string, error) {
+	switch t := t.(type) {
+	case *starlark.Builtin:
+		if n, ok := pyTypeNames[t.Name()]; ok {
+			return []string{n}, nil
+		}
+	case starlark.Tuple:
+		var out []string
+		for _, e := range t {
+			n, err := starTypeNames(e)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, n...)
+		}
+		return out, nil
+	case starlark.String:
+		return []string{string(t)}, nil
+	}
+	return nil, fmt.Errorf("isinstance: %s is not a type dm knows (dict, list, tuple, str, int, float, bool, basestring, unicode)", t)
+}
+
+func builtin(name string, fn func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
+	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (v starlark.Value, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%s failed: %v", name, p)
+			}
+		}()
+		return fn(th, args, kwargs)
+	})
+}
+
+// pyBuiltins returns the Python builtins dm adds; limit bounds what they
+// may materialise.
+func pyBuiltins(limit int) starlark.StringDict {
+	u := starlark.Universe
+	str, intB := u["str"].(*starlark.Builtin), u["int"].(*starlark.Builtin)
+	isinstance := builtin("isinstance", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var x, t starlark.Value
+		if err := starlark.UnpackPositionalArgs("isinstance", args, kwargs, 2, &x, &t); err != nil {
+			return nil, err
+		}
+		if c, ok := t.(*pyClass); ok {
+			o, ok := x.(*pyObject)
+			return starlark.Bool(ok && o.class.isSubclassOf(c)), nil
+		}
+		names, err := starTypeNames(t)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range names {
+			if x.Type() == n || n == "int" && x.Type() == "bool" {
+				return starlark.True, nil
+			}
+		}
+		return starlark.False, nil
+	})
+	method := builtin(starMethod, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		recv, name := args[0], string(args[1].(starlark.String))
+		rest := args[2:]
+		if d, ok := recv.(*starlark.Dict); ok {
+			switch name {
+			case "iteritems":
+				return starlark.NewList(itemsOf(d)), nil
+			case "iterkeys":
+				return starlark.NewList(d.Keys()), nil
+			case "itervalues":
+				return starlark.NewList(valuesOf(d)), nil
+			case "has_key":
+				if len(rest) != 1 {
+					return nil, fmt.Errorf("has_key takes one argument")
+				}
+				_, found, err := d.Get(rest[0])
+				return starlark.Bool(found), err
+			}
+		}
+		ha, ok := recv.(starlark.HasAttrs)
+		if !ok {
+			return nil, fmt.Errorf("%s has no .%s field or method", recv.Type(), name)
+		}
+		m, err := ha.Attr(name)
+		if err != nil || m == nil {
+			return nil, fmt.Errorf("%s has no .%s field or method", recv.Type(), name)
+		}
+		return starlark.Call(th, m, rest, kwargs)
+	})
+	// Functions that materialise a sequence check its length first: a
+	// range is lazy, list(range(10**9)) is not.
+	bounded := func(name string) *starlark.Builtin {
+		orig := u[name].(*starlark.Builtin)
+		return builtin(name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			for _, a := range args {
+				if s, ok := a.(starlark.Sequence); ok {
+					if n := s.Len(); 16*n > limit {
+						return nil, limitErr("MaxOutputBytes", limit, "%s() of %d elements would make a value of %d bytes", name, n, 16*n)
+					}
+				}
+			}
+			return starlark.Call(th, orig, args, kwargs)
+		})
+	}
+	d := starlark.StringDict{
+		"isinstance": isinstance,
+		starMethod:   method,
+		"xrange":     u["range"],
+		"unicode":    str,
+		"long":       intB,
+		"basestring": starlark.NewBuiltin("basestring", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+			return nil, fmt.Errorf("basestring cannot be called; use str")
+		}),
+	}
+	for k, v := range classBuiltins() {
+		d[k] = v
+	}
+	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"} {
+		d[n] = bounded(n)
+	}
+	return d
+}
+
+func itemsOf(d *starlark.Dict) []starlark.Value {
+	items := d.Items()
+	out := make([]starlark.Value, len(items))
+	for i, it := range items {
+		out[i] = it
+	}
+	return out
+}
+
+func valuesOf(d *starlark.Dict) []starlark.Value {
+	items := d.Items()
+	out := make([]starlark.Value, len(items))
+	for i, it := range items {
+		out[i] = it[1]
+	}
+	return out
+}
+
+// sixModule is the part of six that DM templates use.
+func sixModule(b starlark.StringDict) starlark.StringDict {
+	u := starlark.Universe
+	dictFn := func(name, method string) *starlark.Builtin {
+		return builtin("six."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var d *starlark.Dict
+			if err := starlark.UnpackPositionalArgs("six."+name, args, kwargs, 1, &d); err != nil {
+				return nil, err
+			}
+			return starlark.Call(th, b[starMethod], starlark.Tuple{d, starlark.String(method)}, nil)
+		})
+	}
+	moves := starlarkstruct.FromStringDict(starlark.String("six.moves"), starlark.StringDict{
+		"range": u["range"], "xrange": u["range"], "zip": b["zip"], "map": starlark.None,
+	})
+	return starlark.StringDict{
+		"iteritems":     dictFn("iteritems", "iteritems"),
+		"iterkeys":      dictFn("iterkeys", "iterkeys"),
+		"itervalues":    dictFn("itervalues", "itervalues"),
+		"string_types":  starlark.Tuple{u["str"]},
+		"text_type":     u["str"],
+		"binary_type":   u["bytes"],
+		"integer_types": starlark.Tuple{u["int"]},
+		"PY2":           starlark.False,
+		"PY3":           starlark.True,
+		"moves":         moves,
+	}
+}
+
+// copyModule is Python's copy: copy and deepcopy of lists, dicts and
+// tuples (other values are immutable).
+func copyModule() starlark.StringDict {
+	one := func(name string, deep bool) *starlark.Builtin {
+		return builtin("copy."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var v starlark.Value
+			if err := starlark.UnpackPositionalArgs("copy."+name, args, kwargs, 1, &v); err != nil {
+				return nil, err
+			}
+			return starCopy(v, deep, 0)
+		})
+	}
+	return starlark.StringDict{"copy": one("copy", false), "deepcopy": one("deepcopy", true)}
+}
+
+func starCopy(v starlark.Value, deep bool, depth int) (starlark.Value, error) {
+	if depth > 1000 {
+		return nil, fmt.Errorf("value nested too deep to copy")
+	}
+	elem := func(e starlark.Value) (starlark.Value, error) {
+		if !deep {
+			return e, nil
+		}
+		return starCopy(e, true, depth+1)
+	}
+	switch v := v.(type) {
+	case *starlark.List:
+		out := make([]starlark.Value, v.Len())
+		for i := range out {
+			e, err := elem(v.Index(i))
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return starlark.NewList(out), nil
+	case starlark.Tuple:
+		if !deep {
+			return v, nil
+		}
+		out := make(starlark.Tuple, len(v))
+		for i, x := range v {
+			e, err := elem(x)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	case *starlark.Dict:
+		out := starlark.NewDict(v.Len())
+		for _, it := range v.Items() {
+			e, err := elem(it[1])
+			if err != nil {
+				return nil, err
+			}
+			if err := out.SetKey(it[0], e); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	}
+	return v, nil
+}
+
+// starPlain converts a Starlark value to the plain values of pyformat.go,
+// keeping dict order.
+func starPlain(v starlark.Value, depth int) (any, error) {
+	if depth > 1000 {
+		return nil, fmt.Errorf("value nested too deep")
+	}
+	switch v := v.(type) {
+	case starlark.NoneType:
+		return nil, nil
+	case starlark.Bool:
+		return bool(v), nil
+	case starlark.Int:
+		if i, ok := v.Int64(); ok {
+			return i, nil
+		}
+		return v.BigInt(), nil
+	case starlark.Float:
+		return float64(v), nil
+	case starlark.String:
+		return string(v), nil
+	case *starlark.List:
+		out := make([]any, v.Len())
+		for i := range out {
+			e, err := starPlain(v.Index(i), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	case starlark.Tuple:
+		out := make(pyTuple, len(v))
+		for i, x := range v {
+			e, err := starPlain(x, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = e
+		}
+		return out, nil
+	case *starlark.Dict:
+		out := make(pyDict, 0, v.Len())
+		for _, it := range v.Items() {
+			k, err := starPlain(it[0], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			e, err := starPlain(it[1], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pyItem{k, e})
+		}
+		return out, nil
+	case *starlarkstruct.Struct:
+		d := starlark.StringDict{}
+		v.ToStringDict(d)
+		keys := make([]string, 0, len(d))
+		for k := range d {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		out := make(pyDict, 0, len(d))
+		for _, k := range keys {
+			e, err := starPlain(d[k], depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, pyItem{k, e})
+		}
+		return out, nil
+	}
+	return v.String(), nil
+}
+
+// starPercent is `x % y`: Python's string formatting for a string x,
+// Starlark's operator otherwise.
+func starPercent(x, y starlark.Value, limit int) (starlark.Value, error) {
+	s, ok := x.(starlark.String)
+	if !ok {
+		return starlark.Binary(syntax.PERCENT, x, y)
+	}
+	args, err := starPlain(y, 0)
+	if err != nil {
+		return nil, err
+	}
+	out, err := pyPercent(string(s), args, limit)
+	if err != nil {
+		return nil, err
+	}
+	return starlark.String(out), nil
+}
+
+// jsonDumps is Python's json.dumps with indent, sort_keys and separators.
+func jsonDumps(limit int) *starlark.Builtin {
+	return builtin("json.dumps", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) != 1 {
+			return nil, fmt.Errorf("json.dumps: want one value")
+		}
+		o := newPyJSON(limit)
+		var seps starlark.Value = starlark.None
+		for _, kw := range kwargs {
+			switch name := string(kw[0].(starlark.String)); name {
+			case "indent":
+				switch ind := kw[1].(type) {
+				case starlark.Int:
+					n, _ := ind.Int64()
+					o.setIndent(int(n), nil)
+				case starlark.String:
+					s := string(ind)
+					o.setIndent(0, &s)
+				case starlark.NoneType:
+				default:
+					return nil, fmt.Errorf("json.dumps: indent must be an int or a string")
+				}
+			case "sort_keys":
+				o.sortKeys = bool(kw[1].Truth())
+			case "separators":
+				seps = kw[1]
+			case "ensure_ascii", "allow_nan", "default", "cls", "skipkeys", "check_circular":
+				// Python's defaults are what dm does.
+			default:
+				return nil, fmt.Errorf("json.dumps: unexpected keyword argument %s", name)
+			}
+		}
+		if seps != starlark.None {
+			t, ok := seps.(starlark.Indexable)
+			if !ok || t.Len() != 2 {
+				return nil, fmt.Errorf("json.dumps: separators must be a pair of strings")
+			}
+			a, ok1 := starlark.AsString(t.Index(0))
+			b, ok2 := starlark.AsString(t.Index(1))
+			if !ok1 || !ok2 {
+				return nil, fmt.Errorf("json.dumps: separators must be a pair of strings")
+			}
+			o.itemSep, o.keySep = a, b
+		}
+		v, err := starPlain(args[0], 0)
+		if err != nil {
+			return nil, fmt.Errorf("json.dumps: %w", err)
+		}
+		s, err := o.dumps(v)
+		if err != nil {
+			return nil, fmt.Errorf("json.dumps: %w", err)
+		}
+		return starlark.String(s), nil
+	})
+}
