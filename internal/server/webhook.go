@@ -25,10 +25,12 @@ type WebhookOptions struct {
 	Secret string
 	// Registries are the GitHub registries events may refresh.
 	Registries []WebhookRegistry
-	// Window is how long a push waits for more pushes to the same
-	// registry before the refresh starts, so that a burst makes one
-	// refresh; zero means 250 milliseconds.
-	Window time.Duration
+	// Window is how long pushes to a registry must pause before its
+	// refresh starts, so that a burst makes one refresh; zero means 500
+	// milliseconds. MaxWait bounds the wait from the first push; zero
+	// means 3 seconds.
+	Window  time.Duration
+	MaxWait time.Duration
 	// RefreshTimeout bounds a refresh a push started; zero means 50
 	// seconds.
 	RefreshTimeout time.Duration
@@ -57,18 +59,21 @@ type webhooks struct {
 	// secrets are the distinct configured secrets.
 	secrets []string
 
-	mu        sync.Mutex
-	scheduled map[string]bool // registry -> a refresh is waiting to start
+	mu      sync.Mutex
+	pending map[string]*pendingRefresh // registry -> the refresh waiting to start
 }
 
 func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger) *webhooks {
 	if opts.Window <= 0 {
-		opts.Window = 250 * time.Millisecond
+		opts.Window = 500 * time.Millisecond
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = 3 * time.Second
 	}
 	if opts.RefreshTimeout <= 0 {
 		opts.RefreshTimeout = 50 * time.Second
 	}
-	h := &webhooks{opts: opts, resolver: r, log: log, scheduled: map[string]bool{}}
+	h := &webhooks{opts: opts, resolver: r, log: log, pending: map[string]*pendingRefresh{}}
 	seen := map[string]bool{}
 	add := func(s string) {
 		if s != "" && !seen[s] {
@@ -181,24 +186,40 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "refresh scheduled", Registries: names})
 }
 
-// request schedules a refresh of the named registry after the window,
-// unless one is already waiting: pushes that arrive before it starts are
-// served by it, later ones schedule the next.
+// request schedules a refresh of the named registry once pushes to it
+// have paused for the window (at most MaxWait after the first): pushes
+// that arrive before it starts are served by it, later ones schedule the
+// next.
 func (h *webhooks) request(name string, refresh func(context.Context) error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.scheduled[name] {
+	now := time.Now()
+	if p, ok := h.pending[name]; ok {
+		p.last = now
 		return
 	}
-	h.scheduled[name] = true
-	time.AfterFunc(h.opts.Window, func() {
+	p := &pendingRefresh{first: now, last: now}
+	h.pending[name] = p
+	var fire func()
+	fire = func() {
 		h.mu.Lock()
-		delete(h.scheduled, name)
+		wait := min(time.Until(p.last.Add(h.opts.Window)), time.Until(p.first.Add(h.opts.MaxWait)))
+		if wait > 0 {
+			// Pushes kept coming: wait for them to pause.
+			time.AfterFunc(wait, fire)
+			h.mu.Unlock()
+			return
+		}
+		delete(h.pending, name)
 		h.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
 		defer cancel()
 		if err := refresh(ctx); err != nil {
 			h.log.Warn("refresh after a push failed", "registry", name, "err", err)
 		}
-	})
+	}
+	time.AfterFunc(h.opts.Window, fire)
 }
+
+// pendingRefresh is a refresh waiting for pushes to pause.
+type pendingRefresh struct{ first, last time.Time }
