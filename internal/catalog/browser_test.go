@@ -209,6 +209,34 @@ func TestBrowser(t *testing.T) {
 	}
 	_ = js // Evaluate runs over CDP even with page scripts disabled.
 
+	// At a phone's width the page does not scroll sideways, and the dark
+	// scheme follows prefers-color-scheme.
+	var overflow bool
+	var light, dark string
+	err = chromedp.Run(ctx,
+		emulation.SetScriptExecutionDisabled(false),
+		emulation.SetDeviceMetricsOverride(390, 844, 2, true),
+		chromedp.Navigate(e.url+"/t/apps/guestbook:v1.1"),
+		chromedp.WaitVisible(`#versions`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow),
+		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &light),
+		screenshot(t, "9-phone"),
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}),
+		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &dark),
+		screenshot(t, "10-phone-dark"),
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}),
+		emulation.ClearDeviceMetricsOverride(),
+	)
+	if err != nil {
+		t.Fatalf("phone width: %v", err)
+	}
+	if overflow {
+		t.Errorf("the template page scrolls sideways at 390 px")
+	}
+	if light == dark {
+		t.Errorf("prefers-color-scheme: dark leaves the background %s", light)
+	}
+
 	// The README's screenshot of the template page.
 	if out := os.Getenv("DM_UPDATE_SCREENSHOT"); out != "" {
 		var buf []byte
