@@ -104,6 +104,9 @@ type webhookAnswer struct {
 	Reason     string   `json:"reason,omitempty"`
 }
 
+// ServeHTTP answers one GitHub delivery: 404 without a secret, 401 for a
+// missing or bad signature, 200 for a ping, 202 for everything else (a
+// push to a tracked branch schedules a refresh).
 func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.enabled() {
 		writeJSON(w, http.StatusNotFound, api.Error{Error: "webhooks are disabled: registryd has no webhook secret (set REGISTRYD_WEBHOOK_SECRET or --webhook-secret)"})
