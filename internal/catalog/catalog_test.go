@@ -323,3 +323,44 @@ func TestSplitAction(t *testing.T) {
 		}
 	}
 }
+
+// TestNewVersionListed: a version added by a refresh appears on the pages
+// of the template's other versions, which were shown before.
+func TestNewVersionListed(t *testing.T) {
+	e := newTestEnv(t)
+	page := e.url + "/t/redis:v1.0.1@" + digestOf(t, e, "redis:v1.0.1")
+	if _, body := get(t, page); strings.Contains(body, "v1.0.3") {
+		t.Fatal("v1.0.3 listed before it exists")
+	}
+	dir := filepath.Join(e.dir, "redis", "v1.0.3")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(e.dir, "redis", "v1.0.2"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, page)
+	if !strings.Contains(body, `v1 →</span> <span class="short">v1.0 →</span> <a href="/t/github.com/acme/templates/redis:v1.0.3@`) {
+		t.Errorf("v1.0.3 is not listed as what v1 resolves to:\n%s", body)
+	}
+}
+
+func digestOf(t *testing.T, e *testEnv, ref string) string {
+	t.Helper()
+	for _, v := range mustVersions(t, e, ref) {
+		if strings.HasSuffix(v.Ref, ":"+strings.SplitN(ref, ":", 2)[1]) {
+			return v.Digest
+		}
+	}
+	t.Fatalf("no version %s", ref)
+	return ""
+}
+
+func mustVersions(t *testing.T, e *testEnv, ref string) []api.VersionInfo {
+	t.Helper()
+	tm, err := e.svc.Versions(context.Background(), strings.SplitN(ref, ":", 2)[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.Versions
+}

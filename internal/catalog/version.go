@@ -16,8 +16,8 @@ import (
 	"github.com/dmhq/dm/internal/index"
 )
 
-// versionPage is what a version's page shows that never changes for its
-// content: built once per canonical reference and digest.
+// versionPage is what a version's page shows that changes only with the
+// registry's index: built once per version and snapshot.
 type versionPage struct {
 	TV       *api.TemplateVersion
 	Base     string // the reference without version
@@ -82,7 +82,13 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 	if err != nil {
 		return nil, "", err
 	}
-	key := res.Resolved + "@" + res.Digest
+	// The page lists the template's other versions too: it lasts as long
+	// as the registry's snapshot.
+	var snap *index.Snapshot
+	if g, ok := c.svc.Resolver().Registry(res.Registry); ok {
+		snap = g.Snapshot()
+	}
+	key := fmt.Sprintf("%s@%s|%p", res.Resolved, res.Digest, snap)
 	c.mu.Lock()
 	vp := c.cache[key]
 	c.mu.Unlock()
