@@ -145,7 +145,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 	}
 	op, left, right := params.Args[0].String(), params.Args[1], params.Args[2]
 	tooBig := func(n int) error {
-		g.err = limitErr("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", left.String()[:min(20, len(left.String()))], op, right.String()[:min(20, len(right.String()))], n)
+		g.err = limitErr("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", jinjaPreview(left), op, jinjaPreview(right), n)
 		return g.err
 	}
 	switch op {
@@ -202,4 +202,22 @@ func concat(a, b string, limit int, tooBig func(int) error) (any, error) {
 		return nil, tooBig(len(a) + len(b))
 	}
 	return a + b, nil
+}
+
+// jinjaPreview names a value for an error without printing all of it: a
+// list of a million items printed to be cut to 20 characters took seconds.
+func jinjaPreview(v *exec.Value) string {
+	switch {
+	case v.IsList():
+		return fmt.Sprintf("a list of %d items", v.Len())
+	case v.IsDict():
+		return fmt.Sprintf("a dict of %d items", v.Len())
+	case v.IsString():
+		s := v.String()
+		if len(s) > 20 {
+			return fmt.Sprintf("%q... (%d bytes)", s[:20], len(s))
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return v.String()
 }
