@@ -364,3 +364,31 @@ func mustVersions(t *testing.T, e *testEnv, ref string) []api.VersionInfo {
 	}
 	return tm.Versions
 }
+
+// panicky is an expander that panics, as a broken engine might.
+type panicky struct{}
+
+func (panicky) Expand(context.Context, *api.ExpandRequest) (*api.ExpandResult, error) {
+	panic("engine bug")
+}
+
+// TestExamplesPanic: a panic while testing an example is that example's
+// error, not the end of registryd.
+func TestExamplesPanic(t *testing.T) {
+	e := newTestEnv(t)
+	ex := NewExamples(ExamplesOptions{Resolver: e.svc.Resolver(), Expander: panicky{}, Poll: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ex.Run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for c := ex.Counts(); c.Pending > 0 || c.Error == 0; c = ex.Counts() {
+		if time.Now().After(deadline) {
+			t.Fatalf("counts %+v", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, _ := e.svc.Resolve(context.Background(), "redis:v1", "")
+	if st := ex.Status(res.Registry, res.Digest); st == nil || st.Status != StatusError || !strings.Contains(st.Error, "engine bug") {
+		t.Errorf("status %+v", st)
+	}
+}

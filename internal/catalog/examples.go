@@ -335,9 +335,17 @@ func (e *Examples) worker(ctx context.Context) {
 
 // test reads the version's title and expands its example. It returns nil
 // when the source is unavailable (rate limits, outages), to be tried again.
-func (e *Examples) test(ctx context.Context, j exampleJob) *ExampleResult {
+func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 	v := j.version
-	r := &ExampleResult{Ref: v.Ref, Tested: time.Now()}
+	r = &ExampleResult{Ref: v.Ref, Tested: time.Now()}
+	defer func() {
+		// Other people's templates must not take registryd down, whatever
+		// an engine does with them.
+		if p := recover(); p != nil {
+			e.log.Error("panic testing an example", "version", v.Ref, "panic", p)
+			r = &ExampleResult{Ref: v.Ref, Tested: time.Now(), Status: StatusError, Error: fmt.Sprintf("internal error expanding %s: %v", v.Example, p)}
+		}
+	}()
 	read := func(rel string) ([]byte, error) {
 		f, ok := v.File(rel)
 		if !ok {
