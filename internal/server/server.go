@@ -153,7 +153,10 @@ func New(opts Options) *Server {
 	if s.queueWait <= 0 {
 		s.queueWait = 5 * time.Second
 	}
-	s.expander = s.svc
+	if s.expander == nil {
+		// Unless a sandbox's Options.Expander set it above.
+		s.expander = s.svc
+	}
 	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: s.expander, Workers: opts.ExampleWorkers, Logger: s.log})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
 	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log)
