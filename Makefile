@@ -37,11 +37,16 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzParseConfig:30000x \
 	./internal/expand:FuzzFastYAML:50000x \
 	./internal/expand:FuzzEmitYAML:50000x \
+	./internal/expand:FuzzPythonRewrites:50000x \
+	./internal/expand:FuzzPyPercent:20000x \
+	./internal/expand:FuzzJinjaTagNewlines:50000x \
+	./internal/expand:FuzzPyYAMLDump:20000x \
 	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
 	./internal/deploy/driver:FuzzDecode:50000x \
+	./internal/deploy/kube:FuzzExportParam:100000x \
 	./internal/catalog:FuzzForm:20000x
 
 fuzz:
