@@ -106,6 +106,8 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	filters := boundedFilters(limit)
 	_ = filters.Replace("round", jinjaRound)
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
+	_ = filters.Replace("format", jinjaFormat(limit))
+	_ = filters.Replace("dictsort", jinjaDictsort)
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}
@@ -225,6 +227,9 @@ func (gi *guardedInclude) Execute(r *exec.Renderer, b *nodes.ControlStructureBlo
 		return err
 	}
 	defer func() { g.depth-- }()
+	if inc, ok := gi.inner.(*controlStructures.IncludeControlStructure); ok {
+		return executeInclude(r, inc)
+	}
 	return gi.inner.Execute(r, b)
 }
 

@@ -134,7 +134,7 @@ func rewriteOperator(be *nodes.BinaryExpression) {
 
 // jinjaArith is a*b, a+b and a~b with gonja's semantics, refusing results
 // larger than the render's MaxOutputBytes (a list element counts as 16
-// bytes).
+// bytes), and a%b, a/b, a//b and a**b with jinja2's (jinjaMoreArith).
 func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 	if len(params.Args) != 3 {
 		return nil, errors.New(arithFunc + " is internal to dm")
@@ -163,7 +163,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			}
 			return strings.Repeat(s, n), nil
 		}
-		return left.Integer() * right.Integer(), nil
+		return jinjaInt(left) * jinjaInt(right), nil
 	case "+":
 		if left.IsList() {
 			if !right.IsList() {
@@ -189,7 +189,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 		if left.IsString() || right.IsString() {
 			return concat(left.String(), right.String(), g.maxBytes, tooBig)
 		}
-		return left.Integer() + right.Integer(), nil
+		return jinjaInt(left) + jinjaInt(right), nil
 	case "~":
 		return concat(left.String(), right.String(), g.maxBytes, tooBig)
 	default:

@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"unsafe"
 
@@ -47,6 +48,13 @@ func jinjaPlain(v *exec.Value, order *keyOrder) any {
 	case v.IsString():
 		return v.String()
 	case v.IsList():
+		if t, ok := v.Interface().(pyTuple); ok {
+			out := make(pyTuple, len(t))
+			for i, e := range t {
+				out[i] = jinjaPlain(exec.ToValue(e), order)
+			}
+			return out
+		}
 		out := make([]any, v.Len())
 		for i := range out {
 			out[i] = jinjaPlain(v.Index(i), order)
@@ -304,6 +312,9 @@ func defined(r *exec.Renderer, expr nodes.Expression) bool {
 	case *nodes.None:
 		return true
 	case *nodes.Name:
+		if x.Name.Val == "none" { // jinja2's lower-case literal
+			return true
+		}
 		_, ok := r.Environment.Context.Get(x.Name.Val)
 		return ok
 	case *nodes.GetAttribute:
@@ -566,7 +577,7 @@ func orderedItems(order *keyOrder, m map[string]any, what string) []any {
 		case "values":
 			out[i] = m[k]
 		default:
-			out[i] = []any{k, m[k]}
+			out[i] = pyTuple{k, m[k]}
 		}
 	}
 	return out
@@ -623,7 +634,7 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 		case "values":
 			out[i] = p.Value
 		default:
-			out[i] = []any{p.Key, p.Value}
+			out[i] = pyTuple{p.Key, p.Value}
 		}
 	}
 	return exec.AsValue(out)
@@ -648,4 +659,145 @@ func copyOrdered(order *keyOrder, v any) any {
 		return l
 	}
 	return value.Copy(v)
+}
+
+// jinjaFormat is jinja2's format filter: Python's % with the filter's
+// arguments (or keyword arguments as a mapping).
+func jinjaFormat(limit int) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		var args any
+		if len(params.KwArgs) > 0 {
+			d := pyDict{}
+			for _, k := range sortedKeys(params.KwArgs) {
+				d = append(d, pyItem{k, jinjaPlain(params.KwArgs[k], nil)})
+			}
+			args = d
+		} else {
+			t := make(pyTuple, len(params.Args))
+			for i, a := range params.Args {
+				t[i] = jinjaPlain(a, nil)
+			}
+			args = t
+		}
+		s, err := pyPercent(in.String(), args, limit)
+		if err != nil {
+			return exec.AsValue(fmt.Errorf("format: %w", err))
+		}
+		return exec.AsValue(s)
+	}
+}
+
+// jinjaInt is an operand as Python's int: True is 1.
+func jinjaInt(v *exec.Value) int {
+	if v.IsBool() {
+		if v.Bool() {
+			return 1
+		}
+		return 0
+	}
+	return v.Integer()
+}
+
+// jinjaDictsort is jinja2's dictsort: (key, value) pairs sorted by key
+// (or by="value"), case-insensitively unless case_sensitive.
+func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	caseSensitive, byValue, reverse := false, false, false
+	for i, a := range params.Args {
+		switch i {
+		case 0:
+			caseSensitive = a.IsTrue()
+		case 1:
+			byValue = a.String() == "value"
+		case 2:
+			reverse = a.IsTrue()
+		}
+	}
+	if v, ok := params.KwArgs["case_sensitive"]; ok {
+		caseSensitive = v.IsTrue()
+	}
+	if v, ok := params.KwArgs["by"]; ok {
+		switch v.String() {
+		case "key":
+		case "value":
+			byValue = true
+		default:
+			return exec.AsValue(errors.New("dictsort: you can only sort by either \"key\" or \"value\""))
+		}
+	}
+	if v, ok := params.KwArgs["reverse"]; ok {
+		reverse = v.IsTrue()
+	}
+	var items []pyTuple
+	switch d := jinjaPlain(in, nil).(type) {
+	case pyDict:
+		for _, it := range d {
+			items = append(items, pyTuple{it.K, it.V})
+		}
+	default:
+		return exec.AsValue(fmt.Errorf("dictsort: %s is not a dict", pyTypeName(d)))
+	}
+	key := func(t pyTuple) any {
+		k := t[0]
+		if byValue {
+			k = t[1]
+		}
+		if s, ok := k.(string); ok && !caseSensitive {
+			return strings.ToLower(s)
+		}
+		return k
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := key(items[i]), key(items[j])
+		if reverse {
+			a, b = b, a
+		}
+		return pyLess(a, b)
+	})
+	out := make([]any, len(items))
+	for i, t := range items {
+		out[i] = t
+	}
+	return exec.AsValue(out)
+}
+
+// executeInclude is gonja's {% include %}, with the included file's own
+// statements rewritten as the including file's are (boundOperators): gonja
+// parses an included file at render time, where no parse hook sees its
+// top-level {{ }}.
+func executeInclude(r *exec.Renderer, inc *controlStructures.IncludeControlStructure) error {
+	field := func(name string) any {
+		f := reflect.ValueOf(inc).Elem().FieldByName(name)
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface()
+	}
+	if field("isEmpty").(bool) {
+		return nil
+	}
+	ignoreMissing := field("ignoreMissing").(bool)
+	name := r.Eval(field("filenameExpression").(nodes.Expression))
+	if name.IsError() {
+		return fmt.Errorf("unable to evaluate filename: %w", name)
+	}
+	file, err := r.Loader.Resolve(name.String())
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to resolve filename: %w", err)
+	}
+	loader, err := r.Loader.Inherit(file)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to inherit loader: %w", err)
+	}
+	included, err := exec.NewTemplate(file, r.Config, loader, r.Environment)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("unable to load template '%s': %w", file, err)
+	}
+	boundOperators(reflect.ValueOf(included.Root()))
+	return exec.NewRenderer(r.Environment, r.Output, r.Config.Inherit(), loader, included).Execute()
 }

@@ -1,18 +1,21 @@
 package expand
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/index"
+	"go.starlark.net/starlark"
 )
 
 // renderOne runs one template file through its engine with properties
@@ -59,7 +62,9 @@ func renderOne(t testing.TB, file, src string, props map[string]any, extra map[s
 
 // jinjaProps are the properties of the jinja2 cases (see
 // testdata/python/jinja_cases_gen.py).
-var jinjaProps = map[string]any{"n": nil, "s": "x", "l": []any{int64(1), nil, "a"}, "d": map[string]any{"a": nil, "b": int64(1)}, "f": 2.5}
+var jinjaProps = map[string]any{"n": nil, "s": "x", "l": []any{int64(1), nil, "a"}, "d": map[string]any{"a": nil, "b": int64(1)}, "f": 2.5,
+	"zones": []any{"us-a", "us-b"}, "count": int64(3), "name": "Web App",
+	"ports": []any{map[string]any{"name": "http", "port": int64(80)}, map[string]any{"name": "https", "port": int64(443)}}}
 
 // TestJinjaAsJinja2 renders the cases of testdata/python/jinja_cases.json,
 // whose expected output jinja2 produced (regenerate with
@@ -83,6 +88,16 @@ func TestJinjaAsJinja2(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, c[1])
 			}
 		})
+	}
+}
+
+// TestJinjaInclude checks that an included file's own {{ }} behave as
+// the including file's.
+func TestJinjaInclude(t *testing.T) {
+	inc := map[string]string{"inc.jinja": "{{ properties.n }}-{{ '%s=%d' % ('a', 1) }}-{{ 2 ** 3 }}"}
+	got, err := renderOne(t, "t.jinja", "{% include 'inc.jinja' %}|{% include 'nope.jinja' ignore missing %}", map[string]any{"n": nil}, inc)
+	if want := "None-a=1-8|"; err != nil || got != want {
+		t.Errorf("got %q, %v; want %q", got, err, want)
 	}
 }
 
@@ -120,6 +135,17 @@ func TestJinjaErrors(t *testing.T) {
 // TestPanicsAreErrors checks the recovery every engine's render defers:
 // a panic becomes an invalid-argument error naming the file and line.
 func TestPanicsAreErrors(t *testing.T) {
+	// dm's Starlark builtins turn a panic into an error at the calling line.
+	d := starlark.StringDict{"boom": starlark.NewBuiltin("boom", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+		panic("bad")
+	})}
+	recoverBuiltins(d)
+	_, serr := starlark.ExecFile(&starlark.Thread{}, "f.py", "x = 1\n\ny = boom()\n", d)
+	var ee *starlark.EvalError
+	if !errors.As(serr, &ee) || !strings.Contains(ee.Backtrace(), "f.py:3:") || !strings.Contains(serr.Error(), "boom failed: bad") {
+		t.Errorf("got %v, want the panic as an error at f.py:3", serr)
+	}
+
 	var err error
 	func() {
 		defer recoverEngine("Test", "f.py", func() int { return 7 }, &err)
@@ -173,6 +199,9 @@ func TestPythonShims(t *testing.T) {
 		{"percent formatting", "x = '%05.1f|%-4s|%x|%s|%r|%3d%%|%+.2e' % (3.14159, 'ab', 255, None, 'q', 7, 12345.678)", `"003.1|ab  |ff|None|'q'|  7%|+1.23e+04"`},
 		{"percent formatting by name", "x = '%(a)s-%(b)03d' % {'a': 'x', 'b': 2}", `"x-002"`},
 		{"percent of numbers stays modulo", "x = [7 % 3, -7 % 3, 7.5 % 2]", `[1,2,1.5]`},
+		{"padding methods", "x = ['ab'.center(5, '*'), 'abc'.center(6, '*'), 'a'.center(2, '*'), '-5'.zfill(4), 'ab'.ljust(4, '.'), 'ab'.rjust(4)]", `["**ab*","*abc**","a*","-005","ab..","  ab"]`},
+		{"sum map filter", "x = [sum([1, 2.5]), sum([1, 2], 10), map(str, [1, 2]), map(lambda a, b: a + b, [1, 2], [3, 4]), filter(None, [0, 1, '']), filter(lambda v: v > 1, [1, 2, 3])]", `[3.5,13,["1","2"],[4,6],[1],[2,3]]`},
+		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
 		{"yaml.dump as PyYAML", "x = yaml.dump({'b': ['x', 'yes'], 'a': {'c': None}})", `"a:\n  c: null\nb:\n- x\n- 'yes'\n"`},
 	}
@@ -196,6 +225,7 @@ func TestPythonRefused(t *testing.T) {
 		{"f-string", "y = 1\nx = f'{y}'", "t.py:8: f-strings are not supported in Python-style templates; use % or format"},
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
+		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
 		{"list of a huge range", "x = list(range(100000000))", "t.py:7: list() of 100000000 elements would make a value of 1600000000 bytes"},
 	}
 	for _, tt := range tests {
@@ -292,5 +322,48 @@ func TestPythonClasses(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), r.want) {
 			t.Errorf("%q: got %v, want an error containing %q", r.src, err, r.want)
 		}
+	}
+}
+
+// TestStrFormat compares str.format with format specs with Python's
+// answers (testdata/python/str_format.json: format, args, kwargs, want).
+func TestStrFormat(t *testing.T) {
+	data, err := os.ReadFile("testdata/python/str_format.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases [][4]json.RawMessage
+	if err := json.Unmarshal(data, &cases); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		var format, want string
+		var args []any
+		var kwargs map[string]any
+		for i, p := range []any{&format, &args, &kwargs, &want} {
+			d := json.NewDecoder(bytes.NewReader(c[i]))
+			d.UseNumber() // 1 and 1.0 stay as written
+			if err := d.Decode(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Run(format, func(t *testing.T) {
+			src := "x = " + strconv.Quote(format) + ".format("
+			for _, a := range args {
+				b, _ := json.Marshal(a)
+				src += string(b) + ", "
+			}
+			for k, v := range kwargs {
+				b, _ := json.Marshal(v)
+				src += k + "=" + string(b) + ", "
+			}
+			got, err := runPy(t, src+")")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if w, _ := json.Marshal(want); got != string(w) {
+				t.Errorf("got %s, want %s", got, w)
+			}
+		})
 	}
 }

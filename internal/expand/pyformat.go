@@ -382,19 +382,9 @@ func (s pySpec) format(v any) (string, error) {
 		}
 		return "", errors.New("%c requires int or char")
 	case 'd', 'i', 'u', 'o', 'x', 'X':
-		var n *big.Int
+		n, _ := pyToInt(v)
 		switch x := v.(type) {
-		case bool:
-			n = big.NewInt(0)
-			if x {
-				n.SetInt64(1)
-			}
-		case int64:
-			n = big.NewInt(x)
-		case int:
-			n = big.NewInt(int64(x))
-		case *big.Int:
-			n = x
+		case bool, int64, int, *big.Int:
 		case float64:
 			if s.verb == 'o' || s.verb == 'x' || s.verb == 'X' {
 				return "", fmt.Errorf("%%%c format: an integer is required, not float", s.verb)
@@ -431,21 +421,8 @@ func (s pySpec) format(v any) (string, error) {
 		}
 		return s.pad(s.sign(n.Sign() < 0), digits, true), nil
 	case 'e', 'E', 'f', 'F', 'g', 'G':
-		var f float64
-		switch x := v.(type) {
-		case bool:
-			if x {
-				f = 1
-			}
-		case int64:
-			f = float64(x)
-		case int:
-			f = float64(x)
-		case *big.Int:
-			f, _ = new(big.Float).SetInt(x).Float64()
-		case float64:
-			f = x
-		default:
+		f, ok := pyToFloat(v)
+		if !ok {
 			return "", fmt.Errorf("must be real number, not %s", pyTypeName(v))
 		}
 		neg := math.Signbit(f) && !math.IsNaN(f)
@@ -508,4 +485,34 @@ func (s pySpec) pad(sign, body string, numeric bool) string {
 		return sign + strings.Repeat("0", fill) + body
 	}
 	return strings.Repeat(" ", fill) + sign + body
+}
+
+// pyToInt is an int or bool as a big.Int.
+func pyToInt(v any) (*big.Int, bool) {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return big.NewInt(1), true
+		}
+		return big.NewInt(0), true
+	case int64:
+		return big.NewInt(x), true
+	case int:
+		return big.NewInt(int64(x)), true
+	case *big.Int:
+		return x, true
+	}
+	return nil, false
+}
+
+// pyToFloat is a number or bool as a float64.
+func pyToFloat(v any) (float64, bool) {
+	if f, ok := v.(float64); ok {
+		return f, true
+	}
+	if n, ok := pyToInt(v); ok {
+		f, _ := new(big.Float).SetInt(n).Float64()
+		return f, true
+	}
+	return 0, false
 }

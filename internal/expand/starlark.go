@@ -317,6 +317,9 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		for k, v := range d {
 			m[k] = v
 		}
+		if isBuiltinModule(name) {
+			recoverBuiltins(m)
+		}
 		m[moduleExport] = starlarkstruct.FromStringDict(starlark.String(name), d)
 		d = m
 	default:

@@ -192,5 +192,6 @@ func starlarkBounds(limit int) starlark.StringDict {
 	for k, v := range pyBuiltins(limit) {
 		d[k] = v
 	}
+	recoverBuiltins(d)
 	return d
 }

@@ -3,6 +3,8 @@ package expand
 import (
 	"fmt"
 	"sort"
+	"strings"
+	"unicode/utf8"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
@@ -33,7 +35,8 @@ var pyTypeNames = map[string]string{
 }
 
 // py2Methods are the methods rewritten into __dm_method__ calls.
-var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true}
+var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
+	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -103,13 +106,10 @@ func starTypeNames(t starlark.Value) ([]string, error) {
 	return nil, fmt.Errorf("isinstance: %s is not a type dm knows (dict, list, tuple, str, int, float, bool, basestring, unicode)", t)
 }
 
+// builtin makes a Starlark builtin; recoverBuiltins makes its panics
+// errors where it is predeclared or part of a module.
 func builtin(name string, fn func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
-	return starlark.NewBuiltin(name, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (v starlark.Value, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("%s failed: %v", name, p)
-			}
-		}()
+	return starlark.NewBuiltin(name, func(th *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		return fn(th, args, kwargs)
 	})
 }
@@ -158,6 +158,12 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return starlark.Bool(found), err
 			}
 		}
+		if str, ok := recv.(starlark.String); ok && name != "format" {
+			return padString(string(str), name, rest, limit)
+		}
+		if str, ok := recv.(starlark.String); ok && usesFormatSpec(string(str)) {
+			return starFormat(string(str), rest, kwargs, limit)
+		}
 		ha, ok := recv.(starlark.HasAttrs)
 		if !ok {
 			return nil, fmt.Errorf("%s has no .%s field or method", recv.Type(), name)
@@ -193,6 +199,91 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
 	}
+	d["sum"] = builtin("sum", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		var seq starlark.Iterable
+		var start starlark.Value = starlark.MakeInt(0)
+		if err := starlark.UnpackArgs("sum", args, kwargs, "iterable", &seq, "start?", &start); err != nil {
+			return nil, err
+		}
+		acc := start
+		it := seq.Iterate()
+		defer it.Done()
+		var x starlark.Value
+		for it.Next(&x) {
+			switch x.(type) {
+			case starlark.Int, starlark.Float, starlark.Bool:
+			default:
+				return nil, fmt.Errorf("sum: dm sums numbers, not %s", x.Type())
+			}
+			if b, ok := x.(starlark.Bool); ok {
+				x = starlark.MakeInt(0)
+				if b {
+					x = starlark.MakeInt(1)
+				}
+			}
+			var err error
+			if acc, err = starlark.Binary(syntax.PLUS, acc, x); err != nil {
+				return nil, fmt.Errorf("sum: %w", err)
+			}
+		}
+		return acc, nil
+	})
+	// map and filter return lists, as in Python 2.
+	d["map"] = builtin("map", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) < 2 || len(kwargs) > 0 {
+			return nil, fmt.Errorf("map: want a function and one or more sequences")
+		}
+		seqs := make([]starlark.Indexable, len(args)-1)
+		n := -1
+		for i, a := range args[1:] {
+			l, err := materialise(th, a, limit)
+			if err != nil {
+				return nil, fmt.Errorf("map: %w", err)
+			}
+			seqs[i] = l
+			if n < 0 || l.Len() < n {
+				n = l.Len()
+			}
+		}
+		out := make([]starlark.Value, n)
+		for i := range out {
+			call := make(starlark.Tuple, len(seqs))
+			for j, sq := range seqs {
+				call[j] = sq.Index(i)
+			}
+			v, err := starlark.Call(th, args[0], call, nil)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return starlark.NewList(out), nil
+	})
+	d["filter"] = builtin("filter", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) != 2 || len(kwargs) > 0 {
+			return nil, fmt.Errorf("filter: want a function (or None) and a sequence")
+		}
+		l, err := materialise(th, args[1], limit)
+		if err != nil {
+			return nil, fmt.Errorf("filter: %w", err)
+		}
+		var out []starlark.Value
+		for i := 0; i < l.Len(); i++ {
+			x := l.Index(i)
+			keep := x.Truth()
+			if args[0] != starlark.None {
+				v, err := starlark.Call(th, args[0], starlark.Tuple{x}, nil)
+				if err != nil {
+					return nil, err
+				}
+				keep = v.Truth()
+			}
+			if keep {
+				out = append(out, x)
+			}
+		}
+		return starlark.NewList(out), nil
+	})
 	for k, v := range classBuiltins() {
 		d[k] = v
 	}
@@ -461,4 +552,103 @@ func jsonDumps(limit int) *starlark.Builtin {
 		}
 		return starlark.String(s), nil
 	})
+}
+
+// materialise returns an iterable as an indexable sequence, refusing
+// ones longer than limit allows.
+func materialise(th *starlark.Thread, v starlark.Value, limit int) (starlark.Indexable, error) {
+	if s, ok := v.(starlark.Sequence); ok && 16*s.Len() > limit {
+		return nil, limitErr("MaxOutputBytes", limit, "a sequence of %d elements would make a value of %d bytes", s.Len(), 16*s.Len())
+	}
+	if ix, ok := v.(starlark.Indexable); ok {
+		if _, isStr := v.(starlark.String); !isStr {
+			return ix, nil
+		}
+	}
+	it, ok := v.(starlark.Iterable)
+	if !ok {
+		return nil, fmt.Errorf("%s is not iterable", v.Type())
+	}
+	var out []starlark.Value
+	iter := it.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		out = append(out, x)
+		if 16*len(out) > limit {
+			return nil, limitErr("MaxOutputBytes", limit, "a sequence of more than %d elements", limit/16)
+		}
+	}
+	return starlark.NewList(out), nil
+}
+
+// padString is Python's str.zfill, ljust, rjust and center, refusing
+// widths over limit.
+func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, error) {
+	if len(args) < 1 || len(args) > 2 || name == "zfill" && len(args) != 1 {
+		return nil, fmt.Errorf("%s: wrong number of arguments", name)
+	}
+	w, err := starlark.AsInt32(args[0])
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if w > limit {
+		return nil, sizeErr(fmt.Sprintf("%s(%d)", name, w), w, limit)
+	}
+	fill := " "
+	if len(args) == 2 {
+		f, ok := starlark.AsString(args[1])
+		if !ok || utf8.RuneCountInString(f) != 1 {
+			return nil, fmt.Errorf("%s: the fill character must be exactly one character long", name)
+		}
+		fill = f
+	}
+	n := w - utf8.RuneCountInString(s)
+	if n <= 0 {
+		return starlark.String(s), nil
+	}
+	switch name {
+	case "zfill":
+		sign := ""
+		if s != "" && (s[0] == '-' || s[0] == '+') {
+			sign, s = s[:1], s[1:]
+		}
+		return starlark.String(sign + strings.Repeat("0", n) + s), nil
+	case "ljust":
+		return starlark.String(s + strings.Repeat(fill, n)), nil
+	case "rjust":
+		return starlark.String(strings.Repeat(fill, n) + s), nil
+	}
+	// center: Python puts the extra character on the right when the
+	// width and the string differ in parity and the string is even.
+	left := n / 2
+	if n%2 == 1 && w%2 == 1 {
+		left++
+	}
+	return starlark.String(strings.Repeat(fill, left) + s + strings.Repeat(fill, n-left)), nil
+}
+
+// starFormat is str.format with Python's format specs.
+func starFormat(format string, args starlark.Tuple, kwargs []starlark.Tuple, limit int) (starlark.Value, error) {
+	pos := make([]any, len(args))
+	for i, a := range args {
+		v, err := starPlain(a, 0)
+		if err != nil {
+			return nil, err
+		}
+		pos[i] = v
+	}
+	named := make(map[string]any, len(kwargs))
+	for _, kw := range kwargs {
+		v, err := starPlain(kw[1], 0)
+		if err != nil {
+			return nil, err
+		}
+		named[string(kw[0].(starlark.String))] = v
+	}
+	out, err := pyStrFormat(format, pos, named, limit)
+	if err != nil {
+		return nil, fmt.Errorf("format: %w", err)
+	}
+	return starlark.String(out), nil
 }

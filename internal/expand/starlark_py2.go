@@ -171,7 +171,8 @@ func lexPython(file, s string) ([]pyLexeme, error) {
 				i++
 			}
 			word := s[start:i]
-			if i < len(s) && (s[i] == '\'' || s[i] == '"') && len(word) <= 2 && strings.Trim(strings.ToLower(word), "rbuf") == "" && (start == 0 || !isIdent(s[start-1])) {
+			isPrefix := word == "" || len(word) <= 2 && strings.Trim(strings.ToLower(word), "rbuf") == ""
+			if i < len(s) && (s[i] == '\'' || s[i] == '"') && isPrefix {
 				q := i
 				end, nl, ok := scanString(s, q)
 				if !ok {

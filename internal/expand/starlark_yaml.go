@@ -255,11 +255,7 @@ func (e *pyYAMLEmitter) node(v any, root, sequence, mapping, simpleKey bool, dep
 				if e.column > e.bestWidth {
 					e.writeIndent()
 				}
-				if err := e.node(it.k, false, false, true, true, depth+1); err != nil {
-					return err
-				}
-				e.writeIndicator(":", false, false, false)
-				if err := e.node(it.v, false, false, true, false, depth+1); err != nil {
+				if err := e.pair(it, depth); err != nil {
 					return err
 				}
 			}
@@ -271,11 +267,7 @@ func (e *pyYAMLEmitter) node(v any, root, sequence, mapping, simpleKey bool, dep
 		e.increaseIndent(false, false)
 		for _, it := range items {
 			e.writeIndent()
-			if err := e.node(it.k, false, false, true, true, depth+1); err != nil {
-				return err
-			}
-			e.writeIndicator(":", false, false, false)
-			if err := e.node(it.v, false, false, true, false, depth+1); err != nil {
+			if err := e.pair(it, depth); err != nil {
 				return err
 			}
 		}
@@ -290,6 +282,15 @@ func (e *pyYAMLEmitter) node(v any, root, sequence, mapping, simpleKey bool, dep
 	e.scalar(text, isStr)
 	e.popIndent()
 	return nil
+}
+
+// pair writes a mapping's key (a simple key), the colon and the value.
+func (e *pyYAMLEmitter) pair(it pyYAMLItem, depth int) error {
+	if err := e.node(it.k, false, false, true, true, depth+1); err != nil {
+		return err
+	}
+	e.writeIndicator(":", false, false, false)
+	return e.node(it.v, false, false, true, false, depth+1)
 }
 
 // pyYAMLScalar is the text of a scalar as PyYAML's SafeRepresenter
