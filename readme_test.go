@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 )
@@ -153,6 +154,10 @@ scan:
 			} else {
 				word.WriteRune(r)
 			}
+		case r == '$' && !sq && i+1 < len(rs) && (rs[i+1] == '(' || rs[i+1] == '{' || rs[i+1] == '_' || unicode.IsLetter(rs[i+1])):
+			c.problem = "uses shell expansion ($...), which the test does not do: write the value out, or put the line in a ```text block"
+			word.WriteRune(r)
+			inWord = true
 		case dq:
 			if r == '"' {
 				dq = false
@@ -214,7 +219,7 @@ scan:
 			}
 			redirects = append(redirects, op)
 			targets = append(targets, len(c.words))
-		case (r == ';' || r == '&') && !inWord:
+		case r == ';' || r == '&':
 			c.problem = "runs several commands on one line (" + string(r) + "): put one command per line"
 			word.WriteRune(r)
 			inWord = true
@@ -754,6 +759,7 @@ func TestReadmeCommands(t *testing.T) {
 
 		stdin, stdout string
 		appendOut     bool
+		problem       string
 	}{
 		{line: "dm resolve redis:v1", words: []string{"dm", "resolve", "redis:v1"}},
 		{line: "dm resolve redis:v1.9   # exit 1", words: []string{"dm", "resolve", "redis:v1.9"}, exit: 1},
@@ -766,6 +772,10 @@ func TestReadmeCommands(t *testing.T) {
 		{line: "dm expand - <app.yaml >>out.yaml", words: []string{"dm", "expand", "-"}, stdin: "app.yaml", stdout: "out.yaml", appendOut: true},
 		{line: "dm expand 'a>b'", words: []string{"dm", "expand", "a>b"}},
 		{line: "dm describe REF", synops: true},
+		{line: "dm expand $HOME/app.yaml", problem: "shell expansion"},
+		{line: `dm expand "$(pwd)/app.yaml"`, problem: "shell expansion"},
+		{line: "dm expand '$(ref.x)' a;", problem: "several commands"},
+		{line: "dm resolve redis:v1&& dm resolve redis:v2", problem: "several commands"},
 		{line: "dm templates [REGEXP]", synops: true},
 		{line: "dm versions [COLLECTION/]TEMPLATE", synops: true},
 		{line: "dm lint DIR [--expand]", synops: true},
@@ -777,6 +787,12 @@ func TestReadmeCommands(t *testing.T) {
 		{line: "dm expand redis:v1 --properties 'tag=LATEST'", words: []string{"dm", "expand", "redis:v1", "--properties", "tag=LATEST"}},
 	} {
 		c := parseReadmeCmd(1, tc.line)
+		if tc.problem != "" {
+			if !strings.Contains(c.problem, tc.problem) {
+				t.Errorf("%q: problem %q, want one that says %q", tc.line, c.problem, tc.problem)
+			}
+			continue
+		}
 		if tc.synops {
 			if !strings.Contains(c.problem, "synopsis") {
 				t.Errorf("%q: problem %q, want a synopsis", tc.line, c.problem)
