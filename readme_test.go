@@ -30,7 +30,8 @@ import (
 //     must exit 0, or N when the line ends in `# exit N`;
 //   - a ```sh cluster block is run the same way against a real apiserver
 //     (internal/deploy/kubetest), with KUBECONFIG pointing at its admin
-//     kubeconfig and the namespaces its lines name created first;
+//     kubeconfig and the namespaces its lines name created first (unless
+//     the block creates them itself);
 //   - ```text (and every other info string) is not run: synopses with
 //     metavariables, commands that need the network.
 //
@@ -643,34 +644,34 @@ wait:
 }
 
 // readmeNamespaces lists the namespaces a cluster block's lines name with
-// -n/--namespace, so they can be created before the block runs.
+// -n/--namespace, so they can be created before the block runs; except
+// those the block creates itself before using them (`kubectl create
+// namespace X`, or a first use with --create-namespace), so that those lines
+// are tested as a reader with a fresh cluster runs them.
 func readmeNamespaces(cmds []readmeCmd) []string {
-	seen := map[string]bool{}
+	seen := map[string]bool{"default": true}
 	var out []string
-	add := func(ns string) {
-		if ns != "" && ns != "default" && !seen[ns] {
-			seen[ns] = true
-			out = append(out, ns)
-		}
-	}
 	for _, c := range cmds {
+		ns, creates := "", false
 		for i, w := range c.words {
 			switch {
 			case (w == "-n" || w == "--namespace") && i+1 < len(c.words):
-				add(c.words[i+1])
+				ns = c.words[i+1]
 			case strings.HasPrefix(w, "--namespace="):
-				add(strings.TrimPrefix(w, "--namespace="))
+				ns = strings.TrimPrefix(w, "--namespace=")
+			case w == "--create-namespace":
+				creates = true
 			}
 		}
-		// A line that creates the namespace itself must not find it there.
-		if len(c.words) >= 3 && c.words[0] == "kubectl" && c.words[1] == "create" && (c.words[2] == "namespace" || c.words[2] == "ns") && len(c.words) > 3 {
-			delete(seen, c.words[3])
-			for i, ns := range out {
-				if ns == c.words[3] {
-					out = append(out[:i], out[i+1:]...)
-					break
-				}
-			}
+		if len(c.words) >= 4 && c.words[0] == "kubectl" && c.words[1] == "create" && (c.words[2] == "namespace" || c.words[2] == "ns") {
+			ns, creates = c.words[3], true
+		}
+		if ns == "" || seen[ns] {
+			continue
+		}
+		seen[ns] = true
+		if !creates {
+			out = append(out, ns)
 		}
 	}
 	return out
