@@ -200,6 +200,7 @@ func TestPythonShims(t *testing.T) {
 		{"percent formatting by name", "x = '%(a)s-%(b)03d' % {'a': 'x', 'b': 2}", `"x-002"`},
 		{"percent of numbers stays modulo", "x = [7 % 3, -7 % 3, 7.5 % 2]", `[1,2,1.5]`},
 		{"padding methods", "x = ['ab'.center(5, '*'), 'abc'.center(6, '*'), 'a'.center(2, '*'), '-5'.zfill(4), 'ab'.ljust(4, '.'), 'ab'.rjust(4)]", `["**ab*","*abc**","a*","-005","ab..","  ab"]`},
+		{"list and dict methods", "l = [3, 1, 2]\nl.sort()\nm = ['b', 'A', 'c']\nm.sort(key=lambda s: s.lower(), reverse=True)\nn = [1, 2, 3]\nn.reverse()\nd = {'a': 1}\ne = d.copy()\ne['b'] = 2\nx = [l, m, n, [1, 1, 2].count(1), d, e, l.copy(), 'aXa'.count('a')]", `[[1,2,3],["c","b","A"],[3,2,1],2,{"a":1},{"a":1,"b":2},[1,2,3],2]`},
 		{"sum map filter", "x = [sum([1, 2.5]), sum([1, 2], 10), map(str, [1, 2]), map(lambda a, b: a + b, [1, 2], [3, 4]), filter(None, [0, 1, '']), filter(lambda v: v > 1, [1, 2, 3])]", `[3.5,13,["1","2"],[4,6],[1],[2,3]]`},
 		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
