@@ -227,6 +227,10 @@ func TestPythonRefused(t *testing.T) {
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
+		{"raise stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError('x is %d' % x)", "t.py:9: ValueError: x is 1"},
+		{"assert stops the expansion with its message", "x = 0\nassert x > 0, 'x must be positive, got %d' % x", "t.py:8: AssertionError: x must be positive, got 0"},
+		{"a bare assert", "x = 0\nassert x > 0", "t.py:8: AssertionError"},
+		{"an assert over lines", "x = 1\nassert (x,\n  2)", `t.py:8: Python's "assert" is not supported`},
 		{"list of a huge range", "x = list(range(100000000))", "t.py:7: list() of 100000000 elements would make a value of 1600000000 bytes"},
 	}
 	for _, tt := range tests {
