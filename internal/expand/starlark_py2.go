@@ -286,48 +286,44 @@ func rewriteStatements(src []byte) []byte {
 	return []byte(strings.Join(lines, "\n"))
 }
 
-// balanced reports whether s has its brackets and quotes closed.
-func balanced(s string) bool {
-	depth := 0
+// scanTop walks s outside string literals, keeping the bracket depth,
+// and calls stop at each comma at depth 0 until it returns true. ok is
+// false if a string is unterminated or spans lines, or a bracket closes
+// more than was opened.
+func scanTop(s string, stop func(i int) bool) (depth int, ok bool) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '(', '[', '{':
 			depth++
 		case ')', ']', '}':
-			depth--
-			if depth < 0 {
-				return false
+			if depth--; depth < 0 {
+				return depth, false
+			}
+		case ',':
+			if depth == 0 && stop != nil && stop(i) {
+				return depth, true
 			}
 		case '\'', '"':
 			end, nl, ok := scanString(s, i)
 			if !ok || nl > 0 {
-				return false
+				return depth, false
 			}
 			i = end - 1
 		}
 	}
-	return depth == 0
+	return depth, true
+}
+
+// balanced reports whether s has its brackets and quotes closed.
+func balanced(s string) bool {
+	depth, ok := scanTop(s, nil)
+	return ok && depth == 0
 }
 
 // topLevelComma is the index of the first comma of s outside brackets
 // and strings, or -1.
 func topLevelComma(s string) int {
-	depth := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '(', '[', '{':
-			depth++
-		case ')', ']', '}':
-			depth--
-		case ',':
-			if depth == 0 {
-				return i
-			}
-		case '\'', '"':
-			if end, _, ok := scanString(s, i); ok {
-				i = end - 1
-			}
-		}
-	}
-	return -1
+	at := -1
+	scanTop(s, func(i int) bool { at = i; return true })
+	return at
 }
