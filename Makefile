@@ -45,7 +45,8 @@ FUZZ_TARGETS := \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
-	./internal/deploy/driver:FuzzDecode:50000x
+	./internal/deploy/driver:FuzzDecode:50000x \
+	./internal/deploy/kube:FuzzExportParam:100000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -34,6 +34,8 @@ type globals struct {
 	setStrings []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
+	// kube are the cluster flags (--kubeconfig, --context, -n).
+	kube kubeFlags
 
 	getenv func(string) string
 	stderr io.Writer

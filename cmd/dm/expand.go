@@ -37,7 +37,6 @@ type expandFlags struct {
 	layout     bool
 	name       string
 	deployment string
-	namespace  string
 	strict     bool
 }
 
@@ -85,7 +84,12 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace, Env: env, Strict: f.strict}
+	// Templates see -n as env.namespace, as they will when deployed.
+	ns := g.kube.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return err

@@ -206,6 +206,9 @@ type Result struct {
 	// Logs are the lines templates printed (Starlark's print), each with
 	// the template, file and line.
 	Logs []string `json:"logs,omitempty"`
+	// Deferred lists the value references left unfilled because the
+	// fields they name are set by the server; deploy fills them.
+	Deferred []Deferred `json:"deferred,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -397,11 +400,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if res.Layout.Resources == nil {
 		res.Layout.Resources = []*LayoutResource{}
 	}
-	order, err := resolveValueRefs(res.Config.Resources, r.paths)
+	order, deferred, err := resolveValueRefs(res.Config.Resources, r.paths)
 	if err != nil {
 		return nil, err
 	}
-	res.Order = order
+	res.Order, res.Deferred = order, deferred
 	if err := checkNames(res); err != nil {
 		return nil, err
 	}

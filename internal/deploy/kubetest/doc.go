@@ -45,7 +45,9 @@
 // fail it when $CI is "true".
 //
 // Processes are killed by the kernel if the test binary dies (a -timeout
-// panic runs no cleanups), and Close removes the temporary directory. An
+// panic runs no cleanups), and Close removes the temporary directory; a
+// directory left by a process that died is removed by the next Launch.
+// Shared starts the apiserver again if an earlier test stopped it. An
 // Env's methods are not safe for concurrent use with Restart, StopAPIServer,
 // StartAPIServer and Close; tests that restart a shared Env must not run in
 // parallel with others using it.

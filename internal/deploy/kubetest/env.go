@@ -180,11 +180,12 @@ type Env struct {
 // Launch starts etcd and kube-apiserver in a new temporary directory and
 // returns when the apiserver's /readyz answers ok. On error nothing is left
 // running and the directory is removed.
-func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
+func Launch(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Binaries.APIServer == "" || opts.Binaries.Etcd == "" {
 		return nil, errors.New("kubetest: Options.Binaries needs APIServer and Etcd (see FindBinaries)")
 	}
-	dir, err := os.MkdirTemp(opts.Dir, "kubetest-")
+	removeStale(opts.Dir)
+	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
@@ -199,29 +200,110 @@ func Launch(ctx context.Context, opts Options) (_ *Env, err error) {
 	if e.readyTimeout <= 0 {
 		e.readyTimeout = 60 * time.Second
 	}
-	defer func() {
-		if err != nil {
-			if tail := e.LogTail(30); tail != "" {
-				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, e.APIServerLog, tail)
-			}
-			e.Close()
+	if err := e.start(ctx, opts.Port); err != nil {
+		logFile := e.APIServerLog
+		if _, statErr := os.Stat(logFile); statErr != nil {
+			logFile = e.EtcdLog
 		}
-	}()
-	if err := e.writeFiles(opts.Port); err != nil {
-		return nil, fmt.Errorf("kubetest: %w", err)
-	}
-	if err := e.startEtcd(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.StartAPIServer(ctx); err != nil {
+		if last := tail(logFile, 30); last != "" {
+			err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, logFile, last)
+		}
+		e.Close()
 		return nil, err
 	}
 	return e, nil
 }
 
-// writeFiles writes certificates, keys, the token file and the kubeconfigs,
-// and fixes the apiserver's command line.
-func (e *Env) writeFiles(port int) error {
+// start writes the Env's files and starts etcd and the apiserver on port
+// (0: a free one).
+func (e *Env) start(ctx context.Context, port int) error {
+	// The owner file lets a later Launch remove this directory if this
+	// process dies without Close (a test binary killed at its -timeout).
+	if err := os.WriteFile(filepath.Join(e.Dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	if err := e.writeFiles(); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	// A free port can be taken by someone else between our probe and the
+	// program's bind; then it exits at once and another port is tried.
+	for attempt := 1; ; attempt++ {
+		err := e.startEtcd(ctx)
+		if err == nil {
+			break
+		}
+		if attempt == maxAttempts || !portTaken(err, e.EtcdLog) {
+			return err
+		}
+	}
+	for attempt := 1; ; attempt++ {
+		p := port
+		if p == 0 {
+			var err error
+			if p, err = freePort(); err != nil {
+				return err
+			}
+		}
+		if err := e.setPort(p); err != nil {
+			return fmt.Errorf("kubetest: %w", err)
+		}
+		err := e.StartAPIServer(ctx)
+		if err == nil {
+			return nil
+		}
+		if port != 0 || attempt == maxAttempts || !portTaken(err, e.APIServerLog) {
+			return err
+		}
+	}
+}
+
+const (
+	dirPrefix = "kubetest-"
+	ownerFile = "owner.pid"
+)
+
+// removeStale removes the directories of Envs under parent (os.TempDir when
+// "") whose owning process no longer runs.
+func removeStale(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	dirs, _ := filepath.Glob(filepath.Join(parent, dirPrefix+"*"))
+	for _, dir := range dirs {
+		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(string(data))
+		if err != nil || pid <= 0 || processExists(pid) {
+			continue
+		}
+		os.RemoveAll(dir)
+	}
+}
+
+// maxAttempts bounds the starts of one program when its port is taken.
+const maxAttempts = 3
+
+// exitedError is a program's exit before it was ready.
+type exitedError struct{ msg string }
+
+func (e *exitedError) Error() string { return e.msg }
+
+// portTaken reports whether err is an early exit and the log says a port
+// was in use.
+func portTaken(err error, logFile string) bool {
+	var exited *exitedError
+	if !errors.As(err, &exited) {
+		return false
+	}
+	data, _ := os.ReadFile(logFile)
+	return bytes.Contains(data, []byte("address already in use"))
+}
+
+// writeFiles writes certificates, keys and the token file, and fixes the
+// apiserver's command line but for its port.
+func (e *Env) writeFiles() error {
 	certFile, keyFile, certPEM, err := writeServingCert(e.Dir)
 	if err != nil {
 		return err
@@ -243,21 +325,6 @@ func (e *Env) writeFiles(port int) error {
 	if err := os.WriteFile(tokens, []byte(data), 0o600); err != nil {
 		return err
 	}
-	if port == 0 {
-		if port, err = freePort(); err != nil {
-			return err
-		}
-	}
-	e.port = port
-	e.Server = "https://127.0.0.1:" + strconv.Itoa(port)
-	e.Kubeconfig = filepath.Join(e.Dir, "admin.kubeconfig")
-	if err := e.writeKubeconfig(e.Kubeconfig, AdminUser, e.AdminToken); err != nil {
-		return err
-	}
-	e.LimitedKubeconfig = filepath.Join(e.Dir, "limited.kubeconfig")
-	if err := e.writeKubeconfig(e.LimitedKubeconfig, LimitedUser, e.LimitedToken); err != nil {
-		return err
-	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(certPEM)
 	e.client = &http.Client{
@@ -267,7 +334,6 @@ func (e *Env) writeFiles(port int) error {
 	e.apiArgs = []string{
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port=" + strconv.Itoa(port),
 		"--tls-cert-file=" + certFile,
 		"--tls-private-key-file=" + keyFile,
 		"--cert-dir=" + filepath.Join(e.Dir, "certs"),
@@ -287,6 +353,18 @@ func (e *Env) writeFiles(port int) error {
 		"--profiling=false",
 	}
 	return nil
+}
+
+// setPort sets the apiserver's port and writes the kubeconfigs for it.
+func (e *Env) setPort(port int) error {
+	e.port = port
+	e.Server = "https://127.0.0.1:" + strconv.Itoa(port)
+	e.Kubeconfig = filepath.Join(e.Dir, "admin.kubeconfig")
+	if err := e.writeKubeconfig(e.Kubeconfig, AdminUser, e.AdminToken); err != nil {
+		return err
+	}
+	e.LimitedKubeconfig = filepath.Join(e.Dir, "limited.kubeconfig")
+	return e.writeKubeconfig(e.LimitedKubeconfig, LimitedUser, e.LimitedToken)
 }
 
 func (e *Env) writeKubeconfig(file, user, token string) error {
@@ -379,27 +457,41 @@ func (e *Env) startEtcd(ctx context.Context) error {
 		"--log-level=warn",
 		"--logger=zap",
 	}
+	// A failed attempt may have left a member with other ports.
+	if err := os.RemoveAll(filepath.Join(e.Dir, "etcd")); err != nil {
+		return err
+	}
 	e.etcd, e.etcdDone, err = start(e.bins.Etcd, args, e.EtcdLog)
 	if err != nil {
 		return err
 	}
-	return e.waitReady(ctx, "etcd", e.etcdURL+"/health", "", e.etcdDone, e.EtcdLog)
+	if err := e.waitReady(ctx, "etcd", e.etcdURL+"/health", "", e.etcdDone, e.EtcdLog); err != nil {
+		stop(e.etcd, e.etcdDone, 5*time.Second)
+		e.etcd, e.etcdDone = nil, nil
+		return err
+	}
+	return nil
 }
 
 // StartAPIServer starts kube-apiserver on the Env's port with the same
 // etcd, after StopAPIServer, and waits for /readyz. The data stored before
-// the stop is still there.
+// the stop is still there. On error the apiserver is not running.
 func (e *Env) StartAPIServer(ctx context.Context) error {
 	if e.api != nil {
 		return errors.New("kubetest: the apiserver is already running")
 	}
-	args := append([]string{"--etcd-servers=" + e.etcdURL}, e.apiArgs...)
+	args := append([]string{"--etcd-servers=" + e.etcdURL, "--secure-port=" + strconv.Itoa(e.port)}, e.apiArgs...)
 	var err error
 	e.api, e.apiDone, err = start(e.bins.APIServer, args, e.APIServerLog)
 	if err != nil {
 		return err
 	}
-	return e.waitReady(ctx, "kube-apiserver", e.Server+"/readyz", e.AdminToken, e.apiDone, e.APIServerLog)
+	if err := e.waitReady(ctx, "kube-apiserver", e.Server+"/readyz", e.AdminToken, e.apiDone, e.APIServerLog); err != nil {
+		stop(e.api, e.apiDone, 5*time.Second)
+		e.api, e.apiDone = nil, nil
+		return err
+	}
+	return nil
 }
 
 // StopAPIServer stops kube-apiserver and leaves etcd running, as an
@@ -426,32 +518,41 @@ func (e *Env) waitReady(ctx context.Context, name, url, token string, done chan 
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if resp, err := client.Do(req); err == nil {
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			last = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
-		} else {
-			last = err.Error()
-		}
 		select {
 		case err := <-done:
 			done <- err // for the stop that follows
-			return fmt.Errorf("kubetest: %s exited before it was ready (%v); see %s", name, err, logFile)
+			return &exitedError{fmt.Sprintf("kubetest: %s exited before it was ready (%v); see %s", name, err, logFile)}
 		case <-ctx.Done():
 			return fmt.Errorf("kubetest: %s not ready at %s after %v (last answer: %s); see %s", name, url, e.readyTimeout, last, logFile)
 		case <-tick.C:
 		}
+		ok, answer := poll(ctx, client, url, token)
+		if ok {
+			return nil
+		}
+		last = answer
 	}
+}
+
+// poll asks url once, giving up after a few seconds (something else may
+// hold the port and never answer), and says whether it answered 200.
+func poll(ctx context.Context, client *http.Client, url, token string) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode == http.StatusOK, fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(body))
 }
 
 // Close stops the apiserver and etcd and removes Dir. It is safe to call
@@ -461,6 +562,9 @@ func (e *Env) Close() error {
 	e.api, e.apiDone = nil, nil
 	stop(e.etcd, e.etcdDone, 10*time.Second)
 	e.etcd, e.etcdDone = nil, nil
+	if e.client != nil {
+		e.client.CloseIdleConnections()
+	}
 	if e.Dir == "" {
 		return nil
 	}
@@ -470,8 +574,11 @@ func (e *Env) Close() error {
 }
 
 // LogTail returns the last n lines of the apiserver's log.
-func (e *Env) LogTail(n int) string {
-	data, err := os.ReadFile(e.APIServerLog)
+func (e *Env) LogTail(n int) string { return tail(e.APIServerLog, n) }
+
+// tail returns the last n lines of a file, or "".
+func tail(file string, n int) string {
+	data, err := os.ReadFile(file)
 	if err != nil {
 		return ""
 	}

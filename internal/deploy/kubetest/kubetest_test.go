@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -51,10 +52,26 @@ func TestEnv(t *testing.T) {
 	}
 }
 
+// TestSharedStartsStopped checks that Shared starts the apiserver again
+// when an earlier test stopped it and did not start it.
+func TestSharedStartsStopped(t *testing.T) {
+	env := Shared(t)
+	if err := env.StopAPIServer(); err != nil {
+		t.Fatal(err)
+	}
+	if again := Shared(t); again != env {
+		t.Fatal("Shared returned another Env")
+	}
+	if code, body, err := env.Do(context.Background(), env.AdminToken, http.MethodGet, "/readyz", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /readyz after Shared = %d %s, %v", code, body, err)
+	}
+}
+
 // TestRestart checks that an apiserver stopped and started again serves
-// what was stored before, on the same address.
+// what was stored before, on the same address. It restarts the shared
+// apiserver: no test of this package runs in parallel.
 func TestRestart(t *testing.T) {
-	env := Start(t)
+	env := Shared(t)
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "kept"}}
@@ -101,6 +118,61 @@ func TestClose(t *testing.T) {
 	}
 	if err := env.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestLaunchPortTaken checks that an apiserver that cannot bind its port
+// fails Launch with its log, leaving nothing behind.
+func TestLaunchPortTaken(t *testing.T) {
+	bins, err := FindBinaries()
+	if err != nil {
+		fail(t, err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	parent := t.TempDir()
+	_, err = Launch(context.Background(), Options{Binaries: bins, Dir: parent, Port: l.Addr().(*net.TCPAddr).Port})
+	if err == nil {
+		t.Fatal("Launch succeeded on a port in use")
+	}
+	if !strings.Contains(err.Error(), "exited before it was ready") || !strings.Contains(err.Error(), "address already in use") {
+		t.Errorf("error does not say the apiserver exited, with its log: %v", err)
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("Launch left %v behind", left)
+	}
+}
+
+// TestRemoveStale checks that Launch's sweep removes the directory of a
+// process that is gone and keeps those of live processes and of unknown
+// owners.
+func TestRemoveStale(t *testing.T) {
+	parent := t.TempDir()
+	mk := func(name, owner string) string {
+		dir := filepath.Join(parent, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if owner != "" {
+			if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(owner), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return dir
+	}
+	// A pid above the kernel's maximum (4194304) never runs.
+	gone := mk(dirPrefix+"gone", "99999999")
+	live := mk(dirPrefix+"live", strconv.Itoa(os.Getpid()))
+	unknown := mk(dirPrefix+"unknown", "")
+	other := mk("other", "99999999")
+	removeStale(parent)
+	for dir, want := range map[string]bool{gone: false, live: true, unknown: true, other: true} {
+		if _, err := os.Stat(dir); (err == nil) != want {
+			t.Errorf("%s: exists = %v, want %v", filepath.Base(dir), err == nil, want)
+		}
 	}
 }
 

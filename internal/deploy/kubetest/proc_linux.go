@@ -9,3 +9,9 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 }
+
+// processExists reports whether a process with this id runs (or is a
+// zombie); an error other than "no such process" counts as running.
+func processExists(pid int) bool {
+	return syscall.Kill(pid, 0) != syscall.ESRCH
+}

@@ -65,6 +65,13 @@ func Shared(t testing.TB) *Env {
 	if shared.err != nil {
 		fail(t, shared.err)
 	}
+	// A test that stopped the apiserver and failed before starting it
+	// again must not fail the tests after it.
+	if shared.env.api == nil {
+		if err := shared.env.StartAPIServer(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
 	logOnFailure(t, shared.env)
 	return shared.env
 }

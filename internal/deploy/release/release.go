@@ -123,6 +123,10 @@ type Resource struct {
 	// Template is the canonical template reference (with version) of the
 	// object's layout node.
 	Template string `json:"template,omitempty"`
+	// ResourceVersion is the object's resourceVersion right after dm
+	// applied it. When the live object still has it and the next revision
+	// applies the same object, dm skips the PATCH: nothing changed it.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
 }
 
 // String names the revision as "namespace/name revision N".
