@@ -5,7 +5,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
@@ -46,7 +46,8 @@ FUZZ_TARGETS := \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
 	./internal/deploy/driver:FuzzDecode:50000x \
-	./internal/deploy/kube:FuzzExportParam:100000x
+	./internal/deploy/kube:FuzzExportParam:100000x \
+	./internal/catalog:FuzzForm:20000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -57,6 +58,11 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/...
+
+# The catalog's pages with 10,000 template versions loaded and every example
+# tested: server time per page with its p50 and p95.
+bench-catalog:
+	$(GO) test -run '^$$' -bench BenchmarkPages -benchtime 300x ./internal/catalog
 
 bench-http: build
 	./scripts/bench-http.sh

@@ -435,7 +435,7 @@ func (s *Service) template(ctx context.Context, ref, registry string) (*Template
 	if err != nil {
 		return nil, err
 	}
-	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings)}
+	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings), ExampleFile: res.Example}
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
 	if res.Schema != "" {
 		b, err := res.ReadFile(ctx, res.Schema)

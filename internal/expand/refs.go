@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dmhq/dm/internal/derrors"
 )
 
 // refRE matches a value reference $(ref.NAME.PATH), PATH made of .field and
@@ -67,7 +69,7 @@ func resolveValueRefs(res []Resource, paths [][]string) ([]string, []Deferred, e
 				j, ok := byName[m[1]]
 				switch {
 				case !ok:
-					perr = invalid("%s: no resource named %q in the deployment", m[0], m[1])
+					perr = noSuchResource(m[0], m[1], res)
 				case dup[m[1]]:
 					perr = invalid("%s: several resources are named %q; a referenced name must be unique in the deployment", m[0], m[1])
 				}
@@ -389,4 +391,22 @@ func scalarString(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// noSuchResource is the error of a value reference to a name no primitive
+// has: it lists the names that exist and suggests the nearest.
+func noSuchResource(ref, name string, res []Resource) error {
+	names := make([]string, len(res))
+	for i, r := range res {
+		names[i] = r.Name
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > 10 {
+		list = strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	msg := fmt.Sprintf("%s: no resource named %q in the deployment (resources: %s)", ref, name, list)
+	if near := derrors.Near(name, names); len(near) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
+	}
+	return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
 }
