@@ -19,6 +19,7 @@ func FuzzPythonRewrites(f *testing.F) {
 		"class A(B):\n    @staticmethod\n    def f(x):\n        return x\n",
 		"class A:\n\n",
 		"x = '\\\n'\n",
+		"if x:\n    raise ValueError('a, b' % (1, 2))\nassert x, 'm'\nassert (x,\n 2)\n",
 	} {
 		f.Add(s)
 	}
@@ -34,6 +35,7 @@ func FuzzPythonRewrites(f *testing.F) {
 		if err != nil {
 			return
 		}
+		out2 = rewriteStatements(out2)
 		if n, m := strings.Count(string(out), "\n"), strings.Count(string(out2), "\n"); n != m {
 			t.Fatalf("rewritePython changed the line count: %d -> %d\n%s", n, m, out2)
 		}

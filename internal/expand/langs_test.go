@@ -200,6 +200,7 @@ func TestPythonShims(t *testing.T) {
 		{"percent formatting by name", "x = '%(a)s-%(b)03d' % {'a': 'x', 'b': 2}", `"x-002"`},
 		{"percent of numbers stays modulo", "x = [7 % 3, -7 % 3, 7.5 % 2]", `[1,2,1.5]`},
 		{"padding methods", "x = ['ab'.center(5, '*'), 'abc'.center(6, '*'), 'a'.center(2, '*'), '-5'.zfill(4), 'ab'.ljust(4, '.'), 'ab'.rjust(4)]", `["**ab*","*abc**","a*","-005","ab..","  ab"]`},
+		{"list and dict methods", "l = [3, 1, 2]\nl.sort()\nm = ['b', 'A', 'c']\nm.sort(key=lambda s: s.lower(), reverse=True)\nn = [1, 2, 3]\nn.reverse()\nd = {'a': 1}\ne = d.copy()\ne['b'] = 2\nx = [l, m, n, [1, 1, 2].count(1), d, e, l.copy(), 'aXa'.count('a')]", `[[1,2,3],["c","b","A"],[3,2,1],2,{"a":1},{"a":1,"b":2},[1,2,3],2]`},
 		{"sum map filter", "x = [sum([1, 2.5]), sum([1, 2], 10), map(str, [1, 2]), map(lambda a, b: a + b, [1, 2], [3, 4]), filter(None, [0, 1, '']), filter(lambda v: v > 1, [1, 2, 3])]", `[3.5,13,["1","2"],[4,6],[1],[2,3]]`},
 		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
@@ -226,6 +227,10 @@ func TestPythonRefused(t *testing.T) {
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
+		{"raise stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError('x is %d' % x)", "t.py:9: ValueError: x is 1"},
+		{"assert stops the expansion with its message", "x = 0\nassert x > 0, 'x must be positive, got %d' % x", "t.py:8: AssertionError: x must be positive, got 0"},
+		{"a bare assert", "x = 0\nassert x > 0", "t.py:8: AssertionError"},
+		{"an assert over lines", "x = 1\nassert (x,\n  2)", `t.py:8: Python's "assert" is not supported`},
 		{"list of a huge range", "x = list(range(100000000))", "t.py:7: list() of 100000000 elements would make a value of 1600000000 bytes"},
 	}
 	for _, tt := range tests {

@@ -44,7 +44,7 @@ var (
 	fromImportRE = regexp.MustCompile(`^from\s+([\w.]+)\s+import\s+\(?\s*(.+?)\s*\)?\s*(#.*)?$`)
 	indentedRE   = regexp.MustCompile(`^\s+(import\s+[\w.]+|from\s+[\w.]+\s+import\s)`)
 	dottedRE     = regexp.MustCompile(`^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
-	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|global|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
+	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|assert|global|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
 )
 
 // pyImport is one name an import statement binds.
@@ -192,7 +192,7 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 		if err != nil {
 			return nil, err
 		}
-		rewritten, err := rewriteImports(file, shimmed, exists)
+		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
 		if err != nil {
 			return nil, err
 		}
@@ -611,5 +611,6 @@ func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, f
 		return err
 	}
 	msg = loadPrefixRE.ReplaceAllString(msg, "import $2: ")
+	msg = strings.TrimPrefix(msg, "fail: ") // raise and assert (rewriteStatements)
 	return at(file, line, invalid("%s", msg))
 }

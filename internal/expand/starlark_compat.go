@@ -36,7 +36,8 @@ var pyTypeNames = map[string]string{
 
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
-	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true}
+	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
+	"copy": true, "sort": true, "reverse": true, "count": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -158,8 +159,20 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return starlark.Bool(found), err
 			}
 		}
-		if str, ok := recv.(starlark.String); ok && name != "format" {
-			return padString(string(str), name, rest, limit)
+		switch r := recv.(type) {
+		case starlark.String:
+			switch name {
+			case "zfill", "ljust", "rjust", "center":
+				return padString(string(r), name, rest, limit)
+			}
+		case *starlark.List:
+			if v, ok, err := listMethod(th, r, name, rest, kwargs); ok {
+				return v, err
+			}
+		case *starlark.Dict:
+			if name == "copy" && len(rest) == 0 {
+				return starCopy(r, false, 0)
+			}
 		}
 		if str, ok := recv.(starlark.String); ok && usesFormatSpec(string(str)) {
 			return starFormat(string(str), rest, kwargs, limit)
@@ -651,4 +664,56 @@ func starFormat(format string, args starlark.Tuple, kwargs []starlark.Tuple, lim
 		return nil, fmt.Errorf("format: %w", err)
 	}
 	return starlark.String(out), nil
+}
+
+// listMethod is Python's list.copy, sort, reverse and count, which
+// Starlark's lists lack; ok is false for other names.
+func listMethod(th *starlark.Thread, l *starlark.List, name string, args starlark.Tuple, kwargs []starlark.Tuple) (v starlark.Value, ok bool, err error) {
+	switch name {
+	case "copy":
+		v, err = starCopy(l, false, 0)
+		return v, true, err
+	case "count":
+		if len(args) != 1 {
+			return nil, true, fmt.Errorf("count takes one argument")
+		}
+		n := 0
+		for i := 0; i < l.Len(); i++ {
+			eq, err := starlark.Equal(l.Index(i), args[0])
+			if err != nil {
+				return nil, true, err
+			}
+			if eq {
+				n++
+			}
+		}
+		return starlark.MakeInt(n), true, nil
+	case "reverse":
+		for i, j := 0, l.Len()-1; i < j; i, j = i+1, j-1 {
+			a, b := l.Index(i), l.Index(j)
+			if err := l.SetIndex(i, b); err != nil {
+				return nil, true, err
+			}
+			if err := l.SetIndex(j, a); err != nil {
+				return nil, true, err
+			}
+		}
+		return starlark.None, true, nil
+	case "sort":
+		if len(args) > 0 {
+			return nil, true, fmt.Errorf("sort takes only keyword arguments (key, reverse)")
+		}
+		sorted, err := starlark.Call(th, starlark.Universe["sorted"], starlark.Tuple{l}, kwargs)
+		if err != nil {
+			return nil, true, err
+		}
+		s := sorted.(*starlark.List)
+		for i := 0; i < s.Len(); i++ {
+			if err := l.SetIndex(i, s.Index(i)); err != nil {
+				return nil, true, err
+			}
+		}
+		return starlark.None, true, nil
+	}
+	return nil, false, nil
 }

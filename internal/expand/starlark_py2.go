@@ -1,6 +1,8 @@
 package expand
 
 import (
+	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 )
@@ -227,4 +229,101 @@ func scanString(s string, q int) (end, newlines int, ok bool) {
 		i++
 	}
 	return 0, 0, false
+}
+
+var (
+	raiseRE  = regexp.MustCompile(`^(\s*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)\s*(#.*)?$`)
+	assertRE = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
+)
+
+// rewriteStatements turns the two statements DM templates use to reject
+// bad properties into Starlark's fail, on the same line:
+//
+//	raise ValueError('x is required')  ->  fail('ValueError: ' + str('x is required'))
+//	assert n > 0, 'n must be positive'  ->  (n > 0) or fail('AssertionError: ' + str('n must be positive'))
+//
+// so the expansion stops with the message, as DM's did. Other forms
+// (a bare raise, a raise spanning lines) are left to the refusal.
+func rewriteStatements(src []byte) []byte {
+	s := string(src)
+	if !strings.Contains(s, "raise") && !strings.Contains(s, "assert") {
+		return src
+	}
+	lines := strings.Split(s, "\n")
+	cont := pyLineContinues(s)
+	changed := false
+	for i, l := range lines {
+		if i < len(cont) && cont[i] {
+			continue
+		}
+		t := strings.TrimRight(l, "\r")
+		if m := raiseRE.FindStringSubmatch(t); m != nil && balanced(m[3]) {
+			name := m[2][strings.LastIndexByte(m[2], '.')+1:]
+			msg := `""`
+			if strings.TrimSpace(m[3]) != "" {
+				msg = "str(" + m[3] + ")"
+			}
+			lines[i] = fmt.Sprintf("%sfail(%q + %s)", m[1], name+": ", msg)
+			changed = true
+			continue
+		}
+		if m := assertRE.FindStringSubmatch(t); m != nil && balanced(m[2]) {
+			cond, msg := m[2], ""
+			if c := topLevelComma(m[2]); c >= 0 {
+				cond, msg = m[2][:c], strings.TrimSpace(m[2][c+1:])
+			}
+			fail := `fail("AssertionError")`
+			if msg != "" {
+				fail = `fail("AssertionError: " + str(` + msg + `))`
+			}
+			lines[i] = fmt.Sprintf("%s(%s) or %s", m[1], cond, fail)
+			changed = true
+		}
+	}
+	if !changed {
+		return src
+	}
+	return []byte(strings.Join(lines, "\n"))
+}
+
+// scanTop walks s outside string literals, keeping the bracket depth,
+// and calls stop at each comma at depth 0 until it returns true. ok is
+// false if a string is unterminated or spans lines, or a bracket closes
+// more than was opened.
+func scanTop(s string, stop func(i int) bool) (depth int, ok bool) {
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			if depth--; depth < 0 {
+				return depth, false
+			}
+		case ',':
+			if depth == 0 && stop != nil && stop(i) {
+				return depth, true
+			}
+		case '\'', '"':
+			end, nl, ok := scanString(s, i)
+			if !ok || nl > 0 {
+				return depth, false
+			}
+			i = end - 1
+		}
+	}
+	return depth, true
+}
+
+// balanced reports whether s has its brackets and quotes closed.
+func balanced(s string) bool {
+	depth, ok := scanTop(s, nil)
+	return ok && depth == 0
+}
+
+// topLevelComma is the index of the first comma of s outside brackets
+// and strings, or -1.
+func topLevelComma(s string) int {
+	at := -1
+	scanTop(s, func(i int) bool { at = i; return true })
+	return at
 }
