@@ -34,6 +34,8 @@ type globals struct {
 	setStrings []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
+	// kube are the cluster flags (--kubeconfig, --context, -n).
+	kube kubeFlags
 
 	getenv func(string) string
 	stderr io.Writer
@@ -170,7 +172,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		}
 		regs = append(regs, reg)
 	}
-	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs})
+	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
 	return b.svc, nil
 }
 

@@ -47,7 +47,7 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
 	defer cancel()
-	res, err := s.svc.Expand(ctx, &req)
+	res, err := s.expander.Expand(ctx, &req)
 	if err == nil {
 		err = ctx.Err() // an engine that noticed the deadline late
 	}
