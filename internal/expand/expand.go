@@ -44,6 +44,7 @@ const (
 	DefaultMaxResources   = 10000
 	DefaultMaxOutputBytes = 4 << 20
 	DefaultTimeout        = 10 * time.Second
+	DefaultTotalTimeout   = 30 * time.Second
 	DefaultStarlarkSteps  = 10_000_000
 	DefaultJinjaSteps     = 1_000_000
 	DefaultJinjaCallDepth = 100
@@ -55,9 +56,11 @@ const (
 
 // Options configure an Expander. Zero fields take the defaults above.
 type Options struct {
-	// Resolver resolves registry references; nil allows configurations
-	// with imported templates and primitives only.
-	Resolver *resolve.Resolver
+	// Resolver resolves registry references and reads the resolved
+	// versions' files; nil allows configurations with imported templates
+	// and primitives only. *resolve.Resolver implements it; a sandboxed
+	// worker plugs in one that asks its parent.
+	Resolver Resolver
 	// Registry is the default registry for short references at the top of
 	// a configuration; zero means the Resolver's default. A registry
 	// template's own short references always resolve against the
@@ -80,6 +83,9 @@ type Options struct {
 	MaxYAMLAliases int
 	// Timeout bounds the wall-clock time of one template invocation.
 	Timeout time.Duration
+	// TotalTimeout bounds the wall-clock time of one whole expansion, so
+	// many templates each under Timeout still end.
+	TotalTimeout time.Duration
 	// StarlarkSteps bounds the Starlark steps of one invocation.
 	StarlarkSteps uint64
 	// JinjaSteps bounds the loop iterations and macro calls of one Jinja
@@ -95,6 +101,23 @@ type Options struct {
 	Schemas SchemaCompiler
 	// Logger receives debug logs; nil discards them.
 	Logger *slog.Logger
+	// OnTemplate, if set, is called before each template invocation (its
+	// schema and render) with the layout path and the template's label;
+	// invocations never nest. A sandbox uses it to name the template that
+	// was running when a worker died and to time each one.
+	OnTemplate func(path []string, template string)
+}
+
+// Resolver resolves registry references and reads the files of resolved
+// versions.
+type Resolver interface {
+	// ResolveIn resolves ref, short references against def.
+	ResolveIn(ctx context.Context, ref string, def resolve.Registry) (*resolve.Resolution, error)
+	// ReadFile reads a file of a resolved version, name relative to it.
+	ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error)
+	// DefaultRegistry is where short references resolve when neither the
+	// request nor Options name a registry.
+	DefaultRegistry() resolve.Registry
 }
 
 func (o *Options) setDefaults() {
@@ -113,6 +136,9 @@ func (o *Options) setDefaults() {
 	def(&o.CacheEntries, DefaultCacheEntries)
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.TotalTimeout <= 0 {
+		o.TotalTimeout = DefaultTotalTimeout
 	}
 	if o.StarlarkSteps == 0 {
 		o.StarlarkSteps = DefaultStarlarkSteps
@@ -275,8 +301,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		reg = x.opts.Registry
 	}
 	if reg.IsZero() && x.opts.Resolver != nil {
-		reg = x.opts.Resolver.Default
+		reg = x.opts.Resolver.DefaultRegistry()
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.TotalTimeout,
+		limitErr("TotalTimeout", x.opts.TotalTimeout, "expansion ran too long"))
+	defer cancel()
 	for p, b := range req.Imports {
 		if len(b) > x.opts.MaxInputBytes {
 			return nil, at(p, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "import is %d bytes", len(b)))
@@ -387,8 +416,8 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 	out := make([]*LayoutResource, 0, len(list))
 	seen := make(map[string]bool, len(list))
 	for _, res := range list {
-		if err := ctx.Err(); err != nil {
-			return nil, &Error{Path: path, Err: fmt.Errorf("expansion canceled: %w", err)}
+		if ctx.Err() != nil {
+			return nil, &Error{Path: path, Err: stopped(ctx)}
 		}
 		p := append(path[:len(path):len(path)], res.Name)
 		if seen[res.Name] {
@@ -537,6 +566,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		}
 		return e
 	}
+	if x.opts.OnTemplate != nil {
+		x.opts.OnTemplate(p, inv.label)
+	}
 	if schemaFile != "" {
 		var err error
 		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
@@ -566,7 +598,7 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	b := &bundle{key: key, files: make(map[string][]byte, len(rs.Version.Files))}
 	total := 0
 	for _, f := range rs.Version.Files {
-		data, err := rs.ReadFile(ctx, f.Path)
+		data, err := x.opts.Resolver.ReadFile(ctx, rs, f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("reading the version's files: %w", err)
 		}
@@ -588,7 +620,8 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 	if len(inv.src) > x.opts.MaxInputBytes {
 		return nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
-	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
+		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
 	var (
 		out any
@@ -607,8 +640,10 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 		return nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, derrors.LimitExceeded) {
-			err = limitErr("Timeout", x.opts.Timeout, "template ran too long")
+		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
+			// Name the deadline that fired: this template's Timeout,
+			// the expansion's TotalTimeout or the caller's.
+			err = stopped(ctx)
 		}
 		return nil, classify(err)
 	}
@@ -641,6 +676,20 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 		return nil, at(inv.file, 0, err)
 	}
 	return list, nil
+}
+
+// stopped is the error of a done context: the limit whose deadline fired
+// (Timeout, TotalTimeout), or the caller's cancellation or deadline.
+func stopped(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	var le *LimitError
+	if errors.As(cause, &le) {
+		return cause
+	}
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("expansion stopped at the caller's deadline: %w", cause)
+	}
+	return fmt.Errorf("expansion canceled: %w", cause)
 }
 
 // cached returns the compiled value under key, compiling it on a miss.

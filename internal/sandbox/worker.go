@@ -1,0 +1,320 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"runtime/metrics"
+	"sync"
+	"time"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// envWorker marks a process started as a worker; its value is the
+// worker's configuration as JSON.
+const envWorker = "DM_EXPAND_WORKER"
+
+// IsWorker reports whether this process was started as an expansion
+// worker. A binary that runs a Pool calls it first thing in main (and a
+// test binary in TestMain) and then ServeWorker.
+func IsWorker() bool { return os.Getenv(envWorker) != "" }
+
+// workerConfig is what the parent tells a worker at start.
+type workerConfig struct {
+	MaxMemory      uint64      `json:"max_memory"`
+	MaxResultBytes int         `json:"max_result_bytes"`
+	Expand         wireOptions `json:"expand"`
+}
+
+// wireOptions are the serialisable fields of expand.Options.
+type wireOptions struct {
+	AllowURLs      bool          `json:"allow_urls,omitempty"`
+	MaxDepth       int           `json:"max_depth,omitempty"`
+	MaxResources   int           `json:"max_resources,omitempty"`
+	MaxInputBytes  int           `json:"max_input_bytes,omitempty"`
+	MaxOutputBytes int           `json:"max_output_bytes,omitempty"`
+	MaxYAMLAliases int           `json:"max_yaml_aliases,omitempty"`
+	Timeout        time.Duration `json:"timeout,omitempty"`
+	TotalTimeout   time.Duration `json:"total_timeout,omitempty"`
+	StarlarkSteps  uint64        `json:"starlark_steps,omitempty"`
+	JinjaSteps     int           `json:"jinja_steps,omitempty"`
+	JinjaCallDepth int           `json:"jinja_call_depth,omitempty"`
+	CacheEntries   int           `json:"cache_entries,omitempty"`
+}
+
+func toWireOptions(o expand.Options) wireOptions {
+	return wireOptions{AllowURLs: o.AllowURLs, MaxDepth: o.MaxDepth, MaxResources: o.MaxResources,
+		MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes, MaxYAMLAliases: o.MaxYAMLAliases,
+		Timeout: o.Timeout, TotalTimeout: o.TotalTimeout, StarlarkSteps: o.StarlarkSteps,
+		JinjaSteps: o.JinjaSteps, JinjaCallDepth: o.JinjaCallDepth, CacheEntries: o.CacheEntries}
+}
+
+func (w wireOptions) options() expand.Options {
+	return expand.Options{AllowURLs: w.AllowURLs, MaxDepth: w.MaxDepth, MaxResources: w.MaxResources,
+		MaxInputBytes: w.MaxInputBytes, MaxOutputBytes: w.MaxOutputBytes, MaxYAMLAliases: w.MaxYAMLAliases,
+		Timeout: w.Timeout, TotalTimeout: w.TotalTimeout, StarlarkSteps: w.StarlarkSteps,
+		JinjaSteps: w.JinjaSteps, JinjaCallDepth: w.JinjaCallDepth, CacheEntries: w.CacheEntries}
+}
+
+// A worker that reaches its CPU-time limit exits with exitCPU after
+// writing cpuLimitMessage.
+const (
+	exitCPU         = 3
+	cpuLimitMessage = "expand worker: CPU time limit (RLIMIT_CPU) reached"
+)
+
+// maxJobBytes bounds a job frame: the request body limit and then some.
+const maxJobBytes = 64 << 20
+
+// ServeWorker runs this process as a worker: it applies the kernel limits,
+// then serves jobs on stdin/stdout until stdin closes, and exits. It does
+// not return.
+func ServeWorker() {
+	var cfg workerConfig
+	if err := json.Unmarshal([]byte(os.Getenv(envWorker)), &cfg); err != nil {
+		fmt.Fprintf(os.Stderr, "expand worker: bad configuration: %v\n", err)
+		os.Exit(2)
+	}
+	watchCPU()
+	h := applyLimits(cfg.MaxMemory)
+	h.PID = os.Getpid()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	w := newWorker(cfg, os.Stdin, os.Stdout, log)
+	if err := w.send(kindHello, h); err != nil {
+		os.Exit(1)
+	}
+	if err := w.serve(); err != nil {
+		fmt.Fprintf(os.Stderr, "expand worker: %v\n", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// worker is the worker side: one expander, jobs one at a time.
+type worker struct {
+	cfg workerConfig
+	in  io.Reader
+	mu  sync.Mutex // guards out and the call/reply exchange
+	out *bufio.Writer
+	x   *expand.Expander
+	// def is the current job's default registry.
+	def resolve.Registry
+	// baseGoroutines is the count between jobs; more after a job means a
+	// render was abandoned and may still run.
+	baseGoroutines int
+}
+
+func newWorker(cfg workerConfig, in io.Reader, out io.Writer, log *slog.Logger) *worker {
+	w := &worker{cfg: cfg, in: bufio.NewReaderSize(in, 64<<10), out: bufio.NewWriterSize(out, 64<<10)}
+	o := cfg.Expand.options()
+	o.Resolver = (*remoteResolver)(w)
+	o.Logger = log
+	o.OnTemplate = w.progress
+	w.x = expand.New(o)
+	return w
+}
+
+func (w *worker) send(kind byte, v any) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return writeFrame(w.out, kind, v)
+}
+
+func (w *worker) progress(path []string, template string) {
+	// A broken pipe means the parent is gone; the job ends anyway.
+	_ = w.send(kindTemplate, progress{Path: path, Template: template})
+}
+
+func (w *worker) serve() error {
+	w.baseGoroutines = runtime.NumGoroutine()
+	for {
+		kind, body, err := readFrame(w.in, maxJobBytes)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading a job: %w", err)
+		}
+		if kind != kindJob {
+			return fmt.Errorf("frame %q where a job was expected", kind)
+		}
+		d := w.run(body)
+		if err := w.send(kindDone, d); err != nil {
+			return fmt.Errorf("answering: %w", err)
+		}
+	}
+}
+
+// run runs one job.
+func (w *worker) run(body []byte) *done {
+	var j job
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&j); err != nil {
+		return &done{Err: toWire(fmt.Errorf("decoding the job: %v: %w", err, derrors.InvalidArgument))}
+	}
+	setCPULimit(w.cfg.Expand.TotalTimeout)
+	var (
+		out any
+		err error
+	)
+	ctx := context.Background()
+	switch {
+	case j.Expand != nil:
+		w.def = resolve.Registry{}
+		if j.Default != "" {
+			w.def, _ = resolve.ParseRegistry(j.Default)
+		}
+		out, err = w.expand(ctx, j.Expand)
+	case j.Process != nil:
+		out, err = process(j.Process)
+	default:
+		err = fmt.Errorf("empty job: %w", derrors.InvalidArgument)
+	}
+	d := &done{}
+	if err == nil {
+		d.Result, err = json.Marshal(out)
+		if err == nil && len(d.Result) > w.cfg.MaxResultBytes {
+			n := len(d.Result)
+			d.Result = nil
+			err = &expand.LimitError{Field: "MaxResultBytes", Limit: formatBytes(uint64(w.cfg.MaxResultBytes)), What: fmt.Sprintf("the answer is %d bytes", n)}
+		}
+	}
+	d.Err = toWire(err)
+	d.Recycle = runtime.NumGoroutine() > w.baseGoroutines || w.cfg.MaxMemory > 0 && heapBytes() > w.cfg.MaxMemory/2
+	return d
+}
+
+func (w *worker) expand(ctx context.Context, wr *wireRequest) (*expand.Result, error) {
+	req := expand.Request{Config: wr.Config, ConfigName: wr.ConfigName, Imports: wr.Imports, Ref: wr.Ref,
+		Name: wr.Name, Deployment: wr.Deployment, Namespace: wr.Namespace}
+	req.Properties, _ = value.Numbers(wr.Properties).(map[string]any)
+	if wr.Registry != "" {
+		reg, err := resolve.ParseRegistry(wr.Registry)
+		if err != nil {
+			return nil, err
+		}
+		req.Registry = reg
+	}
+	return w.x.Expand(ctx, req)
+}
+
+// process processes an OpenShift Template as POST /processedTemplates does.
+func process(body []byte) (any, error) {
+	t, err := openshift.Parse(body)
+	if err != nil {
+		return nil, fmt.Errorf("request body: %w", err)
+	}
+	return t.Process(nil, openshift.Options{})
+}
+
+// heapBytes is the live heap, read without stopping the world.
+func heapBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
+}
+
+// remoteResolver is the worker's expand.Resolver: every resolution and
+// file read is a call to the parent, which owns the index and the blobs.
+type remoteResolver worker
+
+var _ expand.Resolver = (*remoteResolver)(nil)
+
+// call sends c and waits for the reply.
+func (r *remoteResolver) call(c call) (*reply, error) {
+	w := (*worker)(r)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := writeFrame(w.out, kindCall, c); err != nil {
+		return nil, fmt.Errorf("asking registryd: %w", err)
+	}
+	kind, body, err := readFrame(w.in, maxJobBytes)
+	if err != nil {
+		return nil, fmt.Errorf("reading registryd's reply: %w", err)
+	}
+	if kind != kindReply {
+		return nil, fmt.Errorf("frame %q where a reply was expected", kind)
+	}
+	var rep reply
+	if err := json.Unmarshal(body, &rep); err != nil {
+		return nil, fmt.Errorf("decoding registryd's reply: %w", err)
+	}
+	if rep.Err != nil {
+		return nil, rep.Err.err()
+	}
+	return &rep, nil
+}
+
+func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.Registry) (*resolve.Resolution, error) {
+	c := call{Op: "resolve", Ref: ref}
+	if !def.IsZero() {
+		c.Registry = def.String()
+	}
+	rep, err := r.call(c)
+	if err != nil {
+		return nil, err
+	}
+	wr := rep.Resolution
+	if wr == nil || wr.Version == nil {
+		return nil, fmt.Errorf("resolving %q: empty reply: %w", ref, derrors.Unavailable)
+	}
+	canon, err := resolve.Parse(wr.Ref)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %q: %w", ref, err)
+	}
+	return &resolve.Resolution{Ref: canon, Requested: wr.Requested, Note: wr.Note, Version: wr.Version}, nil
+}
+
+func (r *remoteResolver) ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error) {
+	rep, err := r.call(call{Op: "read", Resolved: rs.Resolved(), Name: name})
+	if err != nil {
+		return nil, err
+	}
+	return rep.Data, nil
+}
+
+func (r *remoteResolver) DefaultRegistry() resolve.Registry { return r.def }
+
+// requestToWire converts an API request for the worker.
+func requestToWire(req *api.ExpandRequest) (*wireRequest, error) {
+	r, err := req.EngineRequest()
+	if err != nil {
+		return nil, err
+	}
+	wr := &wireRequest{Config: r.Config, ConfigName: r.ConfigName, Imports: r.Imports, Ref: r.Ref,
+		Properties: r.Properties, Name: r.Name, Deployment: r.Deployment, Namespace: r.Namespace}
+	if !r.Registry.IsZero() {
+		wr.Registry = r.Registry.String()
+	}
+	return wr, nil
+}
+
+// formatBytes writes a byte count in the largest binary unit it fills.
+func formatBytes(n uint64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
