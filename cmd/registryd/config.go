@@ -13,6 +13,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 )
 
 // Config is registryd's configuration file (--config), in YAML:
@@ -92,6 +93,13 @@ type settings struct {
 	readyWait  time.Duration
 	logLevel   string
 	allowURLs  bool
+	// sandbox configures the expansion workers; noSandbox expands
+	// in-process.
+	sandbox   sandbox.Options
+	noSandbox bool
+	// timeout and totalTimeout are expand.Options' Timeout and
+	// TotalTimeout.
+	timeout, totalTimeout time.Duration
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.

@@ -16,6 +16,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/server"
 )
 
@@ -104,8 +105,25 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
+	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout}
+	var expander api.Expander
+	if s.noSandbox {
+		log.Warn("--no-sandbox: templates run inside registryd, without worker processes or their memory, CPU, file and network limits")
+	} else {
+		so := s.sandbox
+		so.Resolver, so.Expand, so.Logger = resolver, eo, log
+		pool, err := sandbox.New(so)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		if err := pool.Warm(ctx); err != nil {
+			return fmt.Errorf("starting expansion workers: %w", err)
+		}
+		expander = pool
+	}
 	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: expand.Options{AllowURLs: s.allowURLs, Logger: log}})
+		Expand: eo, Expander: expander})
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,

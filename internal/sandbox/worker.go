@@ -12,6 +12,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -317,4 +319,17 @@ func formatBytes(n uint64) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// ParseBytes parses a size such as 512MiB, 512Mi, 512M (binary units all),
+// 1GiB or a plain number of bytes.
+func ParseBytes(s string) (uint64, error) {
+	num := strings.TrimRight(s, "KMGTiBb")
+	unit := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s[len(num):]), "B"), "I")
+	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
+	shift, ok := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[unit]
+	if err != nil || !ok || n == 0 || n > 1<<(63-shift) {
+		return 0, fmt.Errorf("size %q: want a positive number of bytes with an optional unit, such as 512MiB or 1GiB: %w", s, derrors.InvalidArgument)
+	}
+	return n << shift, nil
 }

@@ -82,11 +82,24 @@ type Options struct {
 	// (zero: 5 seconds), then get 503.
 	MaxExpansions      int
 	ExpansionQueueWait time.Duration
+	// Expander runs the expansions of POST /v1/expand (and, if it also
+	// has ProcessTemplate, of POST /processedTemplates): a sandbox.Pool of
+	// worker processes. Nil expands in-process with Expand's options.
+	Expander api.Expander
+}
+
+// templateProcessor is an Expander that also processes OpenShift
+// Templates out of process (sandbox.Pool).
+type templateProcessor interface {
+	ProcessTemplate(ctx context.Context, body []byte) (json.RawMessage, error)
 }
 
 // Server is registryd's HTTP handler.
 type Server struct {
-	svc        *api.Service
+	svc *api.Service
+	// expander runs every expansion of other people's templates:
+	// Options.Expander, or svc in-process.
+	expander   api.Expander
 	resolver   *resolve.Resolver
 	adminHash  [sha256.Size]byte
 	hasAdmin   bool
@@ -110,6 +123,10 @@ func New(opts Options) *Server {
 		metrics:    opts.Metrics,
 		slow:       opts.SlowRequest,
 		refreshTTL: opts.RefreshTimeout,
+	}
+	s.expander = opts.Expander
+	if s.expander == nil {
+		s.expander = s.svc
 	}
 	if s.hasAdmin {
 		// Comparing hashes makes the comparison constant-time whatever the

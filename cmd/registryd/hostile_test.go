@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dmhq/dm/internal/sandbox"
+)
+
+// TestMain lets the test binary serve as registryd's expansion worker, as
+// the registryd binary does: the pool re-executes os.Executable.
+func TestMain(m *testing.M) {
+	if sandbox.IsWorker() {
+		sandbox.ServeWorker()
+	}
+	os.Exit(m.Run())
+}
+
+// Limits of the hostile-template suite: smaller than the defaults, so the
+// suite is quick.
+const (
+	hostileMemory  = "256MiB"
+	hostileTimeout = 2 * time.Second
+	hostileTotal   = 5 * time.Second
+	// hostileRSS bounds registryd's resident memory (here the test
+	// process's, race detector included) after every hostile template.
+	hostileRSS = 768 << 20
+)
+
+// TestHostileTemplates sends registryd the shapes that used to take it
+// down (issue 9), in every language, through POST /v1/expand with real
+// worker processes. Each must end with an error naming a limit and the
+// template, within its deadline; right after each, /healthz and a normal
+// expansion answer, registryd's memory stays bounded and no worker is
+// left burning CPU.
+func TestHostileTemplates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the hostile-template suite takes about a minute")
+	}
+	d := start(t, []string{"--cache-dir", t.TempDir(), "--expand-memory", hostileMemory, "--expand-workers", "2",
+		"--expand-timeout", hostileTimeout.String(), "--expand-total-timeout", hostileTotal.String()}, nil)
+	files := map[string]string{}
+	ents, err := os.ReadDir("testdata/hostile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("testdata/hostile", e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = string(b)
+	}
+	// Which limit ends each: the in-language bounds where they see the
+	// size coming, the worker's memory limit or deadline where they
+	// cannot.
+	cases := []struct {
+		file  string
+		limit string // regular expression over the Options field
+		names string // the template the error names; default file
+	}{
+		// Sharing instead of copying.
+		{file: "share.jinja", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "share.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "extend.py", limit: "MaxMemory"},
+		{file: "shared_string.py", limit: "MaxMemory|MaxResultBytes"},
+		// One call with a huge result.
+		{file: "join.jinja", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "join.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "join.py", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "format.py", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "str.py", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "dumps.py", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "regex.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "wrapwith.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "amplify.json", limit: "MaxMemory|MaxOutputBytes|MaxRenderedBytes"},
+		// CPU that outlives the timeout.
+		{file: "bigint.py", limit: "Timeout"},
+		{file: "uniq.gotmpl", limit: "Timeout"},
+		{file: "wordwrap.jinja", limit: "Timeout|MaxMemory"},
+		{file: "children.jinja", limit: "TotalTimeout", names: "busy.py"},
+	}
+	normal := `{"ref": "apps/guestbook:v1"}`
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			req, _ := json.Marshal(map[string]any{
+				"config":  "resources:\n- name: evil\n  type: " + c.file + "\n",
+				"imports": files,
+			})
+			began := time.Now()
+			status, body := postJSON(t, d.url+"/v1/expand", req)
+			took := time.Since(began)
+			t.Logf("%d in %s: %s", status, took.Round(time.Millisecond), body)
+			if status < 400 || status >= 500 {
+				t.Errorf("status %d, want 4xx", status)
+			}
+			re := regexp.MustCompile(`\bOptions\.(` + c.limit + `)\b`)
+			names := c.names
+			if names == "" {
+				names = c.file
+			}
+			if !re.MatchString(body) || !strings.Contains(body, "evil") || !strings.Contains(body, names) {
+				t.Errorf("error %s: want a limit %s naming evil and %s", body, c.limit, names)
+			}
+			// The deadline of any expansion: the whole-expansion limit
+			// and the grace before the kill, plus start-up slack.
+			if limit := hostileTotal + sandbox.DefaultGrace + 3*time.Second; took > limit {
+				t.Errorf("took %s, want at most %s", took, limit)
+			}
+			if status, body := getBody(t, d.url+"/healthz"); status != http.StatusOK {
+				t.Errorf("/healthz after %s: %d %s", c.file, status, body)
+			}
+			if status, body := postJSON(t, d.url+"/v1/expand", []byte(normal)); status != http.StatusOK {
+				t.Errorf("a normal expansion after %s: %d %s", c.file, status, body)
+			}
+			if rss := residentBytes(t, os.Getpid()); rss > hostileRSS {
+				t.Errorf("registryd's resident memory is %d MiB after %s, want at most %d MiB", rss>>20, c.file, hostileRSS>>20)
+			}
+			// CPU is free again: the workers (children of this process)
+			// use almost no CPU in the second after the answer.
+			before := childrenCPU(t)
+			time.Sleep(time.Second)
+			if used := childrenCPU(t) - before; used > 300*time.Millisecond {
+				t.Errorf("workers used %s of CPU in the second after %s's error", used, c.file)
+			}
+		})
+	}
+}
+
+func postJSON(t *testing.T, url string, body []byte) (int, string) {
+	t.Helper()
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return resp.StatusCode, string(b)
+}
+
+func getBody(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	return resp.StatusCode, string(b)
+}
+
+// residentBytes reads a process's VmRSS.
+func residentBytes(t *testing.T, pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS")
+	return 0
+}
+
+// childrenCPU sums the user and system time of this process's living
+// children.
+func childrenCPU(t *testing.T) time.Duration {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ticks int64
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The fields after the command (which may hold spaces) start
+		// with state and ppid; utime and stime are the 14th and 15th.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 13 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + st
+	}
+	// Linux reports CPU time in clock ticks of 1/100 s.
+	return time.Duration(ticks) * 10 * time.Millisecond
+}
