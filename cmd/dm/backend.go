@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	dm "github.com/dmhq/dm"
@@ -17,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 )
 
 // globals are dm's global flags, resolved against the environment.
@@ -32,6 +34,8 @@ type globals struct {
 	properties []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
+	// noSandbox expands GitHub registries' templates in-process too.
+	noSandbox bool
 
 	getenv func(string) string
 	stderr io.Writer
@@ -227,7 +231,10 @@ func (b *localBackend) Search(ctx context.Context, q, registry string) (*api.Sea
 	return s.Search(ctx, q, registry)
 }
 
-// Expand expands in-process.
+// Expand expands in-process, or in a sandboxed worker process when a
+// GitHub registry is configured: its templates are other people's code.
+// The user's own files and directories and the embedded example run
+// in-process.
 func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
 	if req.Ref != "" {
 		b.need(req.Ref)
@@ -236,7 +243,19 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 	if err != nil {
 		return nil, err
 	}
-	return s.Expand(ctx, req)
+	if b.g.noSandbox || !slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil }) {
+		return s.Expand(ctx, req)
+	}
+	log := slog.New(slog.DiscardHandler)
+	if b.g.verbose {
+		log = slog.New(slog.NewTextHandler(b.g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	return pool.Expand(ctx, req)
 }
 
 // cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,

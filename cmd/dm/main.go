@@ -23,9 +23,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/sandbox"
 )
 
 func main() {
+	// A sandboxed expansion re-executes this binary as its worker.
+	if sandbox.IsWorker() {
+		sandbox.ServeWorker()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
@@ -98,6 +103,7 @@ with -o json always all three.`,
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
 	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
+	xf.BoolVar(&g.noSandbox, "no-sandbox", false, "expand templates of GitHub registries in dm's own process, without a worker process and its limits")
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags

@@ -22,6 +22,10 @@ import (
 // hello's Problems, so the parent can say so once.
 func applyLimits(maxMemory uint64) hello {
 	var h hello
+	if raceEnabled && maxMemory > 0 {
+		h.Problems = append(h.Problems, "memory limit: not set in a race-detector build")
+		maxMemory = 0
+	}
 	if maxMemory > 0 {
 		// The Go runtime reserves address space it has not used (about a
 		// gigabyte at start); the limit counts from there.

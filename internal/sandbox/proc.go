@@ -288,8 +288,7 @@ func (w *proc) died(p *Pool, st *jobState, err error) error {
 	}
 	msg := w.stderr.String()
 	switch {
-	case strings.Contains(msg, "out of memory") || strings.Contains(msg, "cannot allocate memory") ||
-		strings.Contains(msg, "failed to create new OS thread"):
+	case outOfMemory(msg):
 		return st.limit("MaxMemory", formatBytes(p.opts.MaxMemory), "template used too much memory; its worker was stopped")
 	case strings.Contains(msg, cpuLimitMessage) || w.signaled(syscall.SIGXCPU):
 		return st.limit("TotalTimeout", p.opts.Expand.TotalTimeout, "expansion used more CPU time than its budget (twice the limit); its worker was stopped")
@@ -299,6 +298,18 @@ func (w *proc) died(p *Pool, st *jobState, err error) error {
 		status = "worker " + w.state.String()
 	}
 	return st.locate(fmt.Errorf("expansion worker died (%s): %w%s: %w", status, errWorker, w.stderr.suffix(), derrors.Unavailable))
+}
+
+// outOfMemory tells whether a dead worker's stderr says an allocation
+// failed: the Go runtime's "fatal error: runtime: out of memory", a thread
+// it could not create, or the race detector's allocator (in tests).
+func outOfMemory(stderr string) bool {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to create new OS thread", "ThreadSanitizer failed to allocate", "failed to mmap"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *proc) signaled(sig syscall.Signal) bool {

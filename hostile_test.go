@@ -1,4 +1,4 @@
-package main
+package dm_test
 
 import (
 	"bytes"
@@ -17,27 +17,20 @@ import (
 	"github.com/dmhq/dm/internal/sandbox"
 )
 
-// TestMain lets the test binary serve as registryd's expansion worker, as
-// the registryd binary does: the pool re-executes os.Executable.
-func TestMain(m *testing.M) {
-	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
-	}
-	os.Exit(m.Run())
-}
-
 // Limits of the hostile-template suite: smaller than the defaults, so the
 // suite is quick.
 const (
 	hostileMemory  = "256MiB"
 	hostileTimeout = 2 * time.Second
 	hostileTotal   = 5 * time.Second
-	// hostileRSS bounds registryd's resident memory (here the test
-	// process's, race detector included) after every hostile template.
-	hostileRSS = 768 << 20
+	// hostileRSS bounds registryd's resident memory after every hostile
+	// template (about 40 MB at rest).
+	hostileRSS = 200 << 20
 )
 
-// TestHostileTemplates sends registryd the shapes that used to take it
+// TestHostileTemplates sends a registryd binary (built without the race
+// detector, whose runtime cannot work under an address-space limit) the
+// shapes that used to take it
 // down (issue 9), in every language, through POST /v1/expand with real
 // worker processes. Each must end with an error naming a limit and the
 // template, within its deadline; right after each, /healthz and a normal
@@ -47,8 +40,9 @@ func TestHostileTemplates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the hostile-template suite takes about a minute")
 	}
-	d := start(t, []string{"--cache-dir", t.TempDir(), "--expand-memory", hostileMemory, "--expand-workers", "2",
-		"--expand-timeout", hostileTimeout.String(), "--expand-total-timeout", hostileTotal.String()}, nil)
+	registryd, _ := buildBinaries(t)
+	url, proc := startRegistrydProcess(t, registryd, nil, "--expand-memory", hostileMemory, "--expand-workers", "2",
+		"--expand-timeout", hostileTimeout.String(), "--expand-total-timeout", hostileTotal.String())
 	files := map[string]string{}
 	ents, err := os.ReadDir("testdata/hostile")
 	if err != nil {
@@ -70,8 +64,8 @@ func TestHostileTemplates(t *testing.T) {
 		names string // the template the error names; default file
 	}{
 		// Sharing instead of copying.
-		{file: "share.jinja", limit: "MaxMemory|MaxOutputBytes"},
-		{file: "share.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
+		{file: "share.jinja", limit: "MaxMemory|MaxOutputBytes|Timeout"},
+		{file: "share.gotmpl", limit: "MaxMemory|MaxOutputBytes|Timeout"},
 		{file: "extend.py", limit: "MaxMemory"},
 		{file: "shared_string.py", limit: "MaxMemory|MaxResultBytes"},
 		// One call with a huge result.
@@ -98,7 +92,7 @@ func TestHostileTemplates(t *testing.T) {
 				"imports": files,
 			})
 			began := time.Now()
-			status, body := postJSON(t, d.url+"/v1/expand", req)
+			status, body := postJSON(t, url+"/v1/expand", req)
 			took := time.Since(began)
 			t.Logf("%d in %s: %s", status, took.Round(time.Millisecond), body)
 			if status < 400 || status >= 500 {
@@ -117,20 +111,20 @@ func TestHostileTemplates(t *testing.T) {
 			if limit := hostileTotal + sandbox.DefaultGrace + 3*time.Second; took > limit {
 				t.Errorf("took %s, want at most %s", took, limit)
 			}
-			if status, body := getBody(t, d.url+"/healthz"); status != http.StatusOK {
+			if status, body := getBody(t, url+"/healthz"); status != http.StatusOK {
 				t.Errorf("/healthz after %s: %d %s", c.file, status, body)
 			}
-			if status, body := postJSON(t, d.url+"/v1/expand", []byte(normal)); status != http.StatusOK {
+			if status, body := postJSON(t, url+"/v1/expand", []byte(normal)); status != http.StatusOK {
 				t.Errorf("a normal expansion after %s: %d %s", c.file, status, body)
 			}
-			if rss := residentBytes(t, os.Getpid()); rss > hostileRSS {
+			if rss := residentBytes(t, proc.Pid); rss > hostileRSS {
 				t.Errorf("registryd's resident memory is %d MiB after %s, want at most %d MiB", rss>>20, c.file, hostileRSS>>20)
 			}
-			// CPU is free again: the workers (children of this process)
-			// use almost no CPU in the second after the answer.
-			before := childrenCPU(t)
+			// CPU is free again: the workers (registryd's children) use
+			// almost no CPU in the second after the answer.
+			before := childrenCPU(t, proc.Pid)
 			time.Sleep(time.Second)
-			if used := childrenCPU(t) - before; used > 300*time.Millisecond {
+			if used := childrenCPU(t, proc.Pid) - before; used > 300*time.Millisecond {
 				t.Errorf("workers used %s of CPU in the second after %s's error", used, c.file)
 			}
 		})
@@ -175,15 +169,13 @@ func residentBytes(t *testing.T, pid int) int64 {
 	return 0
 }
 
-// childrenCPU sums the user and system time of this process's living
-// children.
-func childrenCPU(t *testing.T) time.Duration {
+// childrenCPU sums the user and system time of parent's living children.
+func childrenCPU(t *testing.T, parent int) time.Duration {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ticks int64
-	self := os.Getpid()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -200,7 +192,7 @@ func childrenCPU(t *testing.T) time.Duration {
 		if len(f) < 13 {
 			continue
 		}
-		if ppid, _ := strconv.Atoi(f[1]); ppid != self {
+		if ppid, _ := strconv.Atoi(f[1]); ppid != parent {
 			continue
 		}
 		u, _ := strconv.ParseInt(f[11], 10, 64)
