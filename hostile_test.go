@@ -12,8 +12,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
+	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/sandbox"
 )
 
@@ -201,4 +203,27 @@ func childrenCPU(t *testing.T, parent int) time.Duration {
 	}
 	// Linux reports CPU time in clock ticks of 1/100 s.
 	return time.Duration(ticks) * 10 * time.Millisecond
+}
+
+// TestHostileDM: dm expands a GitHub registry's templates in a worker, so
+// a memory bomb there ends with dm's clean error naming the limit, and a
+// well-behaved template of the same registry still expands.
+func TestHostileDM(t *testing.T) {
+	_, dmBin := buildBinaries(t)
+	repo := githubtest.NewRepoFS(t, fstest.MapFS{
+		"bomb/v1/bomb.py": {Data: []byte("def GenerateConfig(context):\n    l = [\"x\"]\n    for i in range(31):\n        l.extend(l)\n    return {\"resources\": []}\n")},
+		"bomb/v1/example.yaml": {Data: []byte("resources: []\n")},
+		"ok/v1/ok.jinja":       {Data: []byte("resources:\n- name: c\n  type: ConfigMap\n  properties: {data: {a: b}}\n")},
+		"ok/v1/example.yaml":   {Data: []byte("resources: []\n")},
+	})
+	srv := githubtest.New(map[string]string{"acme/evil": repo})
+	defer srv.Close()
+	code, _, stderr := runDM(t, dmBin, "--github-api", srv.URL, "expand", "github.com/acme/evil/bomb:v1")
+	if code != 1 || !strings.Contains(stderr, "Options.MaxMemory") || !strings.Contains(stderr, "github.com/acme/evil/bomb:v1.0.0") {
+		t.Errorf("dm expand of a memory bomb: exit %d, stderr %q; want 1 and a MaxMemory error naming the template", code, stderr)
+	}
+	code, stdout, stderr := runDM(t, dmBin, "--github-api", srv.URL, "expand", "github.com/acme/evil/ok:v1")
+	if code != 0 || !strings.Contains(stdout, "ConfigMap") {
+		t.Errorf("dm expand: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
 }
