@@ -39,7 +39,8 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzEmitYAML:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
-	./internal/expand/schema:FuzzParse:50000x
+	./internal/expand/schema:FuzzParse:50000x \
+	./internal/sandbox:FuzzDecode:200000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
