@@ -44,6 +44,10 @@ type proc struct {
 	hello  hello
 
 	killOnce sync.Once
+	// resolved and gen are what the worker resolved in index generation
+	// gen (jobState.resolved).
+	resolved map[string]*resolve.Resolution
+	gen      uint64
 	// jobs and bytes count the worker's life, for recycling.
 	jobs  int
 	bytes int64
@@ -185,17 +189,20 @@ func (w *proc) send(kind byte, v any) error {
 // do runs one job. keep reports whether the worker may serve another.
 func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, keep bool, err error) {
 	w.jobs++
-	st := &jobState{resolved: map[string]*resolve.Resolution{}, started: time.Now()}
-	// Writing a large job while the worker is stuck would block: send it
-	// from a goroutine and watch the worker meanwhile.
+	if w.resolved == nil || j.Gen != w.gen {
+		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
+	}
+	st := &jobState{resolved: w.resolved, started: time.Now()}
+	// A worker between jobs is blocked reading its stdin, so the write
+	// does not block for long.
 	body, err := json.Marshal(j)
 	if err != nil {
 		return nil, true, fmt.Errorf("sandbox: encoding the job: %w", err)
 	}
 	w.bytes += int64(len(body))
-	sent := make(chan error, 1)
-	go func() { sent <- writeRaw(w.out, kindJob, body) }()
-
+	if err := writeRaw(w.out, kindJob, body); err != nil {
+		return nil, false, w.died(p, st, fmt.Errorf("sending the job: %w", err))
+	}
 	o := p.opts
 	total := time.NewTimer(o.Expand.TotalTimeout + o.Grace)
 	defer total.Stop()
@@ -205,11 +212,6 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	defer perTemplate.Stop()
 	for {
 		select {
-		case err := <-sent:
-			if err != nil {
-				return nil, false, w.died(p, st, fmt.Errorf("sending the job: %w", err))
-			}
-			sent = nil
 		case f := <-w.frames:
 			if f.err != nil {
 				return nil, false, w.died(p, st, f.err)
@@ -227,14 +229,6 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 				var c call
 				if err := json.Unmarshal(f.body, &c); err != nil {
 					return nil, false, w.broke(err)
-				}
-				if sent != nil {
-					// The worker read the whole job; let its writer
-					// finish before the reply uses the same buffer.
-					if err := <-sent; err != nil {
-						return nil, false, w.died(p, st, fmt.Errorf("sending the job: %w", err))
-					}
-					sent = nil
 				}
 				if err := w.send(kindReply, p.answer(ctx, st, &c)); err != nil {
 					return nil, false, w.died(p, st, fmt.Errorf("replying: %w", err))
@@ -297,7 +291,7 @@ func (w *proc) died(p *Pool, st *jobState, err error) error {
 	if w.state != nil {
 		status = "worker " + w.state.String()
 	}
-	return st.locate(fmt.Errorf("expansion worker died (%s): %w%s: %w", status, errWorker, w.stderr.suffix(), derrors.Unavailable))
+	return st.locate(fmt.Errorf("expansion worker died (%s: %v): %w%s: %w", status, err, errWorker, w.stderr.suffix(), derrors.Unavailable))
 }
 
 // outOfMemory tells whether a dead worker's stderr says an allocation

@@ -91,6 +91,9 @@ type job struct {
 	Process []byte       `json:"process,omitempty"`
 	// Default is the default registry for short references.
 	Default string `json:"default,omitempty"`
+	// Gen changes whenever a registry's index does: the worker keeps the
+	// resolutions it was given while Gen stays the same.
+	Gen uint64 `json:"gen,omitempty"`
 }
 
 // wireRequest is expand.Request on the wire.

@@ -27,6 +27,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -116,6 +117,10 @@ type Pool struct {
 	mu     sync.Mutex
 	closed bool
 	live   map[*proc]bool
+	// snaps are the registries' index snapshots when gen was last
+	// counted up.
+	snaps []*index.Snapshot
+	gen   uint64
 }
 
 var _ api.Expander = (*Pool)(nil)
@@ -194,6 +199,7 @@ func (p *Pool) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandR
 	if !p.opts.Expand.Registry.IsZero() {
 		j.Default = p.opts.Expand.Registry.String()
 	}
+	j.Gen = p.generation()
 	raw, err := p.run(ctx, j)
 	if err != nil {
 		return nil, err
@@ -235,6 +241,30 @@ func (p *Pool) run(ctx context.Context, j *job) (json.RawMessage, error) {
 	return raw, err
 }
 
+// generation counts changes of the registries' indexes: workers keep
+// resolutions only within one generation.
+func (p *Pool) generation() uint64 {
+	if p.opts.Resolver == nil {
+		return 0
+	}
+	regs := p.opts.Resolver.Registries()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	changed := len(regs) != len(p.snaps)
+	if changed {
+		p.snaps = make([]*index.Snapshot, len(regs))
+	}
+	for i, g := range regs {
+		if s := g.Snapshot(); s != p.snaps[i] {
+			p.snaps[i], changed = s, true
+		}
+	}
+	if changed {
+		p.gen++
+	}
+	return p.gen
+}
+
 // retire kills a worker and forgets it.
 func (p *Pool) retire(w *proc) {
 	w.kill()
@@ -262,6 +292,9 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 		if err != nil {
 			return &reply{Err: toWire(err)}
 		}
+		if len(st.resolved) >= maxCachedResolutions {
+			clear(st.resolved)
+		}
 		st.resolved[rs.Resolved()] = rs
 		return &reply{Resolution: &wireResolution{Ref: rs.Ref.String(), Requested: rs.Requested, Note: rs.Note, Version: stripFindings(rs.Version)}}
 	case "read":
@@ -280,8 +313,9 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 
 // jobState is what the parent remembers during one job.
 type jobState struct {
-	// resolved holds the job's resolutions by canonical reference; a
-	// worker reads files only of versions it resolved.
+	// resolved holds the worker's resolutions in this index generation
+	// by canonical reference; a worker reads files only of versions it
+	// resolved.
 	resolved map[string]*resolve.Resolution
 	// path and template name the invocation running, from progress.
 	path     []string

@@ -78,6 +78,10 @@ const (
 	cpuLimitMessage = "expand worker: CPU time limit (RLIMIT_CPU) reached"
 )
 
+// maxCachedResolutions bounds the resolutions a worker (and the parent,
+// for it) keeps between jobs.
+const maxCachedResolutions = 10000
+
 // maxJobBytes bounds a job frame: the request body limit and then some.
 const maxJobBytes = 64 << 20
 
@@ -114,6 +118,10 @@ type worker struct {
 	x   *expand.Expander
 	// def is the current job's default registry.
 	def resolve.Registry
+	// resolved caches resolutions, by default registry and reference,
+	// for the index generation gen: a warm worker asks nothing.
+	resolved map[string]*resolve.Resolution
+	gen      uint64
 	// baseGoroutines is the count between jobs; more after a job means a
 	// render was abandoned and may still run.
 	baseGoroutines int
@@ -174,6 +182,9 @@ func (w *worker) run(body []byte) *done {
 		err error
 	)
 	ctx := context.Background()
+	if j.Gen != w.gen || len(w.resolved) > maxCachedResolutions {
+		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
+	}
 	switch {
 	case j.Expand != nil:
 		w.def = resolve.Registry{}
@@ -269,6 +280,10 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 	if !def.IsZero() {
 		c.Registry = def.String()
 	}
+	key := c.Registry + "\x00" + ref
+	if rs, ok := r.resolved[key]; ok {
+		return rs, nil
+	}
 	rep, err := r.call(c)
 	if err != nil {
 		return nil, err
@@ -281,7 +296,11 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 	if err != nil {
 		return nil, fmt.Errorf("resolving %q: %w", ref, err)
 	}
-	return &resolve.Resolution{Ref: canon, Requested: wr.Requested, Note: wr.Note, Version: wr.Version}, nil
+	rs := &resolve.Resolution{Ref: canon, Requested: wr.Requested, Note: wr.Note, Version: wr.Version}
+	if r.resolved != nil {
+		r.resolved[key] = rs
+	}
+	return rs, nil
 }
 
 func (r *remoteResolver) ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error) {
