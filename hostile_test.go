@@ -211,7 +211,7 @@ func childrenCPU(t *testing.T, parent int) time.Duration {
 func TestHostileDM(t *testing.T) {
 	_, dmBin := buildBinaries(t)
 	repo := githubtest.NewRepoFS(t, fstest.MapFS{
-		"bomb/v1/bomb.py": {Data: []byte("def GenerateConfig(context):\n    l = [\"x\"]\n    for i in range(31):\n        l.extend(l)\n    return {\"resources\": []}\n")},
+		"bomb/v1/bomb.py":      {Data: []byte("def GenerateConfig(context):\n    l = [\"x\"]\n    for i in range(31):\n        l.extend(l)\n    return {\"resources\": []}\n")},
 		"bomb/v1/example.yaml": {Data: []byte("resources: []\n")},
 		"ok/v1/ok.jinja":       {Data: []byte("resources:\n- name: c\n  type: ConfigMap\n  properties: {data: {a: b}}\n")},
 		"ok/v1/example.yaml":   {Data: []byte("resources: []\n")},
