@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -293,4 +294,33 @@ func probeHello(t *testing.T) hello {
 	}
 	defer p.retire(w)
 	return w.hello
+}
+
+// TestOthersCarryOn: while one expansion runs past its deadline and gets
+// its worker killed, the others, sharing the pool, succeed.
+func TestOthersCarryOn(t *testing.T) {
+	ctx := t.Context()
+	p := newPool(t, Options{Workers: 2, Grace: 200 * time.Millisecond, Expand: expand.Options{Timeout: 500 * time.Millisecond}})
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for range 4 {
+		wg.Go(func() {
+			for range 5 {
+				if _, err := p.Expand(ctx, &api.ExpandRequest{Config: composite}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		_, err := p.Expand(ctx, hostile("slow.py", "def GenerateConfig(ctx):\n  return str(int('9' * 4000000))\n"))
+		if !errors.Is(err, derrors.LimitExceeded) {
+			errs <- fmt.Errorf("slow.py: got %v, want a limit error", err)
+		}
+	})
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
