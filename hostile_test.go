@@ -87,6 +87,11 @@ func TestHostileTemplates(t *testing.T) {
 		{file: "children.jinja", limit: "TotalTimeout", names: "busy.py"},
 	}
 	normal := `{"ref": "apps/guestbook:v1"}`
+	// POST /processedTemplates runs in a worker too.
+	tmpl := `{"kind":"Template","apiVersion":"v1","metadata":{"name":"t"},"parameters":[{"name":"N","value":"x"}],"objects":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"${N}"}}]}`
+	if status, body := postJSON(t, url+"/processedTemplates", []byte(tmpl)); status != http.StatusOK || !strings.Contains(body, `"name":"x"`) {
+		t.Errorf("POST /processedTemplates: %d %s", status, body)
+	}
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			req, _ := json.Marshal(map[string]any{
