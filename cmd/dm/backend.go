@@ -107,6 +107,10 @@ type localBackend struct {
 	def      resolve.Registry
 
 	svc *api.Service
+	// expanding is set by Expand before the service is made, so that
+	// service starts the worker pool, if one is needed, early.
+	expanding bool
+	pool      *sandbox.Pool
 }
 
 func (b *localBackend) addExample() {
@@ -157,6 +161,19 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			// and dm leaves no snapshots of directories behind.
 			reg.CacheDir = ""
 		}
+		regs = append(regs, reg)
+	}
+	resolver := resolve.New(b.def, regs...)
+	if b.sandboxed() {
+		// The worker starts while the registries are indexed.
+		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		b.pool = pool
+		go pool.Warm(ctx)
+	}
+	for _, reg := range regs {
 		if reg.CacheDir != "" {
 			_ = reg.Load()
 		}
@@ -166,10 +183,16 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			}
 			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 		}
-		regs = append(regs, reg)
 	}
-	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs})
+	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs})
 	return b.svc, nil
+}
+
+// sandboxed tells whether expansions run in a worker process: when a
+// GitHub registry is configured (its templates are other people's code)
+// and --no-sandbox is not given.
+func (b *localBackend) sandboxed() bool {
+	return b.expanding && !b.g.noSandbox && slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil })
 }
 
 var _ api.Backend = (*localBackend)(nil)
@@ -239,23 +262,24 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 	if req.Ref != "" {
 		b.need(req.Ref)
 	}
+	b.expanding = true
 	s, err := b.service(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if b.g.noSandbox || !slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil }) {
+	if b.pool == nil && b.sandboxed() {
+		// The service was made before Expand was called.
+		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1})
+		if err != nil {
+			return nil, err
+		}
+		b.pool = pool
+	}
+	if b.pool == nil {
 		return s.Expand(ctx, req)
 	}
-	log := slog.New(slog.DiscardHandler)
-	if b.g.verbose {
-		log = slog.New(slog.NewTextHandler(b.g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	defer pool.Close()
-	return pool.Expand(ctx, req)
+	defer b.pool.Close()
+	return b.pool.Expand(ctx, req)
 }
 
 // cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,

@@ -48,6 +48,8 @@ type proc struct {
 	// gen (jobState.resolved).
 	resolved map[string]*resolve.Resolution
 	gen      uint64
+	// sent holds the digests of the versions whose files the worker got.
+	sent map[string]bool
 	// jobs and bytes count the worker's life, for recycling.
 	jobs  int
 	bytes int64
@@ -192,7 +194,10 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	if w.resolved == nil || j.Gen != w.gen {
 		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
 	}
-	st := &jobState{resolved: w.resolved, started: time.Now()}
+	if w.sent == nil {
+		w.sent = map[string]bool{}
+	}
+	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now()}
 	// A worker between jobs is blocked reading its stdin, so the write
 	// does not block for long.
 	body, err := json.Marshal(j)

@@ -142,6 +142,10 @@ type call struct {
 // reply answers a call.
 type reply struct {
 	Resolution *wireResolution `json:"resolution,omitempty"`
+	// Files, with a resolution the worker was not sent before, are the
+	// version's files: the worker is about to read them all, and one
+	// round trip is cheaper than one per file.
+	Files map[string][]byte `json:"files,omitempty"`
 	Data       []byte          `json:"data,omitempty"`
 	Err        *wireError      `json:"error,omitempty"`
 }

@@ -296,7 +296,15 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 			clear(st.resolved)
 		}
 		st.resolved[rs.Resolved()] = rs
-		return &reply{Resolution: &wireResolution{Ref: rs.Ref.String(), Requested: rs.Requested, Note: rs.Note, Version: stripFindings(rs.Version)}}
+		rep := &reply{Resolution: &wireResolution{Ref: rs.Ref.String(), Requested: rs.Requested, Note: rs.Note, Version: stripFindings(rs.Version)}}
+		if !st.sent[rs.Version.Digest] {
+			rep.Files = prefetch(ctx, rs)
+			if len(st.sent) >= maxCachedResolutions {
+				clear(st.sent)
+			}
+			st.sent[rs.Version.Digest] = true
+		}
+		return rep
 	case "read":
 		rs, ok := st.resolved[c.Resolved]
 		if !ok {
@@ -311,12 +319,40 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 	return &reply{Err: toWire(fmt.Errorf("unknown call %q: %w", c.Op, derrors.InvalidArgument))}
 }
 
+// maxPrefetch bounds the files sent along with a resolution.
+const maxPrefetch = 4 << 20
+
+// prefetch reads a version's files to send with its resolution, or none if
+// they are large or a read fails (the worker then asks file by file and
+// gets the error).
+func prefetch(ctx context.Context, rs *resolve.Resolution) map[string][]byte {
+	total := int64(0)
+	for _, f := range rs.Version.Files {
+		total += f.Size
+	}
+	if total > maxPrefetch {
+		return nil
+	}
+	files := make(map[string][]byte, len(rs.Version.Files))
+	for _, f := range rs.Version.Files {
+		b, err := rs.ReadFile(ctx, f.Path)
+		if err != nil {
+			return nil
+		}
+		files[f.Path] = b
+	}
+	return files
+}
+
 // jobState is what the parent remembers during one job.
 type jobState struct {
 	// resolved holds the worker's resolutions in this index generation
 	// by canonical reference; a worker reads files only of versions it
 	// resolved.
 	resolved map[string]*resolve.Resolution
+	// sent holds the digests of the versions whose files the worker was
+	// sent.
+	sent map[string]bool
 	// path and template name the invocation running, from progress.
 	path     []string
 	template string

@@ -122,6 +122,9 @@ type worker struct {
 	// for the index generation gen: a warm worker asks nothing.
 	resolved map[string]*resolve.Resolution
 	gen      uint64
+	// prefetched holds files sent with resolutions, by version digest,
+	// until the expander reads them.
+	prefetched map[string]map[string][]byte
 	// baseGoroutines is the count between jobs; more after a job means a
 	// render was abandoned and may still run.
 	baseGoroutines int
@@ -185,6 +188,9 @@ func (w *worker) run(body []byte) *done {
 	if j.Gen != w.gen || len(w.resolved) > maxCachedResolutions {
 		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
 	}
+	// Files sent for a version whose bundle was cached already are not
+	// read; they go with the job.
+	defer clear(w.prefetched)
 	switch {
 	case j.Expand != nil:
 		w.def = resolve.Registry{}
@@ -297,6 +303,12 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 		return nil, fmt.Errorf("resolving %q: %w", ref, err)
 	}
 	rs := &resolve.Resolution{Ref: canon, Requested: wr.Requested, Note: wr.Note, Version: wr.Version}
+	if rep.Files != nil {
+		if r.prefetched == nil {
+			r.prefetched = map[string]map[string][]byte{}
+		}
+		r.prefetched[wr.Version.Digest] = rep.Files
+	}
 	if r.resolved != nil {
 		r.resolved[key] = rs
 	}
@@ -304,6 +316,15 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 }
 
 func (r *remoteResolver) ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error) {
+	if files, ok := r.prefetched[rs.Version.Digest]; ok {
+		if b, ok := files[name]; ok {
+			delete(files, name)
+			if len(files) == 0 {
+				delete(r.prefetched, rs.Version.Digest)
+			}
+			return b, nil
+		}
+	}
 	rep, err := r.call(call{Op: "read", Resolved: rs.Resolved(), Name: name})
 	if err != nil {
 		return nil, err
