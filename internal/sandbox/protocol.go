@@ -146,8 +146,8 @@ type reply struct {
 	// version's files: the worker is about to read them all, and one
 	// round trip is cheaper than one per file.
 	Files map[string][]byte `json:"files,omitempty"`
-	Data       []byte          `json:"data,omitempty"`
-	Err        *wireError      `json:"error,omitempty"`
+	Data  []byte            `json:"data,omitempty"`
+	Err   *wireError        `json:"error,omitempty"`
 }
 
 // wireResolution is resolve.Resolution without the registry handle: the
