@@ -54,13 +54,15 @@ const (
 	defaultMaxYAMLAliases = 1000
 )
 
-// Options configure an Expander. Zero fields take the defaults above.
+// Options configure an Expander. Zero fields take the defaults above. The
+// limits travel to sandboxed workers as JSON, so fields that cannot
+// (functions, interfaces) are tagged json:"-".
 type Options struct {
 	// Resolver resolves registry references and reads the resolved
 	// versions' files; nil allows configurations with imported templates
 	// and primitives only. *resolve.Resolver implements it; a sandboxed
 	// worker plugs in one that asks its parent.
-	Resolver Resolver
+	Resolver Resolver `json:"-"`
 	// Registry is the default registry for short references at the top of
 	// a configuration; zero means the Resolver's default. A registry
 	// template's own short references always resolve against the
@@ -98,14 +100,14 @@ type Options struct {
 	CacheEntries int
 
 	// Schemas compiles schema files; nil uses the schema package.
-	Schemas SchemaCompiler
+	Schemas SchemaCompiler `json:"-"`
 	// Logger receives debug logs; nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
 	// OnTemplate, if set, is called before each template invocation (its
 	// schema and render) with the layout path and the template's label;
 	// invocations never nest. A sandbox uses it to name the template that
 	// was running when a worker died and to time each one.
-	OnTemplate func(path []string, template string)
+	OnTemplate func(path []string, template string) `json:"-"`
 }
 
 // Resolver resolves registry references and reads the files of resolved

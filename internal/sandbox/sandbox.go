@@ -135,7 +135,7 @@ func New(opts Options) (*Pool, error) {
 		}
 		opts.Command = []string{exe}
 	}
-	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: toWireOptions(opts.Expand)})
+	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: opts.Expand})
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
@@ -36,39 +35,11 @@ func IsWorker() bool { return os.Getenv(envWorker) != "" }
 
 // workerConfig is what the parent tells a worker at start.
 type workerConfig struct {
-	MaxMemory      uint64      `json:"max_memory"`
-	MaxResultBytes int         `json:"max_result_bytes"`
-	Expand         wireOptions `json:"expand"`
-}
-
-// wireOptions are the serialisable fields of expand.Options.
-type wireOptions struct {
-	AllowURLs      bool          `json:"allow_urls,omitempty"`
-	MaxDepth       int           `json:"max_depth,omitempty"`
-	MaxResources   int           `json:"max_resources,omitempty"`
-	MaxInputBytes  int           `json:"max_input_bytes,omitempty"`
-	MaxOutputBytes int           `json:"max_output_bytes,omitempty"`
-	MaxYAMLAliases int           `json:"max_yaml_aliases,omitempty"`
-	Timeout        time.Duration `json:"timeout,omitempty"`
-	TotalTimeout   time.Duration `json:"total_timeout,omitempty"`
-	StarlarkSteps  uint64        `json:"starlark_steps,omitempty"`
-	JinjaSteps     int           `json:"jinja_steps,omitempty"`
-	JinjaCallDepth int           `json:"jinja_call_depth,omitempty"`
-	CacheEntries   int           `json:"cache_entries,omitempty"`
-}
-
-func toWireOptions(o expand.Options) wireOptions {
-	return wireOptions{AllowURLs: o.AllowURLs, MaxDepth: o.MaxDepth, MaxResources: o.MaxResources,
-		MaxInputBytes: o.MaxInputBytes, MaxOutputBytes: o.MaxOutputBytes, MaxYAMLAliases: o.MaxYAMLAliases,
-		Timeout: o.Timeout, TotalTimeout: o.TotalTimeout, StarlarkSteps: o.StarlarkSteps,
-		JinjaSteps: o.JinjaSteps, JinjaCallDepth: o.JinjaCallDepth, CacheEntries: o.CacheEntries}
-}
-
-func (w wireOptions) options() expand.Options {
-	return expand.Options{AllowURLs: w.AllowURLs, MaxDepth: w.MaxDepth, MaxResources: w.MaxResources,
-		MaxInputBytes: w.MaxInputBytes, MaxOutputBytes: w.MaxOutputBytes, MaxYAMLAliases: w.MaxYAMLAliases,
-		Timeout: w.Timeout, TotalTimeout: w.TotalTimeout, StarlarkSteps: w.StarlarkSteps,
-		JinjaSteps: w.JinjaSteps, JinjaCallDepth: w.JinjaCallDepth, CacheEntries: w.CacheEntries}
+	MaxMemory      uint64 `json:"max_memory"`
+	MaxResultBytes int    `json:"max_result_bytes"`
+	// Expand holds the engine's limits; its functions and interfaces
+	// do not travel.
+	Expand expand.Options `json:"expand"`
 }
 
 // A worker that reaches its CPU-time limit exits with exitCPU after
@@ -132,7 +103,7 @@ type worker struct {
 
 func newWorker(cfg workerConfig, in io.Reader, out io.Writer, log *slog.Logger) *worker {
 	w := &worker{cfg: cfg, in: bufio.NewReaderSize(in, 64<<10), out: bufio.NewWriterSize(out, 64<<10)}
-	o := cfg.Expand.options()
+	o := cfg.Expand
 	o.Resolver = (*remoteResolver)(w)
 	o.Logger = log
 	o.OnTemplate = w.progress
