@@ -10,7 +10,7 @@ BENCHTIME ?= 1s
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/registryd ./cmd/dm
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example

@@ -32,6 +32,8 @@ type globals struct {
 	verbose   bool
 	// properties are the --properties flags: KEY=VALUE[,KEY=VALUE...].
 	properties []string
+	// setStrings are the --set-string flags: values always strings.
+	setStrings []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
 	// noSandbox expands GitHub registries' templates in-process too.
@@ -49,7 +51,11 @@ func (g *globals) backend() (api.Backend, error) {
 		server = g.getenv("DM_SERVER")
 	}
 	if server != "" {
-		return api.NewClient(server, nil)
+		c, err := api.NewClient(server, nil)
+		if err != nil {
+			return nil, &usageError{fmt.Errorf("--server: %w", err)}
+		}
+		return c, nil
 	}
 	return g.local()
 }
@@ -62,10 +68,10 @@ func (g *globals) local() (*localBackend, error) {
 	for _, d := range g.dirs {
 		spec, err := api.ParseDirSpec(d)
 		if err != nil {
-			return nil, err
+			return nil, &usageError{fmt.Errorf("--registry-dir: %w", err)}
 		}
 		if b.byPrefix[spec.Prefix] {
-			return nil, fmt.Errorf("registry %s is given twice: %w", spec.Prefix, derrors.InvalidArgument)
+			return nil, &usageError{fmt.Errorf("--registry-dir: registry %s is given twice", spec.Prefix)}
 		}
 		b.specs = append(b.specs, spec)
 		b.byPrefix[spec.Prefix] = true
@@ -73,7 +79,7 @@ func (g *globals) local() (*localBackend, error) {
 	if g.registry != "" {
 		def, err := resolve.ParseRegistry(g.registry)
 		if err != nil {
-			return nil, err
+			return nil, &usageError{fmt.Errorf("--registry: %w", err)}
 		}
 		b.def = def
 		if !b.byPrefix[def.Prefix()] {
@@ -252,6 +258,16 @@ func (b *localBackend) Search(ctx context.Context, q, registry string) (*api.Sea
 		return nil, err
 	}
 	return s.Search(ctx, q, registry)
+}
+
+// ReadFile reads a file of a version.
+func (b *localBackend) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.ReadFile(ctx, ref, registry, path)
 }
 
 // Expand expands in-process, or in a sandboxed worker process when a

@@ -283,9 +283,9 @@ func cmdSearch(ctx context.Context, g *globals, p *printer, words []string) erro
 	}
 	var rows [][]string
 	for _, r := range res.Results {
-		rows = append(rows, []string{api.Qualified(r.Collection, r.Template), orDash(r.Latest), r.Match, r.Registry})
+		rows = append(rows, []string{api.Qualified(r.Collection, r.Template), orDash(r.Latest), orDash(r.Title), r.Match, r.Registry})
 	}
-	return p.table([]string{"TEMPLATE", "LATEST", "MATCH", "REGISTRY"}, rows)
+	return p.table([]string{"TEMPLATE", "LATEST", "TITLE", "MATCH", "REGISTRY"}, rows)
 }
 
 // lintResult is dm lint's structured output.

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"sigs.k8s.io/yaml"
 
@@ -29,21 +32,27 @@ type expandFlags struct {
 	name       string
 	deployment string
 	namespace  string
+	strict     bool
 }
 
 // cmdExpand expands a configuration file or a template reference and
 // prints the result: the flat config, or with --layout (and always with
 // -o json) the config, the layout and the resolved references.
 func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, stdin io.Reader) error {
-	props, err := g.propertyValues(f.values)
+	props, text, err := g.propertyValues(f.values)
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace, Strict: f.strict}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin); err != nil {
 			return err
 		}
+	} else if looksLikeConfigFile(arg) {
+		// Not a reference (they have no .yaml suffix): a file that is
+		// not there.
+		_, err := os.Stat(arg)
+		return fmt.Errorf("configuration file: %w", err)
 	} else {
 		req.Ref = arg
 	}
@@ -54,18 +63,58 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
+	if req.Ref != "" {
+		if err := typeByText(ctx, b, req.Ref, g.registry, props, text); err != nil {
+			return err
+		}
+	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
 		return err
 	}
+	g.warn(res.Warnings)
 	switch {
 	case p.g.output == "json":
 		_, err := p.structured(res)
 		return err
+	case p.g.output == "manifest" || p.g.output == "list":
+		return printObjects(p.w, res, p.g.output == "list")
 	case f.layout:
 		return printYAML(p.w, res)
 	default:
 		return printYAML(p.w, res.Config)
+	}
+}
+
+// printObjects prints the Kubernetes objects of an expansion, in dependency
+// order, as a "---"-separated YAML stream or as one kind: List.
+func printObjects(w io.Writer, res *expand.Result, list bool) error {
+	objs, err := res.Objects()
+	if err != nil {
+		return err
+	}
+	if list {
+		items := make([]any, len(objs))
+		for i, o := range objs {
+			items[i] = o
+		}
+		return printYAML(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+	}
+	for _, o := range objs {
+		if _, err := io.WriteString(w, "---\n"); err != nil {
+			return err
+		}
+		if err := printYAML(w, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// warn prints an expansion's warnings on stderr.
+func (g *globals) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintln(g.stderr, "dm: warning:", w)
 	}
 }
 
@@ -77,6 +126,16 @@ func isConfigArg(arg string) bool {
 	}
 	st, err := os.Stat(arg)
 	return err == nil && st.Mode().IsRegular()
+}
+
+// looksLikeConfigFile reports whether arg names a YAML or JSON file rather
+// than a template reference.
+func looksLikeConfigFile(arg string) bool {
+	switch filepath.Ext(arg) {
+	case ".yaml", ".yml", ".json":
+		return !strings.ContainsAny(arg, ":@")
+	}
+	return false
 }
 
 // readConfig reads a configuration and the files its imports name,
@@ -167,35 +226,81 @@ func resolveParseTemplate(ref string) (string, error) {
 	return s, nil
 }
 
-// propertyValues merges --values files (in order) and then --properties.
-func (g *globals) propertyValues(files []string) (map[string]any, error) {
-	props := map[string]any{}
+// propertyValues merges --values files (in order), then --properties,
+// then --set-string. text holds the --properties values as written, by
+// dotted key, for typeByText.
+func (g *globals) propertyValues(files []string) (props map[string]any, text map[string]string, err error) {
+	props = map[string]any{}
+	text = map[string]string{}
 	for _, f := range files {
 		b, err := readFileLimited(f)
 		if err != nil {
-			return nil, fmt.Errorf("--values: %w", err)
+			return nil, nil, fmt.Errorf("--values: %w", err)
 		}
 		v, err := expand.DecodeValue(b)
 		if err != nil {
-			return nil, fmt.Errorf("--values %s: %w", f, err)
+			return nil, nil, fmt.Errorf("--values %s: %w", f, err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("--values %s: want a mapping of property names to values: %w", f, derrors.InvalidArgument)
+			return nil, nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
 		mergeValues(props, m)
 	}
 	for _, s := range g.properties {
-		kv, err := parseProperties(s)
+		kv, err := parsePairs("--properties", s, false, text)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+		mergeValues(props, kv)
+	}
+	for _, s := range g.setStrings {
+		kv, err := parsePairs("--set-string", s, true, nil)
+		if err != nil {
+			return nil, nil, err
 		}
 		mergeValues(props, kv)
 	}
 	if len(props) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
-	return props, nil
+	return props, text, nil
+}
+
+// typeByText gives the top-level --properties values that the schema of
+// the template ref resolves to says are strings their text as written:
+// tag=1.27 is the string "1.27" (YAML would make it a number, and 1.10
+// would lose its zero), as oc process and helm --set-string users expect.
+func typeByText(ctx context.Context, b api.Backend, ref, registry string, props map[string]any, text map[string]string) error {
+	if len(text) == 0 {
+		return nil
+	}
+	tv, err := b.Template(ctx, ref, registry)
+	if err != nil {
+		return err
+	}
+	for _, p := range tv.Properties {
+		t, ok := text[p.Name]
+		if !ok || !isStringType(p.Type) {
+			continue
+		}
+		if _, isString := props[p.Name].(string); !isString {
+			props[p.Name] = t
+		}
+	}
+	return nil
+}
+
+// isStringType reports whether a schema type (as describe shows it:
+// "string", "integer", "[string, null]") admits only strings and null.
+func isStringType(t string) bool {
+	t = strings.Trim(t, "[]")
+	for _, part := range strings.Split(t, ",") {
+		if p := strings.TrimSpace(part); p != "string" && p != "null" {
+			return false
+		}
+	}
+	return strings.Contains(t, "string")
 }
 
 // mergeValues merges src into dst, recursing into mappings both have.
@@ -217,6 +322,13 @@ func mergeValues(dst, src map[string]any) {
 // mappings (resources.limits.memory=1Gi). Commas inside brackets, braces or
 // quotes do not separate pairs, and \, is a literal comma.
 func parseProperties(s string) (map[string]any, error) {
+	return parsePairs("--properties", s, false, nil)
+}
+
+// parsePairs parses KEY=VALUE pairs for flag into a nested mapping; VALUE
+// is typed as YAML types it unless asString. text, if not nil, receives
+// each VALUE as written, by dotted KEY.
+func parsePairs(flag, s string, asString bool, text map[string]string) (map[string]any, error) {
 	out := map[string]any{}
 	for _, pair := range splitPairs(s) {
 		if strings.TrimSpace(pair) == "" {
@@ -225,21 +337,27 @@ func parseProperties(s string) (map[string]any, error) {
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, fmt.Errorf("--properties %q: want KEY=VALUE: %w", pair, derrors.InvalidArgument)
+			return nil, &usageError{fmt.Errorf("%s %q: want KEY=VALUE", flag, pair)}
 		}
-		var val any = ""
-		if strings.TrimSpace(v) != "" {
-			d, err := expand.DecodeValue([]byte(v))
-			if err != nil {
-				return nil, fmt.Errorf("--properties %s: value %q: %w", k, v, err)
+		var val any = v
+		if !asString {
+			val = ""
+			if strings.TrimSpace(v) != "" {
+				d, err := expand.DecodeValue([]byte(v))
+				if err != nil {
+					return nil, &usageError{fmt.Errorf("%s %s: value %q: %w", flag, k, v, err)}
+				}
+				val = d
 			}
-			val = d
+		}
+		if text != nil {
+			text[k] = v
 		}
 		keys := strings.Split(k, ".")
 		m := out
 		for i, part := range keys {
 			if part == "" {
-				return nil, fmt.Errorf("--properties %q: empty key segment: %w", k, derrors.InvalidArgument)
+				return nil, &usageError{fmt.Errorf("%s %q: empty key segment", flag, k)}
 			}
 			if i == len(keys)-1 {
 				m[part] = val
@@ -290,24 +408,42 @@ func splitPairs(s string) []string {
 
 // processFlags are dm process's flags.
 type processFlags struct {
-	file        string
-	params      []string
-	paramFile   string
-	rawTemplate bool
+	file          string
+	params        []string
+	paramFile     string
+	rawTemplate   bool
+	listParams    bool
+	labels        []string
+	ignoreUnknown bool
 }
 
 // cmdProcess processes an OpenShift-style template like oc process: the
 // objects as a List, or the processed Template with --raw-template. JSON
-// unless -o yaml.
-func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) error {
-	if f.file == "" {
-		return &usageError{errors.New("dm process needs -f FILE (or -f - for standard input)")}
+// unless -o yaml. The template is -f FILE or a registry reference (args[0]
+// when it is not NAME=VALUE); other arguments are NAME=VALUE parameters,
+// as oc takes them.
+func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string, output string, w io.Writer, stdin io.Reader) error {
+	var ref string
+	if len(args) > 0 && !strings.Contains(args[0], "=") {
+		ref, args = args[0], args[1:]
 	}
-	var data []byte
-	var err error
-	if f.file == "-" {
+	var (
+		data   []byte
+		source = f.file
+		err    error
+	)
+	switch {
+	case ref != "" && f.file != "":
+		return &usageError{fmt.Errorf("give a template reference (%s) or -f FILE, not both", ref)}
+	case ref != "":
+		if data, source, err = readTemplateRef(ctx, g, ref); err != nil {
+			return err
+		}
+	case f.file == "":
+		return &usageError{errors.New("dm process needs a template: a reference (postgres:v1) or -f FILE (- for standard input)")}
+	case f.file == "-":
 		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
-	} else {
+	default:
 		data, err = readFileLimited(f.file)
 	}
 	if err != nil {
@@ -315,7 +451,10 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	t, err := openshift.Parse(data)
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
+	}
+	if f.listParams {
+		return printParameters(w, t, output)
 	}
 	params := map[string]string{}
 	if f.paramFile != "" {
@@ -327,21 +466,45 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 			return fmt.Errorf("--param-file %s: %w", f.paramFile, err)
 		}
 	}
-	flags, err := openshift.ParseParamFlags(f.params)
-	if err != nil {
-		return err
+	for _, pv := range [][]string{args, f.params} {
+		flags, err := openshift.ParseParamFlags(pv)
+		if err != nil {
+			return &usageError{fmt.Errorf("-p: %w", err)}
+		}
+		for k, v := range flags {
+			params[k] = v
+		}
 	}
-	for k, v := range flags {
-		params[k] = v
+	if f.ignoreUnknown {
+		for k := range params {
+			if !slices.ContainsFunc(t.Parameters, func(p openshift.Parameter) bool { return p.Name == k }) {
+				delete(params, k)
+			}
+		}
+	}
+	for _, l := range f.labels {
+		kv, err := parseLabels(l)
+		if err != nil {
+			return err
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
+		maps.Copy(t.Labels, kv)
 	}
 	out, err := t.Process(params, openshift.Options{})
 	if err != nil {
-		return fmt.Errorf("%s: %w", f.file, err)
+		return fmt.Errorf("%s: %w", source, err)
 	}
 	var v any = out.ToList()
 	if f.rawTemplate {
 		v = out
 	}
+	return printJSONOrYAML(w, v, output)
+}
+
+// printJSONOrYAML prints v as YAML for -o yaml, else as indented JSON.
+func printJSONOrYAML(w io.Writer, v any, output string) error {
 	if output == "yaml" {
 		return printYAML(w, v)
 	}
@@ -351,6 +514,54 @@ func cmdProcess(f *processFlags, output string, w io.Writer, stdin io.Reader) er
 	}
 	_, err = fmt.Fprintf(w, "%s\n", b)
 	return err
+}
+
+// readTemplateRef reads the template file of the version ref resolves to.
+func readTemplateRef(ctx context.Context, g *globals, ref string) ([]byte, string, error) {
+	b, err := g.backend()
+	if err != nil {
+		return nil, "", err
+	}
+	res, err := b.Resolve(ctx, ref, g.registry)
+	if err != nil {
+		return nil, "", err
+	}
+	if res.Language != "openshift" {
+		return nil, "", derrors.Errorf(derrors.InvalidArgument, "%s is a %s template; dm process takes kind: Template files (use dm expand)", res.Resolved, res.Language)
+	}
+	data, err := b.ReadFile(ctx, res.Resolved, "", res.TemplateFile)
+	return data, res.Resolved, err
+}
+
+// printParameters lists a template's parameters, as oc process
+// --parameters does.
+func printParameters(w io.Writer, t *openshift.Template, output string) error {
+	if output == "json" || output == "yaml" {
+		return printJSONOrYAML(w, map[string]any{"parameters": t.Parameters}, output)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tDESCRIPTION\tGENERATOR\tVALUE")
+	for _, p := range t.Parameters {
+		gen, val := "", p.Value
+		if p.Generate != "" {
+			gen, val = p.Generate, p.From
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), gen, val)
+	}
+	return tw.Flush()
+}
+
+// parseLabels parses -l KEY=VALUE[,KEY=VALUE...].
+func parseLabels(s string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Errorf("-l %q: want KEY=VALUE[,KEY=VALUE...]", s)}
+		}
+		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return out, nil
 }
 
 func printYAML(w io.Writer, v any) error {

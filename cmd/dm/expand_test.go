@@ -10,6 +10,8 @@ import (
 
 	"net/http/httptest"
 
+	"sigs.k8s.io/yaml"
+
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch"
@@ -334,5 +336,231 @@ objects: []
 		if tv.Properties[i] != p {
 			t.Errorf("property %d = %+v, want %+v", i, tv.Properties[i], p)
 		}
+	}
+}
+
+// TestExpandManifest checks the kubectl-ready outputs: a "---" stream of
+// objects in dependency order, and a kind: List.
+func TestExpandManifest(t *testing.T) {
+	r := dmRun(t, nil, "expand", "redis:v1", "-o", "manifest")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	var kinds []string
+	for _, doc := range strings.Split(r.stdout, "---\n")[1:] {
+		var o map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+			t.Fatalf("document %q: %v", doc, err)
+		}
+		md, _ := o["metadata"].(map[string]any)
+		if o["apiVersion"] == nil || md["name"] == nil {
+			t.Errorf("document without apiVersion or name: %v", o)
+		}
+		kinds = append(kinds, o["kind"].(string))
+	}
+	if len(kinds) < 2 || !strings.HasPrefix(r.stdout, "---\n") {
+		t.Fatalf("manifest kinds %v; output:\n%s", kinds, r.stdout)
+	}
+
+	r = dmRun(t, nil, "expand", "redis:v1", "-o", "list")
+	var list struct {
+		Kind  string
+		Items []map[string]any
+	}
+	if err := yaml.Unmarshal([]byte(r.stdout), &list); r.code != 0 || err != nil || list.Kind != "List" || len(list.Items) != len(kinds) {
+		t.Fatalf("-o list = %d %v %+v, want a List of %d items", r.code, err, list, len(kinds))
+	}
+
+	if r := dmRun(t, nil, "templates", "-o", "manifest"); r.code != 2 || !strings.Contains(r.stderr, "for dm expand") {
+		t.Errorf("dm templates -o manifest = %d %q, want a usage error", r.code, r.stderr)
+	}
+
+	// A primitive that is not a Kubernetes object cannot be in a manifest.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("resources:\n- {name: vm, type: Widget, properties: {zone: z}}\n"), 0o644)
+	if r := dmRun(t, nil, "expand", cfg, "-o", "manifest"); r.code != 1 || !strings.Contains(r.stderr, `vm: type "Widget" is not a Kubernetes kind`) {
+		t.Errorf("manifest of a DM primitive = %d %q, want the resource named", r.code, r.stderr)
+	}
+}
+
+// TestInitScaffoldsLintClean scaffolds a template in every language and
+// checks that dm lint --expand passes and each example makes two objects.
+func TestInitScaffoldsLintClean(t *testing.T) {
+	dir := t.TempDir()
+	for _, lang := range []string{"jinja", "py", "gotmpl", "openshift"} {
+		if r := dmRun(t, nil, "init", "--dir", dir, "--lang", lang, "app-"+lang); r.code != 0 {
+			t.Fatalf("dm init --lang %s: exit %d: %s", lang, r.code, r.stderr)
+		}
+	}
+	if r := dmRun(t, nil, "init", "--dir", dir, "common/web"); r.code != 0 {
+		t.Fatalf("dm init common/web: exit %d: %s", r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "lint", "--expand", dir); r.code != 0 {
+		t.Fatalf("dm lint --expand of the scaffolds: exit %d: %s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, ex := range []string{"app-jinja", "app-py", "app-gotmpl", "app-openshift", "common/web"} {
+		r := dmRun(t, nil, "--registry-dir", "github.com/x/y="+dir, "expand", filepath.Join(dir, ex, "v0.1.0", "example.yaml"), "-o", "manifest")
+		if r.code != 0 || strings.Count(r.stdout, "\nkind: ") != 2 {
+			t.Errorf("%s example: exit %d, want a Deployment and a Service:\n%s%s", ex, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"init", "--dir", dir, "app-py"}, 1, "exists already"},
+		{[]string{"init", "--dir", dir, "--lang", "ruby", "x"}, 2, "--lang"},
+		{[]string{"init", "--dir", dir, "Bad_Name"}, 2, "not a valid name"},
+		{[]string{"init", "--dir", dir, "a/b/c"}, 2, "COLLECTION/TEMPLATE"},
+		{[]string{"init"}, 2, "accepts 1 arg"},
+	} {
+		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+}
+
+func TestShow(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		r := dmRun(t, nil, append(mode, "show", "redis:v1")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "resources:") {
+			t.Errorf("dm %v show redis:v1 = %d %q %q, want the template file", mode, r.code, r.stdout, r.stderr)
+		}
+		r = dmRun(t, nil, append(mode, "show", "redis:v1", "example.yaml")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "type: redis:v1") {
+			t.Errorf("dm %v show redis:v1 example.yaml = %d %q %q", mode, r.code, r.stdout, r.stderr)
+		}
+		r = dmRun(t, nil, append(mode, "show", "redis:v1", "nope.txt")...)
+		if r.code != 1 || !strings.Contains(r.stderr, `no file "nope.txt"`) {
+			t.Errorf("dm %v show of a missing file = %d %q", mode, r.code, r.stderr)
+		}
+	}
+}
+
+// TestProcessLikeOC checks oc process's conventions: positional
+// NAME=VALUE, a registry reference instead of -f, --parameters, -l and
+// --ignore-unknown-parameters.
+func TestProcessLikeOC(t *testing.T) {
+	tmpl := filepath.Join("..", "..", "registry-example", "postgres", "v1.1.0", "postgres.yaml")
+	items := func(t *testing.T, r result) []map[string]any {
+		t.Helper()
+		var list struct{ Items []map[string]any }
+		if r.code != 0 || json.Unmarshal([]byte(r.stdout), &list) != nil || len(list.Items) == 0 {
+			t.Fatalf("exit %d: %s%s", r.code, r.stdout, r.stderr)
+		}
+		return list.Items
+	}
+	labels := func(o map[string]any) map[string]any {
+		return o["metadata"].(map[string]any)["labels"].(map[string]any)
+	}
+
+	for _, args := range [][]string{
+		{"process", "-f", tmpl, "DATABASE_SERVICE_NAME=db"},
+		{"process", "postgres:v1.1", "DATABASE_SERVICE_NAME=db"},
+		{"process", "postgres:v1.1", "-p", "DATABASE_SERVICE_NAME=db"},
+	} {
+		if name := items(t, dmRun(t, nil, args...))[0]["metadata"].(map[string]any)["name"]; name != "db" {
+			t.Errorf("dm %v: name = %v, want db", args, name)
+		}
+	}
+	for _, o := range items(t, dmRun(t, nil, "process", "postgres:v1.1", "-l", "team=a,tier=db", "-l", "env=prod")) {
+		if l := labels(o); l["team"] != "a" || l["tier"] != "db" || l["env"] != "prod" {
+			t.Errorf("labels %v, want team, tier and env", l)
+		}
+	}
+	items(t, dmRun(t, nil, "process", "-f", tmpl, "NOPE=1", "--ignore-unknown-parameters"))
+
+	r := dmRun(t, nil, "process", "postgres:v1.1", "--parameters")
+	if r.code != 0 || !strings.HasPrefix(r.stdout, "NAME") || !strings.Contains(r.stdout, "POSTGRESQL_PASSWORD") || !strings.Contains(r.stdout, "expression") {
+		t.Errorf("--parameters: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"process", "redis:v1"}, 1, "is a jinja template; dm process takes kind: Template files"},
+		{[]string{"process", "postgres:v1", "-f", tmpl}, 2, "not both"},
+		{[]string{"process", "-f", tmpl, "-l", "bad"}, 2, `-l "bad": want KEY=VALUE`},
+		{[]string{"process", "nope:v1"}, 1, `no template "nope"`},
+	} {
+		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestUnknownProperties checks that a property the schema does not define
+// is a warning naming the nearest one, and an error with --strict.
+func TestUnknownProperties(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replcas=3")...)
+		want := `dm: warning: redis (github.com/acme/templates/redis:v1.0.2): redis.jinja.schema: unknown property "replcas" (did you mean replicas?)`
+		if r.code != 0 || !strings.Contains(r.stderr, want) {
+			t.Errorf("%v: exit %d, stderr %q; want a warning %q", mode, r.code, r.stderr, want)
+		}
+		r = dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replcas=3", "--strict")...)
+		if r.code != 1 || !strings.Contains(r.stderr, `unknown property "replcas" (did you mean replicas?) (--strict)`) {
+			t.Errorf("%v --strict: exit %d, stderr %q; want an error", mode, r.code, r.stderr)
+		}
+		if r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--properties", "replicas=3")...); r.stderr != "" {
+			t.Errorf("%v: known properties warned: %q", mode, r.stderr)
+		}
+	}
+}
+
+// TestStringProperties checks that a value the schema types as a string
+// keeps its text (image=1.10 is "1.10"), and --set-string.
+func TestStringProperties(t *testing.T) {
+	url := serveExample(t)
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		for _, flag := range []string{"--properties", "--set-string"} {
+			r := dmRun(t, nil, append(mode, "expand", "redis:v1", flag, "image=1.10", "-o", "json")...)
+			out := decodeExpand(t, r.stdout)
+			if r.code != 0 || out.Layout.Resources[0]["properties"].(map[string]any)["image"] != "1.10" {
+				t.Errorf("%v %s image=1.10: exit %d %s; want the string \"1.10\"", mode, flag, r.code, r.stderr)
+			}
+		}
+		// A string for an integer property is the user's explicit choice, and the schema refuses it.
+		if r := dmRun(t, nil, append(mode, "expand", "redis:v1", "--set-string", "replicas=3")...); r.code != 1 || !strings.Contains(r.stderr, "replicas") {
+			t.Errorf("%v --set-string replicas=3: exit %d %q, want the schema's error", mode, r.code, r.stderr)
+		}
+	}
+}
+
+// TestLintParsesTemplates checks that dm lint, without --expand, reports
+// syntax errors of every template file, helpers included, with file and
+// line.
+func TestLintParsesTemplates(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"a/v1/a.jinja":           "{% for x in y %}\n{{ x }\n",
+		"a/v1/example.yaml":      "resources: []\n",
+		"b/v1/b.py":              "def GenerateConfig(ctx):\n  return {\n",
+		"b/v1/helpers/h.py":      "def f(:\n",
+		"b/v1/example.yaml":      "resources: []\n",
+		"c/v1/c.gotmpl":          "{{ if .x }}\nfoo\n",
+		"c/v1/example.yaml":      "resources: []\n",
+		"ok/v1/ok.gotmpl":        "{{ include \"x\" . }}{{ required \"r\" .properties.a }}\n",
+		"ok/v1/helpers/m.jinja":  "{% macro m() %}x{% endmacro %}\n",
+		"ok/v1/ok.gotmpl.schema": "{}\n",
+		"ok/v1/example.yaml":     "resources: []\n",
+	})
+	r := dmRun(t, nil, "lint", dir)
+	for _, want := range []string{
+		"a/v1: error: a.jinja:",
+		"b/v1: error: b.py:3:",
+		"b/v1: error: helpers/h.py:1:",
+		"c/v1: error: c.gotmpl:3: unexpected EOF",
+	} {
+		if !strings.Contains(r.stdout+r.stderr, want) {
+			t.Errorf("dm lint output lacks %q:\n%s%s", want, r.stdout, r.stderr)
+		}
+	}
+	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "ok/v1: error") {
+		t.Errorf("exit %d, want 1 and no error for ok/v1:\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -14,16 +14,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
@@ -62,16 +65,32 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		Short:         "Read template registries, and expand and process templates",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch g.output {
 			case "table", "json", "yaml":
+			case "manifest", "list":
+				// kubectl-ready output of the objects an expansion makes.
+				if cmd.Name() != "expand" {
+					return &usageError{fmt.Errorf("-o %s is for dm expand; want table, json or yaml", g.output)}
+				}
 			default:
-				return &usageError{fmt.Errorf("-o %q: want table, json or yaml", g.output)}
+				return &usageError{fmt.Errorf("-o %q: want table, json or yaml (dm expand also takes manifest and list)", g.output)}
 			}
 			return nil
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	// Bare dm is a usage error, as with a missing argument: the help goes
+	// to stderr and the exit status is 2, so a script that forgot its
+	// command fails.
+	root.Args = noArgs
+	root.RunE = func(cmd *cobra.Command, _ []string) error {
+		cmd.SetOut(cmd.ErrOrStderr())
+		cmd.Help()
+		return &usageError{errors.New("no command given")}
+	}
+	root.SetVersionTemplate("dm {{.Version}}\n")
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")
 	pf.StringArrayVar(&g.dirs, "registry-dir", nil, "read local directory DIR as the registry with reference prefix PREFIX (`PREFIX=DIR`, repeatable; one alone is the default registry)")
@@ -80,8 +99,10 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
+	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
+	root.RegisterFlagCompletionFunc("output", completeOutput)
 	p := &printer{w: stdout, g: g}
 	var ef expandFlags
 	expandCmd := &cobra.Command{
@@ -91,7 +112,9 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 relative to the file) or a template reference with --properties/--values, recursively,
 until only Kubernetes objects remain. Prints the flat config as YAML; with --layout the
 config, the layout (the tree of template instances) and the resolved references;
-with -o json always all three.`,
+with -o json always all three. -o manifest prints the Kubernetes objects as a
+"---"-separated stream in dependency order and -o list as one kind: List, so
+"dm expand REF -o manifest | kubectl apply -f -" works.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return cmdExpand(cmd.Context(), g, p, args[0], &ef, cmd.InOrStdin())
@@ -104,6 +127,7 @@ with -o json always all three.`,
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
 	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
 	xf.BoolVar(&g.noSandbox, "no-sandbox", false, "expand templates of GitHub registries in dm's own process, without a worker process and its limits")
+	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags
@@ -123,15 +147,22 @@ against the directory itself (mounted as --prefix).`,
 
 	var pflags processFlags
 	processCmd := &cobra.Command{
-		Use:   "process -f TEMPLATE [-p NAME=VALUE ...]",
+		Use:   "process [REF | -f TEMPLATE] [NAME=VALUE ...]",
 		Short: "Process an OpenShift-style kind: Template like oc process: a List of objects, or the processed Template",
-		Args:  noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Long: `Process a kind: Template, from -f FILE (- for standard input) or from a registry
+reference (postgres:v1), with parameters given as NAME=VALUE arguments, -p NAME=VALUE
+or --param-file, as oc process takes them. Prints a List of the objects (JSON unless
+-o yaml), the processed Template with --raw-template, or the parameters with
+--parameters. -l adds labels to every object.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			out := g.output
 			if !cmd.Flags().Changed("output") {
 				out = "json" // as oc process
 			}
-			return cmdProcess(&pflags, out, stdout, cmd.InOrStdin())
+			if pflags.listParams && !cmd.Flags().Changed("output") {
+				out = "table"
+			}
+			return cmdProcess(cmd.Context(), g, &pflags, args, out, stdout, cmd.InOrStdin())
 		},
 	}
 	qf := processCmd.Flags()
@@ -139,7 +170,19 @@ against the directory itself (mounted as --prefix).`,
 	qf.StringArrayVarP(&pflags.params, "param", "p", nil, "parameter `NAME=VALUE` (repeatable)")
 	qf.StringVar(&pflags.paramFile, "param-file", "", "`file` of parameters: NAME=VALUE lines or a YAML mapping (-p overrides)")
 	qf.BoolVar(&pflags.rawTemplate, "raw-template", false, "print the processed Template instead of a List of its objects")
+	qf.BoolVar(&pflags.listParams, "parameters", false, "list the template's parameters instead of processing it")
+	qf.StringArrayVarP(&pflags.labels, "labels", "l", nil, "labels `KEY=VALUE[,KEY=VALUE...]` to add to every object (repeatable)")
+	qf.BoolVar(&pflags.ignoreUnknown, "ignore-unknown-parameters", false, "ignore parameters the template does not define instead of failing")
 
+	expandCmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// A configuration file or a reference.
+		refs, dir := completeRef(g)(cmd, args, toComplete)
+		if len(args) > 0 || strings.Contains(toComplete, ":") {
+			return refs, dir
+		}
+		return refs, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
+	}
+	processCmd.ValidArgsFunction = completeRef(g)
 	root.AddCommand(
 		expandCmd,
 		processCmd,
@@ -158,32 +201,75 @@ against the directory itself (mounted as --prefix).`,
 			},
 		},
 		&cobra.Command{
-			Use:   "versions TEMPLATE",
-			Short: "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
+			Use:               "versions TEMPLATE",
+			ValidArgsFunction: completeRef(g),
+			Short:             "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
-			Use:   "describe REF",
-			Short: "Describe a template version: title, description, properties, files and example",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
+			Use:               "describe REF",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Describe a template version: title, description, properties, files and example",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
-			Use:   "resolve REF",
-			Short: "Print the canonical reference REF resolves to (notes go to stderr)",
-			Args:  exactArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
+			Use:               "resolve REF",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Print the canonical reference REF resolves to (notes go to stderr)",
+			Args:              exactArgs(1),
+			RunE:              func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
 		},
 		&cobra.Command{
 			Use:   "search TEXT",
-			Short: "Find templates whose name, collection or file paths contain every word of TEXT",
+			Short: "Find templates by name, title, collection, tags, property names, description or file paths, best match first",
 			Args:  cobra.MinimumNArgs(1),
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
 		lintCmd,
+		&cobra.Command{
+			Use:               "show REF [FILE]",
+			ValidArgsFunction: completeRef(g),
+			Short:             "Print a version's template file, or its FILE (a path in the version directory), like helm show",
+			Args:              rangeArgs(1, 2),
+			RunE: func(cmd *cobra.Command, args []string) error {
+				return cmdShow(cmd.Context(), g, stdout, args[0], optional(args[1:]))
+			},
+		},
+		initCmd(stdout),
+		&cobra.Command{
+			Use:   "version",
+			Short: "Print dm's version and the VCS revision it was built from",
+			Args:  noArgs,
+			RunE: func(cmd *cobra.Command, _ []string) error {
+				in := version.Get()
+				if ok, err := p.structured(in); ok {
+					return err
+				}
+				_, err := fmt.Fprintln(stdout, "dm", in)
+				return err
+			},
+		},
 	)
 	return root
+}
+
+// initCmd is dm init, which scaffolds a template version directory.
+func initCmd(stdout io.Writer) *cobra.Command {
+	var lang, dir string
+	cmd := &cobra.Command{
+		Use:   "init [COLLECTION/]TEMPLATE",
+		Short: "Scaffold TEMPLATE/v0.1.0/ with a template, its schema and an example that pass dm lint --expand",
+		Long: `Scaffold a new template in a registry directory: [COLLECTION/]TEMPLATE/v0.1.0/ under
+--dir (default: the current directory, the registry's root) with a template file in
+--lang, its schema and an example.yaml that pass dm lint --expand. It never overwrites.`,
+		Args: exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return cmdInit(stdout, dir, args[0], lang) },
+	}
+	cmd.Flags().StringVar(&lang, "lang", "jinja", "template `language`: jinja, py, gotmpl or openshift")
+	cmd.Flags().StringVar(&dir, "dir", ".", "registry `directory` to write under")
+	return cmd
 }
 
 func optional(args []string) string {
@@ -199,6 +285,10 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 func maxArgs(n int) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.MaximumNArgs(n)(cmd, args)) }
+}
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.RangeArgs(lo, hi)(cmd, args)) }
 }
 
 func exactArgs(n int) cobra.PositionalArgs {

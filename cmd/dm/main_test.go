@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -325,5 +326,87 @@ func TestLint(t *testing.T) {
 	var lr lintResult
 	if err := json.Unmarshal([]byte(r.stdout), &lr); err != nil || r.code != 1 || lr.Errors != 1 || len(lr.Findings) == 0 {
 		t.Errorf("lint -o json: exit %d, %+v, %v", r.code, lr, err)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		r := dmRun(t, nil, args...)
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "dm ") || !strings.Contains(r.stdout, "go1.") {
+			t.Errorf("dm %v = %d %q %q, want exit 0 and \"dm <version> (... go1.N)\"", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	r := dmRun(t, nil, "version", "-o", "json")
+	var v struct{ Version, Go string }
+	if err := json.Unmarshal([]byte(r.stdout), &v); r.code != 0 || err != nil || v.Version == "" || v.Go == "" {
+		t.Errorf("dm version -o json = %d %q (%v), want version and go fields", r.code, r.stdout, err)
+	}
+}
+
+// TestUsageErrors checks that mistakes on the command line exit 2 with a
+// message that names the flag, and that other failures exit 1.
+func TestUsageErrors(t *testing.T) {
+	dir := writeTree(t, map[string]string{"t.yaml": "apiVersion: v1\nkind: Template\nobjects: []\nparameters: [{name: DATABASE}]\n"})
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"expand", "redis:v1", "--properties", "tag"}, 2, `--properties "tag": want KEY=VALUE`},
+		{[]string{"expand", "redis:v1", "--properties", "a..b=1"}, 2, "empty key segment"},
+		{[]string{"process", "-f", filepath.Join(dir, "t.yaml"), "-p", "DATABASE"}, 2, `-p: parameter "DATABASE": want NAME=VALUE`},
+		{[]string{"--registry-dir", "foo", "templates"}, 2, `--registry-dir: registry directory "foo": want PREFIX=DIR`},
+		{[]string{"--server", "nothttp", "templates"}, 2, `--server: server URL "nothttp"`},
+		{[]string{"--registry", "a/b/c/d/e", "templates"}, 2, "--registry:"},
+		{[]string{}, 2, "no command given"},
+		{[]string{"nope"}, 2, `unknown command "nope"`},
+		{[]string{"expand", filepath.Join(dir, "missing.yaml")}, 1, "configuration file: stat " + filepath.Join(dir, "missing.yaml") + ": no such file or directory"},
+	}
+	for _, tt := range tests {
+		r := dmRun(t, nil, tt.args...)
+		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) || strings.HasSuffix(strings.TrimSpace(r.stderr), "invalid argument") {
+			t.Errorf("dm %v = %d %q, want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+	if r := dmRun(t, nil); !strings.Contains(r.stderr, "Available Commands:") || r.stdout != "" {
+		t.Errorf("bare dm: stdout %q, stderr %q; want the help on stderr", r.stdout, r.stderr)
+	}
+}
+
+// TestCompletion drives cobra's completion entry point as the shells do.
+func TestCompletion(t *testing.T) {
+	url := serveExample(t)
+	complete := func(args ...string) []string {
+		t.Helper()
+		r := dmRun(t, nil, append([]string{"__complete"}, args...)...)
+		if r.code != 0 {
+			t.Fatalf("dm __complete %v: exit %d: %s", args, r.code, r.stderr)
+		}
+		var out []string
+		for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if !strings.HasPrefix(l, ":") {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	for _, mode := range [][]string{nil, {"--server", url}} {
+		got := complete(append(mode, "describe", "re")...)
+		if !slices.Equal(got, []string{"redis"}) {
+			t.Errorf("%v describe re: %q, want redis", mode, got)
+		}
+		got = complete(append(mode, "resolve", "redis:v1")...)
+		if len(got) == 0 || got[0] != "redis:v1" || !slices.Contains(got, "redis:v1.0.2") || slices.Contains(got, "redis:v2") {
+			t.Errorf("%v resolve redis:v1: %q", mode, got)
+		}
+		if got := complete(append(mode, "show", "common/web:v1.")...); !slices.Contains(got, "common/web:v1.2") || !slices.Contains(got, "common/web:v1.2.3") {
+			t.Errorf("%v show common/web:v1.: %q", mode, got)
+		}
+	}
+	if got := complete("expand", "-o", ""); !slices.Equal(got, []string{"table", "json", "yaml", "manifest", "list"}) {
+		t.Errorf("expand -o: %q", got)
+	}
+	if got := complete("templates", "-o", ""); !slices.Equal(got, []string{"table", "json", "yaml"}) {
+		t.Errorf("templates -o: %q", got)
 	}
 }

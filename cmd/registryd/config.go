@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
 	"strings"
 	"time"
 
+	yamlv2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 
 	dm "github.com/dmhq/dm"
@@ -68,9 +73,9 @@ func loadConfig(name string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading configuration: %w", err)
 	}
-	var c Config
-	if err := yaml.UnmarshalStrict(b, &c); err != nil {
-		return nil, fmt.Errorf("configuration %s: %v: %w", name, err, derrors.InvalidArgument)
+	c, err := decodeConfig(b)
+	if err != nil {
+		return nil, derrors.Errorf(derrors.InvalidArgument, "configuration %s: %v", name, err)
 	}
 	base := filepath.Dir(name)
 	for i := range c.Registries {
@@ -78,7 +83,86 @@ func loadConfig(name string) (*Config, error) {
 			c.Registries[i].Dir = filepath.Join(base, d)
 		}
 	}
+	return c, nil
+}
+
+// decodeConfig decodes a configuration file strictly. sigs.k8s.io/yaml
+// converts YAML to JSON first, so its errors speak of JSON; the file is YAML,
+// so syntax errors and unknown keys are found on the YAML itself and type
+// errors are reworded.
+func decodeConfig(b []byte) (*Config, error) {
+	var doc any
+	if err := yamlv2.Unmarshal(b, &doc); err != nil {
+		return nil, err // "yaml: line N: ..."
+	}
+	if err := checkKeys(doc, reflect.TypeFor[Config](), ""); err != nil {
+		return nil, err
+	}
+	var c Config
+	if err := yaml.Unmarshal(b, &c); err != nil {
+		msg := err.Error()
+		if i := strings.LastIndex(msg, "json: "); i >= 0 {
+			msg = msg[i+len("json: "):]
+		}
+		// "cannot unmarshal array into Go struct field Config.refresh of
+		// type string" -> "... into key refresh of type string".
+		msg = goFieldRE.ReplaceAllString(msg, "key ")
+		return nil, errors.New(msg)
+	}
 	return &c, nil
+}
+
+var goFieldRE = regexp.MustCompile(`Go struct field (?:\w+\.)+`)
+
+// checkKeys reports the first key of doc that t's json tags do not name,
+// with its path (registries[1].colour) and the keys that are known there.
+func checkKeys(doc any, t reflect.Type, path string) error {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return checkKeys(doc, t.Elem(), path)
+	case reflect.Slice:
+		l, _ := doc.([]any)
+		for i, e := range l {
+			if err := checkKeys(e, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		m, ok := doc.(map[any]any)
+		if !ok {
+			return nil // a type mismatch; decoding reports it
+		}
+		fields := map[string]reflect.Type{}
+		var names []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			fields[name] = f.Type
+			names = append(names, name)
+		}
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, fmt.Sprint(k))
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ft, ok := fields[k]
+			at := k
+			if path != "" {
+				at = path + "." + k
+			}
+			if !ok {
+				return fmt.Errorf("unknown key %q (known keys here: %s)", at, strings.Join(names, ", "))
+			}
+			if err := checkKeys(m[k], ft, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // settings is the configuration registryd runs with, after merging the

@@ -35,6 +35,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
@@ -95,6 +96,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version.Get().String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg := &Config{}
 			if configFile != "" {
@@ -122,7 +124,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 			if !f.Changed("refresh") && cfg.Refresh != "" {
 				d, err := time.ParseDuration(cfg.Refresh)
 				if err != nil || d < 0 {
-					return fmt.Errorf("configuration: refresh %q: want a duration such as 5m: %w", cfg.Refresh, derrors.InvalidArgument)
+					return derrors.Errorf(derrors.InvalidArgument, "configuration: refresh %q: want a duration such as 5m", cfg.Refresh)
 				}
 				s.refresh = d
 			}
@@ -198,6 +200,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
 	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
+	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	return cmd

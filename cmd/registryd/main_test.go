@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -191,6 +192,32 @@ func TestLocalDirectory(t *testing.T) {
 	}
 }
 
+// TestLocalDirectoryEdited edits a local registry while registryd serves
+// it, as make run users do: a new version is served without a refresh
+// request, and a deleted file is never a 500.
+func TestLocalDirectoryEdited(t *testing.T) {
+	dir := t.TempDir()
+	writeTree(t, dir, fixture)
+	d := start(t, []string{"--registry-dir", "github.com/acme/tpl=" + dir, "--refresh", "1h", "--cache-dir", t.TempDir()}, nil)
+	if res := d.resolve(t, "redis:v1.1"); res.Resolved != "github.com/acme/tpl/redis:v1.1.0" {
+		t.Fatalf("before the edit: %+v", res)
+	}
+	writeTree(t, dir, map[string]string{"redis/v1.1.1/redis.jinja": "kind: d\n", "redis/v1.1.1/example.yaml": "resources: []\n"})
+	deadline := time.Now().Add(10 * time.Second)
+	for d.resolve(t, "redis:v1.1").Resolved != "github.com/acme/tpl/redis:v1.1.1" {
+		if time.Now().After(deadline) {
+			t.Fatal("a new version directory was not served within 10s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	os.Remove(filepath.Join(dir, "redis", "v1.1.1", "example.yaml"))
+	for _, path := range []string{"/v1/template?ref=redis:v1.1", "/v1/file?ref=redis:v1.1&path=example.yaml"} {
+		if code := d.get(t, path, nil); code >= 500 {
+			t.Errorf("GET %s after a delete: %d", path, code)
+		}
+	}
+}
+
 func TestEmbeddedDefault(t *testing.T) {
 	d := start(t, []string{"--cache-dir", t.TempDir()}, nil)
 	var regs api.RegistryList
@@ -244,6 +271,7 @@ func TestBadConfiguration(t *testing.T) {
 		"default.yaml":   "default_registry: a/b\nregistries:\n- dir: .\n  prefix: c/d\n",
 		"reg/x/v1/x.py":  "x",
 		"notyaml.yaml":   "registries: {",
+		"type.yaml":      "refresh: [1]\n",
 		"duplicate.yaml": "registries:\n- dir: reg\n  prefix: a/b\n- dir: reg\n  prefix: github.com/a/b\n",
 	})
 	tests := []struct {
@@ -251,12 +279,13 @@ func TestBadConfiguration(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown field", []string{"--config", filepath.Join(dir, "unknown.yaml")}, "colour"},
+		{"unknown field", []string{"--config", filepath.Join(dir, "unknown.yaml")}, `unknown key "registries[0].colour" (known keys here: github, branch`},
 		{"dir without prefix", []string{"--config", filepath.Join(dir, "noprefix.yaml")}, "needs a prefix"},
 		{"github and dir", []string{"--config", filepath.Join(dir, "both.yaml")}, "either github or dir"},
 		{"bad refresh", []string{"--config", filepath.Join(dir, "refresh.yaml")}, "refresh"},
 		{"unconfigured default", []string{"--config", filepath.Join(dir, "default.yaml")}, "not configured"},
-		{"not YAML", []string{"--config", filepath.Join(dir, "notyaml.yaml")}, "configuration"},
+		{"not YAML", []string{"--config", filepath.Join(dir, "notyaml.yaml")}, "notyaml.yaml: yaml: line 1:"},
+		{"wrong type", []string{"--config", filepath.Join(dir, "type.yaml")}, "cannot unmarshal array into key refresh of type string"},
 		{"duplicate", []string{"--config", filepath.Join(dir, "duplicate.yaml")}, "twice"},
 		{"missing config", []string{"--config", filepath.Join(dir, "nope.yaml")}, "reading configuration"},
 		{"registry-dir without prefix", []string{"--registry-dir", dir}, "PREFIX=DIR"},
@@ -275,6 +304,9 @@ func TestBadConfiguration(t *testing.T) {
 			err := run(ctx, append(tt.args, "--cache-dir", t.TempDir()), env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }})
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("run(%q) = %v, want an error about %q", tt.args, err, tt.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "JSON") {
+				t.Errorf("run(%q) = %v: the configuration is YAML", tt.args, err)
 			}
 		})
 	}
@@ -393,4 +425,12 @@ func mapFS(t *testing.T, files map[string]string) fstest.MapFS {
 		m[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
 	}
 	return m
+}
+
+func TestVersionFlag(t *testing.T) {
+	var out bytes.Buffer
+	err := run(context.Background(), []string{"--version"}, env{stdout: &out, stderr: io.Discard, getenv: func(string) string { return "" }})
+	if err != nil || !strings.HasPrefix(out.String(), "registryd ") || !strings.Contains(out.String(), "go1.") {
+		t.Errorf("registryd --version = %v %q, want \"registryd <version> (... go1.N)\"", err, out.String())
+	}
 }

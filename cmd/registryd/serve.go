@@ -14,6 +14,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -28,10 +29,14 @@ const (
 func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error: %w", level, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
+
+// localDebounce is how long a local registry must be quiet after a change
+// before it is listed again.
+const localDebounce = 200 * time.Millisecond
 
 // serve runs registryd with s until ctx ends.
 func serve(ctx context.Context, s *settings, e env) error {
@@ -99,6 +104,18 @@ func serve(ctx context.Context, s *settings, e env) error {
 			defer wg.Done()
 			g.Run(bg, s.refresh, func() { close(first) })
 		}()
+		if g.Kind == api.KindLocal {
+			// People edit a local registry while it is served (make run):
+			// re-index soon after they save, not at the next poll.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := fetch.WatchDir(bg, g.Location, localDebounce, func() { _ = g.Refresh(bg) })
+				if err != nil {
+					log.Warn("not watching the directory; changes are seen at the next refresh", "registry", g.Name, "err", err)
+				}
+			}()
+		}
 	}
 	waitFirst(ctx, pending, s.readyWait)
 	if err := ctx.Err(); err != nil {
@@ -132,7 +149,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		// refresh timeout (50s).
 		WriteTimeout:   90 * time.Second,
 		IdleTimeout:    120 * time.Second,
-		MaxHeaderBytes: 64 << 10,
+		MaxHeaderBytes: server.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}

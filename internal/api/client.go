@@ -32,7 +32,7 @@ var _ Backend = (*Client)(nil)
 func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server URL %q: want http(s)://host[:port]: %w", baseURL, derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "server URL %q: want http(s)://host[:port]", baseURL)
 	}
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -186,8 +186,8 @@ func (c *Client) Search(ctx context.Context, q, registry string) (*SearchResults
 	return &out, c.do(ctx, http.MethodGet, "/v1/search", values("q", q, "registry", registry), nil, &out)
 }
 
-// File reads one file of a resolved version.
-func (c *Client) File(ctx context.Context, ref, registry, path string) ([]byte, error) {
+// ReadFile reads one file of a resolved version.
+func (c *Client) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
 	b, _, err := c.raw(ctx, http.MethodGet, "/v1/file", values("ref", ref, "registry", registry, "path", path), nil, nil)
 	return b, err
 }

@@ -36,6 +36,9 @@ type ExpandRequest struct {
 	// Registry is the default registry for short references,
 	// [host/]owner/repo[/collection]; the server's default when empty.
 	Registry string `json:"registry,omitempty"`
+	// Strict makes properties a schema does not define an error; they are
+	// warnings (the answer's `warnings`) otherwise.
+	Strict bool `json:"strict,omitempty"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -52,7 +55,7 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 	if err != nil {
 		return nil, err
 	}
-	return s.expander.Expand(ctx, r)
+	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
 // EngineRequest converts req into the engine's request, checking that it
@@ -68,6 +71,7 @@ func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
 		Name:       req.Name,
 		Deployment: req.Deployment,
 		Namespace:  req.Namespace,
+		Strict:     req.Strict,
 	}
 	if req.Config != "" {
 		r.Config = []byte(req.Config)

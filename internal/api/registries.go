@@ -82,7 +82,7 @@ func (g GitHubSpec) location() string {
 func ParseDirSpec(s string) (RegistrySpec, error) {
 	prefix, dir, ok := strings.Cut(s, "=")
 	if !ok || prefix == "" || dir == "" {
-		return RegistrySpec{}, fmt.Errorf("registry directory %q: want PREFIX=DIR, such as github.com/acme/templates=./registry-example: %w", s, derrors.InvalidArgument)
+		return RegistrySpec{}, derrors.Errorf(derrors.InvalidArgument, "registry directory %q: want PREFIX=DIR, such as github.com/acme/templates=./registry-example", s)
 	}
 	p, err := ParsePrefix(prefix)
 	if err != nil {
@@ -99,7 +99,7 @@ func ParsePrefix(s string) (string, error) {
 		return "", err
 	}
 	if g.Collection != "" {
-		return "", fmt.Errorf("registry prefix %q: want [%s/]owner/repo, without a collection: %w", s, resolve.DefaultHost, derrors.InvalidArgument)
+		return "", derrors.Errorf(derrors.InvalidArgument, "registry prefix %q: want [%s/]owner/repo, without a collection", s, resolve.DefaultHost)
 	}
 	return g.Prefix(), nil
 }
@@ -111,7 +111,7 @@ func ParseGitHubSpec(s string) (RegistrySpec, error) {
 	repo = strings.TrimPrefix(repo, resolve.DefaultHost+"/")
 	owner, name, ok := strings.Cut(repo, "/")
 	if !ok || owner == "" || name == "" || strings.Contains(name, "/") || strings.HasSuffix(s, "@") {
-		return RegistrySpec{}, fmt.Errorf("GitHub registry %q: want OWNER/REPO[@BRANCH]: %w", s, derrors.InvalidArgument)
+		return RegistrySpec{}, derrors.Errorf(derrors.InvalidArgument, "GitHub registry %q: want OWNER/REPO[@BRANCH]", s)
 	}
 	prefix, err := ParsePrefix(owner + "/" + name)
 	if err != nil {

@@ -2,18 +2,19 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 
-	"github.com/dmhq/dm/internal/expand/schema"
-
-	"github.com/dmhq/dm/internal/expand/openshift"
-
-	"github.com/dmhq/dm/internal/expand"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -33,6 +34,8 @@ type Backend interface {
 	Resolve(ctx context.Context, ref, registry string) (*Resolution, error)
 	Search(ctx context.Context, q, registry string) (*SearchResults, error)
 	Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult, error)
+	// ReadFile reads the file at path of the version ref resolves to.
+	ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error)
 }
 
 // TemplateQuery selects templates to list.
@@ -51,6 +54,8 @@ type TemplateQuery struct {
 type Service struct {
 	resolver *resolve.Resolver
 	expander *expand.Expander
+	// metas caches search metadata by version digest.
+	metas *lru.Cache[string, *VersionMeta]
 }
 
 // NewService returns a Service over r. Its expander, configured by eo
@@ -58,7 +63,31 @@ type Service struct {
 // calls.
 func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 	eo.Resolver = r
-	return &Service{resolver: r, expander: expand.New(eo)}
+	metas, _ := lru.New[string, *VersionMeta](metaCacheEntries) // fails only for size <= 0
+	return &Service{resolver: r, expander: expand.New(eo), metas: metas}
+}
+
+// metaCacheEntries bounds the search metadata cache: one entry per
+// template's latest version, so a registry of 10,000 versions fits.
+const metaCacheEntries = 16384
+
+// relisted runs op and, when it failed because a local directory changed
+// after it was listed (a file deleted or edited while registryd serves),
+// lists the local registries again and runs op once more, so the answer
+// comes from the directory as it is now and is never a 500.
+func relisted[T any](ctx context.Context, s *Service, op func() (T, error)) (T, error) {
+	v, err := op()
+	if !errors.Is(err, fetch.ErrChanged) {
+		return v, err
+	}
+	for _, g := range s.resolver.Registries() {
+		if g.Kind == KindLocal || g.Kind == KindEmbedded {
+			if rerr := g.Refresh(ctx); rerr != nil {
+				return v, err
+			}
+		}
+	}
+	return op()
 }
 
 // Resolver returns the resolver the service answers from.
@@ -398,6 +427,10 @@ func Findings(fs []index.Finding) []Finding {
 // Template resolves ref and describes the version: schema, example, lint
 // findings and the template's other versions.
 func (s *Service) Template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
+	return relisted(ctx, s, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry) })
+}
+
+func (s *Service) template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
 	res, err := s.resolve(ctx, ref, registry)
 	if err != nil {
 		return nil, err
@@ -498,6 +531,10 @@ type FileContent struct {
 // File resolves ref and reads the file at path, relative to the version
 // directory.
 func (s *Service) File(ctx context.Context, ref, registry, path string) (*FileContent, error) {
+	return relisted(ctx, s, func() (*FileContent, error) { return s.file(ctx, ref, registry, path) })
+}
+
+func (s *Service) file(ctx context.Context, ref, registry, path string) (*FileContent, error) {
 	if path == "" {
 		return nil, fmt.Errorf("no file path given: %w", derrors.InvalidArgument)
 	}
@@ -516,17 +553,32 @@ func (s *Service) File(ctx context.Context, ref, registry, path string) (*FileCo
 	return &FileContent{Resolved: res.Resolved(), File: File{Path: e.Path, Size: e.Size, SHA: e.SHA}, Content: b}, nil
 }
 
-// Search match kinds, best first.
+// ReadFile is File's content alone, for Backend.
+func (s *Service) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
+	f, err := s.File(ctx, ref, registry, path)
+	if err != nil {
+		return nil, err
+	}
+	return f.Content, nil
+}
+
+// Search match kinds, best first: what a word of the query matched.
 const (
-	matchName       = "name"
-	matchCollection = "collection"
-	matchPath       = "path"
+	matchName        = "name"
+	matchTitle       = "title"
+	matchCollection  = "collection"
+	matchTag         = "tag"
+	matchProperty    = "property"
+	matchDescription = "description"
+	matchPath        = "path"
 )
 
-// Search finds templates whose name, collection or file paths contain q,
-// case-insensitively; every word of q must match. Results are ordered by
-// how well they match (name before collection before path), then by
-// reference.
+// Search finds templates matching every word of q, case-insensitively:
+// in the name, the collection, the title, tags, property names and
+// description of the latest version's schema (an OpenShift template's
+// metadata and parameters), or a file path. Results are ranked by the
+// worst-matching word: exact name, name prefix, name part, title,
+// collection, tag, property, description, path; then by reference.
 func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResults, error) {
 	words := strings.Fields(strings.ToLower(q))
 	if len(words) == 0 {
@@ -550,12 +602,14 @@ func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResult
 			if sel.hasColl && t.Collection != sel.collection {
 				continue
 			}
-			score, kind := matchTemplate(t, words)
+			info := TemplateInfo(g.Name, t)
+			meta := s.searchMeta(ctx, g, t)
+			score, kind := matchTemplate(t, meta, words)
 			if kind == "" {
 				continue
 			}
-			info := TemplateInfo(g.Name, t)
-			r := SearchResult{Ref: info.Ref, Registry: g.Name, Collection: t.Collection, Template: t.Name, Latest: info.Latest, Match: kind, Versions: make([]string, 0, len(t.Versions))}
+			r := SearchResult{Ref: info.Ref, Registry: g.Name, Collection: t.Collection, Template: t.Name, Latest: info.Latest, Match: kind,
+				Title: meta.Title, Description: meta.Description, Versions: make([]string, 0, len(t.Versions))}
 			for _, v := range t.Versions {
 				r.Versions = append(r.Versions, v.Semver)
 			}
@@ -575,30 +629,172 @@ func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResult
 	return out, nil
 }
 
+// VersionMeta is what a version says of itself beyond its name: the
+// title, description, tags and property names of its schema, or of an
+// OpenShift template's metadata and parameters.
+type VersionMeta struct {
+	Title, Description string
+	Tags               []string
+	Properties         []string
+	// lower holds the fields lower-cased for matching:
+	// title, description, tags..., properties...
+	lower []string
+}
+
+// searchMeta returns the metadata of t's latest version (its highest
+// version when it has no stable one), cached by content digest, so a
+// version's schema is read once however often it is searched.
+func (s *Service) searchMeta(ctx context.Context, g *index.Registry, t *index.Template) *VersionMeta {
+	if len(t.Versions) == 0 {
+		return &VersionMeta{}
+	}
+	v := t.Versions[len(t.Versions)-1]
+	for i := len(t.Versions) - 1; i >= 0; i-- {
+		if !t.Versions[i].Prerelease() {
+			v = t.Versions[i]
+			break
+		}
+	}
+	if m, ok := s.metas.Get(v.Digest); ok {
+		return m
+	}
+	m, err := readMeta(ctx, g, v)
+	if err != nil {
+		return m // not cached: a passing fault is retried next time
+	}
+	s.metas.Add(v.Digest, m)
+	return m
+}
+
+// readMeta reads a version's schema (or OpenShift template) for its
+// metadata.
+func readMeta(ctx context.Context, g *index.Registry, v *index.Version) (*VersionMeta, error) {
+	var tv TemplateVersion
+	m := &VersionMeta{}
+	read := func(name string) ([]byte, error) {
+		e, ok := v.File(name)
+		if !ok {
+			return nil, fmt.Errorf("no file %q: %w", name, derrors.NotFound)
+		}
+		return g.Blob(ctx, e.SHA)
+	}
+	switch {
+	case v.Schema != "":
+		b, err := read(v.Schema)
+		if err != nil {
+			return m, err
+		}
+		describeSchema(&tv, b, v.Schema) // a broken schema still has a name
+		m.Tags = schemaTags(b)
+	case v.Language == index.OpenShift:
+		b, err := read(v.Template)
+		if err != nil {
+			return m, err
+		}
+		describeParameters(&tv, b)
+		m.Tags = openShiftTags(b)
+	}
+	m.Title, m.Description = tv.Title, tv.Description
+	m.lower = append(m.lower, strings.ToLower(m.Title), strings.ToLower(m.Description))
+	for _, tag := range m.Tags {
+		m.lower = append(m.lower, strings.ToLower(tag))
+	}
+	for _, p := range tv.Properties {
+		m.Properties = append(m.Properties, p.Name)
+		m.lower = append(m.lower, strings.ToLower(p.Name))
+	}
+	return m, nil
+}
+
+// schemaTags reads info.tags of a schema: a list of strings, or one
+// comma-separated string.
+func schemaTags(b []byte) []string {
+	var doc struct {
+		Info struct {
+			Tags any `json:"tags"`
+		} `json:"info"`
+	}
+	if yaml.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	return tagList(doc.Info.Tags)
+}
+
+// openShiftTags reads the tags annotation of an OpenShift template
+// ("database,postgresql"), as oc and the OpenShift console do.
+func openShiftTags(b []byte) []string {
+	var doc struct {
+		Metadata struct {
+			Annotations map[string]any `json:"annotations"`
+		} `json:"metadata"`
+	}
+	if yaml.Unmarshal(b, &doc) != nil {
+		return nil
+	}
+	return tagList(doc.Metadata.Annotations["tags"])
+}
+
+func tagList(v any) []string {
+	var tags []string
+	switch v := v.(type) {
+	case string:
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				tags = append(tags, t)
+			}
+		}
+	case []any:
+		for _, t := range v {
+			if s, ok := t.(string); ok && s != "" {
+				tags = append(tags, s)
+			}
+		}
+	}
+	return tags
+}
+
 // matchTemplate scores a template against every word: the worst match of
-// any word decides. 0 is an exact name, 1 a name part, 2 the collection,
-// 3 a file path.
-func matchTemplate(t *index.Template, words []string) (int, string) {
+// any word decides (see Search for the order).
+func matchTemplate(t *index.Template, meta *VersionMeta, words []string) (int, string) {
 	name, coll := strings.ToLower(t.Name), strings.ToLower(t.Collection)
+	nTags := len(meta.Tags)
+	inMeta := func(w string, from, to int) bool {
+		for _, f := range meta.lower[min(from, len(meta.lower)):min(to, len(meta.lower))] {
+			if strings.Contains(f, w) {
+				return true
+			}
+		}
+		return false
+	}
 	worst := 0
 	for _, w := range words {
 		score := -1
 		switch {
 		case name == w:
 			score = 0
-		case strings.Contains(name, w):
+		case strings.HasPrefix(name, w):
 			score = 1
-		case strings.Contains(coll, w):
+		case strings.Contains(name, w):
 			score = 2
-		case pathsContain(t, w):
+		case inMeta(w, 0, 1):
 			score = 3
+		case strings.Contains(coll, w):
+			score = 4
+		case inMeta(w, 2, 2+nTags):
+			score = 5
+		case inMeta(w, 2+nTags, len(meta.lower)):
+			score = 6
+		case inMeta(w, 1, 2):
+			score = 7
+		case pathsContain(t, w):
+			score = 8
 		}
 		if score < 0 {
 			return 0, ""
 		}
 		worst = max(worst, score)
 	}
-	return worst, [...]string{matchName, matchName, matchCollection, matchPath}[worst]
+	return worst, [...]string{matchName, matchName, matchName, matchTitle, matchCollection, matchTag, matchProperty, matchDescription, matchPath}[worst]
 }
 
 func pathsContain(t *index.Template, w string) bool {

@@ -224,7 +224,12 @@ type SearchResult struct {
 	Template   string   `json:"template"`
 	Latest     string   `json:"latest,omitempty"`
 	Versions   []string `json:"versions"`
-	// Match says what matched: "name", "collection" or "path".
+	// Title and Description are those of the latest version's schema.
+	Title       string `json:"title,omitempty"`
+	Description string `json:"description,omitempty"`
+	// Match says what the worst-matching word of the query matched:
+	// "name", "title", "collection", "tag", "property", "description" or
+	// "path".
 	Match string `json:"match"`
 }
 

@@ -5,7 +5,10 @@ package derrors
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
+	"sort"
+	"strings"
 )
 
 var (
@@ -50,4 +53,78 @@ func HTTPStatus(err error) int {
 	default:
 		return http.StatusInternalServerError
 	}
+}
+
+// Errorf is fmt.Errorf whose result also matches kind (errors.Is) without
+// kind's text. It is for messages that already say what went wrong and end
+// with a suggestion, which a trailing ": not found" would turn around
+// ("...; try redis:v1.1: not found").
+func Errorf(kind error, format string, a ...any) error {
+	return &kindError{err: fmt.Errorf(format, a...), kind: kind}
+}
+
+type kindError struct{ err, kind error }
+
+func (e *kindError) Error() string   { return e.err.Error() }
+func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
+
+// Near returns the candidates that differ from name only in case or by at
+// most a third of its letters (edit distance, a transposition counting
+// one: "ngnix" is near "nginx"), nearest first and at most three: the
+// names a "did you mean" suggests.
+func Near(name string, candidates []string) []string {
+	type near struct {
+		name string
+		d    int
+	}
+	var found []near
+	lower := strings.ToLower(name)
+	for _, c := range candidates {
+		if d := editDistance(lower, strings.ToLower(c)); d <= len(name)/3 {
+			found = append(found, near{c, d})
+		}
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if found[i].d != found[j].d {
+			return found[i].d < found[j].d
+		}
+		return found[i].name < found[j].name
+	})
+	var names []string
+	for i, f := range found {
+		if i == 3 {
+			break
+		}
+		names = append(names, f.name)
+	}
+	return names
+}
+
+// editDistance is the optimal string alignment distance of a and b in
+// bytes.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return max(len(a), len(b)) // names are short; never quadratic on junk
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }

@@ -198,6 +198,9 @@ type Request struct {
 	Namespace  string
 	// Registry, if set, overrides Options.Registry for short references.
 	Registry resolve.Registry
+	// Strict makes properties a template's schema does not define an
+	// error instead of a warning.
+	Strict bool
 }
 
 // Result is an expanded configuration.
@@ -214,6 +217,11 @@ type Result struct {
 	// Order lists the names of Config's resources so that every resource
 	// comes after the resources its value references name.
 	Order []string `json:"order,omitempty"`
+	// Warnings are what went through but is likely a mistake, each with
+	// its layout path: properties a schema does not define
+	// (`web: web.jinja.schema: unknown property "replcas" (did you mean
+	// replicas?)`).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -293,11 +301,13 @@ type run struct {
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
+	strict     bool
+	warnings   []string
 }
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, strict: req.Strict}
 	reg := req.Registry
 	if reg.IsZero() {
 		reg = x.opts.Registry
@@ -365,7 +375,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs}
+	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
 	if res.Config.Resources == nil {
 		res.Config.Resources = []Resource{}
 	}
@@ -380,7 +390,22 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order = order
+	if err := checkNames(res); err != nil {
+		return nil, err
+	}
 	return res, nil
+}
+
+// chainLabel names a template of the expansion chain for people: an
+// imported file by its path (its id holds the imports' digest, which
+// tells a reader nothing), a registry template by its reference.
+func chainLabel(id string) string {
+	if rest, ok := strings.CutPrefix(id, "imports:"); ok {
+		if _, file, ok := strings.Cut(rest, ":"); ok {
+			return file
+		}
+	}
+	return id
 }
 
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
@@ -545,6 +570,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if i := slices.Index(chain, id); i >= 0 {
 		cyc := append(slices.Clone(chain[i:]), id)
+		for j, c := range cyc {
+			cyc[j] = chainLabel(c)
+		}
 		return nil, &Error{Path: p, Template: inv.label, Err: invalid("reference cycle: %s", strings.Join(cyc, " -> "))}
 	}
 	if len(chain)+1 > x.opts.MaxDepth {
@@ -572,10 +600,17 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		x.opts.OnTemplate(p, inv.label)
 	}
 	if schemaFile != "" {
+		var unknown []string
 		var err error
-		props, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
 		if err != nil {
 			return nil, fail(err)
+		}
+		if len(unknown) > 0 && r.strict {
+			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
+		}
+		for _, u := range unknown {
+			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
 	}
 	inv.props = props

@@ -169,6 +169,19 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		}
 		return sprigReplace(old, new, src), nil
 	}
+	// Helm's functions, so templates written by Helm users work: required
+	// and fail here; include and tpl execute templates of the set being
+	// rendered, so each render binds them anew (helmFuncs) and these
+	// stand-ins only let templates that use them parse.
+	f["required"] = func(msg string, v any) (any, error) {
+		if v == nil || v == "" {
+			return nil, errors.New(msg)
+		}
+		return v, nil
+	}
+	f["fail"] = func(msg string) (string, error) { return "", errors.New(msg) }
+	f["include"] = func(string, any) (string, error) { return "", errors.New("include is not bound to a template") }
+	f["tpl"] = func(string, any) (string, error) { return "", errors.New("tpl is not bound to a template") }
 	// The builtins that build strings, overridden so the bound below
 	// covers them too.
 	f["print"], f["printf"], f["println"] = fmt.Sprint, fmt.Sprintf, fmt.Sprintln
@@ -231,7 +244,9 @@ func boundResult(name string, fn any, limit int) any {
 // every loop iteration and template call writes.
 func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, error) {
 	v, err := x.cached("gotmpl:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
-		t, err := template.New(inv.file).Funcs(x.gotmplFuncs).Parse(string(inv.src))
+		// A missing key renders empty, as in Helm (text/template would
+		// print "<no value>"; see noValue).
+		t, err := template.New(inv.file).Option("missingkey=zero").Funcs(x.gotmplFuncs).Parse(string(inv.src))
 		if err != nil {
 			return nil, gotmplError(inv.file, err)
 		}
@@ -242,6 +257,14 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, erro
 		return nil, err
 	}
 	t := v.(*template.Template)
+	if usesHelmCalls(inv.src) {
+		// A clone binds include and tpl to this render; most templates
+		// call neither and skip the copy of the function map.
+		if t, err = t.Clone(); err != nil {
+			return nil, gotmplError(inv.file, err)
+		}
+		t.Funcs(x.helmFuncs(ctx, t))
+	}
 	data := map[string]any{"properties": inv.props, "env": inv.env, "imports": inv.sc.b.importsValue()}
 	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.src))}
 	done := make(chan error, 1)
@@ -258,10 +281,64 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, erro
 		if err != nil {
 			return nil, gotmplError(inv.file, err)
 		}
-		return w.buf, nil
+		return noValue(w.buf), nil
 	case <-ctx.Done():
 		return nil, at(inv.file, 0, stopped(ctx))
 	}
+}
+
+// maxIncludeDepth bounds nested include and tpl calls, as Helm does: each
+// starts a fresh execution, so text/template's own depth limit does not
+// see them, and unbounded recursion would overflow the stack.
+const maxIncludeDepth = 1000
+
+// helmFuncs returns include and tpl bound to one render of t. They render
+// into writers with the render's deadline and output limit.
+func (x *Expander) helmFuncs(ctx context.Context, t *template.Template) template.FuncMap {
+	depth := 0 // a render runs in one goroutine
+	exec := func(what string, run func(w *limitWriter) error) (string, error) {
+		if depth >= maxIncludeDepth {
+			return "", fmt.Errorf("%s: nested more than %d deep (a template that includes itself?)", what, maxIncludeDepth)
+		}
+		depth++
+		defer func() { depth-- }()
+		w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes}
+		if err := run(w); err != nil {
+			return "", err
+		}
+		return string(noValue(w.buf)), nil
+	}
+	return template.FuncMap{
+		"include": func(name string, data any) (string, error) {
+			return exec(fmt.Sprintf("include %q", name), func(w *limitWriter) error { return t.ExecuteTemplate(w, name, data) })
+		},
+		"tpl": func(text string, data any) (string, error) {
+			return exec("tpl", func(w *limitWriter) error {
+				// A clone, so the text's definitions stay out of t.
+				c, err := t.Clone()
+				if err != nil {
+					return err
+				}
+				nt, err := c.New("tpl").Parse(text)
+				if err != nil {
+					return err
+				}
+				guardTemplate(nt)
+				return nt.Execute(w, data)
+			})
+		},
+	}
+}
+
+// usesHelmCalls reports whether src may call include or tpl.
+func usesHelmCalls(src []byte) bool {
+	return bytes.Contains(src, []byte("include")) || bytes.Contains(src, []byte("tpl"))
+}
+
+// noValue removes the "<no value>" text/template prints for a missing
+// map key even with missingkey=zero, as Helm does.
+func noValue(b []byte) []byte {
+	return bytes.ReplaceAll(b, []byte("<no value>"), nil)
 }
 
 var gotmplLineRE = regexp.MustCompile(`^template: [^:]+:(\d+):(?:\d+:)? ?`)

@@ -13,7 +13,8 @@ import (
 )
 
 // Lint checks what a registry's listing cannot show: that each version's
-// schema compiles, that a .yaml/.yml/.json template is a kind: Template, and
+// template files parse (Jinja, Starlark, Go templates; errors with file and
+// line), that its schema compiles, that a .yaml/.yml/.json template is a kind: Template, and
 // that example.yaml parses as a configuration; with expandExamples, also
 // that every example expands (short references against reg). Findings are
 // errors at the version directory.
@@ -56,6 +57,21 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 					}
 				}
 			}
+			// Every template file of the version parses, helpers and
+			// imported macros included, whether or not the example uses it.
+			var files map[string][]byte
+			for _, e := range v.Files {
+				lang, ok := index.LanguageOf(e.Path)
+				if !ok || lang == index.OpenShift {
+					continue
+				}
+				if files == nil {
+					files = readAll(ctx, res, v)
+				}
+				if err := x.CheckSyntax(files, e.Path); err != nil {
+					note(v, "%v", err)
+				}
+			}
 			if v.Schema != "" {
 				if b, ok := read(v.Schema); ok {
 					if _, err := schema.Parse(b, v.Schema); err != nil {
@@ -83,4 +99,16 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
+}
+
+// readAll reads every file of a version that can be read, for templates
+// that import each other.
+func readAll(ctx context.Context, res *resolve.Resolution, v *index.Version) map[string][]byte {
+	files := make(map[string][]byte, len(v.Files))
+	for _, e := range v.Files {
+		if b, err := res.ReadFile(ctx, e.Path); err == nil {
+			files[e.Path] = b
+		}
+	}
+	return files
 }

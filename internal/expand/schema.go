@@ -19,8 +19,15 @@ type Schema interface {
 // names it in errors. Compiled schemas are cached by content.
 type SchemaCompiler func(data []byte, file string) (Schema, error)
 
-// applySchema validates and defaults props with the schema file of b.
-func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (map[string]any, error) {
+// unknownNamer is a Schema that can name the properties it does not
+// define (schema.Schema does).
+type unknownNamer interface {
+	Unknown(props map[string]any) []string
+}
+
+// applySchema validates and defaults props with the schema file of b, and
+// lists the properties it does not define.
+func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (map[string]any, []string, error) {
 	v, err := x.cached("schema:"+b.key+":"+file, func() (any, error) {
 		data, ok := b.files[file]
 		if !ok {
@@ -33,13 +40,17 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 		return s, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out, err := v.(Schema).Apply(props)
 	if err != nil {
-		return nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
+		return nil, nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
 	}
-	return out, nil
+	var unknown []string
+	if u, ok := v.(unknownNamer); ok {
+		unknown = u.Unknown(props)
+	}
+	return out, unknown, nil
 }
 
 // defaultSchemaCompiler compiles with the schema package: JSON Schema

@@ -115,7 +115,7 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 	u, err := url.Parse(base)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
 		// The URL is not echoed: it might carry credentials.
-		return nil, fmt.Errorf("GitHub API URL: want http(s)://host/path/ without credentials: %w", derrors.InvalidArgument)
+		return nil, derrors.Errorf(derrors.InvalidArgument, "GitHub API URL: want http(s)://host/path/ without credentials")
 	}
 	log := opts.Logger
 	if log == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -96,17 +97,25 @@ func (l *Local) Blob(ctx context.Context, sha string) ([]byte, error) {
 	p, ok := l.paths[sha]
 	l.mu.Unlock()
 	if !ok {
-		return nil, fmt.Errorf("blob %s: %w", sha, derrors.NotFound)
+		return nil, fmt.Errorf("blob %s: %w", sha, ErrChanged)
 	}
 	b, err := fs.ReadFile(l.fsys, path.Clean(p))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is gone: %w", p, ErrChanged)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", p, err)
 	}
 	if BlobSHA(b) != sha {
-		return nil, fmt.Errorf("blob %s: %s changed since it was listed: %w", sha, p, derrors.NotFound)
+		return nil, fmt.Errorf("%s: %w", p, ErrChanged)
 	}
 	return b, nil
 }
+
+// ErrChanged means a local file is gone or changed since the directory was
+// listed: the caller's listing is stale, and a new one answers. It wraps
+// derrors.NotFound.
+var ErrChanged = fmt.Errorf("changed since the registry was listed: %w", derrors.NotFound)
 
 // ListingHash returns a hash of a tree listing's paths and content hashes; it
 // serves as the version of a source that has no commits.

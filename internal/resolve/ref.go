@@ -274,7 +274,7 @@ func ParseRegistry(s string) (Registry, error) {
 		parts = parts[1:]
 	}
 	if len(parts) < 2 || len(parts) > 3 {
-		return Registry{}, fmt.Errorf("registry %q: want [%s/]<owner>/<repo>[/<collection>]: %w", s, DefaultHost, derrors.InvalidArgument)
+		return Registry{}, derrors.Errorf(derrors.InvalidArgument, "registry %q: want [%s/]<owner>/<repo>[/<collection>]", s, DefaultHost)
 	}
 	g.Owner, g.Repo = parts[0], parts[1]
 	if len(parts) == 3 {

@@ -3,6 +3,8 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -184,8 +186,18 @@ func notFoundTemplate(snap *index.Snapshot, ref Ref) error {
 		}
 	}
 	msg := fmt.Sprintf("%s: no template %q in %s of %s", ref, ref.Template, where, snap.Registry)
+	if len(elsewhere) == 0 {
+		// A typo or another case: the nearest names of the same collection.
+		if c, ok := snap.Collections[ref.Collection]; ok {
+			for _, name := range derrors.Near(ref.Template, slices.Collect(maps.Keys(c.Templates))) {
+				alt := ref
+				alt.Template = name
+				elsewhere = append(elsewhere, alt.String())
+			}
+		}
+	}
 	if len(elsewhere) > 0 {
-		msg += "; did you mean " + strings.Join(elsewhere, " or ") + "?"
+		return derrors.Errorf(derrors.NotFound, "%s; did you mean %s?", msg, strings.Join(elsewhere, " or "))
 	}
 	return fmt.Errorf("%s: %w", msg, derrors.NotFound)
 }
@@ -223,7 +235,7 @@ func choose(t *index.Template, ref Ref) (*index.Version, string, error) {
 			continue
 		}
 		if i > 0 && vs[i-1].Semver == v.Semver {
-			return nil, "", fmt.Errorf("%s: version directories %s and %s of %s both hold %s; fix the registry (dm lint): %w", ref, vs[i-1].Name, v.Name, t.Path, v.Semver, derrors.Ambiguous)
+			return nil, "", derrors.Errorf(derrors.Ambiguous, "%s: version directories %s and %s of %s both hold %s; fix the registry (dm lint)", ref, vs[i-1].Name, v.Name, t.Path, v.Semver)
 		}
 		note := ""
 		if ref.Version == "" && ref.Digest == "" {
@@ -265,7 +277,7 @@ func notFoundVersion(t *index.Template, ref Ref, allowed func(*index.Version) bo
 	} else if s := suggest(t, ref); s != "" {
 		msg += "; try " + s
 	}
-	return fmt.Errorf("%s: %w", msg, derrors.NotFound)
+	return derrors.Errorf(derrors.NotFound, "%s", msg)
 }
 
 // suggest proposes the reference that would work: the highest stable

@@ -143,6 +143,10 @@ func TestResolveErrors(t *testing.T) {
 		{"nocol/web:v1", derrors.NotFound, `has no collection "nocol"`},
 		{"github.com/else/where/t:v1", derrors.NotFound, "registry github.com/else/where is not configured"},
 		{"t:1", derrors.InvalidArgument, `version "1"`},
+		{"T:v1", derrors.NotFound, `no template "T" in the root collection of github.com/acme/templates; did you mean github.com/acme/templates/t:v1?`},
+		{"common/wbe:v1", derrors.NotFound, "did you mean github.com/acme/templates/common/web:v1?"},
+		{"common/WEB", derrors.NotFound, "did you mean github.com/acme/templates/common/web?"},
+		{"common/zebra:v1", derrors.NotFound, `no template "zebra" in collection "common" of github.com/acme/templates: not found`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ref, func(t *testing.T) {
@@ -152,6 +156,14 @@ func TestResolveErrors(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %q lacks %q", err, tt.want)
+			}
+			// A suggestion comes last, after the cause, never followed by
+			// the sentinel's text.
+			msg := err.Error()
+			if i := strings.LastIndex(msg, "; "); i > 0 && strings.ContainsAny(msg[i:], "?") || strings.Contains(msg, "; try ") || strings.Contains(msg, "; fix ") {
+				if strings.HasSuffix(msg, ": "+tt.sentinel.Error()) {
+					t.Errorf("error %q: the sentinel's text follows the suggestion", msg)
+				}
 			}
 		})
 	}

@@ -87,26 +87,13 @@ func readFrame(r io.Reader, max int) (byte, []byte, error) {
 type job struct {
 	// Expand is an expansion; Process, instead, an OpenShift Template to
 	// process (POST /processedTemplates).
-	Expand  *wireRequest `json:"expand,omitempty"`
-	Process []byte       `json:"process,omitempty"`
+	Expand  *expand.Request `json:"expand,omitempty"`
+	Process []byte          `json:"process,omitempty"`
 	// Default is the default registry for short references.
 	Default string `json:"default,omitempty"`
 	// Gen changes whenever a registry's index does: the worker keeps the
 	// resolutions it was given while Gen stays the same.
 	Gen uint64 `json:"gen,omitempty"`
-}
-
-// wireRequest is expand.Request on the wire.
-type wireRequest struct {
-	Config     []byte            `json:"config,omitempty"`
-	ConfigName string            `json:"config_name,omitempty"`
-	Imports    map[string][]byte `json:"imports,omitempty"`
-	Ref        string            `json:"ref,omitempty"`
-	Properties map[string]any    `json:"properties,omitempty"`
-	Name       string            `json:"name,omitempty"`
-	Deployment string            `json:"deployment,omitempty"`
-	Namespace  string            `json:"namespace,omitempty"`
-	Registry   string            `json:"registry,omitempty"`
 }
 
 // hello is the worker's first frame.

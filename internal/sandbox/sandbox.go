@@ -188,11 +188,11 @@ func (p *Pool) Close() error {
 
 // Expand expands a configuration or a reference in a worker.
 func (p *Pool) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
-	wr, err := requestToWire(req)
+	r, err := req.EngineRequest()
 	if err != nil {
 		return nil, err
 	}
-	j := &job{Expand: wr}
+	j := &job{Expand: &r}
 	if p.opts.Resolver != nil && !p.opts.Resolver.Default.IsZero() {
 		j.Default = p.opts.Resolver.Default.String()
 	}

@@ -72,6 +72,7 @@ func TestSameAsInProcess(t *testing.T) {
 		{Config: composite, Deployment: "d", Namespace: "ns"},
 		{Ref: "single:v1", Properties: map[string]any{"app": "shop", "replicas": int64(3)}},
 		{Ref: "ostpl:v1", Properties: map[string]any{"NAME": "db"}},
+		{Ref: "single:v1", Registry: "github.com/acme/templates", Properties: map[string]any{"app": "shop", "ratio": 0.5}},
 	} {
 		want, err := svc.Expand(ctx, req)
 		if err != nil {
@@ -108,6 +109,7 @@ func TestErrorsCrossThePipe(t *testing.T) {
 		{Ref: "single:v1", Properties: map[string]any{"app": 3}},
 		{Config: "resources:\n- name: a\n  type: t.jinja\n", Imports: map[string]string{"t.jinja": "{{ nope( }}"}},
 		{Config: "resources: [", ConfigName: "c.yaml"},
+		{Ref: "single:v1", Strict: true, Properties: map[string]any{"app": "shop", "ratio": 0.5}},
 	} {
 		_, want := svc.Expand(ctx, req)
 		_, got := p.Expand(ctx, req)

@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
@@ -188,18 +187,11 @@ func (w *worker) run(body []byte) *done {
 	return d
 }
 
-func (w *worker) expand(ctx context.Context, wr *wireRequest) (*expand.Result, error) {
-	req := expand.Request{Config: wr.Config, ConfigName: wr.ConfigName, Imports: wr.Imports, Ref: wr.Ref,
-		Name: wr.Name, Deployment: wr.Deployment, Namespace: wr.Namespace}
-	req.Properties, _ = value.Numbers(wr.Properties).(map[string]any)
-	if wr.Registry != "" {
-		reg, err := resolve.ParseRegistry(wr.Registry)
-		if err != nil {
-			return nil, err
-		}
-		req.Registry = reg
-	}
-	return w.x.Expand(ctx, req)
+func (w *worker) expand(ctx context.Context, req *expand.Request) (*expand.Result, error) {
+	// JSON numbers decode as json.Number; the engine wants int64 and
+	// float64, as from YAML.
+	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
+	return w.x.Expand(ctx, *req)
 }
 
 // process processes an OpenShift Template as POST /processedTemplates does.
@@ -304,20 +296,6 @@ func (r *remoteResolver) ReadFile(ctx context.Context, rs *resolve.Resolution, n
 }
 
 func (r *remoteResolver) DefaultRegistry() resolve.Registry { return r.def }
-
-// requestToWire converts an API request for the worker.
-func requestToWire(req *api.ExpandRequest) (*wireRequest, error) {
-	r, err := req.EngineRequest()
-	if err != nil {
-		return nil, err
-	}
-	wr := &wireRequest{Config: r.Config, ConfigName: r.ConfigName, Imports: r.Imports, Ref: r.Ref,
-		Properties: r.Properties, Name: r.Name, Deployment: r.Deployment, Namespace: r.Namespace}
-	if !r.Registry.IsZero() {
-		wr.Registry = r.Registry.String()
-	}
-	return wr, nil
-}
 
 // formatBytes writes a byte count in the largest binary unit it fills.
 func formatBytes(n uint64) string {

@@ -44,11 +44,13 @@ import (
 	"net/url"
 	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dmhq/dm/internal/api"
@@ -161,6 +163,8 @@ func New(opts Options) *Server {
 
 func (s *Server) routes() chi.Router {
 	r := chi.NewRouter()
+	// HEAD is answered wherever GET is (net/http drops the body).
+	r.Use(middleware.GetHead)
 	// The hot path: no middleware; it counts and logs for itself. ServeHTTP
 	// sends GET requests here without routing; the route answers the rest
 	// (405 for other methods).
@@ -189,16 +193,73 @@ func (s *Server) routes() chi.Router {
 	r.NotFound(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, derrors.NotFound))
 	}))
-	r.MethodNotAllowed(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: fmt.Sprintf("method %s not allowed on %s", r.Method, r.URL.Path)})
+	r.MethodNotAllowed(s.counted("unmatched", func(w http.ResponseWriter, req *http.Request) {
+		allowed := allowedMethods(r, req.URL.Path)
+		w.Header().Set("Allow", strings.Join(allowed, ", "))
+		writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: fmt.Sprintf("method %s not allowed on %s; allowed: %s", req.Method, req.URL.Path, strings.Join(allowed, ", "))})
 	}))
 	return r
+}
+
+// allowedMethods lists the methods router answers on path, for the Allow
+// header of a 405 (RFC 9110 requires it; chi sets it only for its own
+// default handler).
+func allowedMethods(router chi.Routes, path string) []string {
+	var allowed []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if m == http.MethodHead {
+			if slices.Contains(allowed, http.MethodGet) {
+				allowed = append(allowed, m) // middleware.GetHead
+			}
+			continue
+		}
+		if router.Match(chi.NewRouteContext(), m, path) {
+			allowed = append(allowed, m)
+		}
+	}
+	return allowed
+}
+
+// Bounds of a request's head, checked before routing so that an oversized
+// one gets a JSON answer like every other error. The http.Server's
+// MaxHeaderBytes (MaxHeaderBytes) is set above them; past it net/http
+// answers 431 in plain text before any handler runs.
+const (
+	maxURLBytes    = 16 << 10
+	maxHeaderBytes = 64 << 10
+	// MaxHeaderBytes is what registryd gives http.Server.MaxHeaderBytes:
+	// room for the usual oversized URL (a pasted file, a runaway query) to
+	// reach the handler and get JSON.
+	MaxHeaderBytes = 1 << 20
+)
+
+// headTooLarge reports why r's URL or headers exceed the bounds, or "".
+func headTooLarge(r *http.Request) string {
+	if n := len(r.RequestURI); n > maxURLBytes {
+		return fmt.Sprintf("request URL of %d bytes exceeds the limit of %d bytes", n, maxURLBytes)
+	}
+	n := 0
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // ": " and CRLF
+		}
+	}
+	if n > maxHeaderBytes {
+		return fmt.Sprintf("request headers of %d bytes exceed the limit of %d bytes", n, maxHeaderBytes)
+	}
+	return ""
 }
 
 // ServeHTTP serves the API. GET /v1/resolve goes straight to its handler,
 // saving the router's per-request context; everything else is routed by
 // chi.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if headTooLarge(r) != "" {
+		s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.Error{Error: headTooLarge(r)})
+		})(w, r)
+		return
+	}
 	if r.URL.Path == resolveRoute && r.Method == http.MethodGet {
 		s.hot.ServeHTTP(w, r)
 		return

@@ -214,9 +214,13 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/v1/search", 400, nil, nil},
 		{"GET", "/nope", 404, []string{`"error":"no route GET /nope`}, nil},
 		{"GET", "/v1/registry", 404, nil, nil},
-		{"DELETE", "/v1/resolve?ref=redis", 405, []string{`"error":"method DELETE not allowed`}, nil},
-		{"POST", "/v1/search", 405, nil, nil},
-		{"PUT", "/healthz", 405, nil, nil},
+		{"DELETE", "/v1/resolve?ref=redis", 405, []string{`"error":"method DELETE not allowed`}, allow("GET, HEAD")},
+		{"POST", "/v1/search", 405, nil, allow("GET, HEAD")},
+		{"PUT", "/healthz", 405, nil, allow("GET, HEAD")},
+		{"GET", "/v1/expand", 405, []string{"allowed: POST"}, allow("POST")},
+		{"PUT", "/v1/registries/github.com/acme/tpl/refresh", 405, nil, allow("GET, HEAD, POST")},
+		{"GET", "/v1/resolve?ref=" + strings.Repeat("x", 20<<10), 431, []string{"request URL of", "exceeds the limit of 16384 bytes"}, nil},
+		{"GET", "/v1/templates?q=" + strings.Repeat("x", 200<<10), 431, []string{"request URL of"}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
@@ -247,6 +251,27 @@ func TestRoutes(t *testing.T) {
 				tt.check(t, resp, body)
 			}
 		})
+	}
+}
+
+// allow checks a 405's Allow header.
+func allow(want string) func(t *testing.T, resp *http.Response, _ []byte) {
+	return func(t *testing.T, resp *http.Response, _ []byte) {
+		if got := resp.Header.Get("Allow"); got != want {
+			t.Errorf("Allow %q, want %q", got, want)
+		}
+	}
+}
+
+// TestHead checks that HEAD answers wherever GET does, without a body.
+func TestHead(t *testing.T) {
+	e := newEnv(t, "", true)
+	for _, path := range []string{"/healthz", "/v1/resolve?ref=redis:v1.0", "/v1/templates", "/v1/file?ref=redis:v1.0&path=example.yaml", "/metrics", "/v1/resolve?ref=nope:v1"} {
+		get, _ := e.do(t, "GET", path, nil)
+		head, body := e.do(t, "HEAD", path, nil)
+		if head.StatusCode != get.StatusCode || len(body) != 0 || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") {
+			t.Errorf("HEAD %s = %d %q (%d body bytes), want GET's %d %q and no body", path, head.StatusCode, head.Header.Get("Content-Type"), len(body), get.StatusCode, get.Header.Get("Content-Type"))
+		}
 	}
 }
 
@@ -526,7 +551,7 @@ func TestClient(t *testing.T) {
 	if err != nil || len(sr.Results) != 1 {
 		t.Errorf("Search: %+v, %v", sr, err)
 	}
-	f, err := c.File(ctx, "redis:v1.0", "", "example.yaml")
+	f, err := c.ReadFile(ctx, "redis:v1.0", "", "example.yaml")
 	if err != nil || string(f) != "resources: [101]\n" {
 		t.Errorf("File: %q, %v", f, err)
 	}

@@ -19,7 +19,7 @@ func ParseParamFlags(args []string) (map[string]string, error) {
 	for _, a := range args {
 		name, value, ok := strings.Cut(a, "=")
 		if !ok {
-			return nil, fmt.Errorf("parameter %q: want NAME=VALUE: %w", a, derrors.InvalidArgument)
+			return nil, derrors.Errorf(derrors.InvalidArgument, "parameter %q: want NAME=VALUE", a)
 		}
 		if err := validName(name); err != nil {
 			return nil, fmt.Errorf("parameter %q: %w: %w", a, err, derrors.InvalidArgument)
@@ -55,7 +55,7 @@ func ParseParamFile(data []byte) (map[string]string, error) {
 		}
 		s, ok := scalarString(normalizeFloat(v))
 		if !ok {
-			return nil, fmt.Errorf("param file: %s: got %s, want a scalar: %w", k, typeName(v), derrors.InvalidArgument)
+			return nil, derrors.Errorf(derrors.InvalidArgument, "param file: %s: got %s, want a scalar", k, typeName(v))
 		}
 		out[k] = s
 	}

@@ -41,7 +41,7 @@ const Kind = "Template"
 // its kind is not Template, so that a caller classifying files can tell a
 // supporting YAML file from a broken template. It wraps
 // derrors.InvalidArgument.
-var ErrNotTemplate = fmt.Errorf("document is not a kind: Template: %w", derrors.InvalidArgument)
+var ErrNotTemplate = derrors.Errorf(derrors.InvalidArgument, "document is not a kind: Template")
 
 // Parameter types accepted in a parameter's `type` field. The empty type
 // means string.
@@ -122,7 +122,7 @@ func (t *Template) UnmarshalJSON(data []byte) error {
 	}
 	m, ok := value.Numbers(doc).(map[string]any)
 	if !ok {
-		return fmt.Errorf("template: document is %s, want an object: %w", typeName(doc), derrors.InvalidArgument)
+		return derrors.Errorf(derrors.InvalidArgument, "template: document is %s, want an object", typeName(doc))
 	}
 	nt, err := fromMap(m)
 	if err != nil {

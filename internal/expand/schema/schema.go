@@ -50,6 +50,7 @@ type Schema struct {
 	Properties map[string]any
 
 	compiled *jsonschema.Schema
+	root     map[string]any // the compiled document, for Unknown
 	defaults *node
 	order    []string // property names in file order
 }
@@ -161,6 +162,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	if s.compiled, err = c.Compile(loc); err != nil {
 		return nil, fail("invalid schema: %s", strings.ReplaceAll(err.Error(), "\n", " "))
 	}
+	s.root = root
 	s.defaults = buildDefaults(root, root, 0)
 	s.order = propertyOrder(data, s.Properties)
 	return s, nil

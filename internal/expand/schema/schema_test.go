@@ -3,6 +3,7 @@ package schema
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -422,5 +423,41 @@ func TestZeroSchema(t *testing.T) {
 	got, err := s.Apply(map[string]any{"a": 1})
 	if err != nil || got["a"] != 1 {
 		t.Errorf("Apply = %v, %v", got, err)
+	}
+}
+
+func TestUnknown(t *testing.T) {
+	s := mustParse(t, `properties:
+  replicas: {type: integer}
+  image: {type: string}
+  resources:
+    type: object
+    properties:
+      limits: {type: object, properties: {memory: {type: string}, cpu: {type: string}}}
+  labels: {type: object}
+  extra: {type: object, additionalProperties: true, properties: {a: {type: string}}}
+`)
+	got := s.Unknown(map[string]any{
+		"replcas":   3,
+		"image":     "x",
+		"colour":    "blue",
+		"resources": map[string]any{"limits": map[string]any{"memroy": "1Gi", "cpu": "1"}},
+		"labels":    map[string]any{"anything": "goes"},
+		"extra":     map[string]any{"b": "fine"},
+	})
+	want := []string{
+		`unknown property "colour"`,
+		`unknown property "replcas" (did you mean replicas?)`,
+		`unknown property "resources.limits.memroy" (did you mean memory?)`,
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Unknown =\n%q, want\n%q", got, want)
+	}
+	closed := mustParse(t, "additionalProperties: false\nproperties: {a: {type: string}}\n")
+	if got := closed.Unknown(map[string]any{"b": 1}); got != nil {
+		t.Errorf("additionalProperties: false: Unknown = %q, want nil (validation refuses b)", got)
+	}
+	if _, err := closed.Apply(map[string]any{"b": 1}); err == nil {
+		t.Error("additionalProperties: false accepted an unknown property")
 	}
 }
