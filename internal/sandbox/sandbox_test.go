@@ -326,3 +326,32 @@ func TestOthersCarryOn(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestWorkerEnv: a worker's environment holds its configuration and no
+// secret of its parent's.
+func TestWorkerEnv(t *testing.T) {
+	t.Setenv("GITHUB_TOKEN", "ghp_secret")
+	t.Setenv("REGISTRYD_ADMIN_TOKEN", "admin")
+	env := workerEnv(`{"max_memory":1}`)
+	if len(env) == 0 || env[0] != envWorker+`={"max_memory":1}` {
+		t.Errorf("env %q does not start with the configuration", env)
+	}
+	for _, kv := range env {
+		if strings.Contains(kv, "ghp_secret") || strings.Contains(kv, "admin") {
+			t.Errorf("worker environment has %q", kv)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for in, want := range map[string]uint64{"512MiB": 512 << 20, "512Mi": 512 << 20, "512M": 512 << 20, "1GiB": 1 << 30, "1g": 1 << 30, "4096": 4096, "64KiB": 64 << 10} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "MiB", "-1MiB", "12XB", "1.5GiB", "99999999999GiB"} {
+		if _, err := ParseBytes(in); !errors.Is(err, derrors.InvalidArgument) {
+			t.Errorf("ParseBytes(%q): got %v, want an invalid-argument error", in, err)
+		}
+	}
+}

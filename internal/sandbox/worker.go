@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
@@ -313,7 +314,7 @@ func formatBytes(n uint64) string {
 // ParseBytes parses a size such as 512MiB, 512Mi, 512M (binary units all),
 // 1GiB or a plain number of bytes.
 func ParseBytes(s string) (uint64, error) {
-	num := strings.TrimRight(s, "KMGTiBb")
+	num := strings.TrimRightFunc(s, unicode.IsLetter)
 	unit := strings.TrimSuffix(strings.TrimSuffix(strings.ToUpper(s[len(num):]), "B"), "I")
 	n, err := strconv.ParseUint(strings.TrimSpace(num), 10, 64)
 	shift, ok := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}[unit]
