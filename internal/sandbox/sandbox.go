@@ -34,7 +34,7 @@ import (
 // Defaults of Options fields left zero.
 const (
 	DefaultMaxMemory      = 512 << 20
-	DefaultMaxResultBytes = 64 << 20
+	DefaultMaxResultBytes = 32 << 20
 	DefaultMaxJobs        = 1000
 	DefaultMaxBytes       = 1 << 30
 	// DefaultGrace is how long past a deadline the parent waits for the
@@ -188,6 +188,17 @@ func (p *Pool) Close() error {
 
 // Expand expands a configuration or a reference in a worker.
 func (p *Pool) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+	raw, err := p.ExpandJSON(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return api.DecodeExpandResult(raw)
+}
+
+// ExpandJSON is Expand with the answer as the worker wrote it, JSON of an
+// api.ExpandResult: registryd passes it on without decoding it, so an
+// answer costs its size in memory and no more.
+func (p *Pool) ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.RawMessage, error) {
 	r, err := req.EngineRequest()
 	if err != nil {
 		return nil, err
@@ -200,11 +211,7 @@ func (p *Pool) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandR
 		j.Default = p.opts.Expand.Registry.String()
 	}
 	j.Gen = p.generation()
-	raw, err := p.run(ctx, j)
-	if err != nil {
-		return nil, err
-	}
-	return api.DecodeExpandResult(raw)
+	return p.run(ctx, j)
 }
 
 // ProcessTemplate processes an OpenShift Template (JSON or YAML, values set

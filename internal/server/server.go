@@ -90,6 +90,13 @@ type Options struct {
 	Expander api.Expander
 }
 
+// jsonExpander is an Expander that can answer with the expansion's JSON
+// as is (sandbox.Pool: the worker's answer), sparing registryd decoding
+// and encoding it again.
+type jsonExpander interface {
+	ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.RawMessage, error)
+}
+
 // templateProcessor is an Expander that also processes OpenShift
 // Templates out of process (sandbox.Pool).
 type templateProcessor interface {
