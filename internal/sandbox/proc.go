@@ -273,10 +273,19 @@ func (w *proc) broke(err error) error {
 // died explains why reading from a worker failed: it answered too much, or
 // it died, and then of what.
 func (w *proc) died(p *Pool, st *jobState, err error) error {
-	w.kill()
 	if errors.Is(err, errFrameTooLarge) {
+		w.kill()
 		return st.limit("MaxResultBytes", formatBytes(uint64(p.opts.MaxResultBytes)), "the worker's answer is too large")
 	}
+	// Its output ended: the worker is exiting, or broke down; see how
+	// before killing it, so a SIGKILL seen is the kernel's, not ours.
+	killedByKernel := false
+	select {
+	case <-w.exited:
+		killedByKernel = w.signaled(syscall.SIGKILL)
+	case <-time.After(time.Second):
+	}
+	w.kill()
 	select {
 	case <-w.exited:
 	case <-time.After(5 * time.Second):
@@ -287,14 +296,16 @@ func (w *proc) died(p *Pool, st *jobState, err error) error {
 	}
 	msg := w.stderr.String()
 	switch {
-	case outOfMemory(msg):
+	case outOfMemory(msg) || killedByKernel:
+		// The only SIGKILL the kernel sends a worker unasked is the
+		// out-of-memory killer's.
 		return st.limit("MaxMemory", formatBytes(p.opts.MaxMemory), "template used too much memory; its worker was stopped")
 	case strings.Contains(msg, cpuLimitMessage) || w.signaled(syscall.SIGXCPU):
 		return st.limit("TotalTimeout", p.opts.Expand.TotalTimeout, "expansion used more CPU time than its budget (twice the limit); its worker was stopped")
 	}
 	status := "worker ended"
-	if w.state != nil {
-		status = "worker " + w.state.String()
+	if st := w.exitState(); st != nil {
+		status = "worker " + st.String()
 	}
 	return st.locate(fmt.Errorf("expansion worker died (%s: %v): %w%s: %w", status, err, errWorker, w.stderr.suffix(), derrors.Unavailable))
 }
@@ -311,11 +322,22 @@ func outOfMemory(stderr string) bool {
 	return false
 }
 
+// exitState is the worker's exit status, nil while it runs.
+func (w *proc) exitState() *os.ProcessState {
+	select {
+	case <-w.exited:
+		return w.state
+	default:
+		return nil
+	}
+}
+
 func (w *proc) signaled(sig syscall.Signal) bool {
-	if w.state == nil {
+	st := w.exitState()
+	if st == nil {
 		return false
 	}
-	ws, ok := w.state.Sys().(syscall.WaitStatus)
+	ws, ok := st.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == sig
 }
 
