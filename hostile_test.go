@@ -139,6 +139,19 @@ func TestHostileTemplates(t *testing.T) {
 			}
 		})
 	}
+	// Every kill is counted.
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	metrics := string(b)
+	for _, want := range []string{`registryd_expansion_worker_exits_total{reason="memory"}`, `registryd_expansion_worker_exits_total{reason="timeout"}`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 }
 
 func postJSON(t *testing.T, url string, body []byte) (int, string) {

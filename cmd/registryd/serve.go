@@ -128,7 +128,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		log.Warn("--no-sandbox: templates run inside registryd, without worker processes or their memory, CPU, file and network limits")
 	} else {
 		so := s.sandbox
-		so.Resolver, so.Expand, so.Logger = resolver, eo, log
+		so.Resolver, so.Expand, so.Logger, so.OnExit = resolver, eo, log, metrics.WorkerExit
 		pool, err := sandbox.New(so)
 		if err != nil {
 			return err

@@ -44,6 +44,9 @@ type proc struct {
 	hello  hello
 
 	killOnce sync.Once
+	// why is the reason the worker is retired, for Options.OnExit:
+	// ExitRecycled unless a limit or a failure ended it.
+	why string
 	// resolved and gen are what the worker resolved in index generation
 	// gen (jobState.resolved).
 	resolved map[string]*resolve.Resolution
@@ -142,6 +145,7 @@ func (p *Pool) start() (*proc, error) {
 		f.err = json.Unmarshal(f.body, &h)
 	}
 	if f.err != nil {
+		w.why = ExitCrashed
 		p.retire(w)
 		<-w.exited
 		return nil, fmt.Errorf("sandbox: starting a worker: %w: %w%s", errWorker, f.err, w.stderr.suffix())
@@ -251,12 +255,15 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 				return nil, false, w.broke(fmt.Errorf("unexpected frame %q", f.kind))
 			}
 		case <-perTemplate.C:
+			w.why = ExitTimeout
 			w.kill()
 			return nil, false, st.limit("Timeout", o.Expand.Timeout, "template ran too long; its worker was killed")
 		case <-total.C:
+			w.why = ExitTimeout
 			w.kill()
 			return nil, false, st.limit("TotalTimeout", o.Expand.TotalTimeout, "expansion ran too long; its worker was killed")
 		case <-ctx.Done():
+			w.why = ExitCanceled
 			w.kill()
 			err := fmt.Errorf("expansion stopped at the caller's deadline after %s: %w", time.Since(st.started).Round(time.Millisecond), context.Cause(ctx))
 			return nil, false, st.locate(err)
@@ -266,6 +273,7 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 
 // broke kills a worker that broke the protocol.
 func (w *proc) broke(err error) error {
+	w.why = ExitCrashed
 	w.kill()
 	return fmt.Errorf("sandbox: %w: protocol: %w", errWorker, err)
 }
@@ -274,6 +282,7 @@ func (w *proc) broke(err error) error {
 // it died, and then of what.
 func (w *proc) died(p *Pool, st *jobState, err error) error {
 	if errors.Is(err, errFrameTooLarge) {
+		w.why = ExitAnswerSize
 		w.kill()
 		return st.limit("MaxResultBytes", formatBytes(uint64(p.opts.MaxResultBytes)), "the worker's answer is too large")
 	}
@@ -299,10 +308,13 @@ func (w *proc) died(p *Pool, st *jobState, err error) error {
 	case outOfMemory(msg) || killedByKernel:
 		// The only SIGKILL the kernel sends a worker unasked is the
 		// out-of-memory killer's.
+		w.why = ExitMemory
 		return st.limit("MaxMemory", formatBytes(p.opts.MaxMemory), "template used too much memory; its worker was stopped")
 	case strings.Contains(msg, cpuLimitMessage) || w.signaled(syscall.SIGXCPU):
+		w.why = ExitCPU
 		return st.limit("TotalTimeout", p.opts.Expand.TotalTimeout, "expansion used more CPU time than its budget (twice the limit); its worker was stopped")
 	}
+	w.why = ExitCrashed
 	status := "worker ended"
 	if st := w.exitState(); st != nil {
 		status = "worker " + st.String()

@@ -73,7 +73,21 @@ type Options struct {
 	// Logger receives the workers' stderr and their lifecycle; nil
 	// discards them.
 	Logger *slog.Logger
+	// OnExit, if set, is called when a worker is retired, with the
+	// reason: one of the Exit constants.
+	OnExit func(reason string)
 }
+
+// Reasons a worker is retired, for Options.OnExit.
+const (
+	ExitRecycled   = "recycled"    // its job or byte budget, a large heap or an abandoned render
+	ExitMemory     = "memory"      // out of its memory limit
+	ExitTimeout    = "timeout"     // past Timeout or TotalTimeout: killed
+	ExitCPU        = "cpu"         // out of its CPU-time budget
+	ExitAnswerSize = "answer_size" // an answer over MaxResultBytes
+	ExitCanceled   = "canceled"    // the caller gave up
+	ExitCrashed    = "crashed"     // died otherwise, or broke the protocol
+)
 
 func (o *Options) setDefaults() {
 	if o.Workers <= 0 {
@@ -275,6 +289,13 @@ func (p *Pool) generation() uint64 {
 // retire kills a worker and forgets it.
 func (p *Pool) retire(w *proc) {
 	w.kill()
+	if p.opts.OnExit != nil {
+		why := w.why
+		if why == "" {
+			why = ExitRecycled
+		}
+		p.opts.OnExit(why)
+	}
 	p.mu.Lock()
 	delete(p.live, w)
 	p.mu.Unlock()

@@ -136,11 +136,15 @@ func TestMemoryLimit(t *testing.T) {
 		t.Skip("race-detector builds run workers without a memory limit; the hostile-template suite tests it on a normal build")
 	}
 	ctx := t.Context()
-	p := newPool(t, Options{Workers: 1, MaxMemory: 128 << 20})
+	var exits []string
+	p := newPool(t, Options{Workers: 1, MaxMemory: 128 << 20, OnExit: func(why string) { exits = append(exits, why) }})
 	bomb := hostile("bomb.py", "def GenerateConfig(ctx):\n  l = ['x' * 4000000]\n  for i in range(60):\n    l = l + [l[0] + str(i)]\n  return str(l)\n")
 	_, err := p.Expand(ctx, bomb)
 	if !errors.Is(err, derrors.LimitExceeded) || !strings.Contains(err.Error(), "Options.MaxMemory") || !strings.Contains(err.Error(), "bomb.py") {
 		t.Fatalf("got %v, want a MaxMemory limit error naming bomb.py", err)
+	}
+	if !reflect.DeepEqual(exits, []string{ExitMemory}) {
+		t.Errorf("worker exits %q, want [%s]", exits, ExitMemory)
 	}
 	if _, err := p.Expand(ctx, &api.ExpandRequest{Config: composite}); err != nil {
 		t.Fatalf("after the bomb: %v", err)
@@ -151,7 +155,9 @@ func TestMemoryLimit(t *testing.T) {
 // the parent at the per-template timeout plus grace.
 func TestDeadlineKills(t *testing.T) {
 	ctx := t.Context()
-	p := newPool(t, Options{Workers: 1, Grace: 200 * time.Millisecond, Expand: expand.Options{Timeout: 500 * time.Millisecond}})
+	var exits []string
+	p := newPool(t, Options{Workers: 1, Grace: 200 * time.Millisecond, Expand: expand.Options{Timeout: 500 * time.Millisecond},
+		OnExit: func(why string) { exits = append(exits, why) }})
 	start := time.Now()
 	_, err := p.Expand(ctx, hostile("slow.py", "def GenerateConfig(ctx):\n  return str(int('9' * 4000000))\n"))
 	if !errors.Is(err, derrors.LimitExceeded) || !strings.Contains(err.Error(), "Options.Timeout") || !strings.Contains(err.Error(), "slow.py") {
@@ -159,6 +165,9 @@ func TestDeadlineKills(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("took %s", d)
+	}
+	if !reflect.DeepEqual(exits, []string{ExitTimeout}) {
+		t.Errorf("worker exits %q, want [%s]", exits, ExitTimeout)
 	}
 	if _, err := p.Expand(ctx, &api.ExpandRequest{Config: composite}); err != nil {
 		t.Fatalf("after the slow template: %v", err)

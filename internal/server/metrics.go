@@ -28,9 +28,14 @@ type Metrics struct {
 	cacheLookups    *prometheus.CounterVec
 	resolveDuration prometheus.Histogram
 	httpRequests    *prometheus.CounterVec
+	workerExits     *prometheus.CounterVec
 
 	registries *registryCollector
 }
+
+// WorkerExit counts an expansion worker retired for reason
+// (sandbox.Options.OnExit).
+func (m *Metrics) WorkerExit(reason string) { m.workerExits.WithLabelValues(reason).Inc() }
 
 // NewMetrics creates the metrics and a registry holding them, the Go
 // runtime's and the process's.
@@ -69,11 +74,16 @@ func NewMetrics() *Metrics {
 			Name:      "http_requests_total",
 			Help:      "HTTP requests by route pattern and status code.",
 		}, []string{"route", "code"}),
+		workerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "expansion_worker_exits_total",
+			Help:      "Expansion worker processes retired, by reason (recycled, memory, timeout, cpu, answer_size, canceled, crashed).",
+		}, []string{"reason"}),
 		registries: &registryCollector{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
-		m.resolveDuration, m.httpRequests, m.registries,
+		m.resolveDuration, m.httpRequests, m.workerExits, m.registries,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
