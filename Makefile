@@ -40,7 +40,7 @@ FUZZ_TARGETS := \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
-	./internal/sandbox:FuzzDecode:200000x
+	./internal/sandbox:FuzzDecode:100000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
