@@ -57,6 +57,7 @@ func TestHostileTemplates(t *testing.T) {
 		}
 		files[e.Name()] = string(b)
 	}
+	files["amplify.json"] = amplifyingTemplate()
 	// Which limit ends each: the in-language bounds where they see the
 	// size coming, the worker's memory limit or deadline where they
 	// cannot. A sharing bomb may spend its time in the collector near the
@@ -82,7 +83,7 @@ func TestHostileTemplates(t *testing.T) {
 		{file: "wrapwith.gotmpl", limit: "MaxMemory|MaxOutputBytes"},
 		{file: "amplify.json", limit: "MaxMemory|MaxOutputBytes|MaxRenderedBytes"},
 		// CPU that outlives the timeout.
-		{file: "bigint.py", limit: "Timeout"},
+		{file: "bigint.py", limit: "Timeout|MaxMemory"},
 		{file: "uniq.gotmpl", limit: "Timeout"},
 		{file: "wordwrap.jinja", limit: "Timeout|MaxMemory"},
 		{file: "children.jinja", limit: "TotalTimeout", names: "busy.py"},
@@ -90,6 +91,7 @@ func TestHostileTemplates(t *testing.T) {
 	normal := `{"ref": "apps/guestbook:v1"}`
 	// POST /processedTemplates runs in a worker too.
 	tmpl := `{"kind":"Template","apiVersion":"v1","metadata":{"name":"t"},"parameters":[{"name":"N","value":"x"}],"objects":[{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"${N}"}}]}`
+	kills := map[string]bool{} // reasons of the workers killed
 	for _, c := range cases {
 		t.Run(c.file, func(t *testing.T) {
 			req, _ := json.Marshal(map[string]any{
@@ -104,6 +106,12 @@ func TestHostileTemplates(t *testing.T) {
 				t.Errorf("status %d, want 4xx", status)
 			}
 			re := regexp.MustCompile(`\bOptions\.(` + c.limit + `)\b`)
+			if strings.Contains(body, "(Options.MaxMemory)") {
+				kills["memory"] = true
+			}
+			if strings.Contains(body, "its worker was killed") {
+				kills["timeout"] = true
+			}
 			names := c.names
 			if names == "" {
 				names = c.file
@@ -147,11 +155,27 @@ func TestHostileTemplates(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	metrics := string(b)
-	for _, want := range []string{`registryd_expansion_worker_exits_total{reason="memory"}`, `registryd_expansion_worker_exits_total{reason="timeout"}`} {
-		if !strings.Contains(metrics, want) {
+	for reason := range kills {
+		if want := `registryd_expansion_worker_exits_total{reason="` + reason + `"}`; !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
 	}
+}
+
+// amplifyingTemplate is an OpenShift Template whose one 300 kB parameter
+// is substituted into 3000 objects: 900 MB from a 600 kB file.
+func amplifyingTemplate() string {
+	var sb strings.Builder
+	sb.WriteString(`{"kind": "Template", "apiVersion": "template.openshift.io/v1", "metadata": {"name": "amplify"},` + "\n")
+	sb.WriteString(`"parameters": [{"name": "X", "value": "` + strings.Repeat("a", 300000) + `"}],` + "\n" + `"objects": [`)
+	for i := range 3000 {
+		if i > 0 {
+			sb.WriteString(",")
+		}
+		fmt.Fprintf(&sb, `{"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c%d"}, "data": {"a": "${X}"}}`+"\n", i)
+	}
+	sb.WriteString("]}\n")
+	return sb.String()
 }
 
 func postJSON(t *testing.T, url string, body []byte) (int, string) {
