@@ -364,3 +364,29 @@ func TestParseBytes(t *testing.T) {
 		}
 	}
 }
+
+// TestGrownWorkerReplaced: a worker whose memory grew past a third of its
+// limit is replaced after its job, which succeeded: the runtime keeps its
+// address space, and the next job would start near the limit.
+func TestGrownWorkerReplaced(t *testing.T) {
+	if raceEnabled {
+		t.Skip("race-detector builds run workers without a memory limit")
+	}
+	var exits []string
+	p := newPool(t, Options{Workers: 1, MaxMemory: 512 << 20, OnExit: func(why string) { exits = append(exits, why) }})
+	big := hostile("big.py", "def GenerateConfig(ctx):\n  l = ['x' * 1000000 for i in range(200)]\n  return {'resources': [{'name': 'n', 'type': 'ConfigMap', 'properties': {'data': {'n': len(l)}}}]}\n")
+	if _, err := p.Expand(t.Context(), big); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(exits, []string{ExitRecycled}) {
+		t.Errorf("worker exits %q, want [%s]", exits, ExitRecycled)
+	}
+	for range 3 {
+		if _, err := p.Expand(t.Context(), &api.ExpandRequest{Config: composite}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(exits) != 1 {
+		t.Errorf("worker exits %q after small jobs, want one", exits)
+	}
+}

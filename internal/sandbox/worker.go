@@ -184,7 +184,7 @@ func (w *worker) run(body []byte) *done {
 		}
 	}
 	d.Err = toWire(err)
-	d.Recycle = runtime.NumGoroutine() > w.baseGoroutines || w.cfg.MaxMemory > 0 && heapBytes() > w.cfg.MaxMemory/2
+	d.Recycle = runtime.NumGoroutine() > w.baseGoroutines || w.cfg.MaxMemory > 0 && mappedBytes() > w.cfg.MaxMemory/3
 	return d
 }
 
@@ -204,9 +204,14 @@ func process(body []byte) (any, error) {
 	return t.Process(nil, openshift.Options{})
 }
 
-// heapBytes is the live heap, read without stopping the world.
-func heapBytes() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+// mappedBytes is the memory the Go runtime has mapped, read without
+// stopping the world. The runtime keeps its address space once it has
+// grown, and the address-space limit counts it (with the collector's
+// headroom, a live heap of half the limit can meet it): a worker that
+// mapped more than a third of its limit is replaced, or the next,
+// innocent job would meet the limit.
+func mappedBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
 	metrics.Read(s)
 	if s[0].Value.Kind() != metrics.KindUint64 {
 		return 0
