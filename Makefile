@@ -5,7 +5,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-http bench-e2e clean
+.PHONY: all build run test vet fmt-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
@@ -37,9 +37,17 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzParseConfig:30000x \
 	./internal/expand:FuzzFastYAML:50000x \
 	./internal/expand:FuzzEmitYAML:50000x \
+	./internal/expand:FuzzPythonRewrites:50000x \
+	./internal/expand:FuzzPyPercent:20000x \
+	./internal/expand:FuzzJinjaTagNewlines:50000x \
+	./internal/expand:FuzzPyYAMLDump:20000x \
+	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \
 	./internal/expand/schema:FuzzParse:50000x \
+	./internal/deploy/driver:FuzzDecode:50000x \
+	./internal/deploy/kube:FuzzExportParam:100000x \
+	./internal/catalog:FuzzForm:20000x \
 	./internal/sandbox:FuzzDecode:100000x
 
 fuzz:
@@ -52,11 +60,39 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/...
 
+# The catalog's pages with 10,000 template versions loaded and every example
+# tested: server time per page with its p50 and p95.
+bench-catalog:
+	$(GO) test -run '^$$' -bench BenchmarkPages -benchtime 300x ./internal/catalog
+
 bench-http: build
 	./scripts/bench-http.sh
 
 bench-e2e: build
 	./scripts/bench-e2e.sh
+
+# kube-apiserver and kubectl for the deploy tests, `make dev-cluster` and
+# `make bench-deploy`, built once from the tools module hack/kube (the main
+# module never requires k8s.io/kubernetes) into .testenv/bin. etcd comes
+# from Debian: apt-get install etcd-server.
+testenv:
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin
+
+# A local cluster (etcd + kube-apiserver, no kubelet) until Ctrl-C;
+# DEVCLUSTER_FLAGS="-port 6443" fixes the port.
+dev-cluster: testenv
+	$(GO) build -o $(BIN)/ ./hack/devcluster
+	$(BIN)/devcluster $(DEVCLUSTER_FLAGS)
+
+# dm deploy vs kubectl apply --server-side of the same 100 ConfigMaps, whole
+# processes, against one local apiserver (scripts/benchdeploy). RUNS=N.
+RUNS ?= 5
+bench-deploy: build testenv
+	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
+# dmref regenerates the DM corpus goldens with the Python reference
+# (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
+dmref:
+	python3 scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
 
 clean:
 	rm -rf $(BIN)

@@ -227,3 +227,59 @@ func TestContractGitHub(t *testing.T) {
 		t.Errorf("resolves made %d GitHub requests, want 0", n)
 	}
 }
+
+// TestContractCatalog drives the catalog's HTML routes and the tested
+// examples in GET /v1/template as issue 8's interface contract states
+// them, against the embedded registry-example.
+func TestContractCatalog(t *testing.T) {
+	registryd, _ := buildBinaries(t)
+	url := startRegistryd(t, registryd, nil)
+	page := func(method, path, form string) (int, string, string) {
+		t.Helper()
+		var resp *http.Response
+		var err error
+		if method == "POST" {
+			resp, err = http.Post(url+path, "application/x-www-form-urlencoded", strings.NewReader(form))
+		} else {
+			resp, err = http.Get(url + path)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Content-Type"), string(b)
+	}
+	tests := []struct {
+		method, path, form string
+		status             int
+		want               string
+	}{
+		{"GET", "/", "", 200, `href="/r/github.com/acme/templates"`},
+		{"GET", "/search?q=redis", "", 200, `href="/t/github.com/acme/templates/redis"`},
+		{"GET", "/t/github.com/acme/templates/redis:v1", "", 200, "github.com/acme/templates/redis:v1.0.2"},
+		{"GET", "/t/github.com/acme/templates/redis", "", 200, "github.com/acme/templates/redis:v2.0.0"},
+		{"GET", "/t/github.com/acme/templates/nope:v1", "", 404, "nope"},
+		{"GET", "/t/github.com/acme/templates/redis:v1/diff?from=v1.1.0", "", 200, "v1.1.0 → v1.0.2"},
+		{"POST", "/t/github.com/acme/templates/redis:v1/preview", "replicas=3", 200, "kind: Deployment"},
+		{"POST", "/t/github.com/acme/templates/redis:v1/preview", "replicas=x", 422, "replicas"},
+	}
+	for _, tt := range tests {
+		code, ct, body := page(tt.method, tt.path, tt.form)
+		if code != tt.status || !strings.HasPrefix(ct, "text/html") || !strings.Contains(body, tt.want) {
+			t.Errorf("%s %s: %d %s, want %d text/html with %q", tt.method, tt.path, code, ct, tt.status, tt.want)
+		}
+	}
+	// The examples are tested in the background, soon after the index.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		_, v := getJSON(t, url+"/v1/template?ref=github.com/acme/templates/redis:v1")
+		if ex, _ := v["example"].(map[string]any); ex != nil && ex["status"] == "ok" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /v1/template has no tested example after 30s: %v", v["example"])
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

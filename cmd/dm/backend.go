@@ -38,6 +38,8 @@ type globals struct {
 	allowURLs bool
 	// noSandbox expands GitHub registries' templates in-process too.
 	noSandbox bool
+	// kube are the cluster flags (--kubeconfig, --context, -n).
+	kube kubeFlags
 
 	getenv func(string) string
 	stderr io.Writer
@@ -190,7 +192,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 		}
 	}
-	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs})
+	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
 	return b.svc, nil
 }
 

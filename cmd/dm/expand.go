@@ -8,11 +8,14 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/user"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/pflag"
 
 	"sigs.k8s.io/yaml"
 
@@ -20,6 +23,8 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // maxInputFile bounds a configuration, values or template file dm reads.
@@ -27,12 +32,44 @@ const maxInputFile = 8 << 20
 
 // expandFlags are dm expand's own flags.
 type expandFlags struct {
+	configFlags
 	values     []string
 	layout     bool
 	name       string
 	deployment string
-	namespace  string
 	strict     bool
+}
+
+// configFlags are the flags of every command that reads a configuration
+// (dm expand, and dm deploy): extra env keys and the import root.
+type configFlags struct {
+	env        []string
+	importRoot string
+}
+
+// addConfigFlags registers --env and --import-root on fs.
+func addConfigFlags(fs *pflag.FlagSet, f *configFlags) {
+	fs.StringArrayVar(&f.env, "env", nil, "add or override a key of every template's env (`KEY=VALUE`, repeatable)")
+	fs.StringVar(&f.importRoot, "import-root", "", "`directory` imports may reach with ../ (default: the configuration's git work tree, else its directory)")
+}
+
+// templateEnv returns the env keys --env sets, with username defaulting
+// to the OS user, as Deployment Manager set it to the caller.
+func (f *configFlags) templateEnv() (map[string]string, error) {
+	env := map[string]string{}
+	if u, err := user.Current(); err == nil {
+		env["username"] = u.Username
+	} else if u := os.Getenv("USER"); u != "" {
+		env["username"] = u
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, &usageError{fmt.Errorf("--env %q: want KEY=VALUE", kv)}
+		}
+		env[k] = v
+	}
+	return env, nil
 }
 
 // cmdExpand expands a configuration file or a template reference and
@@ -43,9 +80,18 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if err != nil {
 		return err
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: f.namespace, Strict: f.strict}
+	env, err := f.templateEnv()
+	if err != nil {
+		return err
+	}
+	// Templates see -n as env.namespace, as they will when deployed.
+	ns := g.kube.namespace
+	if ns == "" {
+		ns = "default"
+	}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict}
 	if isConfigArg(arg) {
-		if err := readConfig(req, arg, stdin); err != nil {
+		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return err
 		}
 	} else if looksLikeConfigFile(arg) {
@@ -139,8 +185,13 @@ func looksLikeConfigFile(arg string) bool {
 }
 
 // readConfig reads a configuration and the files its imports name,
-// relative to the configuration's directory.
-func readConfig(req *api.ExpandRequest, name string, stdin io.Reader) error {
+// relative to the configuration's directory, as Deployment Manager's
+// client did: a template's schema (<file>.schema) comes along, and the
+// files a schema lists under imports (relative to the schema), recursively.
+// Paths may use ../ but must stay inside the import root (importRoot, else
+// the configuration's git work tree, else its directory), symlinks
+// included.
+func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot string) error {
 	var data []byte
 	var err error
 	dir := "."
@@ -162,19 +213,119 @@ func readConfig(req *api.ExpandRequest, name string, stdin io.Reader) error {
 		// tells the two apart and reports what is wrong.
 		return nil
 	}
+	root, err := importRootOf(dir, importRoot)
+	if err != nil {
+		return err
+	}
+	ir := &importReader{req: req, dir: dir, root: root}
 	for _, imp := range cfg.Imports {
-		p := path.Clean(imp.Path)
-		if path.IsAbs(p) || p == ".." || strings.HasPrefix(p, "../") {
-			return fmt.Errorf("%s: import %q: imports are paths inside the configuration's directory: %w", req.ConfigName, imp.Path, derrors.InvalidArgument)
+		if err := ir.read(imp.Path, req.ConfigName); err != nil {
+			return err
 		}
-		content, err := readFileLimited(filepath.Join(dir, filepath.FromSlash(p)))
+	}
+	for len(ir.todo) > 0 {
+		t := ir.todo[0]
+		ir.todo = ir.todo[1:]
+		if err := ir.schema(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// importRootOf returns the absolute, symlink-free import root.
+func importRootOf(dir, flag string) (string, error) {
+	root := flag
+	if root == "" {
+		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return fmt.Errorf("%s: import %q: %w", req.ConfigName, imp.Path, err)
+			return "", err
 		}
-		if req.Imports == nil {
-			req.Imports = map[string]string{}
+		root = abs
+		for d := abs; ; d = filepath.Dir(d) {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				root = d // the nearest enclosing git work tree
+				break
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
 		}
-		req.Imports[imp.Path] = string(content)
+	}
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return "", err
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", fmt.Errorf("--import-root: %w", err)
+	}
+	return real, nil
+}
+
+// importReader reads a configuration's imports into req.Imports, keyed by
+// their path relative to the configuration (as written for the
+// configuration's own imports).
+type importReader struct {
+	req  *api.ExpandRequest
+	dir  string // the configuration's directory
+	root string // the import root, absolute and without symlinks
+	todo []string
+}
+
+// read reads the import at key (a slash path relative to the
+// configuration's directory); from names who asked, for errors.
+func (ir *importReader) read(key, from string) error {
+	if _, done := ir.req.Imports[key]; done {
+		return nil
+	}
+	p := path.Clean(key)
+	if path.IsAbs(p) || filepath.IsAbs(key) {
+		return fmt.Errorf("%s: import %q: imports are paths relative to the configuration: %w", from, key, derrors.InvalidArgument)
+	}
+	full, err := filepath.Abs(filepath.Join(ir.dir, filepath.FromSlash(p)))
+	if err != nil {
+		return err
+	}
+	real, err := filepath.EvalSymlinks(full)
+	if err != nil {
+		return fmt.Errorf("%s: import %q: %w", from, key, err)
+	}
+	if rel, err := filepath.Rel(ir.root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return fmt.Errorf("%s: import %q (%s) is outside the import root %s (set it with --import-root): %w", from, key, real, ir.root, derrors.InvalidArgument)
+	}
+	content, err := readFileLimited(real)
+	if err != nil {
+		return fmt.Errorf("%s: import %q: %w", from, key, err)
+	}
+	if ir.req.Imports == nil {
+		ir.req.Imports = map[string]string{}
+	}
+	ir.req.Imports[key] = string(content)
+	if _, ok := index.LanguageOf(key); ok {
+		ir.todo = append(ir.todo, key)
+	}
+	return nil
+}
+
+// schema reads template key's schema, if it has one, and what the schema
+// imports.
+func (ir *importReader) schema(key string) error {
+	sk := key + index.SchemaSuffix
+	if _, err := os.Stat(filepath.Join(ir.dir, filepath.FromSlash(path.Clean(sk)))); err != nil {
+		return nil // no schema
+	}
+	if err := ir.read(sk, key); err != nil {
+		return err
+	}
+	imps, err := expand.SchemaImports([]byte(ir.req.Imports[sk]), sk)
+	if err != nil {
+		return err
+	}
+	for _, imp := range imps {
+		if err := ir.read(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -245,21 +396,21 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 		if !ok && v != nil {
 			return nil, nil, derrors.Errorf(derrors.InvalidArgument, "--values %s: want a mapping of property names to values", f)
 		}
-		mergeValues(props, m)
+		props = value.Merge(props, m)
 	}
 	for _, s := range g.properties {
 		kv, err := parsePairs("--properties", s, false, text)
 		if err != nil {
 			return nil, nil, err
 		}
-		mergeValues(props, kv)
+		props = value.Merge(props, kv)
 	}
 	for _, s := range g.setStrings {
 		kv, err := parsePairs("--set-string", s, true, nil)
 		if err != nil {
 			return nil, nil, err
 		}
-		mergeValues(props, kv)
+		props = value.Merge(props, kv)
 	}
 	if len(props) == 0 {
 		return nil, nil, nil
@@ -301,19 +452,6 @@ func isStringType(t string) bool {
 		}
 	}
 	return strings.Contains(t, "string")
-}
-
-// mergeValues merges src into dst, recursing into mappings both have.
-func mergeValues(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				mergeValues(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
 }
 
 // parseProperties parses --properties: comma-separated KEY=VALUE pairs.

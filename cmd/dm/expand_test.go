@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -171,11 +172,105 @@ resources:
 	if r.code != 0 || !strings.Contains(r.stdout, "layout:") || !strings.Contains(r.stdout, "references:") {
 		t.Errorf("--layout output:\n%s\n%s", r.stdout, r.stderr)
 	}
-	// An import outside the configuration's directory is refused.
+	// An import outside the import root (here: the configuration's
+	// directory, no git work tree above it) is refused.
+	os.WriteFile(filepath.Join(filepath.Dir(dir), "x.jinja"), []byte("resources: []\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "bad.yaml"), []byte("imports: [{path: ../x.jinja}]\nresources: []\n"), 0o644)
 	r = dmRun(t, nil, "expand", filepath.Join(dir, "bad.yaml"))
-	if r.code == 0 || !strings.Contains(r.stderr, "inside the configuration's directory") {
+	if r.code == 0 || !strings.Contains(r.stderr, "outside the import root") {
 		t.Errorf("escaping import: %d %s", r.code, r.stderr)
+	}
+}
+
+// TestExpandDMImports: DM's import model on the command line (issue 7):
+// string imports, ../ inside the import root (the git work tree or
+// --import-root), a template's schema and the schema's own imports,
+// recursively, looked up by name; symlinks may not leave the root; --env.
+func TestExpandDMImports(t *testing.T) {
+	root := t.TempDir()
+	files := map[string]string{
+		".git/HEAD": "ref: refs/heads/main\n",
+		"deploy/app.yaml": `imports:
+- ../lib/web.jinja
+- path: ../lib/net.py
+  name: net
+resources:
+- name: site
+  type: ../lib/web.jinja
+  properties: {n: 2}
+- name: vpc
+  type: net
+- name: disk
+  type: compute.v1.disk
+  properties: {sizeGb: 10}
+`,
+		"lib/web.jinja": `{% import 'macros' as m %}
+resources:
+- name: {{ env["name"] }}
+  type: ConfigMap
+  properties:
+    data: {label: "{{ m.label(env['project']) }}", n: "{{ properties['n'] }}", user: "{{ env['team'] }}", y: "{{ properties['y'] }}"}
+`,
+		"lib/web.jinja.schema": `info: {title: Web, author: someone, version: 1.0}
+imports:
+- path: helpers/macros.jinja
+  name: macros
+properties:
+  n: {type: integer}
+  y: {type: string, default: yes-string}
+`,
+		"lib/helpers/macros.jinja": `{% macro label(p) %}p-{{ p }}{% endmacro %}`,
+		"lib/net.py": `def GenerateConfig(context):
+  return {"resources": [{"name": "net", "type": "compute.v1.network", "properties": {"project": context.env["project"]}}]}
+`,
+		"outside.jinja": "resources: []\n",
+	}
+	for p, c := range files {
+		os.MkdirAll(filepath.Join(root, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(root, p), []byte(c), 0o644)
+	}
+	cfg := filepath.Join(root, "deploy", "app.yaml")
+	r := dmRun(t, nil, "expand", cfg, "-o", "json", "--deployment", "d", "--env", "project=acme", "--env", "team=core")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	out := decodeExpand(t, r.stdout)
+	got := map[string]any{}
+	for _, res := range out.Config.Resources {
+		got[res.Name] = res.Properties
+	}
+	want := map[string]any{
+		"site": map[string]any{"data": map[string]any{"label": "p-acme", "n": "2", "user": "core", "y": "yes-string"}},
+		"net":  map[string]any{"project": "acme"},
+		"disk": map[string]any{"sizeGb": int64(10)},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) { // numbers decode as the client's type
+		t.Errorf("got %v\nwant %v", got, want)
+	}
+
+	tests := []struct {
+		name string
+		args []string
+		link [2]string // symlink to make: target (relative to root), link
+		want string
+	}{
+		{name: "import root narrower than the tree", args: []string{"--import-root", filepath.Join(root, "deploy")}, want: "outside the import root"},
+		{name: "symlink leaving the root", args: []string{"--import-root", filepath.Join(root, "lib")}, link: [2]string{"outside.jinja", "lib/link.jinja"}, want: "outside the import root"},
+		{name: "bad --env", args: []string{"--env", "novalue"}, want: "want KEY=VALUE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfg
+			if tt.link[0] != "" {
+				os.Symlink(filepath.Join(root, tt.link[0]), filepath.Join(root, tt.link[1]))
+				c = filepath.Join(root, "lib", "cfg.yaml")
+				os.WriteFile(c, []byte("imports: [link.jinja]\nresources: [{name: a, type: link.jinja}]\n"), 0o644)
+			}
+			r := dmRun(t, nil, append([]string{"expand", c}, tt.args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %q", r.code, r.stderr, tt.want)
+			}
+		})
 	}
 }
 

@@ -55,6 +55,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		// The findings are the message.
 		return 1
 	}
+	if e, ok := err.(*silentExit); ok {
+		return e.code
+	}
 	fmt.Fprintln(stderr, "dm:", err)
 	return exitCode(err)
 }
@@ -100,6 +103,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
 	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
+	addKubeFlags(pf, &g.kube)
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
 	root.RegisterFlagCompletionFunc("output", completeOutput)
@@ -125,9 +129,9 @@ with -o json always all three. -o manifest prints the Kubernetes objects as a
 	xf.BoolVar(&ef.layout, "layout", false, "print the layout and resolved references with the config")
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
-	xf.StringVar(&ef.namespace, "namespace", "default", "`namespace` templates see as env.namespace")
 	xf.BoolVar(&g.noSandbox, "no-sandbox", false, "expand templates of GitHub registries in dm's own process, without a worker process and its limits")
 	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
+	addConfigFlags(xf, &ef.configFlags)
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 
 	var lf lintFlags
@@ -228,6 +232,7 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 		},
 		lintCmd,
+		newExportCmd(g, stdout),
 		&cobra.Command{
 			Use:               "show REF [FILE]",
 			ValidArgsFunction: completeRef(g),
@@ -252,6 +257,7 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 			},
 		},
 	)
+	root.AddCommand(newDeployCommands(g, p)...)
 	return root
 }
 

@@ -29,12 +29,14 @@ import (
 //	cache_dir: /var/cache/registryd # persisted snapshots and blobs (--cache-dir)
 //	github_api: https://api.github.com/  # default GitHub REST API URL (--github-api)
 //	admin_token_env: REGISTRYD_ADMIN_TOKEN  # environment variable holding the admin token
+//	webhook_secret_env: REGISTRYD_WEBHOOK_SECRET  # environment variable holding the GitHub webhook secret
 //	registries:
 //	- github: acme/templates        # OWNER/REPO[@BRANCH]; answers to github.com/OWNER/REPO
 //	  branch: main                  # optional; default: the repository's default branch
 //	  token_env: ACME_GITHUB_TOKEN  # optional; default: GITHUB_TOKEN
 //	  api_url: https://ghe.example.com/api/v3/  # optional; default: github_api
 //	  prefix: github.com/acme/templates         # optional reference prefix
+//	  webhook_secret_env: ACME_WEBHOOK_SECRET   # optional: this registry's own webhook secret
 //	- dir: ./registry-example       # a local directory, relative to the config file
 //	  prefix: github.com/acme/mirror  # required for dir: the prefix it answers to
 //
@@ -49,6 +51,9 @@ type Config struct {
 	CacheDir        string `json:"cache_dir,omitempty"`
 	GitHubAPI       string `json:"github_api,omitempty"`
 	AdminTokenEnv   string `json:"admin_token_env,omitempty"`
+	// WebhookSecretEnv names the environment variable holding the secret
+	// of POST /v1/webhooks/github (default REGISTRYD_WEBHOOK_SECRET).
+	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
 	// AllowURLTypes lets POST /v1/expand accept raw GitHub URLs of
 	// template files as resource types.
 	AllowURLTypes bool             `json:"allow_url_types,omitempty"`
@@ -64,6 +69,9 @@ type RegistryConfig struct {
 	APIURL   string `json:"api_url,omitempty"`
 	Dir      string `json:"dir,omitempty"`
 	Prefix   string `json:"prefix,omitempty"`
+	// WebhookSecretEnv names the environment variable holding this
+	// registry's own webhook secret.
+	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
 }
 
 // loadConfig reads a configuration file; relative directories in it are
@@ -184,10 +192,15 @@ type settings struct {
 	// timeout and totalTimeout are expand.Options' Timeout and
 	// TotalTimeout.
 	timeout, totalTimeout time.Duration
+	// webhookSecret is the global webhook secret; hookSecrets the
+	// registries' own, by prefix.
+	webhookSecret string
+	hookSecrets   map[string]string
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.
-func (c *Config) specs(getenv func(string) string) ([]api.RegistrySpec, error) {
+// secrets receives the registries' own webhook secrets by prefix.
+func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([]api.RegistrySpec, error) {
 	var out []api.RegistrySpec
 	for i, r := range c.Registries {
 		where := fmt.Sprintf("registries[%d]", i)
@@ -220,6 +233,11 @@ func (c *Config) specs(getenv func(string) string) ([]api.RegistrySpec, error) {
 					return nil, fmt.Errorf("%s: %w", where, err)
 				}
 				spec.Prefix = p
+			}
+			if r.WebhookSecretEnv != "" {
+				if secrets[spec.Prefix] = getenv(r.WebhookSecretEnv); secrets[spec.Prefix] == "" {
+					return nil, fmt.Errorf("%s: webhook_secret_env %s is not set: %w", where, r.WebhookSecretEnv, derrors.InvalidArgument)
+				}
 			}
 			out = append(out, spec)
 		case r.Dir != "":

@@ -1,5 +1,6 @@
-// Command registryd serves template registries over HTTP: a JSON API under
-// /v1/ (see package server), /healthz, /readyz and /metrics.
+// Command registryd serves template registries over HTTP: an HTML catalog
+// at /, a JSON API under /v1/ (see package server), /healthz, /readyz and
+// /metrics.
 //
 // Usage:
 //
@@ -7,11 +8,14 @@
 //	          [--registry-dir PREFIX=DIR ...] [--github OWNER/REPO[@BRANCH] ...]
 //	          [--github-api URL] [--refresh DURATION] [--cache-dir DIR]
 //	          [--default-registry [HOST/]OWNER/REPO[/COLLECTION]] [--admin-token TOKEN]
+//	          [--webhook-secret SECRET]
 //
 // With no registry configured it serves the embedded example registry as
 // github.com/acme/templates. GITHUB_TOKEN is the token for GitHub
 // registries; REGISTRYD_ADMIN_TOKEN (or --admin-token) the bearer token of
-// POST /v1/registries/{name}/refresh. Each registry's persisted snapshot is
+// POST /v1/registries/{name}/refresh; REGISTRYD_WEBHOOK_SECRET (or
+// --webhook-secret) the secret of GitHub webhooks at
+// POST /v1/webhooks/github. Each registry's persisted snapshot is
 // loaded from the cache directory at start, so a restart serves at once;
 // registries without one are indexed before the server listens (for at
 // most --ready-wait). SIGINT and SIGTERM shut down gracefully.
@@ -78,6 +82,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		githubAPI  string
 		defaultReg string
 		adminToken string
+		hookSecret string
 		refresh    time.Duration
 		readyWait  time.Duration
 		cacheDir   string
@@ -147,7 +152,8 @@ func newCommand(e env, s *settings) *cobra.Command {
 					s.registries = append(s.registries, spec)
 				}
 			} else {
-				specs, err := cfg.specs(e.getenv)
+				s.hookSecrets = map[string]string{}
+				specs, err := cfg.specs(e.getenv, s.hookSecrets)
 				if err != nil {
 					return err
 				}
@@ -172,6 +178,14 @@ func newCommand(e env, s *settings) *cobra.Command {
 				}
 				s.adminToken = e.getenv(name)
 			}
+			s.webhookSecret = hookSecret
+			if !f.Changed("webhook-secret") {
+				name := cfg.WebhookSecretEnv
+				if name == "" {
+					name = "REGISTRYD_WEBHOOK_SECRET"
+				}
+				s.webhookSecret = e.getenv(name)
+			}
 			s.cacheDir = cfg.CacheDir
 			if s.cacheDir == "" {
 				s.cacheDir = defaultCacheDir(e.getenv)
@@ -192,6 +206,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&cacheDir, "cache-dir", "", "`directory` for persisted snapshots and file contents (default $XDG_CACHE_HOME/registryd or ~/.cache/registryd)")
 	f.StringVar(&defaultReg, "default-registry", "", "registry (and collection) short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
 	f.StringVar(&adminToken, "admin-token", "", "bearer `token` for POST /v1/registries/{name}/refresh (prefer the REGISTRYD_ADMIN_TOKEN environment variable)")
+	f.StringVar(&hookSecret, "webhook-secret", "", "`secret` of GitHub webhooks (POST /v1/webhooks/github); pushes to a --github registry's branch refresh it (prefer REGISTRYD_WEBHOOK_SECRET)")
 	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
 	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	f.BoolVar(&allowURLs, "allow-url-types", false, "let POST /v1/expand accept raw GitHub URLs of template files as resource types")

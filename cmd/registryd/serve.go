@@ -139,8 +139,20 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 		expander = pool
 	}
+	hooks := server.WebhookOptions{Secret: s.webhookSecret}
+	for _, spec := range s.registries {
+		if gh := spec.GitHub; gh != nil {
+			hooks.Registries = append(hooks.Registries, server.WebhookRegistry{Registry: spec.Prefix, Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: s.hookSecrets[spec.Prefix]})
+		}
+	}
 	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander})
+		Expand: eo, Expander: expander, Webhooks: hooks})
+	// Examples are tested in the background: serving does not wait.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		handler.Run(bg)
+	}()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 5 * time.Second,
@@ -157,7 +169,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 	go func() { serveErr <- srv.Serve(l) }()
 	ready, missing := handler.Ready()
 	log.Info("listening", "addr", l.Addr().String(), "registries", len(regs), "default", s.def.String(),
-		"cache_dir", s.cacheDir, "refresh", s.refresh, "ready", ready, "not_ready", missing, "admin_token_set", s.adminToken != "")
+		"cache_dir", s.cacheDir, "refresh", s.refresh, "ready", ready, "not_ready", missing, "admin_token_set", s.adminToken != "", "webhooks", len(hooks.Registries) > 0 && (s.webhookSecret != "" || len(s.hookSecrets) > 0))
 	if e.onListen != nil {
 		e.onListen(l.Addr().String())
 	}

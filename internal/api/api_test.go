@@ -167,7 +167,7 @@ func TestSearchRanking(t *testing.T) {
 			"redis/other collection", "kv tag", "app property", "pg property", "store description", "misc path",
 		}},
 		{"sql", []string{"pg tag"}},
-		{"redis store", []string{"store description"}},
+		{"redis store", []string{"kv tag", "store description"}},
 	} {
 		res, err := s.Search(context.Background(), tt.q, "")
 		if err != nil {

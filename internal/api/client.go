@@ -171,7 +171,13 @@ func (c *Client) Versions(ctx context.Context, ref, registry string) (*Template,
 // Template describes one version.
 func (c *Client) Template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
 	var out TemplateVersion
-	return &out, c.do(ctx, http.MethodGet, "/v1/template", values("ref", ref, "registry", registry), nil, &out)
+	if err := c.do(ctx, http.MethodGet, "/v1/template", values("ref", ref, "registry", registry), nil, &out); err != nil {
+		return nil, err
+	}
+	// "example" in JSON is the example's test; the file name travels as
+	// example_file.
+	out.Example = out.ExampleFile
+	return &out, nil
 }
 
 // Resolve resolves a reference.

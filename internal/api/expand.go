@@ -33,6 +33,9 @@ type ExpandRequest struct {
 	// env.namespace.
 	Deployment string `json:"deployment,omitempty"`
 	Namespace  string `json:"namespace,omitempty"`
+	// Env adds keys to, or overrides keys of, every template's env
+	// (project, project_number, current_time, username, or any other).
+	Env map[string]string `json:"env,omitempty"`
 	// Registry is the default registry for short references,
 	// [host/]owner/repo[/collection]; the server's default when empty.
 	Registry string `json:"registry,omitempty"`
@@ -72,6 +75,7 @@ func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
 		Deployment: req.Deployment,
 		Namespace:  req.Namespace,
 		Strict:     req.Strict,
+		Env:        req.Env,
 	}
 	if req.Config != "" {
 		r.Config = []byte(req.Config)

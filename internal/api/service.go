@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"sigs.k8s.io/yaml"
@@ -56,6 +57,8 @@ type Service struct {
 	expander *expand.Expander
 	// metas caches search metadata by version digest.
 	metas *lru.Cache[string, *VersionMeta]
+	// searchIdx holds the search index of recent snapshots.
+	searchIdx *lru.Cache[*index.Snapshot, *searchIndex]
 }
 
 // NewService returns a Service over r. Its expander, configured by eo
@@ -64,7 +67,8 @@ type Service struct {
 func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 	eo.Resolver = r
 	metas, _ := lru.New[string, *VersionMeta](metaCacheEntries) // fails only for size <= 0
-	return &Service{resolver: r, expander: expand.New(eo), metas: metas}
+	searchIdx, _ := lru.New[*index.Snapshot, *searchIndex](64)
+	return &Service{resolver: r, expander: expand.New(eo), metas: metas, searchIdx: searchIdx}
 }
 
 // metaCacheEntries bounds the search metadata cache: one entry per
@@ -435,7 +439,7 @@ func (s *Service) template(ctx context.Context, ref, registry string) (*Template
 	if err != nil {
 		return nil, err
 	}
-	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings)}
+	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings), ExampleFile: res.Example}
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
 	if res.Schema != "" {
 		b, err := res.ReadFile(ctx, res.Schema)
@@ -598,16 +602,25 @@ func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResult
 		if snap == nil {
 			continue
 		}
-		for _, t := range snap.AllTemplates() {
+		ix := s.searchIndex(snap)
+		for i := range ix.entries {
+			e := &ix.entries[i]
+			t := e.t
 			if sel.hasColl && t.Collection != sel.collection {
 				continue
 			}
-			info := TemplateInfo(g.Name, t)
-			meta := s.searchMeta(ctx, g, t)
-			score, kind := matchTemplate(t, meta, words)
+			meta := e.meta.Load()
+			if meta == nil {
+				meta = s.searchMeta(ctx, g, e.latest)
+				if meta.read {
+					e.meta.Store(meta)
+				}
+			}
+			score, kind := e.match(meta, words)
 			if kind == "" {
 				continue
 			}
+			info := TemplateInfo(g.Name, t)
 			r := SearchResult{Ref: info.Ref, Registry: g.Name, Collection: t.Collection, Template: t.Name, Latest: info.Latest, Match: kind,
 				Title: meta.Title, Description: meta.Description, Versions: make([]string, 0, len(t.Versions))}
 			for _, v := range t.Versions {
@@ -639,21 +652,16 @@ type VersionMeta struct {
 	// lower holds the fields lower-cased for matching:
 	// title, description, tags..., properties...
 	lower []string
+	// read reports that the version's files were read (not a passing
+	// fault), so the result may be kept.
+	read bool
 }
 
-// searchMeta returns the metadata of t's latest version (its highest
-// version when it has no stable one), cached by content digest, so a
-// version's schema is read once however often it is searched.
-func (s *Service) searchMeta(ctx context.Context, g *index.Registry, t *index.Template) *VersionMeta {
-	if len(t.Versions) == 0 {
-		return &VersionMeta{}
-	}
-	v := t.Versions[len(t.Versions)-1]
-	for i := len(t.Versions) - 1; i >= 0; i-- {
-		if !t.Versions[i].Prerelease() {
-			v = t.Versions[i]
-			break
-		}
+// searchMeta returns the metadata of version v, cached by content
+// digest, so a version's schema is read once however often it is searched.
+func (s *Service) searchMeta(ctx context.Context, g *index.Registry, v *index.Version) *VersionMeta {
+	if v == nil {
+		return &VersionMeta{read: true}
 	}
 	if m, ok := s.metas.Get(v.Digest); ok {
 		return m
@@ -662,8 +670,60 @@ func (s *Service) searchMeta(ctx context.Context, g *index.Registry, t *index.Te
 	if err != nil {
 		return m // not cached: a passing fault is retried next time
 	}
+	m.read = true
 	s.metas.Add(v.Digest, m)
 	return m
+}
+
+// searchIndex is what Search matches in one snapshot, lower-cased once:
+// a query then costs string comparisons, not allocations.
+type searchIndex struct {
+	entries []searchEntry
+}
+
+// searchEntry is one template of a searchIndex.
+type searchEntry struct {
+	t          *index.Template
+	latest     *index.Version // the highest stable version, else the highest
+	name, coll string
+	paths      string // every file path of every version, "\n"-separated
+	meta       atomic.Pointer[VersionMeta]
+}
+
+// searchIndex returns snap's search index, building it on first use.
+func (s *Service) searchIndex(snap *index.Snapshot) *searchIndex {
+	if ix, ok := s.searchIdx.Get(snap); ok {
+		return ix
+	}
+	all := snap.AllTemplates()
+	ix := &searchIndex{entries: make([]searchEntry, len(all))}
+	for i, t := range all {
+		e := &ix.entries[i]
+		e.t, e.name, e.coll = t, strings.ToLower(t.Name), strings.ToLower(t.Collection)
+		seen := map[string]bool{}
+		var b strings.Builder
+		b.WriteString(strings.ToLower(t.Path))
+		for _, v := range t.Versions {
+			for _, f := range v.Files {
+				if !seen[f.Path] {
+					seen[f.Path] = true
+					b.WriteByte('\n')
+					b.WriteString(strings.ToLower(f.Path))
+				}
+			}
+		}
+		e.paths = b.String()
+		for j := len(t.Versions) - 1; j >= 0; j-- {
+			if e.latest == nil || !t.Versions[j].Prerelease() {
+				e.latest = t.Versions[j]
+				if !e.latest.Prerelease() {
+					break
+				}
+			}
+		}
+	}
+	s.searchIdx.Add(snap, ix)
+	return ix
 }
 
 // readMeta reads a version's schema (or OpenShift template) for its
@@ -753,10 +813,9 @@ func tagList(v any) []string {
 	return tags
 }
 
-// matchTemplate scores a template against every word: the worst match of
-// any word decides (see Search for the order).
-func matchTemplate(t *index.Template, meta *VersionMeta, words []string) (int, string) {
-	name, coll := strings.ToLower(t.Name), strings.ToLower(t.Collection)
+// match scores a template against every word: the worst match of any
+// word decides (see Search for the order).
+func (e *searchEntry) match(meta *VersionMeta, words []string) (int, string) {
 	nTags := len(meta.Tags)
 	inMeta := func(w string, from, to int) bool {
 		for _, f := range meta.lower[min(from, len(meta.lower)):min(to, len(meta.lower))] {
@@ -770,15 +829,15 @@ func matchTemplate(t *index.Template, meta *VersionMeta, words []string) (int, s
 	for _, w := range words {
 		score := -1
 		switch {
-		case name == w:
+		case e.name == w:
 			score = 0
-		case strings.HasPrefix(name, w):
+		case strings.HasPrefix(e.name, w):
 			score = 1
-		case strings.Contains(name, w):
+		case strings.Contains(e.name, w):
 			score = 2
 		case inMeta(w, 0, 1):
 			score = 3
-		case strings.Contains(coll, w):
+		case strings.Contains(e.coll, w):
 			score = 4
 		case inMeta(w, 2, 2+nTags):
 			score = 5
@@ -786,7 +845,7 @@ func matchTemplate(t *index.Template, meta *VersionMeta, words []string) (int, s
 			score = 6
 		case inMeta(w, 1, 2):
 			score = 7
-		case pathsContain(t, w):
+		case strings.Contains(e.paths, w):
 			score = 8
 		}
 		if score < 0 {
@@ -795,18 +854,4 @@ func matchTemplate(t *index.Template, meta *VersionMeta, words []string) (int, s
 		worst = max(worst, score)
 	}
 	return worst, [...]string{matchName, matchName, matchName, matchTitle, matchCollection, matchTag, matchProperty, matchDescription, matchPath}[worst]
-}
-
-func pathsContain(t *index.Template, w string) bool {
-	if strings.Contains(strings.ToLower(t.Path), w) {
-		return true
-	}
-	for _, v := range t.Versions {
-		for _, f := range v.Files {
-			if strings.Contains(strings.ToLower(f.Path), w) {
-				return true
-			}
-		}
-	}
-	return false
 }

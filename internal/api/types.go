@@ -213,6 +213,24 @@ type TemplateVersion struct {
 	Findings       []Finding `json:"findings,omitempty"`
 	// Versions are all versions of the template.
 	Versions []VersionInfo `json:"versions"`
+	// ExampleFile names the example file, as Resolution.Example does: the
+	// JSON name "example" is the example's test result here.
+	ExampleFile string `json:"example_file,omitempty"`
+	// ExampleTest is the result of expanding the example, once registryd
+	// has tested it; it hides Resolution.Example in JSON.
+	ExampleTest *ExampleStatus `json:"example,omitempty"`
+}
+
+// ExampleStatus is the test of a version's example.yaml: registryd
+// expands every version's example in the background after each index.
+type ExampleStatus struct {
+	// Status is "ok", "error" or "pending".
+	Status string `json:"status"`
+	// Error says why the example did not expand, with its layout path.
+	Error string `json:"error,omitempty"`
+	// Uses are the canonical references of the registry templates the
+	// example expanded through, the version itself excluded.
+	Uses []string `json:"uses,omitempty"`
 }
 
 // SearchResult is one template that matches a search.

@@ -31,6 +31,12 @@ var (
 	// LimitExceeded means a configured limit (size, depth, steps, time) was
 	// reached.
 	LimitExceeded = errors.New("limit exceeded")
+	// AlreadyExists means something that is only ever created once, such
+	// as a revision of a deployment's history, already exists.
+	AlreadyExists = errors.New("already exists")
+	// Conflict means a write lost an optimistic-concurrency race: what it
+	// was based on changed in the meantime.
+	Conflict = errors.New("conflict")
 )
 
 // HTTPStatus returns the HTTP status code that corresponds to err.
@@ -42,7 +48,7 @@ func HTTPStatus(err error) int {
 		return http.StatusNotFound
 	case errors.Is(err, InvalidArgument):
 		return http.StatusBadRequest
-	case errors.Is(err, Ambiguous):
+	case errors.Is(err, Ambiguous), errors.Is(err, AlreadyExists), errors.Is(err, Conflict):
 		return http.StatusConflict
 	case errors.Is(err, Unauthorized):
 		return http.StatusUnauthorized

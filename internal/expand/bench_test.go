@@ -2,6 +2,7 @@ package expand
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 )
@@ -48,4 +49,23 @@ func benchExpand(b *testing.B, req Request, want int) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkTenTemplates: a configuration of ten template instances (Jinja,
+// Python-style and Go templates), the issue 7 target: within 2x of the
+// single-template numbers per template.
+func BenchmarkTenTemplates(b *testing.B) {
+	var cfg []byte
+	cfg = append(cfg, "resources:\n"...)
+	for i := range 10 {
+		switch i % 3 {
+		case 0:
+			cfg = fmt.Appendf(cfg, "- name: j%d\n  type: single:v1\n  properties: {app: shop%d}\n", i, i)
+		case 1:
+			cfg = fmt.Appendf(cfg, "- name: s%d\n  type: stack:v1\n  properties: {image: nginx}\n", i)
+		default:
+			cfg = fmt.Appendf(cfg, "- name: g%d\n  type: common/gt:v1\n  properties: {password: pw, labels: {a: b}}\n", i)
+		}
+	}
+	benchExpand(b, Request{Config: cfg, Deployment: "d", Namespace: "ns"}, 4*3+4+3)
 }

@@ -1,8 +1,6 @@
 package expand
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -10,51 +8,42 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/derrors"
 
-	yaml "go.yaml.in/yaml/v2"
+	yaml3 "go.yaml.in/yaml/v3"
 
 	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // Config is a configuration: the files it imports and its resources. The
 // expanded configuration (Result.Config) has resources only, all primitives.
 type Config struct {
-	Imports   []Import   `json:"imports,omitempty"`
-	Resources []Resource `json:"resources"`
+	// ConfigVersion is the configuration's configVersion (DM's successor
+	// wrote one), kept as written.
+	ConfigVersion any        `json:"configVersion,omitempty"`
+	Imports       []Import   `json:"imports,omitempty"`
+	Resources     []Resource `json:"resources"`
 }
 
 // Import names a file sent along with a configuration, usable as a type by
-// its path or by Name.
+// its path or by Name. In YAML an import is a path alone (DM's format) or a
+// mapping with path and name.
 type Import struct {
 	Path string `json:"path"`
 	Name string `json:"name,omitempty"`
 }
 
 // Resource is one resource of a configuration. For a primitive, Properties
-// is the Kubernetes object; for a template, its input.
+// is the Kubernetes object; for a template, its input. Metadata (DM's
+// dependsOn) and AccessControl are kept as written and passed through to
+// the output.
 type Resource struct {
-	Name       string         `json:"name"`
-	Type       string         `json:"type"`
-	Properties map[string]any `json:"properties,omitempty"`
-}
-
-// rawConfig is the decoding target: yaml.v2 reports unknown fields and type
-// mismatches with line numbers when decoding into a struct.
-type rawConfig struct {
-	Imports   []Import      `yaml:"imports" json:"imports"`
-	Resources []rawResource `yaml:"resources" json:"resources"`
-	// Outputs was part of DM's configuration format; dm accepts and
-	// ignores it so DM-era configurations still parse.
-	Outputs any `yaml:"outputs" json:"outputs"`
-}
-
-type rawResource struct {
-	Name       string `yaml:"name" json:"name"`
-	Type       string `yaml:"type" json:"type"`
-	Properties any    `yaml:"properties" json:"properties"`
-	// Metadata held DM's dependsOn; accepted and ignored.
-	Metadata any `yaml:"metadata" json:"metadata"`
+	Name          string         `json:"name"`
+	Type          string         `json:"type"`
+	Properties    map[string]any `json:"properties,omitempty"`
+	Metadata      map[string]any `json:"metadata,omitempty"`
+	AccessControl map[string]any `json:"accessControl,omitempty"`
 }
 
 // ParseConfig parses a configuration in YAML or JSON. file names the
@@ -68,74 +57,195 @@ func parseConfig(data []byte, file string, lim yamlLimits) (*Config, error) {
 	if lim.maxBytes > 0 && len(data) > lim.maxBytes {
 		return nil, at(file, 0, limitErr(lim.bytesField, lim.maxBytes, "configuration is %d bytes", len(data)))
 	}
-	var raw rawConfig
+	var (
+		doc  any
+		root *yaml3.Node
+		err  error
+	)
 	if isJSON(data) {
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		dec.UseNumber()
-		if err := dec.Decode(&raw); err != nil {
-			line := 0
-			var se *json.SyntaxError
-			var te *json.UnmarshalTypeError
-			switch {
-			case errors.As(err, &se):
-				line = lineOf(data, se.Offset)
-			case errors.As(err, &te):
-				line = lineOf(data, te.Offset)
-			}
-			return nil, at(file, line, invalid("%v", err))
-		}
-		for i := range raw.Resources {
-			raw.Resources[i].Properties = value.Numbers(raw.Resources[i].Properties)
-		}
+		doc, err = decodeJSON(data)
 	} else {
-		if lim.maxAliases > 0 {
-			if n := countAliases(data); n > lim.maxAliases {
-				return nil, at(file, 0, limitErr("MaxYAMLAliases", lim.maxAliases, "configuration uses %d aliases", n))
-			}
-		}
-		if err := yaml.UnmarshalStrict(data, &raw); err != nil {
-			if le := aliasingErr(err, lim.maxAliases); le != err {
-				return nil, at(file, 0, le)
-			}
-			return nil, at(file, yamlErrorLine(err), invalid("%s", cleanYAMLError(err)))
-		}
+		doc, root, err = decodeYAMLNode(data, lim)
 	}
-	cfg := &Config{Imports: raw.Imports}
-	for i, imp := range raw.Imports {
-		if imp.Path == "" {
-			return nil, at(file, 0, invalid("imports[%d]: missing path", i))
-		}
-	}
-	res, err := rawResources(raw.Resources)
 	if err != nil {
+		if errors.Is(err, derrors.LimitExceeded) {
+			return nil, at(file, 0, err)
+		}
+		return nil, at(file, yamlErrorLine(err), invalid("%s", strings.TrimPrefix(yamlLinePrefixRE.ReplaceAllString(err.Error(), "$1"), "yaml: ")))
+	}
+	line := func(path ...any) int { return nodeLine(root, path) }
+	cfg, err := configFromDoc(doc, line)
+	if err != nil {
+		var l *located
+		if errors.As(err, &l) {
+			return nil, at(file, l.line, l.err)
+		}
 		return nil, at(file, 0, err)
+	}
+	return cfg, nil
+}
+
+// lineErr is an error at a line of the document being read (0: unknown).
+func lineErr(line int, format string, args ...any) error {
+	return &located{line: line, err: invalid(format, args...)}
+}
+
+// configFromDoc reads a decoded configuration. line gives the line of a
+// path of keys and indexes.
+func configFromDoc(doc any, line func(path ...any) int) (*Config, error) {
+	cfg := &Config{}
+	if doc == nil {
+		return cfg, nil
+	}
+	m, ok := doc.(map[string]any)
+	if !ok {
+		return nil, lineErr(line(), "a configuration is a mapping with imports and resources, not %s", kindOf(doc))
+	}
+	for _, k := range sortedKeys(m) {
+		switch k {
+		case "imports", "resources", "outputs":
+		case "configVersion":
+			cfg.ConfigVersion = m[k]
+		default:
+			return nil, lineErr(line(k), "field %s not found in a configuration (want imports, resources)", k)
+		}
+	}
+	imps, ok := m["imports"].([]any)
+	if !ok && m["imports"] != nil {
+		return nil, lineErr(line("imports"), "imports is %s; want a list", kindOf(m["imports"]))
+	}
+	for i, e := range imps {
+		var imp Import
+		switch e := e.(type) {
+		case string:
+			imp.Path = e
+		case map[string]any:
+			for _, k := range sortedKeys(e) {
+				s, ok := e[k].(string)
+				switch {
+				case k != "path" && k != "name":
+					return nil, lineErr(line("imports", i, k), "field %s not found in an import (want path, name)", k)
+				case !ok:
+					return nil, lineErr(line("imports", i, k), "imports[%d].%s is %s; want a string", i, k, kindOf(e[k]))
+				case k == "path":
+					imp.Path = s
+				default:
+					imp.Name = s
+				}
+			}
+		default:
+			return nil, lineErr(line("imports", i), "imports[%d] is %s; want a path or a mapping with path and name", i, kindOf(e))
+		}
+		if imp.Path == "" {
+			return nil, lineErr(line("imports", i), "imports[%d]: missing path", i)
+		}
+		cfg.Imports = append(cfg.Imports, imp)
+	}
+	res, err := resourcesFromValue(m["resources"], line)
+	if err != nil {
+		return nil, err
 	}
 	cfg.Resources = res
 	return cfg, nil
 }
 
-func rawResources(raws []rawResource) ([]Resource, error) {
-	out := make([]Resource, 0, len(raws))
-	for i, r := range raws {
-		props, err := normalize(r.Properties)
-		if err != nil {
-			return nil, invalid("resources[%d] (%s).properties: %v", i, r.Name, err)
+// resourcesFromValue reads a list of resources: a configuration's or a
+// template output's.
+func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
+	list, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, lineErr(line("resources"), "resources is %s; want a list", kindOf(v))
+	}
+	out := make([]Resource, 0, len(list))
+	for i, e := range list {
+		rm, ok := e.(map[string]any)
+		if !ok {
+			return nil, lineErr(line("resources", i), "resources[%d] is %s; want a mapping with name, type, properties", i, kindOf(e))
 		}
-		res := Resource{Name: r.Name, Type: r.Type}
-		switch p := props.(type) {
-		case nil:
-		case map[string]any:
-			res.Properties = p
-		default:
-			return nil, invalid("resources[%d] (%s).properties: want a mapping, got %s", i, r.Name, kindOf(props))
+		var r Resource
+		for k, fv := range rm {
+			switch k {
+			case "name", "type":
+				s, ok := fv.(string)
+				if !ok {
+					return nil, lineErr(line("resources", i, k), "resources[%d].%s is %s; want a string", i, k, kindOf(fv))
+				}
+				if k == "name" {
+					r.Name = s
+				} else {
+					r.Type = s
+				}
+			case "properties", "metadata", "accessControl":
+				var p map[string]any
+				switch fv := fv.(type) {
+				case nil:
+				case map[string]any:
+					p = fv
+				default:
+					return nil, lineErr(line("resources", i, k), "resources[%d] (%v).%s: want a mapping, got %s", i, rm["name"], k, kindOf(fv))
+				}
+				switch k {
+				case "properties":
+					r.Properties = p
+				case "metadata":
+					r.Metadata = p
+				default:
+					r.AccessControl = p
+				}
+			default:
+				return nil, lineErr(line("resources", i, k), "field %s not found in a resource (want name, type, properties)", k)
+			}
 		}
-		if err := checkResource(i, res); err != nil {
-			return nil, err
+		if err := checkResource(i, r); err != nil {
+			return nil, &located{line: line("resources", i), err: err}
 		}
-		out = append(out, res)
+		out = append(out, r)
 	}
 	return out, nil
+}
+
+// nodeLine returns the line of the node at path (mapping keys and
+// sequence indexes) under root, or of the deepest node found; 0 without a
+// node tree (JSON).
+func nodeLine(root *yaml3.Node, path []any) int {
+	n := root
+	if n == nil {
+		return 0
+	}
+	if n.Kind == yaml3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for j, p := range path {
+		for n.Kind == yaml3.AliasNode {
+			n = n.Alias
+		}
+		switch p := p.(type) {
+		case string:
+			if n.Kind != yaml3.MappingNode {
+				return n.Line
+			}
+			next := -1
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == p {
+					next = i
+					break
+				}
+			}
+			if next < 0 {
+				return n.Line
+			}
+			if j == len(path)-1 {
+				return n.Content[next].Line // the key
+			}
+			n = n.Content[next+1]
+		case int:
+			if n.Kind != yaml3.SequenceNode || p >= len(n.Content) {
+				return n.Line
+			}
+			n = n.Content[p]
+		}
+	}
+	return n.Line
 }
 
 func checkResource(i int, r Resource) error {
@@ -150,24 +260,7 @@ func checkResource(i int, r Resource) error {
 	return nil
 }
 
-var yamlLinePrefixRE = regexp.MustCompile(`(^|; )line \d+: `)
-
-// cleanYAMLError replaces Go type names in yaml.v2 messages with the
-// names users know.
-func cleanYAMLError(err error) string {
-	s := strings.TrimPrefix(err.Error(), "yaml: ")
-	s = strings.NewReplacer(
-		"in type expand.rawConfig", "in a configuration (want imports, resources)",
-		"in type expand.rawResource", "in a resource (want name, type, properties)",
-		"in type expand.Import", "in an import (want path, name)",
-		"expand.rawConfig", "configuration",
-		"expand.rawResource", "resource",
-		"expand.Import", "import",
-		"unmarshal errors:\n  ", "",
-		"\n  ", "; ",
-	).Replace(s)
-	return yamlLinePrefixRE.ReplaceAllString(s, "$1")
-}
+var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 
 // configFromValue reads a template's output: a mapping with resources (a
 // Starlark dict or decoded YAML).
@@ -186,46 +279,14 @@ func configFromValue(v any) ([]Resource, error) {
 			return nil, invalid("output has unknown field %q; want resources", k)
 		}
 	}
-	list, ok := m["resources"].([]any)
-	if !ok && m["resources"] != nil {
-		return nil, invalid("output resources is %s; want a list", kindOf(m["resources"]))
-	}
-	out := make([]Resource, 0, len(list))
-	for i, e := range list {
-		rm, ok := e.(map[string]any)
-		if !ok {
-			return nil, invalid("resources[%d] is %s; want a mapping with name, type, properties", i, kindOf(e))
+	noLine := func(...any) int { return 0 }
+	out, err := resourcesFromValue(m["resources"], noLine)
+	if err != nil {
+		var l *located
+		if errors.As(err, &l) {
+			return nil, l.err
 		}
-		var r Resource
-		for k, fv := range rm {
-			switch k {
-			case "name", "type":
-				s, ok := fv.(string)
-				if !ok {
-					return nil, invalid("resources[%d].%s is %s; want a string", i, k, kindOf(fv))
-				}
-				if k == "name" {
-					r.Name = s
-				} else {
-					r.Type = s
-				}
-			case "properties":
-				switch p := fv.(type) {
-				case nil:
-				case map[string]any:
-					r.Properties = p
-				default:
-					return nil, invalid("resources[%d] (%v).properties is %s; want a mapping", i, rm["name"], kindOf(fv))
-				}
-			case "metadata":
-			default:
-				return nil, invalid("resources[%d] (%v): unknown field %q; want name, type, properties", i, rm["name"], k)
-			}
-		}
-		if err := checkResource(i, r); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
+		return nil, err
 	}
 	return out, nil
 }
@@ -260,23 +321,35 @@ const (
 	urlType
 )
 
-// primitiveRE matches Kubernetes kinds, optionally with group and version:
-// Service, v1/Service, apps/v1/Deployment, example.com/v1beta1/Widget.
-var primitiveRE = regexp.MustCompile(`^(?:(?:[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?/)?v[0-9]+(?:(?:alpha|beta)[0-9]+)?/)?[A-Z][A-Za-z0-9]*$`)
-
 // classifyType decides what typ names, given the type names the scope's
-// imports provide (path or alias -> path).
+// imports provide (path or alias -> path). As in Deployment Manager, a type
+// that is neither an import nor a registry reference with a version (or a
+// digest pin) is a primitive and passes through as written:
+// compute.v1.instance, gcp-types/compute-v1:instances, Service,
+// apps/v1/Deployment. Expansion does not decide what a cluster can apply.
+// A type that looks like a template file but is not imported stays an
+// error (a missing import, not a primitive).
 func classifyType(typ string, imports map[string]string) (typeKind, string) {
 	if p, ok := imports[typ]; ok {
 		return importType, p
 	}
 	switch {
-	case primitiveRE.MatchString(typ):
-		return primitiveType, typ
 	case strings.Contains(typ, "://"):
 		return urlType, typ
+	case looksLikeFile(typ), isVersionedRef(typ):
+		return registryType, typ
 	}
-	return registryType, typ
+	return primitiveType, typ
+}
+
+// isVersionedRef reports whether typ is a registry reference with a
+// version (redis:v1, common/web:v1.2, github.com/o/r/t:v1) or a digest pin.
+func isVersionedRef(typ string) bool {
+	if !strings.Contains(typ, ":v") && !strings.Contains(typ, "@sha256:") {
+		return false
+	}
+	r, err := resolve.Parse(typ)
+	return err == nil && (r.Version != "" || r.Digest != "")
 }
 
 // looksLikeFile reports whether typ names a template file rather than a

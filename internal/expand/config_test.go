@@ -1,7 +1,9 @@
 package expand
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,6 +27,13 @@ func TestParseConfig(t *testing.T) {
 		{name: "syntax", in: "resources:\n  - name: x\n - type: y\n", err: "config.yaml:2"},
 		{name: "json syntax", in: "{\"resources\": [\n}", err: "config.yaml:2"},
 		{name: "import without path", in: "imports: [{name: a}]\nresources: []\n", err: "imports[0]: missing path"},
+		// DM's formats (issue 7).
+		{name: "string imports", in: "imports: [a.jinja, b.py]\nresources: []\n"},
+		{name: "configVersion, metadata, accessControl", in: "configVersion: 2\nresources:\n- name: a\n  type: T\n  metadata: {dependsOn: [b]}\n  accessControl: {gcpIamPolicy: {}}\n", want: 1},
+		{name: "import of a number", in: "imports: [1]\nresources: []\n", err: "imports[0] is a number"},
+		{name: "metadata not a mapping", in: "resources:\n- {name: x, type: S, metadata: [1]}\n", err: "metadata: want a mapping"},
+		{name: "n is a string key", in: "resources:\n- {name: x, type: S, properties: {n: 1}}\n", want: 1},
+		{name: "unknown top-level field", in: "resource: []\n", err: "config.yaml:1: field resource not found in a configuration"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -61,11 +70,17 @@ func TestClassifyType(t *testing.T) {
 		{"web.jinja", importType},
 		{"web", importType},
 		{"redis:v1", registryType},
-		{"redis", registryType},
+		{"redis", primitiveType}, // no version: DM's types pass through
+		{"redis@sha256:" + strings.Repeat("a", 64), registryType},
+		{"compute.v1.instance", primitiveType},
+		{"gcp-types/compute-v1:instances", primitiveType},
+		{"project/provider:collection", primitiveType},
+		{"github.com/acme/templates/redis", primitiveType},
+		{"missing.jinja", registryType}, // a file that was not imported: an error later
 		{"common/web:v1.2", registryType},
 		{"github.com/acme/templates/redis:v1", registryType},
 		{"https://raw.githubusercontent.com/a/b/main/t/v1/t.jinja", urlType},
-		{"apps/Deployment", registryType}, // no version: a collection/template reference
+		{"apps/Deployment", primitiveType},
 	}
 	for _, tt := range tests {
 		if got, _ := classifyType(tt.typ, imports); got != tt.want {
@@ -82,6 +97,8 @@ func FuzzParseConfig(f *testing.F) {
 		`{"imports": [{"path": "a.jinja"}], "resources": [{"name": "a", "type": "a.jinja"}]}`,
 		billionLaughs,
 		"resources:\n- name: a\n  type: Service\n  properties: &p {a: 1}\n- name: b\n  type: Service\n  properties: *p\n",
+		"configVersion: 2\nimports: [a.jinja, {path: ../b.py, name: b}]\nresources:\n- {name: a, type: a.jinja, metadata: {dependsOn: [b]}, accessControl: {}}\n",
+		"resources:\n- name: a\n  type: compute.v1.instance\n  properties: {n: y, <<: {x: 0o17, t: 12:30:00}}\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -96,4 +113,36 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestConfigValues checks values given with a configuration: keyed by
+// resource name and merged into its properties.
+func TestConfigValues(t *testing.T) {
+	x := New(Options{})
+	cfg := []byte("resources:\n- {name: alpha, type: ConfigMap, properties: {data: {p: '1', q: '2'}}}\n- {name: beta, type: ConfigMap}\n")
+	res, err := x.Expand(context.Background(), Request{Config: cfg, Properties: map[string]any{
+		"alpha": map[string]any{"data": map[string]any{"q": "3"}},
+		"beta":  map[string]any{"data": map[string]any{"r": "4"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Config.Resources[0].Properties["data"]; !reflect.DeepEqual(got, map[string]any{"p": "1", "q": "3"}) {
+		t.Errorf("alpha's data = %v", got)
+	}
+	if got := res.Config.Resources[1].Properties["data"]; !reflect.DeepEqual(got, map[string]any{"r": "4"}) {
+		t.Errorf("beta's data = %v", got)
+	}
+	for _, tt := range []struct {
+		values map[string]any
+		want   string
+	}{
+		{map[string]any{"aplha": map[string]any{}}, `no resource "aplha" (values given with a configuration are keyed by resource name: alpha, beta); did you mean alpha?`},
+		{map[string]any{"alpha": 3}, `values for "alpha": want a mapping`},
+	} {
+		_, err := x.Expand(context.Background(), Request{Config: cfg, Properties: tt.values})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("values %v: %v, want %q", tt.values, err, tt.want)
+		}
+	}
 }

@@ -129,8 +129,13 @@ func emitScalar(v any) (string, error) {
 			return ".nan", nil
 		}
 		s := strconv.FormatFloat(v, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".e") {
-			s += ".0" // stays a float when read back
+		// PyYAML reads a float only with a dot: 1e+20 would be a string.
+		switch i := strings.IndexByte(s, 'e'); {
+		case strings.IndexByte(s, '.') >= 0:
+		case i >= 0:
+			s = s[:i] + ".0" + s[i:]
+		default:
+			s += ".0"
 		}
 		return s, nil
 	case string:

@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -83,6 +84,9 @@ type Options struct {
 	MaxOutputBytes int
 	// MaxYAMLAliases bounds YAML aliases in one document (alias bombs).
 	MaxYAMLAliases int
+	// MaxYAMLAliasBytes bounds what aliases add to one YAML document once
+	// expanded (one 1 MB scalar aliased 999 times is 1 GB).
+	MaxYAMLAliasBytes int
 	// Timeout bounds the wall-clock time of one template invocation.
 	Timeout time.Duration
 	// TotalTimeout bounds the wall-clock time of one whole expansion, so
@@ -133,6 +137,7 @@ func (o *Options) setDefaults() {
 	def(&o.MaxInputBytes, defaultMaxInputBytes)
 	def(&o.MaxOutputBytes, DefaultMaxOutputBytes)
 	def(&o.MaxYAMLAliases, defaultMaxYAMLAliases)
+	def(&o.MaxYAMLAliasBytes, DefaultMaxYAMLAliasBytes)
 	def(&o.JinjaSteps, DefaultJinjaSteps)
 	def(&o.JinjaCallDepth, DefaultJinjaCallDepth)
 	def(&o.CacheEntries, DefaultCacheEntries)
@@ -201,6 +206,10 @@ type Request struct {
 	// Strict makes properties a template's schema does not define an
 	// error instead of a warning.
 	Strict bool
+	// Env adds keys to, or overrides keys of, every template's env (dm's
+	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
+	// current_time the expansion's start (RFC 3339, UTC) and username "".
+	Env map[string]string
 }
 
 // Result is an expanded configuration.
@@ -222,6 +231,12 @@ type Result struct {
 	// (`web: web.jinja.schema: unknown property "replcas" (did you mean
 	// replicas?)`).
 	Warnings []string `json:"warnings,omitempty"`
+	// Logs are the lines templates printed (Starlark's print), each with
+	// the template, file and line.
+	Logs []string `json:"logs,omitempty"`
+	// Deferred lists the value references left unfilled because the
+	// fields they name are set by the server; deploy fills them.
+	Deferred []Deferred `json:"deferred,omitempty"`
 }
 
 // Layout is the tree of resources.
@@ -237,6 +252,9 @@ type LayoutResource struct {
 	Type       string            `json:"type"`
 	Properties map[string]any    `json:"properties,omitzero"`
 	Resources  []*LayoutResource `json:"resources,omitzero"`
+	// Metadata (dependsOn) and AccessControl are kept as written.
+	Metadata      map[string]any `json:"metadata,omitzero"`
+	AccessControl map[string]any `json:"accessControl,omitzero"`
 }
 
 // Reference is a registry template used by an expansion.
@@ -267,6 +285,9 @@ type scope struct {
 type bundle struct {
 	key   string
 	files map[string][]byte
+	// names are the schema imports' names of a version's files (name ->
+	// path); files has them as keys too.
+	names map[string]string
 
 	once sync.Once
 	strs map[string]any // files as strings, for the imports global
@@ -296,6 +317,9 @@ type run struct {
 	x          *Expander
 	deployment string
 	namespace  string
+	env        map[string]string // Request.Env over the defaults
+	refType    string            // Request.Ref: a registry reference even without a version
+	order      *keyOrder
 	config     []Resource
 	paths      [][]string // layout path of each config resource
 	refs       []Reference
@@ -307,7 +331,17 @@ type run struct {
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, strict: req.Strict}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict}
+	r.env = map[string]string{
+		"project":        req.Namespace,
+		"project_number": "0",
+		"current_time":   time.Now().UTC().Format(time.RFC3339),
+		"username":       "",
+	}
+	for k, v := range req.Env {
+		r.env[k] = v
+	}
+	ctx, logs := withTemplateLogs(ctx)
 	reg := req.Registry
 	if reg.IsZero() {
 		reg = x.opts.Registry
@@ -349,33 +383,45 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 			break
 		}
 		var err error
-		cfg, err = parseConfig(req.Config, name, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+		lim := x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes)
+		lim.order = r.order
+		cfg, err = parseConfig(req.Config, name, lim)
 		if err != nil {
 			return nil, &Error{Err: err}
 		}
 		if len(req.Properties) > 0 {
-			return nil, invalid("properties are given with a configuration; they apply only to a reference or a kind: Template")
+			if err := overrideProperties(cfg, req.Properties); err != nil {
+				return nil, &Error{File: name, Err: err}
+			}
 		}
 	default:
 		return nil, invalid("request has neither a configuration nor a reference")
-	}
-	sc := &scope{b: newImportsBundle(files), types: map[string]string{}, registry: reg}
-	for p := range files {
-		sc.types[p] = p
 	}
 	for i, imp := range cfg.Imports {
 		if _, ok := files[imp.Path]; !ok {
 			return nil, &Error{File: name, Err: invalid("imports[%d]: %s was not sent with the configuration (%s)", i, imp.Path, listOr(sortedKeys(files), "sent: ", "no files were sent"))}
 		}
-		if imp.Name != "" {
-			sc.types[imp.Name] = imp.Path
-		}
+	}
+	files, names, err := importNames(files, cfg.Imports, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	if err != nil {
+		return nil, &Error{Err: err}
+	}
+	sc := &scope{b: newImportsBundle(files), types: map[string]string{}, registry: reg}
+	for p := range files {
+		sc.types[p] = p
+	}
+	for n, p := range names {
+		sc.types[n] = p
 	}
 	layout, err := r.expandList(ctx, sc, nil, nil, "", cfg.Resources)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Config: Config{Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
+	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
+	for _, c := range res.Config.Resources {
+		finite(c.Properties)
+	}
+	finiteLayout(res.Layout.Resources)
 	if res.Config.Resources == nil {
 		res.Config.Resources = []Resource{}
 	}
@@ -385,15 +431,43 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if res.Layout.Resources == nil {
 		res.Layout.Resources = []*LayoutResource{}
 	}
-	order, err := resolveValueRefs(res.Config.Resources, r.paths)
+	order, deferred, err := resolveValueRefs(res.Config.Resources, r.paths)
 	if err != nil {
 		return nil, err
 	}
-	res.Order = order
+	res.Order, res.Deferred = order, deferred
 	if err := checkNames(res); err != nil {
 		return nil, err
 	}
+	res.Logs = logs.list()
 	return res, nil
+}
+
+// overrideProperties merges values given with a configuration (dm expand
+// app.yaml --values prod.yaml) into its resources' properties: values are
+// keyed by resource name, as Helm keys a subchart's values by its name.
+func overrideProperties(cfg *Config, values map[string]any) error {
+	byName := make(map[string]int, len(cfg.Resources))
+	names := make([]string, len(cfg.Resources))
+	for i, r := range cfg.Resources {
+		byName[r.Name], names[i] = i, r.Name
+	}
+	for _, k := range sortedKeys(values) {
+		i, ok := byName[k]
+		if !ok {
+			msg := fmt.Sprintf("values for %q: the configuration has no resource %q (values given with a configuration are keyed by resource name: %s)", k, k, strings.Join(names, ", "))
+			if near := derrors.Near(k, names); len(near) > 0 {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
+			}
+			return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
+		}
+		m, ok := values[k].(map[string]any)
+		if !ok {
+			return invalid("values for %q: want a mapping of its properties, got %s", k, kindOf(values[k]))
+		}
+		cfg.Resources[i].Properties = value.Merge(cfg.Resources[i].Properties, m)
+	}
+	return nil
 }
 
 // chainLabel names a template of the expansion chain for people: an
@@ -432,7 +506,7 @@ func refName(ref string) string {
 }
 
 func (x *Expander) yamlLimits(field string, n int) yamlLimits {
-	return yamlLimits{maxBytes: n, bytesField: field, maxAliases: x.opts.MaxYAMLAliases}
+	return yamlLimits{maxBytes: n, bytesField: field, maxAliases: x.opts.MaxYAMLAliases, maxAliasBytes: x.opts.MaxYAMLAliasBytes}
 }
 
 // expandList expands the resources of one configuration or template
@@ -460,11 +534,14 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 			return nil, &Error{Path: p, Err: limitErr("MaxResources", r.x.opts.MaxResources, "expansion has more than %d resources", r.x.opts.MaxResources)}
 		}
 		kind, target := classifyType(res.Type, sc.types)
+		if kind == primitiveType && len(path) == 0 && res.Type == r.refType {
+			kind = registryType // a reference asked for by name, any version
+		}
 		switch kind {
 		case primitiveType:
 			r.config = append(r.config, res)
 			r.paths = append(r.paths, p)
-			out = append(out, &LayoutResource{Name: res.Name, Type: res.Type})
+			out = append(out, &LayoutResource{Name: res.Name, Type: res.Type, Metadata: res.Metadata, AccessControl: res.AccessControl})
 			continue
 		case urlType:
 			if !r.x.opts.AllowURLs {
@@ -508,17 +585,27 @@ type invocation struct {
 	env   map[string]any
 	sc    *scope // the template's own scope
 	label string
+	// order is the expansion's key order: properties and decoded output
+	// keep document order (keyOrder.Keys).
+	order *keyOrder
 }
 
 func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, kind typeKind, target string, res Resource) (*LayoutResource, error) {
 	x := r.x
 	inv := &invocation{}
 	var id, schemaFile string
-	env := map[string]any{
-		"deployment": r.deployment,
-		"name":       res.Name,
-		"type":       res.Type,
-		"namespace":  r.namespace,
+	env := make(map[string]any, len(r.env)+5)
+	for k, v := range r.env {
+		env[k] = v
+	}
+	env["deployment"] = r.deployment
+	env["name"] = res.Name
+	env["type"] = res.Type
+	env["namespace"] = r.namespace
+	for _, k := range []string{"deployment", "name", "type", "namespace"} {
+		if v, ok := r.env[k]; ok {
+			env[k] = v // --env overrides even these
+		}
 	}
 	switch kind {
 	case importType:
@@ -558,6 +645,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 			registry: resolve.Registry{Host: rs.Ref.Host, Owner: rs.Ref.Owner, Repo: rs.Ref.Repo}}
 		for f := range b.files {
 			inv.sc.types[f] = f
+		}
+		for n, f := range b.names {
+			inv.sc.types[n] = f
 		}
 		inv.file = rs.Version.Template
 		inv.lang = rs.Version.Language
@@ -600,6 +690,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		x.opts.OnTemplate(p, inv.label)
 	}
 	if schemaFile != "" {
+		orig := props
 		var unknown []string
 		var err error
 		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
@@ -612,8 +703,10 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		for _, u := range unknown {
 			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
+		r.order.inherit(props, orig)
 	}
 	inv.props = props
+	inv.order = r.order
 	children, err := x.render(ctx, inv)
 	if err != nil {
 		return nil, fail(err)
@@ -623,7 +716,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	if err != nil {
 		return nil, err
 	}
-	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes}, nil
+	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
 }
 
 // bundle returns the files of a resolved version, cached by digest.
@@ -632,7 +725,7 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	if b, ok := x.bundles.Get(key); ok {
 		return b, nil
 	}
-	b := &bundle{key: key, files: make(map[string][]byte, len(rs.Version.Files))}
+	files := make(map[string][]byte, len(rs.Version.Files))
 	total := 0
 	for _, f := range rs.Version.Files {
 		data, err := x.opts.Resolver.ReadFile(ctx, rs, f.Path)
@@ -643,8 +736,13 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 			return nil, at(f.Path, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "file is %d bytes", len(data)))
 		}
 		total += len(data)
-		b.files[f.Path] = data
+		files[f.Path] = data
 	}
+	files, names, err := importNames(files, nil, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	if err != nil {
+		return nil, err
+	}
+	b := &bundle{key: key, files: files, names: names}
 	x.bundles.Add(key, b)
 	return b, nil
 }
@@ -688,10 +786,12 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 	switch o := out.(type) {
 	case []byte:
 		var ok bool
-		if v, ok = fastYAML(o); ok {
+		if v, ok = fastYAML(o, inv.order); ok {
 			break
 		}
-		v, err = decodeYAML(o, x.yamlLimits("MaxOutputBytes", x.opts.MaxOutputBytes))
+		lim := x.yamlLimits("MaxOutputBytes", x.opts.MaxOutputBytes)
+		lim.order = inv.order
+		v, err = decodeYAML(o, lim)
 		if err != nil {
 			n := yamlErrorLine(err)
 			msg := fmt.Sprintf("rendered output is not valid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))

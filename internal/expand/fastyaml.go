@@ -1,25 +1,27 @@
 package expand
 
 import (
+	"github.com/dmhq/dm/internal/expand/pyyaml"
+
 	"bytes"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
 
 // fastYAML decodes the YAML that templates typically render — block
 // mappings and sequences of plain, quoted and one-line flow values — an
-// order of magnitude faster than yaml.v2, which dominates expansion time.
-// It reports ok=false for anything outside that subset (anchors, tags,
-// block scalars, multi-line scalars, YAML 1.1 booleans such as yes/on,
-// non-decimal numbers, duplicate keys...), and the caller falls back to
-// yaml.v2. For what it accepts it returns exactly what decodeYAML returns;
-// FuzzFastYAML checks that.
-func fastYAML(data []byte) (v any, ok bool) {
+// order of magnitude faster than the full decoder, which dominates
+// expansion time. Plain scalars resolve as PyYAML's (ResolvePlain). It
+// reports ok=false for anything outside that subset (anchors and aliases,
+// so it never expands one; tags, block scalars, multi-line scalars,
+// duplicate keys...), and the caller falls back to decodeYAML. For what it
+// accepts it returns exactly what decodeYAML returns; FuzzFastYAML checks
+// that. order, if set, records mappings' key order.
+func fastYAML(data []byte, order *keyOrder) (v any, ok bool) {
 	if !printable(data) {
 		return nil, false
 	}
-	p := &fy{}
+	p := &fy{order: order}
 	for len(data) > 0 {
 		var line []byte
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -89,6 +91,7 @@ type fyLine struct {
 type fy struct {
 	lines []fyLine
 	i     int
+	order *keyOrder
 }
 
 func isSeqItem(t string) bool { return t == "-" || strings.HasPrefix(t, "- ") }
@@ -137,7 +140,7 @@ func (p *fy) seq(n int) (any, bool) {
 			out = append(out, v)
 			continue
 		}
-		v, ok := scalarOrFlow(rest)
+		v, ok := scalarOrFlow(rest, p.order)
 		if !ok {
 			return nil, false
 		}
@@ -196,6 +199,12 @@ func quotedEnd(t string) int {
 
 func (p *fy) mapping(n int) (any, bool) {
 	out := map[string]any{}
+	var keys []string
+	if p.order != nil {
+		defer func() {
+			p.order.record(out, keys)
+		}()
+	}
 	for p.i < len(p.lines) {
 		l := p.lines[p.i]
 		if l.indent < n {
@@ -214,6 +223,9 @@ func (p *fy) mapping(n int) (any, bool) {
 		}
 		if _, dup := out[key]; dup {
 			return nil, false
+		}
+		if p.order != nil {
+			keys = append(keys, key)
 		}
 		rest := strings.TrimLeft(l.text[end+1:], " ")
 		p.i++
@@ -236,7 +248,7 @@ func (p *fy) mapping(n int) (any, bool) {
 			}
 			continue
 		}
-		v, ok := scalarOrFlow(rest)
+		v, ok := scalarOrFlow(rest, p.order)
 		if !ok {
 			return nil, false
 		}
@@ -258,10 +270,10 @@ func fyKey(k string) (string, bool) {
 }
 
 // scalarOrFlow reads a value that fills the rest of a line.
-func scalarOrFlow(t string) (any, bool) {
+func scalarOrFlow(t string, ord *keyOrder) (any, bool) {
 	switch t[0] {
 	case '[', '{':
-		v, rest, ok := flow(t)
+		v, rest, ok := flow(t, ord)
 		if !ok || !restIsComment(rest) {
 			return nil, false
 		}
@@ -334,76 +346,25 @@ func quoted(t string) (string, string, bool) {
 	return sb.String(), rest, true
 }
 
-// plain resolves a plain scalar the way yaml.v2 does, or reports false
-// when unsure.
+// plain resolves a plain scalar as PyYAML does (ResolvePlain), or
+// reports false for text that is not a plain scalar on its own line.
 func plain(t string) (any, bool) {
-	switch t {
-	case "", "~", "null", "Null", "NULL":
+	if t == "" {
 		return nil, true
-	case "true", "True", "TRUE":
-		return true, true
-	case "false", "False", "FALSE":
-		return false, true
 	}
 	switch c := t[0]; {
-	case c == '-' || c == '+':
-		if len(t) == 1 || t[1] == ' ' || t[1] == '.' || t[1] == '_' || strings.HasPrefix(t, "---") || c == '+' && t[1] >= '0' && t[1] <= '9' {
+	case c == '-':
+		if len(t) == 1 || t[1] == ' ' || strings.HasPrefix(t, "---") {
 			return nil, false
 		}
-		if t[1] >= '0' && t[1] <= '9' {
-			return number(t)
-		}
-	case c >= '0' && c <= '9':
-		return number(t)
-	case strings.IndexByte("[]{},#&*!|>'\"%@`?:<=.", c) >= 0:
+	case strings.IndexByte("[]{},#&*!|>'\"%@`?:<=", c) >= 0:
 		return nil, false
 	}
-	if len(t) <= 5 {
-		switch strings.ToLower(t) {
-		case "y", "n", "yes", "no", "on", "off":
-			return nil, false // YAML 1.1 booleans
-		}
-	}
-	return t, true
-}
-
-// number reads decimal integers and simple decimal fractions; everything
-// else that starts like a number (octal, hex, exponents, timestamps,
-// versions) is left to yaml.v2.
-func number(t string) (any, bool) {
-	s := t
-	if s[0] == '-' {
-		s = s[1:]
-	}
-	dot := -1
-	for i := 0; i < len(s); i++ {
-		switch {
-		case s[i] >= '0' && s[i] <= '9':
-		case s[i] == '.' && dot < 0:
-			dot = i
-		default:
-			return nil, false
-		}
-	}
-	if s == "" || dot == 0 || dot == len(s)-1 || (s[0] == '0' && len(s) > 1 && dot != 1) {
-		return nil, false
-	}
-	if dot < 0 {
-		i, err := strconv.ParseInt(t, 10, 64)
-		if err != nil {
-			return nil, false
-		}
-		return i, true
-	}
-	f, err := strconv.ParseFloat(t, 64)
-	if err != nil {
-		return nil, false
-	}
-	return f, true
+	return pyyaml.ResolvePlain(t), true
 }
 
 // flow reads a one-line flow sequence or mapping.
-func flow(t string) (any, string, bool) {
+func flow(t string, ord *keyOrder) (any, string, bool) {
 	t = strings.TrimLeft(t, " ")
 	if t == "" {
 		return nil, "", false
@@ -416,7 +377,7 @@ func flow(t string) (any, string, bool) {
 			return out, t[1:], true
 		}
 		for {
-			v, rest, ok := flowValue(t)
+			v, rest, ok := flowValue(t, ord)
 			if !ok {
 				return nil, "", false
 			}
@@ -435,6 +396,10 @@ func flow(t string) (any, string, bool) {
 		}
 	case '{':
 		out := map[string]any{}
+		var keys []string
+		if ord != nil {
+			defer func() { ord.record(out, keys) }()
+		}
 		t = strings.TrimLeft(t[1:], " ")
 		if strings.HasPrefix(t, "}") {
 			return out, t[1:], true
@@ -451,11 +416,14 @@ func flow(t string) (any, string, bool) {
 			if _, dup := out[k]; dup {
 				return nil, "", false
 			}
-			v, rest, ok := flowValue(strings.TrimLeft(t[end+1:], " "))
+			v, rest, ok := flowValue(strings.TrimLeft(t[end+1:], " "), ord)
 			if !ok {
 				return nil, "", false
 			}
 			out[k] = v
+			if ord != nil {
+				keys = append(keys, k)
+			}
 			rest = strings.TrimLeft(rest, " ")
 			if strings.HasPrefix(rest, "}") {
 				return out, rest[1:], true
@@ -472,13 +440,13 @@ func flow(t string) (any, string, bool) {
 	return nil, "", false
 }
 
-func flowValue(t string) (any, string, bool) {
+func flowValue(t string, ord *keyOrder) (any, string, bool) {
 	if t == "" {
 		return nil, "", false
 	}
 	switch t[0] {
 	case '[', '{':
-		return flow(t)
+		return flow(t, ord)
 	case '"', '\'':
 		return quoted(t)
 	}

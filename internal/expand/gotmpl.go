@@ -242,7 +242,8 @@ func boundResult(name string, fn any, limit int) any {
 // own goroutine: on timeout the caller returns, and the render stops at its
 // next write (the writer checks the context); guardTemplate makes sure
 // every loop iteration and template call writes.
-func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (_ any, err error) {
+	defer recoverEngine("Go template", inv.file, nil, &err)
 	v, err := x.cached("gotmpl:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
 		// A missing key renders empty, as in Helm (text/template would
 		// print "<no value>"; see noValue).

@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/dmhq/dm/internal/expand/value"
-
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -59,6 +57,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return nil, err
 		}
 		if f, ok := c.(*controlStructures.ForControlStructure); ok {
+			orderedLoop(f)
 			f.BodyWrapper.Nodes = append([]nodes.Node{checkpointNode(f.Position(), stepCheck)}, f.BodyWrapper.Nodes...)
 		}
 		return c, nil
@@ -102,13 +101,20 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
 	globals.Set(arithFunc, jinjaArith)
+	globals.Set(iterFunc, jinjaIter)
+	globals.Set(dictFunc, jinjaDict)
+	filters := boundedFilters(limit)
+	_ = filters.Replace("round", jinjaRound)
+	_ = filters.Replace("tojson", jinjaToJSON(limit))
+	_ = filters.Replace("format", jinjaFormat(limit))
+	_ = filters.Replace("dictsort", jinjaDictsort)
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}
 	return &jinjaEnv{
 		env: &exec.Environment{
 			Context:           globals,
-			Filters:           boundedFilters(limit),
+			Filters:           filters,
 			Tests:             builtins.Tests,
 			ControlStructures: exec.NewControlStructureSet(cs),
 			Methods:           boundedMethods(limit),
@@ -122,8 +128,13 @@ type jinjaGuard struct {
 	ctx             context.Context
 	steps, maxSteps int
 	depth, maxDepth int
+	// order is the expansion's key order, which dicts iterate and print
+	// in.
+	order *keyOrder
 	// maxBytes bounds strings and lists that operators build.
 	maxBytes int
+	// line is the line of the statement running, for panics.
+	line int
 	// err is the limit error the guard raised: gonja flattens errors
 	// raised inside macros into strings, losing the chain.
 	err error
@@ -216,6 +227,9 @@ func (gi *guardedInclude) Execute(r *exec.Renderer, b *nodes.ControlStructureBlo
 		return err
 	}
 	defer func() { g.depth-- }()
+	if inc, ok := gi.inner.(*controlStructures.IncludeControlStructure); ok {
+		return executeInclude(r, inc)
+	}
 	return gi.inner.Execute(r, b)
 }
 
@@ -277,18 +291,15 @@ func (l *bundleLoader) Read(name string) (io.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.NewReader(l.files[p]), nil
+	return bytes.NewReader(jinjaTagNewlines(l.files[p])), nil
 }
 
 func (l *bundleLoader) Resolve(name string) (string, error) {
-	clean := strings.TrimPrefix(path.Clean("/"+name), "/")
-	if _, ok := l.files[clean]; ok {
-		return clean, nil
-	}
-	if l.dir != "" {
-		rel := strings.TrimPrefix(path.Clean("/"+l.dir+"/"+name), "/")
-		if _, ok := l.files[rel]; ok {
-			return rel, nil
+	// Import names may contain ../ (issue 7): only keys of files exist, so
+	// joining without rooting cannot reach anything else.
+	for _, p := range []string{name, strings.TrimPrefix(path.Clean("/"+name), "/"), path.Join(l.dir, name)} {
+		if _, ok := l.files[p]; ok {
+			return p, nil
 		}
 	}
 	return "", fmt.Errorf("no file %q among the template's imports (%s)", name, strings.Join(sortedKeys(l.files), ", "))
@@ -307,7 +318,14 @@ func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
 }
 
 // renderJinja renders a .jinja template and returns its output text.
-func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err error) {
+	var g *jinjaGuard
+	defer recoverEngine("Jinja", inv.file, func() int {
+		if g != nil {
+			return g.line
+		}
+		return 0
+	}, &err)
 	v, err := x.cached("jinja:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
 		l := &bundleLoader{files: inv.sc.b.files, dir: path.Dir(inv.file)}
 		t, err := exec.NewTemplate(inv.file, x.jinja.cfg, l, x.jinja.env)
@@ -321,11 +339,11 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (any, error
 		return nil, err
 	}
 	t := v.(*exec.Template)
-	g := &jinjaGuard{ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
+	g = &jinjaGuard{order: inv.order, ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
-		"properties": value.Copy(inv.props).(map[string]any),
+		"properties": copyOrdered(inv.order, inv.props),
 		"env":        inv.env,
 		"imports":    maps.Clone(inv.sc.b.importsValue()),
 		guardKey:     g,
@@ -366,7 +384,11 @@ func jinjaParseError(file string, err error) error {
 	return at(file, line, invalid("%s", msg))
 }
 
-var jinjaLineRE = regexp.MustCompile(`(?i)\bline:? (\d+)`)
+var (
+	jinjaLineRE  = regexp.MustCompile(`(?i)\bline:? (\d+)`)
+	outputWrapRE = regexp.MustCompile(`Unable to execute controlStructure at line \d+: dm-output: `)
+	arithCallErr = "invalid call to function '" + arithFunc + "': "
+)
 
 // jinjaExecError keeps the cause of a render error and the line of the
 // outermost statement, which is in the template file itself.
@@ -379,14 +401,20 @@ func jinjaExecError(file string, err error) error {
 		return err
 	}
 	msg := strings.TrimPrefix(err.Error(), "unable to execute template: ")
+	msg = outputWrapRE.ReplaceAllString(msg, "")
+	line := 0
+	if m := jinjaLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+	}
+	// An operator's error quotes dm's rewrite of the expression; the
+	// cause is what the user needs.
+	if i := strings.LastIndex(msg, arithCallErr); i >= 0 {
+		return at(file, line, invalid("%s", msg[i+len(arithCallErr):]))
+	}
 	// Errors inside macros repeat the call chain at every level; keep the
 	// outermost statement and the cause.
 	if parts := strings.Split(msg, ": Unable to "); len(parts) > 2 {
 		msg = parts[0] + ": ... " + parts[len(parts)-1]
-	}
-	line := 0
-	if m := jinjaLineRE.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
 	}
 	return at(file, line, invalid("%s", msg))
 }

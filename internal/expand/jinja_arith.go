@@ -14,13 +14,15 @@ import (
 // arithFunc is the global that bounded operators call.
 const arithFunc = "__dm_arith__"
 
-// boundOperators rewrites every a*b, a+b and a~b under root, in place, into
+// boundOperators rewrites every a*b, a+b, a~b, a%b, a/b, a//b and a**b
+// under root, in place, into
 // `false or __dm_arith__("op", a, b)`, which evaluates each operand once
 // and gives the value of the call. gonja evaluates those operators without
 // bounds: "x" * 2000000000 allocates 2 GB before any output limit sees it,
 // and s ~ s in a loop doubles a string per step. The call does the same
 // arithmetic after checking the result's size against the render's
-// MaxOutputBytes.
+// MaxOutputBytes; the others follow jinja2 (jinja_compat.go). It also
+// rewrites node lists for printing and line tracking (rewriteNodeList).
 //
 // gonja keeps parsed expressions in unexported fields of its control
 // structures, so the walk reads them by reflection and changes the
@@ -40,6 +42,9 @@ func boundOperators(root reflect.Value) {
 				return
 			}
 			seen[v.Pointer()] = true
+			if v.Type().Elem() == callType {
+				rewriteDictCall((*nodes.Call)(v.UnsafePointer()))
+			}
 			if be, ok := binaryExpression(v); ok {
 				walk(reflect.ValueOf(be.Left))
 				walk(reflect.ValueOf(be.Right))
@@ -59,6 +64,7 @@ func boundOperators(root reflect.Value) {
 					walk(v.Index(i))
 				}
 			}
+			rewriteNodeList(v)
 		case reflect.Map:
 			if k := v.Type().Elem().Kind(); k == reflect.Interface || k == reflect.Pointer {
 				for it := v.MapRange(); it.Next(); {
@@ -70,7 +76,10 @@ func boundOperators(root reflect.Value) {
 	walk(root)
 }
 
-var binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+var (
+	binaryExpressionType = reflect.TypeFor[nodes.BinaryExpression]()
+	callType             = reflect.TypeFor[nodes.Call]()
+)
 
 // binaryExpression returns the node v points to if it is a
 // BinaryExpression. v may come from an unexported field, so the pointer is
@@ -103,7 +112,11 @@ func rewriteOperator(be *nodes.BinaryExpression) {
 	}
 	op := be.Operator.Token.Val
 	switch op {
-	case "*", "+", "~":
+	case "*", "+", "~", "/", "//", "**":
+	case "%":
+		if _, ok := be.Right.(*nodes.Tuple); ok {
+			op = "%t"
+		}
 	default:
 		return
 	}
@@ -121,7 +134,7 @@ func rewriteOperator(be *nodes.BinaryExpression) {
 
 // jinjaArith is a*b, a+b and a~b with gonja's semantics, refusing results
 // larger than the render's MaxOutputBytes (a list element counts as 16
-// bytes).
+// bytes), and a%b, a/b, a//b and a**b with jinja2's (jinjaMoreArith).
 func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 	if len(params.Args) != 3 {
 		return nil, errors.New(arithFunc + " is internal to dm")
@@ -132,7 +145,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 	}
 	op, left, right := params.Args[0].String(), params.Args[1], params.Args[2]
 	tooBig := func(n int) error {
-		g.err = limitErr("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", left.String()[:min(20, len(left.String()))], op, right.String()[:min(20, len(right.String()))], n)
+		g.err = limitErr("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", jinjaPreview(left), op, jinjaPreview(right), n)
 		return g.err
 	}
 	switch op {
@@ -150,7 +163,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			}
 			return strings.Repeat(s, n), nil
 		}
-		return left.Integer() * right.Integer(), nil
+		return jinjaInt(left) * jinjaInt(right), nil
 	case "+":
 		if left.IsList() {
 			if !right.IsList() {
@@ -176,9 +189,11 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 		if left.IsString() || right.IsString() {
 			return concat(left.String(), right.String(), g.maxBytes, tooBig)
 		}
-		return left.Integer() + right.Integer(), nil
-	default: // "~"
+		return jinjaInt(left) + jinjaInt(right), nil
+	case "~":
 		return concat(left.String(), right.String(), g.maxBytes, tooBig)
+	default:
+		return jinjaMoreArith(g, op, left, right)
 	}
 }
 
@@ -187,4 +202,22 @@ func concat(a, b string, limit int, tooBig func(int) error) (any, error) {
 		return nil, tooBig(len(a) + len(b))
 	}
 	return a + b, nil
+}
+
+// jinjaPreview names a value for an error without printing all of it: a
+// list of a million items printed to be cut to 20 characters took seconds.
+func jinjaPreview(v *exec.Value) string {
+	switch {
+	case v.IsList():
+		return fmt.Sprintf("a list of %d items", v.Len())
+	case v.IsDict():
+		return fmt.Sprintf("a dict of %d items", v.Len())
+	case v.IsString():
+		s := v.String()
+		if len(s) > 20 {
+			return fmt.Sprintf("%q... (%d bytes)", s[:20], len(s))
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return v.String()
 }

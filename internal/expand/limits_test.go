@@ -22,6 +22,16 @@ func oneTemplate(file string, src string) Request {
 	}
 }
 
+// bigAliased is a configuration with one n-byte scalar aliased k times.
+func bigAliased(n, k int) []byte {
+	var b strings.Builder
+	b.WriteString("resources:\n- name: a\n  type: ConfigMap\n  properties:\n    big: &big " + strings.Repeat("x", n) + "\n    copies:\n")
+	for range k {
+		b.WriteString("    - *big\n")
+	}
+	return []byte(b.String())
+}
+
 const billionLaughs = `resources:
 - name: bomb
   type: ConfigMap
@@ -205,11 +215,28 @@ func TestLimits(t *testing.T) {
 		{
 			name:  "alias bomb in configuration",
 			req:   Request{Config: []byte(billionLaughs)},
-			field: "MaxYAMLAliases",
+			field: "MaxYAMLAliasBytes",
 		},
 		{
 			name:  "alias bomb in output",
 			req:   oneTemplate("t.jinja", billionLaughs),
+			field: "MaxYAMLAliasBytes",
+		},
+		{
+			// Issue 9: within MaxYAMLAliases, but 1 GB once expanded.
+			name:  "one big scalar aliased 999 times",
+			req:   Request{Config: bigAliased(1_000_000, 999)},
+			field: "MaxYAMLAliasBytes",
+		},
+		{
+			name:  "big aliased scalar in output",
+			opts:  Options{MaxOutputBytes: 2 << 20},
+			req:   oneTemplate("t.jinja", string(bigAliased(100_000, 999))),
+			field: "MaxYAMLAliasBytes",
+		},
+		{
+			name:  "too many aliases",
+			req:   Request{Config: bigAliased(10, 1001)},
 			field: "MaxYAMLAliases",
 		},
 		{

@@ -40,7 +40,8 @@ func templateName(data []byte, file string) string {
 // properties as parameter values. Each object becomes a primitive named by
 // its metadata.name (qualified by its lower-cased kind when two objects
 // share a name, as a Service and a Deployment often do).
-func (x *Expander) renderOpenShift(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderOpenShift(ctx context.Context, inv *invocation) (_ any, err error) {
+	defer recoverEngine("OpenShift template", inv.file, nil, &err)
 	v, err := x.cached("openshift:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
 		t, err := openshift.Parse(inv.src)
 		if err != nil {

@@ -2,10 +2,14 @@ package expand
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dmhq/dm/internal/derrors"
 )
 
 // refRE matches a value reference $(ref.NAME.PATH), PATH made of .field and
@@ -18,12 +22,33 @@ type valueRef struct {
 	path   []string
 }
 
+// Deferred is a value reference that expansion cannot fill because the
+// field it names is absent from the rendered resource: a field only the
+// server sets (spec.clusterIP, metadata.uid, a generated name, status).
+// Its $(ref...) text stays in place; deploy fills it from the live object
+// once the referenced object is applied.
+type Deferred struct {
+	// Resource is the name of the resource whose properties hold the
+	// reference, Field the JSON Pointer (RFC 6901) of the string in its
+	// properties that contains it.
+	Resource string `json:"resource"`
+	Field    string `json:"field"`
+	// Ref is the reference as written: $(ref.NAME.PATH).
+	Ref string `json:"ref"`
+	// Target is NAME, the referenced resource, and Path is PATH without
+	// its leading dot (spec.clusterIP, spec.ports[0].nodePort).
+	Target string `json:"target"`
+	Path   string `json:"path"`
+}
+
 // resolveValueRefs replaces every $(ref.NAME.PATH) in the primitives'
 // properties by the value at PATH in the (resolved) properties of the
 // primitive NAME, and returns the primitives' names ordered so that each
-// comes after those it references, otherwise in expansion order. paths
-// are the layout paths of the primitives, for errors.
-func resolveValueRefs(res []Resource, paths [][]string) ([]string, error) {
+// comes after those it references, otherwise in expansion order. A
+// reference whose PATH is absent from NAME (a field the server sets) is left
+// in place and returned as deferred. paths are the layout paths of the
+// primitives, for errors.
+func resolveValueRefs(res []Resource, paths [][]string) ([]string, []Deferred, error) {
 	byName := make(map[string]int, len(res))
 	dup := map[string]bool{}
 	for i, r := range res {
@@ -44,7 +69,7 @@ func resolveValueRefs(res []Resource, paths [][]string) ([]string, error) {
 				j, ok := byName[m[1]]
 				switch {
 				case !ok:
-					perr = invalid("%s: no resource named %q in the deployment", m[0], m[1])
+					perr = noSuchResource(m[0], m[1], res)
 				case dup[m[1]]:
 					perr = invalid("%s: several resources are named %q; a referenced name must be unique in the deployment", m[0], m[1])
 				}
@@ -56,7 +81,7 @@ func resolveValueRefs(res []Resource, paths [][]string) ([]string, error) {
 			}
 		})
 		if perr != nil {
-			return nil, &Error{Path: paths[i], Err: perr}
+			return nil, nil, &Error{Path: paths[i], Err: perr}
 		}
 	}
 	order := make([]int, 0, len(res))
@@ -93,26 +118,34 @@ func resolveValueRefs(res []Resource, paths [][]string) ([]string, error) {
 	}
 	for i := range res {
 		if err := visit(i); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
+	var deferred []Deferred
 	if found {
 		for _, i := range order {
 			if len(deps[i]) == 0 {
 				continue
 			}
-			v, err := substituteRefs(res[i].Properties, res, byName)
+			s := &substitution{res: res, byName: byName}
+			v, err := s.value(res[i].Properties, "")
 			if err != nil {
-				return nil, &Error{Path: paths[i], Err: err}
+				return nil, nil, &Error{Path: paths[i], Err: err}
 			}
 			res[i].Properties = v.(map[string]any)
+			// Mappings are walked in random order.
+			slices.SortStableFunc(s.deferred, func(a, b Deferred) int { return strings.Compare(a.Field, b.Field) })
+			for _, d := range s.deferred {
+				d.Resource = res[i].Name
+				deferred = append(deferred, d)
+			}
 		}
 	}
 	names := make([]string, len(order))
 	for k, i := range order {
 		names[k] = res[i].Name
 	}
-	return names, nil
+	return names, deferred, nil
 }
 
 func walkStrings(v any, f func(string)) {
@@ -130,41 +163,43 @@ func walkStrings(v any, f func(string)) {
 	}
 }
 
-// substituteRefs returns v with references replaced, copying only what
-// changes.
-func substituteRefs(v any, res []Resource, byName map[string]int) (any, error) {
+// substitution replaces the value references of one resource's
+// properties, collecting those it must defer.
+type substitution struct {
+	res      []Resource
+	byName   map[string]int
+	deferred []Deferred
+}
+
+// value returns v with references replaced, copying only what changes.
+// ptr is v's JSON Pointer in the resource's properties.
+func (s *substitution) value(v any, ptr string) (any, error) {
 	switch v := v.(type) {
 	case string:
 		if !strings.Contains(v, "$(ref.") {
 			return v, nil
 		}
-		ms := refRE.FindAllStringSubmatchIndex(v, -1)
-		if len(ms) == 1 && ms[0][0] == 0 && ms[0][1] == len(v) {
-			// The whole string is one reference: the value keeps its type.
-			return lookupRef(v, v[ms[0][2]:ms[0][3]], v[ms[0][4]:ms[0][5]], res, byName)
-		}
-		var sb strings.Builder
-		last := 0
-		for _, m := range ms {
-			sb.WriteString(v[last:m[0]])
-			val, err := lookupRef(v[m[0]:m[1]], v[m[2]:m[3]], v[m[4]:m[5]], res, byName)
-			if err != nil {
-				return nil, err
+		out, err := FillRefs(v, func(text, name, path string) (any, bool, error) {
+			val, err := lookupRef(text, name, path, s.res, s.byName)
+			if errors.Is(err, errAbsent) {
+				s.deferred = append(s.deferred, Deferred{Field: ptr, Ref: text, Target: name, Path: strings.TrimPrefix(path, ".")})
+				return nil, false, nil
 			}
-			sb.WriteString(scalarString(val))
-			last = m[1]
+			return val, err == nil, err
+		})
+		if err != nil {
+			return nil, err
 		}
-		sb.WriteString(v[last:])
-		return sb.String(), nil
+		return out, nil
 	case map[string]any:
 		var out map[string]any
 		for k, e := range v {
-			ne, err := substituteRefs(e, res, byName)
+			ne, err := s.value(e, ptr+"/"+escapePointer(k))
 			if err != nil {
 				return nil, err
 			}
-			if s, ok := e.(string); ok {
-				if ns, ok := ne.(string); ok && ns == s {
+			if es, ok := e.(string); ok {
+				if ns, ok := ne.(string); ok && ns == es {
 					continue
 				}
 			} else if !isContainer(e) {
@@ -185,7 +220,7 @@ func substituteRefs(v any, res []Resource, byName map[string]int) (any, error) {
 	case []any:
 		out := make([]any, len(v))
 		for i, e := range v {
-			ne, err := substituteRefs(e, res, byName)
+			ne, err := s.value(e, ptr+"/"+strconv.Itoa(i))
 			if err != nil {
 				return nil, err
 			}
@@ -196,6 +231,66 @@ func substituteRefs(v any, res []Resource, byName map[string]int) (any, error) {
 	return v, nil
 }
 
+// FillRefs replaces the value references $(ref.NAME.PATH) in s. lookup
+// returns the value of one reference (text is the whole reference, path
+// starts with "." or "["), or ok false to leave the reference in place.
+// When s is one whole reference the value keeps its type; inside a longer
+// string it is formatted (mappings and lists as JSON). Deploy uses it to
+// fill deferred references from live objects.
+func FillRefs(s string, lookup func(text, name, path string) (v any, ok bool, err error)) (any, error) {
+	if !strings.Contains(s, "$(ref.") {
+		return s, nil
+	}
+	ms := refRE.FindAllStringSubmatchIndex(s, -1)
+	if len(ms) == 1 && ms[0][0] == 0 && ms[0][1] == len(s) {
+		// The whole string is one reference: the value keeps its type.
+		v, ok, err := lookup(s, s[ms[0][2]:ms[0][3]], s[ms[0][4]:ms[0][5]])
+		if err != nil || !ok {
+			return s, err
+		}
+		return v, nil
+	}
+	var sb strings.Builder
+	last := 0
+	for _, m := range ms {
+		sb.WriteString(s[last:m[0]])
+		text := s[m[0]:m[1]]
+		v, ok, err := lookup(text, s[m[2]:m[3]], s[m[4]:m[5]])
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			sb.WriteString(scalarString(v))
+		} else {
+			sb.WriteString(text)
+		}
+		last = m[1]
+	}
+	sb.WriteString(s[last:])
+	return sb.String(), nil
+}
+
+// LookupPath returns the value at path (".a.b[0]" or "a.b[0]") in v, and
+// whether it is there.
+func LookupPath(v any, path string) (any, bool) {
+	if path != "" && path[0] != '.' && path[0] != '[' {
+		path = "." + path
+	}
+	cur, _, err := walkPath(v, path)
+	return cur, err == nil
+}
+
+// escapePointer escapes a mapping key for a JSON Pointer.
+func escapePointer(k string) string {
+	if !strings.ContainsAny(k, "~/") {
+		return k
+	}
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(k)
+}
+
+// errAbsent marks a reference to a field the resource does not have.
+var errAbsent = errors.New("absent")
+
 func isContainer(v any) bool {
 	switch v.(type) {
 	case map[string]any, []any:
@@ -204,45 +299,76 @@ func isContainer(v any) bool {
 	return false
 }
 
-// lookupRef returns the value at path (".a.b[0]") in resource name.
+// lookupRef returns the value at path (".a.b[0]") in resource name. A
+// field that is absent (rather than a step into a value of the wrong
+// kind) is an error wrapping errAbsent: the server may set it.
 func lookupRef(text, name, path string, res []Resource, byName map[string]int) (any, error) {
-	var cur any = res[byName[name]].Properties
+	cur, walked, err := walkPath(res[byName[name]].Properties, path)
+	switch {
+	case errors.Is(err, errAbsent):
+		return nil, fmt.Errorf("%s: resource %s has no %s: %w", text, name, walked, errAbsent)
+	case err != nil:
+		return nil, invalid("%s: resource %s has no %s (%v)", text, name, walked, err)
+	}
+	if s, ok := cur.(string); ok && strings.Contains(s, "$(ref.") {
+		// The value is itself a deferred reference: this one waits for
+		// the live object too.
+		return nil, fmt.Errorf("%s: value %q is itself deferred: %w", text, s, errAbsent)
+	}
+	return cur, nil
+}
+
+// walkPath follows path (".a.b[0]") from v. On failure it returns the
+// path walked up to and including the failing step, and errAbsent when
+// the step is missing, or an error saying what the value in the way is.
+func walkPath(v any, path string) (any, string, error) {
+	cur := v
 	walked := ""
 	for path != "" {
 		var step string
 		if path[0] == '[' {
 			end := strings.IndexByte(path, ']')
-			step, path = path[:end+1], path[end+1:]
-			n, _ := strconv.Atoi(step[1 : len(step)-1])
-			l, ok := cur.([]any)
-			if !ok || n >= len(l) {
-				return nil, invalid("%s: resource %s has no %s%s", text, name, walked, step)
+			if end < 0 {
+				return nil, walked + path, fmt.Errorf("unterminated index")
 			}
-			cur = l[n]
+			step, path = path[:end+1], path[end+1:]
+			n, err := strconv.Atoi(step[1 : len(step)-1])
+			if err != nil {
+				return nil, walked + step, fmt.Errorf("index %s is not a number", step)
+			}
+			switch l := cur.(type) {
+			case []any:
+				if n < 0 || n >= len(l) {
+					return nil, walked + step, errAbsent
+				}
+				cur = l[n]
+			case nil:
+				return nil, walked + step, errAbsent
+			default:
+				return nil, walked + step, fmt.Errorf("%s is %s", orTop(walked), kindOf(cur))
+			}
 		} else {
 			end := strings.IndexAny(path[1:], ".[")
 			if end < 0 {
 				end = len(path) - 1
 			}
 			step, path = path[:end+1], path[end+1:]
-			m, ok := cur.(map[string]any)
-			if !ok {
-				return nil, invalid("%s: resource %s has no %s%s (%s is %s)", text, name, walked, step, orTop(walked), kindOf(cur))
+			switch m := cur.(type) {
+			case map[string]any:
+				e, ok := m[step[1:]]
+				if !ok {
+					return nil, walked + step, errAbsent
+				}
+				cur = e
+			case nil:
+				return nil, walked + step, errAbsent
+			default:
+				return nil, walked + step, fmt.Errorf("%s is %s", orTop(walked), kindOf(cur))
 			}
-			v, ok := m[step[1:]]
-			if !ok {
-				return nil, invalid("%s: resource %s has no %s%s", text, name, walked, step)
-			}
-			cur = v
 		}
 		walked += step
 	}
-	if s, ok := cur.(string); ok && strings.Contains(s, "$(ref.") {
-		// Cannot happen after ordering, unless the path points at a
-		// string that was itself not resolved; say so rather than leak.
-		return nil, invalid("%s: value %q is itself an unresolved reference", text, s)
-	}
-	return cur, nil
+	return cur, walked, nil
 }
 
 func orTop(p string) string {
@@ -265,4 +391,22 @@ func scalarString(v any) string {
 	default:
 		return fmt.Sprint(v)
 	}
+}
+
+// noSuchResource is the error of a value reference to a name no primitive
+// has: it lists the names that exist and suggests the nearest.
+func noSuchResource(ref, name string, res []Resource) error {
+	names := make([]string, len(res))
+	for i, r := range res {
+		names[i] = r.Name
+	}
+	list := strings.Join(names, ", ")
+	if len(names) > 10 {
+		list = strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	msg := fmt.Sprintf("%s: no resource named %q in the deployment (resources: %s)", ref, name, list)
+	if near := derrors.Near(name, names); len(near) > 0 {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
+	}
+	return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
 }

@@ -2,7 +2,6 @@ package expand
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -30,16 +29,22 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "json, math, yaml"
+const builtinModules = "copy, json, math, six, yaml"
 
-func isBuiltinModule(m string) bool { return m == "json" || m == "math" || m == "yaml" }
+func isBuiltinModule(m string) bool {
+	switch m {
+	case "copy", "json", "math", "six", "yaml":
+		return true
+	}
+	return false
+}
 
 var (
 	importRE     = regexp.MustCompile(`^import\s+(.+?)\s*(#.*)?$`)
 	fromImportRE = regexp.MustCompile(`^from\s+([\w.]+)\s+import\s+\(?\s*(.+?)\s*\)?\s*(#.*)?$`)
 	indentedRE   = regexp.MustCompile(`^\s+(import\s+[\w.]+|from\s+[\w.]+\s+import\s)`)
 	dottedRE     = regexp.MustCompile(`^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
-	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|global|nonlocal|yield|async|await|del|lambda\s*:|print\s+[^(\s=])\b`)
+	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|assert|global|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
 )
 
 // pyImport is one name an import statement binds.
@@ -120,7 +125,10 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			continue
 		}
 		if m := unsupported.FindStringSubmatch(t); m != nil && !strings.HasPrefix(strings.TrimSpace(t), "#") {
-			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no classes, exceptions, with, print statements or lambda without arguments)", strings.TrimSpace(m[1])))
+			if m[1] == "class" {
+				return nil, at(file, i+1, invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
+			}
+			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, global, yield, del or print statements)", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
@@ -176,7 +184,15 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 			_, ok := moduleFile(b.files, dir, mod)
 			return ok
 		}
-		rewritten, err := rewriteImports(file, src, exists)
+		classless, err := translateClasses(file, src)
+		if err != nil {
+			return nil, err
+		}
+		shimmed, err := rewritePython(file, classless)
+		if err != nil {
+			return nil, err
+		}
+		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
 		if err != nil {
 			return nil, err
 		}
@@ -271,7 +287,11 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		case "yaml":
 			d = sr.yamlModule()
 		case "json":
-			d = jsonModule()
+			d = jsonModule(sr.x.opts.MaxOutputBytes)
+		case "six":
+			d = sixModule(sr.x.starBounds)
+		case "copy":
+			d = copyModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
@@ -296,6 +316,9 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		m := make(starlark.StringDict, len(d)+1)
 		for k, v := range d {
 			m[k] = v
+		}
+		if isBuiltinModule(name) {
+			recoverBuiltins(m)
 		}
 		m[moduleExport] = starlarkstruct.FromStringDict(starlark.String(name), d)
 		d = m
@@ -332,8 +355,6 @@ func pyFiles(files map[string][]byte) []string {
 // yamlModule provides PyYAML's dump, safe_dump, load and safe_load.
 func (sr *starlarkRun) yamlModule() starlark.StringDict {
 	dump := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		// Keyword arguments (default_flow_style, indent...) shape only the
-		// text, which dm parses again; they are accepted and ignored.
 		if len(args) < 1 {
 			return nil, fmt.Errorf("%s: missing the value to dump", b.Name())
 		}
@@ -341,64 +362,44 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		out, err := emitYAML(v)
+		out, err := pyYAMLDumps(b.Name(), args[0], kwargs, sr.x.opts.MaxOutputBytes)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.Name(), err)
-		}
-		if len(out) > sr.x.opts.MaxOutputBytes {
-			return nil, limitErr("MaxOutputBytes", sr.x.opts.MaxOutputBytes, "yaml.dump output exceeds %d bytes", sr.x.opts.MaxOutputBytes)
+			return nil, err
 		}
 		s := string(out)
 		sr.dump = &dumpRecord{text: s, value: v}
 		return starlark.String(s), nil
 	}
 	load := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		// yaml.load(s, Loader=yaml.FullLoader): every loader reads as
+		// safe_load does here.
 		var s string
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
 			return nil, err
 		}
-		v, err := decodeYAML([]byte(s), sr.x.yamlLimits("MaxOutputBytes", sr.x.opts.MaxOutputBytes))
+		lim := sr.x.yamlLimits("MaxOutputBytes", sr.x.opts.MaxOutputBytes)
+		lim.order = newKeyOrder()
+		v, err := decodeYAML([]byte(s), lim)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		return toStarlark(v), nil
+		return lim.order.starlarkValue(v), nil // PyYAML's resolution, document order
 	}
 	return starlark.StringDict{
 		"dump":      starlark.NewBuiltin("yaml.dump", dump),
 		"safe_dump": starlark.NewBuiltin("yaml.safe_dump", dump),
 		"load":      starlark.NewBuiltin("yaml.load", load),
 		"safe_load": starlark.NewBuiltin("yaml.safe_load", load),
+		// Loader classes exist for yaml.load(s, Loader=...).
+		"Loader":     starlark.String("Loader"),
+		"SafeLoader": starlark.String("SafeLoader"),
+		"FullLoader": starlark.String("FullLoader"),
+		"BaseLoader": starlark.String("BaseLoader"),
 	}
 }
 
 // jsonModule provides Python's json.dumps and json.loads.
-func jsonModule() starlark.StringDict {
-	dumps := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-		if len(args) != 1 {
-			return nil, fmt.Errorf("json.dumps: want one value")
-		}
-		indent := starlark.Value(starlark.None)
-		for _, kw := range kwargs {
-			if string(kw[0].(starlark.String)) == "indent" {
-				indent = kw[1]
-			}
-		}
-		v, err := fromStarlark(args[0])
-		if err != nil {
-			return nil, fmt.Errorf("json.dumps: %w", err)
-		}
-		var out []byte
-		if n, ok := indent.(starlark.Int); ok {
-			i, _ := n.Int64()
-			out, err = json.MarshalIndent(v, "", strings.Repeat(" ", int(min(max(i, 0), 16))))
-		} else {
-			out, err = json.Marshal(v)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("json.dumps: %w", err)
-		}
-		return starlark.String(out), nil
-	}
+func jsonModule(limit int) starlark.StringDict {
 	loads := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var s string
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
@@ -411,7 +412,7 @@ func jsonModule() starlark.StringDict {
 		return toStarlark(v), nil
 	}
 	return starlark.StringDict{
-		"dumps": starlark.NewBuiltin("json.dumps", dumps),
+		"dumps": jsonDumps(limit),
 		"loads": starlark.NewBuiltin("json.loads", loads),
 	}
 }
@@ -517,7 +518,8 @@ func fromStarlark(v starlark.Value) (any, error) {
 }
 
 // renderStarlark runs a .py template's GenerateConfig(context).
-func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, error) {
+func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, err error) {
+	defer recoverEngine("Starlark", inv.file, nil, &err)
 	prog, err := x.starlarkProgram(inv.sc.b, inv.file)
 	if err != nil {
 		return nil, err
@@ -526,8 +528,8 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, er
 	thread := &starlark.Thread{
 		Name: inv.file,
 		Load: sr.load,
-		Print: func(_ *starlark.Thread, msg string) {
-			x.opts.Logger.DebugContext(ctx, "template print", "file", inv.file, "msg", msg)
+		Print: func(th *starlark.Thread, msg string) {
+			x.templatePrint(ctx, th, inv, msg)
 		},
 	}
 	thread.SetMaxExecutionSteps(x.opts.StarlarkSteps)
@@ -546,7 +548,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, er
 		return nil, at(inv.file, 0, invalid("no function GenerateConfig(context)"))
 	}
 	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
-		"properties": toStarlark(inv.props),
+		"properties": inv.order.starlarkValue(inv.props), // document order
 		"env":        toStarlark(inv.env),
 		"imports":    toStarlark(inv.sc.b.importsValue()),
 	})
@@ -568,6 +570,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (any, er
 		if err != nil {
 			return nil, at(inv.file, 0, invalid("GenerateConfig result: %v", err))
 		}
+		inv.order.recordStarlark(r, v)
 		return v, nil
 	default:
 		return nil, at(inv.file, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
@@ -608,5 +611,6 @@ func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, f
 		return err
 	}
 	msg = loadPrefixRE.ReplaceAllString(msg, "import $2: ")
+	msg = strings.TrimPrefix(msg, "fail: ") // raise and assert (rewriteStatements)
 	return at(file, line, invalid("%s", msg))
 }

@@ -2,7 +2,6 @@ package expand
 
 import (
 	"fmt"
-	"strings"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -25,14 +24,16 @@ const (
 
 // boundStarlark rewrites f in place:
 //
-//	a * b, a + b      ->  False or __dm_arith__("*", a, b)   (each operand evaluated once)
+//	a * b, a + b, a % b  ->  False or __dm_arith__("*", a, b) (each operand evaluated once;
+//	                         % formats strings as Python does)
 //	a += b, a *= b    ->  a += __dm_check__("+", a, b)       (lists keep growing in place)
 //	s.replace(o, n)   ->  __dm_replace__(s, o, n)
 func boundStarlark(f *syntax.File) {
 	syntax.Walk(f, func(n syntax.Node) bool {
+		rewritePythonTree(n)
 		switch n := n.(type) {
 		case *syntax.BinaryExpr:
-			if n.Op == syntax.STAR || n.Op == syntax.PLUS {
+			if n.Op == syntax.STAR || n.Op == syntax.PLUS || n.Op == syntax.PERCENT {
 				call := &syntax.CallExpr{
 					Fn:     &syntax.Ident{NamePos: n.OpPos, Name: starArith},
 					Lparen: n.OpPos,
@@ -114,8 +115,10 @@ func starlarkResultSize(op string, x, y starlark.Value) int {
 	return -1
 }
 
-// starlarkBounds returns the builtins the rewrite calls, and a range
-// whose length is bounded.
+// starlarkBounds returns the builtins the rewrite calls and dm's Python
+// builtins (starlark_compat.go). A range stays lazy: only the builtins
+// that materialise a sequence (list, sorted, ...) check its length, so a
+// loop over a long range is bounded by steps, not refused.
 func starlarkBounds(limit int) starlark.StringDict {
 	tooBig := func(what string, n int) error {
 		return limitErr("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
@@ -126,7 +129,7 @@ func starlarkBounds(limit int) starlark.StringDict {
 		}
 		return nil
 	}
-	ops := map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR}
+	ops := map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR, "%": syntax.PERCENT}
 	opArgs := func(b *starlark.Builtin, args starlark.Tuple) (string, error) {
 		if len(args) != 3 {
 			return "", fmt.Errorf("%s is internal to dm", b.Name())
@@ -137,12 +140,14 @@ func starlarkBounds(limit int) starlark.StringDict {
 		}
 		return op, nil
 	}
-	universeRange := starlark.Universe["range"].(*starlark.Builtin)
-	return starlark.StringDict{
+	d := starlark.StringDict{
 		starArith: starlark.NewBuiltin(starArith, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			op, err := opArgs(b, args)
 			if err != nil {
 				return nil, err
+			}
+			if op == "%" {
+				return starPercent(args[1], args[2], limit)
 			}
 			if err := check(op, args[1], args[2]); err != nil {
 				return nil, err
@@ -183,15 +188,10 @@ func starlarkBounds(limit int) starlark.StringDict {
 			}
 			return starlark.Call(th, m, args[1:], kwargs)
 		}),
-		"range": starlark.NewBuiltin("range", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			r, err := starlark.Call(th, universeRange, args, kwargs)
-			if err != nil {
-				return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "range: "))
-			}
-			if n := r.(starlark.Sequence).Len(); 16*n > limit {
-				return nil, tooBig(fmt.Sprintf("range of %d numbers", n), 16*n)
-			}
-			return r, nil
-		}),
 	}
+	for k, v := range pyBuiltins(limit) {
+		d[k] = v
+	}
+	recoverBuiltins(d)
+	return d
 }

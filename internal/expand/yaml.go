@@ -7,75 +7,32 @@ import (
 	"math"
 	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/dmhq/dm/internal/expand/value"
 
 	yaml "go.yaml.in/yaml/v2"
 )
 
-// yamlLimits bounds what a YAML document may cost to decode.
+// yamlLimits bounds what a YAML document may cost to decode, and carries
+// the expansion's key order.
 type yamlLimits struct {
-	maxBytes   int // Options.MaxInputBytes or MaxOutputBytes, named by field
-	bytesField string
-	maxAliases int // Options.MaxYAMLAliases
+	maxBytes      int // Options.MaxInputBytes or MaxOutputBytes, named by field
+	bytesField    string
+	maxAliases    int // Options.MaxYAMLAliases
+	maxAliasBytes int // Options.MaxYAMLAliasBytes
+	// order, if set, records the key order of every decoded mapping.
+	order *keyOrder
 }
 
 // decodeYAML decodes a YAML (or JSON) document into plain Go values:
-// map[string]any, []any, string, bool, int64, float64 and nil. Duplicate
-// keys are errors. An alias bomb fails fast: the document's aliases are
-// counted before decoding (cheap, one byte scan), and yaml.v2's own
-// expansion-ratio check backs that up.
+// map[string]any, []any, string, bool, int64, float64 and nil, resolving
+// scalars as PyYAML's safe_load does (ResolvePlain). Duplicate keys are
+// errors. An alias bomb fails fast: the document's aliases are counted
+// before decoding (cheap, one byte scan), and what aliases add once
+// expanded is counted against Options.MaxYAMLAliasBytes.
 func decodeYAML(data []byte, lim yamlLimits) (any, error) {
-	if lim.maxBytes > 0 && len(data) > lim.maxBytes {
-		return nil, limitErr(lim.bytesField, lim.maxBytes, "document is %d bytes", len(data))
-	}
-	if lim.maxAliases > 0 {
-		if n := countAliases(data); n > lim.maxAliases {
-			return nil, limitErr("MaxYAMLAliases", lim.maxAliases, "document uses %d aliases", n)
-		}
-	}
-	var v any
-	if err := yaml.UnmarshalStrict(data, &v); err != nil {
-		return nil, aliasingErr(err, lim.maxAliases)
-	}
-	return normalize(v)
-}
-
-// aliasingErr turns yaml.v2's alias-expansion check into a limit error.
-func aliasingErr(err error, limit int) error {
-	if strings.Contains(err.Error(), "excessive aliasing") {
-		return limitErr("MaxYAMLAliases", limit, "document expands aliases far beyond its size (an alias bomb)")
-	}
-	return err
-}
-
-// countAliases counts "*name" tokens that can be YAML aliases: a '*' at the
-// start of a value (after ' ', '[', ',', '{', '-', ':' or a line start)
-// followed by a name character. It overcounts inside quoted strings, which is
-// harmless: the limit is far above what real documents use.
-func countAliases(data []byte) int {
-	if bytes.IndexByte(data, '&') < 0 {
-		return 0 // no anchors, no aliases to expand
-	}
-	n := 0
-	for i := 0; i < len(data)-1; i++ {
-		if data[i] != '*' {
-			continue
-		}
-		if i > 0 {
-			switch data[i-1] {
-			case ' ', '\t', '\n', '[', ',', '{', '-', ':':
-			default:
-				continue
-			}
-		}
-		c := data[i+1]
-		if c != ' ' && c != '\n' && c != '\t' && c != '*' {
-			n++
-		}
-	}
-	return n
+	v, _, err := decodeYAMLNode(data, lim)
+	return v, err
 }
 
 // normalize turns yaml.v2 values into JSON-like values with string keys.

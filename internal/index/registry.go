@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -244,6 +245,15 @@ func parseSnapshot(b []byte, name string) (*fetch.Tree, []byte, error) {
 	return t, h.Metadata, sc.Err()
 }
 
+// Jitter spreads d by up to a tenth either way, so that registries
+// started together do not refresh in step.
+func Jitter(d time.Duration) time.Duration {
+	if d < 10 {
+		return d
+	}
+	return d - d/10 + rand.N(d/5+1)
+}
+
 // RetryUnready is how soon Run tries again after a failure while the
 // registry has no index at all, unless the source asked for longer.
 const RetryUnready = 15 * time.Second
@@ -251,7 +261,8 @@ const RetryUnready = 15 * time.Second
 // Run refreshes the registry now, calls first (if not nil) when that
 // refresh is done, then refreshes every interval until ctx ends: later when
 // the source asked to be left alone (rate limits, outages), sooner
-// (RetryUnready) while there is no index to serve. A zero interval
+// (RetryUnready) while there is no index to serve. Intervals are spread by
+// Jitter. A zero interval
 // refreshes until there is an index, then stops.
 func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()) {
 	_ = r.Refresh(ctx)
@@ -259,7 +270,7 @@ func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()
 		first()
 	}
 	for {
-		wait := interval
+		wait := Jitter(interval)
 		if r.Snapshot() == nil && (wait <= 0 || wait > RetryUnready) {
 			wait = RetryUnready
 		}

@@ -172,3 +172,20 @@ func TestRegistryRun(t *testing.T) {
 	}()
 	<-done
 }
+
+// TestJitter: refresh intervals are spread by up to a tenth either way.
+func TestJitter(t *testing.T) {
+	for _, d := range []time.Duration{0, 5, time.Second, 5 * time.Minute} {
+		seen := map[time.Duration]bool{}
+		for range 100 {
+			j := index.Jitter(d)
+			if j < d-d/10 || j > d+d/10 {
+				t.Fatalf("Jitter(%s) = %s, outside ±10%%", d, j)
+			}
+			seen[j] = true
+		}
+		if d >= time.Second && len(seen) < 10 {
+			t.Errorf("Jitter(%s) took %d values in 100 draws: not spread", d, len(seen))
+		}
+	}
+}

@@ -60,6 +60,7 @@ func TestExpandRoute(t *testing.T) {
 		{"schema violation", `{"ref":"redis:v1","properties":{"port":"x"}}`, 400, "properties.port: expected integer, got string"},
 		{"unknown version", `{"ref":"redis:v1.9"}`, 404, "v1.9 not found"},
 		{"neither", `{}`, 400, "give either config or ref"},
+		{"env field", `{"config":"imports: [t.jinja]\nresources:\n- {name: a, type: t.jinja}\n","imports":{"t.jinja":"resources:\n- {name: o, type: compute.v1.network, properties: {p: '{{ env.project }}', r: '{{ env.region }}'}}\n"},"env":{"project":"acme","region":"eu"}}`, 200, `"properties":{"p":"acme","r":"eu"}`},
 		{"unknown field", `{"refs":"x"}`, 400, `unknown field \"refs\"`},
 		{"not JSON", `{`, 400, "request body"},
 		{"trailing data", `{"ref":"redis:v1"} {}`, 400, "data after the JSON object"},

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/dmhq/dm/internal/catalog"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -31,6 +32,7 @@ type Metrics struct {
 	workerExits     *prometheus.CounterVec
 
 	registries *registryCollector
+	examples   *exampleCollector
 }
 
 // WorkerExit counts an expansion worker retired for reason
@@ -80,10 +82,11 @@ func NewMetrics() *Metrics {
 			Help:      "Expansion worker processes retired, by reason (recycled, memory, timeout, cpu, answer_size, canceled, crashed).",
 		}, []string{"reason"}),
 		registries: &registryCollector{},
+		examples:   &exampleCollector{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
-		m.resolveDuration, m.httpRequests, m.workerExits, m.registries,
+		m.resolveDuration, m.httpRequests, m.workerExits, m.registries, m.examples,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
@@ -180,4 +183,30 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, g.Name)
 		ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, success, g.Name)
 	}
+}
+
+// watchExamples makes the example gauges report e's counts.
+func (m *Metrics) watchExamples(e *catalog.Examples) { m.examples.examples.Store(e) }
+
+// exampleCollector reports the tested examples by status, read at scrape
+// time.
+type exampleCollector struct {
+	examples atomic.Pointer[catalog.Examples]
+}
+
+var descExamples = prometheus.NewDesc(namespace+"_example_tests", "Template versions whose example.yaml has been expanded in the background, by result (ok, error, pending: not tested yet).", []string{"status"}, nil)
+
+// Describe sends the descriptor of the example gauge.
+func (c *exampleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descExamples }
+
+// Collect counts the examples by status.
+func (c *exampleCollector) Collect(ch chan<- prometheus.Metric) {
+	e := c.examples.Load()
+	if e == nil {
+		return
+	}
+	n := e.Counts()
+	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.OK), catalog.StatusOK)
+	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.Error), catalog.StatusError)
+	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.Pending), catalog.StatusPending)
 }

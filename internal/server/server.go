@@ -3,7 +3,8 @@
 //
 // Routes (see package api for the wire types):
 //
-//	GET  /                                   a short JSON index of the routes
+//	GET  /, /search, /r/..., /t/...          the HTML catalog (package catalog)
+//	GET  /v1/                                a short JSON index of the routes
 //	GET  /healthz                            200 while the process serves
 //	GET  /readyz                             200 once every registry has an index, else 503 naming those without
 //	GET  /metrics                            Prometheus metrics (namespace registryd)
@@ -21,6 +22,7 @@
 //	GET  /v1/search?q=&registry=             api.SearchResults
 //	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
 //	POST /processedTemplates                 a kind: Template -> the processed Template (seed 000)
+//	POST /v1/webhooks/github                 GitHub push events refresh a registry (needs a secret)
 //
 // Errors are {"error": "..."} with the status of derrors.HTTPStatus: 400 for
 // a malformed reference, 404 for what does not exist (unknown routes too),
@@ -54,6 +56,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/catalog"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
@@ -84,6 +87,12 @@ type Options struct {
 	// (zero: 5 seconds), then get 503.
 	MaxExpansions      int
 	ExpansionQueueWait time.Duration
+	// ExampleWorkers bounds the examples tested at once in the background
+	// (Run); zero means GOMAXPROCS.
+	ExampleWorkers int
+	// Webhooks configure POST /v1/webhooks/github; without a secret the
+	// endpoint answers 404.
+	Webhooks WebhookOptions
 	// Expander runs the expansions of POST /v1/expand (and, if it also
 	// has ProcessTemplate, of POST /processedTemplates): a sandbox.Pool of
 	// worker processes. Nil expands in-process with Expand's options.
@@ -105,10 +114,7 @@ type templateProcessor interface {
 
 // Server is registryd's HTTP handler.
 type Server struct {
-	svc *api.Service
-	// expander runs every expansion of other people's templates:
-	// Options.Expander, or svc in-process.
-	expander   api.Expander
+	svc        *api.Service
 	resolver   *resolve.Resolver
 	adminHash  [sha256.Size]byte
 	hasAdmin   bool
@@ -120,6 +126,12 @@ type Server struct {
 	hot        *resolveHandler
 	expansions chan struct{} // semaphore of POST /v1/expand
 	queueWait  time.Duration
+	// expander expands for POST /v1/expand, the catalog's previews and the
+	// tested examples: the in-process service unless a sandbox replaces it.
+	expander api.Expander
+	examples *catalog.Examples
+	catalog  *catalog.Catalog
+	webhooks *webhooks
 }
 
 // New returns the handler serving opts.Resolver's registries.
@@ -134,9 +146,6 @@ func New(opts Options) *Server {
 		refreshTTL: opts.RefreshTimeout,
 	}
 	s.expander = opts.Expander
-	if s.expander == nil {
-		s.expander = s.svc
-	}
 	if s.hasAdmin {
 		// Comparing hashes makes the comparison constant-time whatever the
 		// lengths, and keeps no copy of the token itself.
@@ -162,7 +171,15 @@ func New(opts Options) *Server {
 	if s.queueWait <= 0 {
 		s.queueWait = 5 * time.Second
 	}
+	if s.expander == nil {
+		// Unless a sandbox's Options.Expander set it above.
+		s.expander = s.svc
+	}
+	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: s.expander, Workers: opts.ExampleWorkers, Logger: s.log})
+	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
+	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log)
 	s.metrics.watch(opts.Resolver)
+	s.metrics.watchExamples(s.examples)
 	s.hot = newResolveHandler(s)
 	s.router = s.routes()
 	return s
@@ -178,7 +195,9 @@ func (s *Server) routes() chi.Router {
 	r.Get(resolveRoute, s.hot.ServeHTTP)
 	r.Group(func(r chi.Router) {
 		r.Use(s.instrument)
-		r.Get("/", s.handleIndex)
+		s.catalog.Mount(r)
+		r.Get("/v1/", s.handleIndex)
+		r.Get("/v1", s.handleIndex)
 		r.Get("/healthz", s.handleHealth)
 		r.Get("/readyz", s.handleReady)
 		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
@@ -196,8 +215,13 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/search", s.handleSearch)
 		r.Post("/v1/expand", s.handleExpand)
 		r.Post("/processedTemplates", s.handleProcessedTemplates)
+		r.Post("/v1/webhooks/github", s.webhooks.ServeHTTP)
 	})
 	r.NotFound(s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
+		if wantsHTML(r) {
+			s.catalog.NotFound(w, r)
+			return
+		}
 		s.writeError(w, r, fmt.Errorf("no route %s %s: %w", r.Method, r.URL.Path, derrors.NotFound))
 	}))
 	r.MethodNotAllowed(s.counted("unmatched", func(w http.ResponseWriter, req *http.Request) {
@@ -207,6 +231,19 @@ func (s *Server) routes() chi.Router {
 	}))
 	return r
 }
+
+// wantsHTML reports whether an unmatched request is a browser's: outside
+// the JSON API, asking for HTML.
+func wantsHTML(r *http.Request) bool {
+	return !strings.HasPrefix(r.URL.Path, "/v1/") && strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+// Run does the server's background work until ctx ends: testing every
+// version's example after each index.
+func (s *Server) Run(ctx context.Context) { s.examples.Run(ctx) }
+
+// Examples returns the tester of the versions' examples.
+func (s *Server) Examples() *catalog.Examples { return s.examples }
 
 // allowedMethods lists the methods router answers on path, for the Allow
 // header of a 405 (RFC 9110 requires it; chi sets it only for its own
@@ -389,8 +426,10 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 			"GET /v1/collections?registry=", "GET /v1/templates?registry=&collection=&q=",
 			"GET /v1/versions?ref=", "GET /v1/template?ref=", "GET /v1/file?ref=&path=",
 			"GET /v1/resolve?ref=", "GET /v1/search?q=",
-			"POST /v1/expand", "POST /processedTemplates",
+			"POST /v1/expand", "POST /processedTemplates", "POST /v1/webhooks/github",
 		},
+		"catalog": []string{"GET /", "GET /search?q=", "GET /r/{registry}", "GET /t/{reference}",
+			"GET /t/{reference}/diff?from=VERSION", "POST /t/{reference}/preview"},
 	})
 }
 
@@ -546,6 +585,9 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v, err := s.svc.Template(r.Context(), ref, reg)
+	if err == nil {
+		v.ExampleTest = s.examples.Status(v.Registry, v.Digest)
+	}
 	s.answer(w, r, v, err)
 }
 

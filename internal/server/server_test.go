@@ -142,7 +142,7 @@ func TestRoutes(t *testing.T) {
 	}{
 		{"GET", "/healthz", 200, []string{`"ok"`}, nil},
 		{"GET", "/readyz", 200, []string{`"ready":true`}, nil},
-		{"GET", "/", 200, []string{"/v1/resolve"}, nil},
+		{"GET", "/v1/", 200, []string{"/v1/resolve"}, nil},
 		{"GET", "/v1/registries", 200, []string{`"name":"github.com/acme/tpl"`, `"kind":"local"`, `"status":"ok"`, `"default":true`, `"templates":3`}, nil},
 		{"GET", "/v1/registries/github.com/acme/tpl", 200, []string{`"findings":[`, `not a version`}, nil},
 		{"GET", "/v1/registries/acme/tpl", 200, []string{`"name":"github.com/acme/tpl"`}, nil},

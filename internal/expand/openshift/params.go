@@ -44,6 +44,9 @@ func ParseParamFile(data []byte) (map[string]string, error) {
 	if isEnvFormat(data) {
 		return parseEnv(data)
 	}
+	if err := checkAliases(data); err != nil {
+		return nil, err
+	}
 	var m map[string]any
 	if err := yaml.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("param file: not KEY=VALUE lines nor a YAML mapping: %w: %w", err, derrors.InvalidArgument)

@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"maps"
 	"slices"
 	"strconv"
@@ -92,6 +93,19 @@ type Parameter struct {
 	Type string `json:"type,omitempty"`
 }
 
+// checkAliases refuses documents whose aliases expand beyond
+// pyyaml.DefaultMaxAliasBytes (yaml.v2 would write a 1 MB scalar aliased
+// 999 times out as 1 GB of JSON) or number more than 1000.
+func checkAliases(data []byte) error {
+	err := pyyaml.CheckAliases(data, pyyaml.Options{MaxAliases: 1000})
+	var le *pyyaml.LimitError
+	if errors.As(err, &le) {
+		field := map[string]string{"MaxAliases": "MaxYAMLAliases", "MaxAliasBytes": "MaxYAMLAliasBytes"}[le.Field]
+		return fmt.Errorf("template: %s: exceeds the limit of %d (Options.%s): %w", le.Detail, le.Limit, field, derrors.LimitExceeded)
+	}
+	return nil
+}
+
 // Parse decodes a template from YAML or JSON and validates it: the kind must
 // be Template (otherwise the error wraps ErrNotTemplate), parameter names
 // must be unique and made of letters, digits and underscores, types and
@@ -99,6 +113,9 @@ type Parameter struct {
 // errors carry the YAML line; the caller adds the file name. Every error
 // wraps derrors.InvalidArgument.
 func Parse(data []byte) (*Template, error) {
+	if err := checkAliases(data); err != nil {
+		return nil, err
+	}
 	js, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("template: %w: %w", err, derrors.InvalidArgument)

@@ -3,14 +3,16 @@
 //
 // A schema is the YAML file `<template file>.schema` next to a template
 // (redis.jinja.schema, replicatedservice.py.schema). Its top level holds
-// `info` (title, description), `imports` (extra files the template needs),
+// `info` (title, description and any other keys: author, version...),
+// `imports` (extra files the template needs, paths or {path, name}),
 // `required` (the property names that must be given) and `properties` (one
 // JSON Schema per property). Everything but `info` and `imports` is
 // compiled, once, as one JSON Schema of an object with those properties;
 // other top-level keywords such as `additionalProperties` keep their JSON
 // Schema meaning. Schemas without `$schema` are read as draft 4, the draft
 // DM used, and DM's type names `int`, `float`, `bool` and `str` are
-// accepted for integer, number, boolean and string.
+// accepted for integer, number, boolean and string. The YAML is read as
+// PyYAML's safe_load reads it (package pyyaml), as DM did.
 //
 // Apply fills in defaults and then validates, the order DM used, so a
 // required property with a default is satisfied by its default. See Apply
@@ -26,11 +28,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	yamlv2 "go.yaml.in/yaml/v2"
-	"sigs.k8s.io/yaml"
+	yaml3 "go.yaml.in/yaml/v3"
 
 	"github.com/dmhq/dm/internal/derrors"
 )
@@ -55,10 +57,12 @@ type Schema struct {
 	order    []string // property names in file order
 }
 
-// Info is a schema's `info` section.
+// Info is a schema's `info` section. Any keys are allowed; title and
+// description are read when they are strings, and Fields keeps them all.
 type Info struct {
-	Title       string `json:"title,omitempty"`
-	Description string `json:"description,omitempty"`
+	Title       string         `json:"title,omitempty"`
+	Description string         `json:"description,omitempty"`
+	Fields      map[string]any `json:"-"`
 }
 
 // Import is an entry of a schema's `imports`: a file the template needs,
@@ -91,11 +95,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), derrors.InvalidArgument)
 	}
-	js, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil, fail("%v", err)
-	}
-	doc, err := decodeJSON(js)
+	doc, node, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 1000})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -110,11 +110,23 @@ func Parse(data []byte, file string) (*Schema, error) {
 	s := &Schema{File: file}
 	var problems []string
 	if v, ok := top["info"]; ok && v != nil {
-		if err := decodeStrict(v, &s.Info); err != nil {
-			problems = append(problems, "info: "+err.Error())
+		m, ok := v.(map[string]any)
+		if !ok {
+			problems = append(problems, fmt.Sprintf("info: got %s, want a mapping", typeName(v)))
 		}
+		s.Info.Fields = m
+		s.Info.Title, _ = m["title"].(string)
+		s.Info.Description, _ = m["description"].(string)
 	}
 	if v, ok := top["imports"]; ok && v != nil {
+		if l, ok := v.([]any); ok {
+			// DM wrote imports as paths; its successor as {path, name}.
+			for i, e := range l {
+				if p, ok := e.(string); ok {
+					l[i] = map[string]any{"path": p}
+				}
+			}
+		}
 		if err := decodeStrict(v, &s.Imports); err != nil {
 			problems = append(problems, "imports: "+err.Error())
 		}
@@ -164,7 +176,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	}
 	s.root = root
 	s.defaults = buildDefaults(root, root, 0)
-	s.order = propertyOrder(data, s.Properties)
+	s.order = propertyOrder(node, s.Properties)
 	return s, nil
 }
 
@@ -257,20 +269,27 @@ func normalizeSchema(v any) {
 }
 
 // propertyOrder returns the property names in the order the file lists
-// them, for documentation. It decodes the YAML again because the JSON form
-// has lost the order; names it cannot place come last, sorted.
-func propertyOrder(data []byte, props map[string]any) []string {
-	var doc struct {
-		Properties yamlv2.MapSlice `yaml:"properties"`
-	}
+// them (from the document's node tree), for documentation; names it cannot
+// place come last, sorted.
+func propertyOrder(root *yaml3.Node, props map[string]any) []string {
 	var order []string
 	seen := make(map[string]bool, len(props))
-	if yamlv2.Unmarshal(data, &doc) == nil {
-		for _, item := range doc.Properties {
-			name := fmt.Sprint(item.Key)
-			if _, ok := props[name]; ok && !seen[name] {
-				order = append(order, name)
-				seen[name] = true
+	n := root
+	if n != nil && n.Kind == yaml3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	if n != nil && n.Kind == yaml3.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value != "properties" || n.Content[i+1].Kind != yaml3.MappingNode {
+				continue
+			}
+			pn := n.Content[i+1]
+			for j := 0; j+1 < len(pn.Content); j += 2 {
+				name := pn.Content[j].Value
+				if _, ok := props[name]; ok && !seen[name] {
+					order = append(order, name)
+					seen[name] = true
+				}
 			}
 		}
 	}

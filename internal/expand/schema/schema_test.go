@@ -91,9 +91,42 @@ definitions:
       class: {type: string, default: standard}
 `
 
+// TestParseDM: what DM's and its successor's schemas hold (issue 7): info
+// with any keys, string imports, and YAML read as PyYAML reads it.
+func TestParseDM(t *testing.T) {
+	s := mustParse(t, `info:
+  title: Web
+  author: someone
+  version: 1.0
+  description: d
+imports:
+- helpers.py
+- path: lib/x.jinja
+  name: x
+properties:
+  n: {type: string, default: n}
+  on: {type: boolean, default: on}
+`)
+	if s.Info.Title != "Web" || s.Info.Fields["author"] != "someone" || s.Info.Fields["version"] != 1.0 {
+		t.Errorf("Info = %+v", s.Info)
+	}
+	if want := []Import{{Path: "helpers.py"}, {Path: "lib/x.jinja", Name: "x"}}; !reflect.DeepEqual(s.Imports, want) {
+		t.Errorf("Imports = %+v", s.Imports)
+	}
+	got, err := s.Apply(map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// "n" is a string key and "n" a string default; "on" is the key "true"
+	// (PyYAML reads on as a boolean) with the default true.
+	if want := map[string]any{"n": "n", "true": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Apply = %#v, want %#v", got, want)
+	}
+}
+
 func TestParse(t *testing.T) {
 	s := mustParse(t, redisSchema)
-	if s.Info != (Info{Title: "Redis", Description: "A Redis master and its replicas."}) {
+	if s.Info.Title != "Redis" || s.Info.Description != "A Redis master and its replicas." {
 		t.Errorf("Info = %+v", s.Info)
 	}
 	wantImports := []Import{{Path: "helpers.jinja"}, {Path: "common/labels.py", Name: "labels"}}
@@ -127,8 +160,7 @@ func TestParseErrors(t *testing.T) {
 	}{
 		{"yaml syntax", "properties:\n  a: {type: int\n", "t.jinja.schema: yaml: line"},
 		{"not a mapping", "- a\n", "t.jinja.schema: schema is array, want a mapping"},
-		{"bad info", "info: {title: [x]}\n", "info: title: got a array, want a string"},
-		{"unknown info field", "info: {titel: x}\n", `info: unknown field "titel"`},
+		{"bad info", "info: [x]\n", "info: got array, want a mapping"},
 		{"bad imports", "imports: [{path: ''}]\n", "imports[0]: path is empty"},
 		{"bad required", "required: image\n", "required: got a string, want a []string"},
 		{"bad properties", "properties: [a]\n", "properties: got array, want a mapping"},

@@ -54,3 +54,24 @@ func Numbers(v any) any {
 	}
 	return v
 }
+
+// Merge returns base with over merged in, as Helm merges values files:
+// mappings both hold are merged recursively, any other value of over
+// replaces base's. Neither argument is modified; unchanged nested values
+// are shared.
+func Merge(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		if om, ok := v.(map[string]any); ok {
+			if bm, ok := out[k].(map[string]any); ok {
+				out[k] = Merge(bm, om)
+				continue
+			}
+		}
+		out[k] = v
+	}
+	return out
+}

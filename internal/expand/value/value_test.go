@@ -37,3 +37,16 @@ func TestNumbers(t *testing.T) {
 		}
 	}
 }
+
+func TestMerge(t *testing.T) {
+	base := map[string]any{"a": 1, "m": map[string]any{"x": 1, "y": 2}, "l": []any{1}}
+	over := map[string]any{"b": 2, "m": map[string]any{"y": 3, "z": 4}, "l": []any{2}}
+	got := Merge(base, over)
+	want := map[string]any{"a": 1, "b": 2, "m": map[string]any{"x": 1, "y": 3, "z": 4}, "l": []any{2}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Merge = %v, want %v", got, want)
+	}
+	if !reflect.DeepEqual(base["m"], map[string]any{"x": 1, "y": 2}) {
+		t.Errorf("Merge modified its base: %v", base)
+	}
+}

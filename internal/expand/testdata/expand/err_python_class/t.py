@@ -1,6 +1,6 @@
 import yaml
 
-class Foo(object):
+class Foo(Exception):
     pass
 
 def GenerateConfig(context):

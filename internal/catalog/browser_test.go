@@ -1,0 +1,280 @@
+package catalog
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/chromedp"
+)
+
+// chromium returns the path of Debian's chromium; with CI=true a missing
+// one fails the test, elsewhere it skips.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("chromium is missing (apt-get install chromium)")
+	}
+	t.Skip("chromium not installed: apt-get install chromium")
+	return ""
+}
+
+// browser starts a headless chromium with a fresh profile and no network
+// beyond loopback.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	// Not t.TempDir: chromium's helper processes may still write to the
+	// profile for a moment after the browser exits, which fails its
+	// cleanup.
+	profile, err := os.MkdirTemp("", "dm-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1200, 900),
+	}
+	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelB := chromedp.NewContext(actx)
+	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
+	t.Cleanup(func() {
+		cancelT()
+		cancelB()
+		cancelA()
+		for range 20 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// artifacts is where screenshots go: $DM_ARTIFACTS, or the test's
+// artifact directory (kept with go test -artifacts).
+func artifacts(t *testing.T) string {
+	t.Helper()
+	if d := os.Getenv("DM_ARTIFACTS"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.ArtifactDir()
+}
+
+func screenshot(t *testing.T, name string) chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		var buf []byte
+		if err := chromedp.FullScreenshot(&buf, 80).Do(ctx); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(artifacts(t), name+".jpg"), buf, 0o644)
+	})
+}
+
+// TestBrowser drives chromium through the catalog: home, search, a
+// template, an older version, a diff, the preview form with and without
+// JavaScript, and a required property left empty.
+func TestBrowser(t *testing.T) {
+	ctx := browser(t)
+	e := newTestEnv(t)
+	addRequired(t, e)
+	e.settle(t)
+
+	var text, h1 string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(e.url+"/"),
+		chromedp.WaitVisible(`#q`, chromedp.ByQuery),
+		screenshot(t, "1-home"),
+		chromedp.SendKeys(`#q`, "redis", chromedp.ByQuery),
+		chromedp.Submit(`#q`, chromedp.ByQuery),
+		chromedp.WaitVisible(`ol.results`, chromedp.ByQuery),
+		screenshot(t, "2-search"),
+		chromedp.Click(`ol.results a[href="/t/github.com/acme/templates/redis"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#versions`, chromedp.ByQuery),
+		chromedp.Text(`h1`, &h1, chromedp.ByQuery),
+	)
+	if err != nil {
+		t.Fatalf("home -> search -> template: %v", err)
+	}
+	if !strings.Contains(h1, "v2.0.0") {
+		t.Errorf("template page h1 %q, want the latest stable v2.0.0", h1)
+	}
+	err = chromedp.Run(ctx,
+		screenshot(t, "3-template"),
+		chromedp.Click(`//ul[@class="versions"]//a[text()="v1.0.0"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`//h1[contains(., "v1.0.0")]`, chromedp.BySearch),
+		screenshot(t, "4-older-version"),
+		chromedp.Click(`//ul[@class="versions"]//li[contains(., "v1.1.0")]/a[@class="difflink"]`, chromedp.BySearch),
+		chromedp.WaitVisible(`section.diff`, chromedp.ByQuery),
+		chromedp.Text(`h1`, &h1, chromedp.ByQuery),
+		screenshot(t, "5-diff"),
+	)
+	if err != nil {
+		t.Fatalf("older version -> diff: %v", err)
+	}
+	if h1 != "v1.1.0 → v1.0.0" {
+		t.Errorf("diff page h1 %q, want v1.1.0 → v1.0.0", h1)
+	}
+
+	// The form, live with JavaScript.
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(e.url+"/t/redis:v1"),
+		chromedp.WaitVisible(`#f-replicas`, chromedp.ByQuery),
+		chromedp.SendKeys(`#f-replicas`, "5", chromedp.ByQuery),
+		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#objects`, chromedp.ByQuery),
+		chromedp.Text(`#objects`, &text, chromedp.ByQuery),
+		screenshot(t, "6-preview"),
+	)
+	if err != nil {
+		t.Fatalf("preview: %v", err)
+	}
+	if !strings.Contains(text, "kind: Deployment") || !strings.Contains(text, "replicas: 5") {
+		t.Errorf("preview shows:\n%s", text)
+	}
+
+	// A required property left empty: the error is next to its field.
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(e.url+"/t/req:v1"),
+		chromedp.WaitVisible(`#f-owner`, chromedp.ByQuery),
+		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#f-owner + #e-owner`, chromedp.ByQuery),
+		chromedp.Text(`#e-owner`, &text, chromedp.ByQuery),
+		screenshot(t, "7-required"),
+	)
+	if err != nil {
+		t.Fatalf("required field: %v", err)
+	}
+	if text != "owner is required" {
+		t.Errorf("error next to the field: %q", text)
+	}
+
+	// The same without JavaScript: plain form posts.
+	err = chromedp.Run(ctx,
+		emulation.SetScriptExecutionDisabled(true),
+		chromedp.Navigate(e.url+"/t/redis:v1"),
+		chromedp.WaitVisible(`#f-replicas`, chromedp.ByQuery),
+		chromedp.SendKeys(`#f-replicas`, "4", chromedp.ByQuery),
+		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#objects`, chromedp.ByQuery),
+		chromedp.Text(`#objects`, &text, chromedp.ByQuery),
+		screenshot(t, "8-preview-nojs"),
+	)
+	if err != nil {
+		t.Fatalf("preview without JavaScript: %v", err)
+	}
+	if !strings.Contains(text, "replicas: 4") {
+		t.Errorf("preview without JavaScript shows:\n%s", text)
+	}
+	var js bool
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(e.url+"/t/req:v1"),
+		chromedp.WaitVisible(`#f-owner`, chromedp.ByQuery),
+		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`#e-owner`, chromedp.ByQuery),
+		chromedp.Text(`#e-owner`, &text, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.classList.contains("js")`, &js),
+	)
+	if err != nil {
+		t.Fatalf("required field without JavaScript: %v", err)
+	}
+	if text != "owner is required" {
+		t.Errorf("error next to the field without JavaScript: %q", text)
+	}
+	_ = js // Evaluate runs over CDP even with page scripts disabled.
+
+	// At a phone's width the page does not scroll sideways, and the dark
+	// scheme follows prefers-color-scheme.
+	var overflow bool
+	var light, dark string
+	err = chromedp.Run(ctx,
+		emulation.SetScriptExecutionDisabled(false),
+		emulation.SetDeviceMetricsOverride(390, 844, 2, true),
+		chromedp.Navigate(e.url+"/t/apps/guestbook:v1.1"),
+		chromedp.WaitVisible(`#versions`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.documentElement.scrollWidth > window.innerWidth + 1`, &overflow),
+		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &light),
+		screenshot(t, "9-phone"),
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}),
+		chromedp.Evaluate(`getComputedStyle(document.body).backgroundColor`, &dark),
+		screenshot(t, "10-phone-dark"),
+		emulation.SetEmulatedMedia().WithFeatures([]*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "light"}}),
+		emulation.ClearDeviceMetricsOverride(),
+	)
+	if err != nil {
+		t.Fatalf("phone width: %v", err)
+	}
+	if overflow {
+		t.Errorf("the template page scrolls sideways at 390 px")
+	}
+	if light == dark {
+		t.Errorf("prefers-color-scheme: dark leaves the background %s", light)
+	}
+
+	// The README's screenshot of the template page.
+	if out := os.Getenv("DM_UPDATE_SCREENSHOT"); out != "" {
+		var buf []byte
+		err := chromedp.Run(ctx,
+			emulation.SetScriptExecutionDisabled(false),
+			emulation.SetDeviceMetricsOverride(1100, 1000, 1, false),
+			chromedp.Navigate(e.url+"/t/apps/guestbook:v1.1"),
+			chromedp.WaitVisible(`#versions`, chromedp.ByQuery),
+			chromedp.CaptureScreenshot(&buf),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(out, buf, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// addRequired adds template req:v1.0.0, whose property owner is required.
+func addRequired(t testing.TB, e *testEnv) {
+	t.Helper()
+	dir := filepath.Join(e.dir, "req", "v1.0.0")
+	files := map[string]string{
+		"req.jinja":        "resources:\n- name: {{ env.name }}\n  type: v1/ConfigMap\n  properties:\n    apiVersion: v1\n    kind: ConfigMap\n    metadata: {name: {{ env.name }}}\n    data: {owner: {{ properties.owner }}}\n",
+		"req.jinja.schema": "info: {title: Needs an owner}\nrequired: [owner]\nproperties:\n  owner: {type: string, description: Who runs it}\n",
+		"example.yaml":     "resources:\n- name: r\n  type: req:v1.0.0\n  properties: {owner: ops}\n",
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.examples.Kick()
+}

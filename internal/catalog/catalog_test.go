@@ -1,0 +1,394 @@
+package catalog
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// countingExpander counts the expansions it passes on.
+type countingExpander struct {
+	next api.Expander
+	n    atomic.Int64
+}
+
+func (c *countingExpander) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+	c.n.Add(1)
+	return c.next.Expand(ctx, req)
+}
+
+type testEnv struct {
+	svc      *api.Service
+	reg      *index.Registry
+	examples *Examples
+	counter  *countingExpander
+	url      string
+	dir      string
+}
+
+// newTestEnv serves a copy of registry-example from a directory, with the
+// catalog mounted and the examples tested in the background.
+func newTestEnv(t testing.TB) *testEnv {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, dm.ExampleRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, api.Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	svc := api.NewService(resolve.New(def, reg), expand.Options{})
+	counter := &countingExpander{next: svc}
+	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { ex.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	c := New(Options{Service: svc, Expander: counter, Examples: ex})
+	r := chi.NewRouter()
+	c.Mount(r)
+	r.NotFound(c.NotFound)
+	hs := httptest.NewServer(r)
+	t.Cleanup(hs.Close)
+	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL, dir: dir}
+}
+
+// settle waits until no example is pending.
+func (e *testEnv) settle(t testing.TB) ExampleCounts {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c := e.examples.Counts()
+		if c.Pending == 0 && c.OK+c.Error > 0 {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("examples still pending after 30s: %+v", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func get(t testing.TB, u string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if ct := resp.Header.Get("Content-Type"); resp.Request.URL.Path != "/static/catalog.css" && !strings.HasPrefix(ct, "text/html") && !strings.HasPrefix(ct, "text/") {
+		t.Errorf("GET %s: Content-Type %q", u, ct)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func post(t testing.TB, u string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := http.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestPages(t *testing.T) {
+	e := newTestEnv(t)
+	e.settle(t)
+	tests := []struct {
+		path   string
+		status int
+		want   []string
+		not    []string
+	}{
+		{"/", 200, []string{`<a href="/r/github.com/acme/templates">github.com/acme/templates</a>`, `role="search"`, "Recently changed", "/t/github.com/acme/templates/"}, nil},
+		{"/search?q=redis", 200, []string{`href="/t/github.com/acme/templates/redis"`, `value="redis"`}, nil},
+		{"/search?q=guestbook", 200, []string{`href="/t/github.com/acme/templates/apps/guestbook"`}, []string{"/redis\""}},
+		{"/search?q=", 200, []string{"<h1>Search</h1>"}, nil},
+		{"/r/github.com/acme/templates", 200, []string{"Collection common", "Collection apps", `href="/t/github.com/acme/templates/redis"`, "Redis", "jinja", `test-ok`}, nil},
+		{"/r/github.com/nope/x", 404, []string{"not configured"}, nil},
+		// A short reference resolves against the default registry.
+		{"/t/redis:v1", 200, []string{
+			"<code>github.com/acme/templates/redis:v1.0.2</code>",
+			`<span class="short">v1 →</span> <span class="short">v1.0 →</span> <a href="/t/github.com/acme/templates/redis:v1.0.2@sha256:`,
+			`<span class="short">v1.1 →</span> <a href="/t/github.com/acme/templates/redis:v1.1.0@sha256:`,
+			`latest →</span> <a href="/t/github.com/acme/templates/redis:v2.0.0@`,
+			`v2.1.0-rc.1</a> <span class="tag tag-pre">pre-release</span>`,
+			"<code>replicas</code>", "integer", "dm deploy github.com/acme/templates/redis:v1.0.2",
+			`id="example-status">ok<`, `name="replicas"`, `action="/t/github.com/acme/templates/redis:v1.0.2@sha256:b422dc267ae2eb821cd7a5fec1ccf2186e750a6bbf14d866e6f2535ba272bb87/preview"`,
+			"sha256:", `/diff?from=v1.0.0"`,
+			`/t/github.com/acme/templates/redis:v1.0.2@sha256:b422dc267ae2eb821cd7a5fec1ccf2186e750a6bbf14d866e6f2535ba272bb87/-/file/redis.jinja`,
+		}, nil},
+		// Used by: the guestbook's example expands through redis.
+		{"/t/github.com/acme/templates/redis:v1.0.2", 200, []string{"Used by", "/t/github.com/acme/templates/apps/guestbook:"}, nil},
+		{"/t/github.com/acme/templates/apps/guestbook:v1", 200, []string{"Uses", `href="/t/github.com/acme/templates/redis:`, "<code>frontend.replicas</code>", `class="depth-1"`}, nil},
+		{"/t/redis", 200, []string{"github.com/acme/templates/redis:v2.0.0", "no version given"}, nil},
+		{"/t/redis:v1/diff?from=v1.0.0", 200, []string{"v1.0.0 → v1.0.2", "redis.jinja", `class="d del"`, `class="d add"`, "@@ -"}, nil},
+		{"/t/redis:v1/diff", 400, []string{"?from=VERSION"}, nil},
+		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%"}, nil},
+		{"/t/redis:v1/-/file/nope", 404, []string{"no file"}, nil},
+		{"/t/redis:v1.2", 404, []string{"v1.2 not found", "available: v1.0.0", "try github.com/acme/templates/redis:v1.1"}, nil},
+		{"/t/github.com/acme/templates/rediss:v1", 404, []string{"did you mean github.com/acme/templates/redis:v1?", `/search?q=rediss`}, nil},
+		{"/t/common/nope", 404, []string{"<h1>404 Not Found</h1>"}, nil},
+		{"/nope", 404, []string{"no page /nope"}, nil},
+		{"/static/catalog.css", 200, []string{"prefers-color-scheme:dark"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			code, body := get(t, e.url+tt.path)
+			if code != tt.status {
+				t.Fatalf("status %d, want %d\n%s", code, tt.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("page lacks %q\n%s", w, body)
+				}
+			}
+			for _, w := range tt.not {
+				if strings.Contains(body, w) {
+					t.Errorf("page has %q", w)
+				}
+			}
+		})
+	}
+}
+
+// TestPreview posts the form as a browser without JavaScript does.
+func TestPreview(t *testing.T) {
+	e := newTestEnv(t)
+	tests := []struct {
+		name   string
+		ref    string
+		form   url.Values
+		status int
+		want   []string
+	}{
+		{"typed", "redis:v1", url.Values{"replicas": {"3"}, "port": {"6390"}}, 200, []string{"objects:", "replicas: 3", "6390", "kind: Deployment", `value="3"`}},
+		{"defaults", "redis:v1", url.Values{}, 200, []string{"6379"}},
+		{"not an integer", "redis:v1", url.Values{"replicas": {"three"}}, 422, []string{`class="field-error" id="e-replicas"`, `replicas: &#34;three&#34; is not an integer`, `aria-invalid="true"`}},
+		{"nested", "apps/guestbook:v1.1", url.Values{"frontend.replicas": {"4"}, "redis.maxmemory": {"32mb"}}, 200, []string{"replicas: 4", "32mb"}},
+		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`}},
+		// postgres is an OpenShift template whose parameters are the form.
+		{"openshift", "postgres:v1.1", url.Values{"DATABASE_SERVICE_NAME": {"db"}}, 200, []string{"name: db"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := post(t, e.url+"/t/"+tt.ref+"/preview", tt.form)
+			if code != tt.status {
+				t.Fatalf("status %d, want %d\n%s", code, tt.status, body)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(body, w) {
+					t.Errorf("answer lacks %q\n%s", w, body)
+				}
+			}
+		})
+	}
+}
+
+// TestPreviewRequired: a required property left empty is an error next to
+// its field, and nothing is expanded.
+func TestPreviewRequired(t *testing.T) {
+	e := newTestEnv(t)
+	addRequired(t, e)
+	e.settle(t)
+	before := e.counter.n.Load()
+	code, body := post(t, e.url+"/t/req:v1/preview", url.Values{"owner": {""}})
+	if code != 422 || !strings.Contains(body, `<p class="field-error" id="e-owner" role="alert">owner is required</p>`) {
+		t.Errorf("empty required field: %d\n%s", code, body)
+	}
+	if !strings.Contains(body, `name="owner" type="text" value="" placeholder="" aria-invalid="true" aria-describedby="e-owner"`) {
+		t.Errorf("the field is not marked invalid:\n%s", body)
+	}
+	code, body = post(t, e.url+"/t/req:v1/preview", url.Values{"owner": {"ops"}})
+	if code != 200 || !strings.Contains(body, "owner: ops") {
+		t.Errorf("filled: %d\n%s", code, body)
+	}
+	if n := e.counter.n.Load(); n != before+1 {
+		t.Errorf("%d expansions for two previews, want 1: an empty required field expands nothing", n-before)
+	}
+}
+
+// TestExamplesCached: examples are tested once per content digest; a
+// refresh that changes one version tests that version alone, and a
+// failing example shows its error with the layout path.
+func TestExamplesCached(t *testing.T) {
+	e := newTestEnv(t)
+	c := e.settle(t)
+	n := e.counter.n.Load()
+	if c.OK == 0 || int(n) != c.OK+c.Error {
+		t.Fatalf("counts %+v after %d expansions", c, n)
+	}
+	if c.Error != 0 {
+		t.Errorf("registry-example has %d failing examples", c.Error)
+	}
+	// An unchanged refresh tests nothing.
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.examples.Kick()
+	time.Sleep(100 * time.Millisecond)
+	if got := e.counter.n.Load(); got != n {
+		t.Errorf("unchanged refresh: %d expansions, want 0", got-n)
+	}
+	// Break one version's example.
+	os.WriteFile(filepath.Join(e.dir, "redis", "v1.1.0", "example.yaml"), []byte("resources:\n- name: cache\n  type: redis:v1.1.0\n  properties: {replicas: many}\n"), 0o644)
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.examples.Kick()
+	e.settle(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for e.examples.Counts().Error == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := e.counter.n.Load(); got != n+1 {
+		t.Errorf("a refresh that changed one version: %d expansions, want 1", got-n)
+	}
+	res, err := e.svc.Resolve(context.Background(), "redis:v1.1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := e.examples.Status(res.Registry, res.Digest)
+	if st == nil || st.Status != StatusError || !strings.Contains(st.Error, "cache") || !strings.Contains(st.Error, "replicas") {
+		t.Errorf("broken example: %+v", st)
+	}
+	_, body := get(t, e.url+"/t/redis:v1.1")
+	if !strings.Contains(body, `id="example-status">error<`) {
+		t.Errorf("page does not show the failing example")
+	}
+}
+
+func TestUnified(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want string
+	}{
+		{"a\nb\nc\n", "a\nb\nc\n", ""},
+		{"a\nb\nc\n", "a\nx\nc\n", "@@ -1 +1 @@| a|-b|+x| c|"},
+		{"", "new\n", "@@ -1 +1 @@|+new|"},
+		{"old\n", "", "@@ -1 +1 @@|-old|"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "1\n2\n3\n4\n5\n6\n7\n8\n9\nten\n", "@@ -7 +7 @@| 7| 8| 9|-10|+ten|"},
+	}
+	for _, tt := range tests {
+		lines, _ := unified(tt.a, tt.b, 3)
+		var b strings.Builder
+		for _, l := range lines {
+			if l.Kind == "@" {
+				b.WriteString(l.Text + "|")
+			} else {
+				b.WriteString(l.Kind + l.Text + "|")
+			}
+		}
+		if b.String() != tt.want {
+			t.Errorf("unified(%q, %q) = %q, want %q", tt.a, tt.b, b.String(), tt.want)
+		}
+	}
+}
+
+func TestSplitAction(t *testing.T) {
+	tests := []struct{ in, ref, action, file string }{
+		{"github.com/a/b/redis:v1", "github.com/a/b/redis:v1", "", ""},
+		{"redis:v1/diff", "redis:v1", "diff", ""},
+		{"redis/preview", "redis", "preview", ""},
+		{"redis:v1/-/file/helpers/x.jinja", "redis:v1", "file", "helpers/x.jinja"},
+	}
+	for _, tt := range tests {
+		ref, action, file := splitAction(tt.in)
+		if ref != tt.ref || action != tt.action || file != tt.file {
+			t.Errorf("splitAction(%q) = %q %q %q", tt.in, ref, action, file)
+		}
+	}
+}
+
+// TestNewVersionListed: a version added by a refresh appears on the pages
+// of the template's other versions, which were shown before.
+func TestNewVersionListed(t *testing.T) {
+	e := newTestEnv(t)
+	page := e.url + "/t/redis:v1.0.1@" + digestOf(t, e, "redis:v1.0.1")
+	if _, body := get(t, page); strings.Contains(body, "v1.0.3") {
+		t.Fatal("v1.0.3 listed before it exists")
+	}
+	dir := filepath.Join(e.dir, "redis", "v1.0.3")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(e.dir, "redis", "v1.0.2"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, body := get(t, page)
+	if !strings.Contains(body, `v1 →</span> <span class="short">v1.0 →</span> <a href="/t/github.com/acme/templates/redis:v1.0.3@`) {
+		t.Errorf("v1.0.3 is not listed as what v1 resolves to:\n%s", body)
+	}
+}
+
+func digestOf(t *testing.T, e *testEnv, ref string) string {
+	t.Helper()
+	for _, v := range mustVersions(t, e, ref) {
+		if strings.HasSuffix(v.Ref, ":"+strings.SplitN(ref, ":", 2)[1]) {
+			return v.Digest
+		}
+	}
+	t.Fatalf("no version %s", ref)
+	return ""
+}
+
+func mustVersions(t *testing.T, e *testEnv, ref string) []api.VersionInfo {
+	t.Helper()
+	tm, err := e.svc.Versions(context.Background(), strings.SplitN(ref, ":", 2)[0], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm.Versions
+}
+
+// panicky is an expander that panics, as a broken engine might.
+type panicky struct{}
+
+func (panicky) Expand(context.Context, *api.ExpandRequest) (*api.ExpandResult, error) {
+	panic("engine bug")
+}
+
+// TestExamplesPanic: a panic while testing an example is that example's
+// error, not the end of registryd.
+func TestExamplesPanic(t *testing.T) {
+	e := newTestEnv(t)
+	ex := NewExamples(ExamplesOptions{Resolver: e.svc.Resolver(), Expander: panicky{}, Poll: 10 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go ex.Run(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for c := ex.Counts(); c.Pending > 0 || c.Error == 0; c = ex.Counts() {
+		if time.Now().After(deadline) {
+			t.Fatalf("counts %+v", c)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	res, _ := e.svc.Resolve(context.Background(), "redis:v1", "")
+	if st := ex.Status(res.Registry, res.Digest); st == nil || st.Status != StatusError || !strings.Contains(st.Error, "engine bug") {
+		t.Errorf("status %+v", st)
+	}
+}

@@ -1,0 +1,502 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Example test statuses, as in api.ExampleStatus.
+const (
+	StatusOK      = "ok"
+	StatusError   = "error"
+	StatusPending = "pending"
+)
+
+// ExamplesOptions configure an Examples tester.
+type ExamplesOptions struct {
+	// Resolver holds the registries whose examples are tested. Required.
+	Resolver *resolve.Resolver
+	// Expander expands the examples (the in-process service, or a sandbox
+	// of worker processes). Required.
+	Expander api.Expander
+	// Workers bounds the expansions running at once; zero means
+	// GOMAXPROCS.
+	Workers int
+	// Timeout bounds one example's expansion; zero means 30 seconds.
+	Timeout time.Duration
+	// Poll is how often snapshots are checked for changes; zero means one
+	// second. Kick checks at once.
+	Poll time.Duration
+	// RemoteSettle is how long the index of a GitHub registry must stay
+	// unchanged before its new versions are tested; zero means one
+	// minute, negative none. Testing reads every file of every new
+	// version from GitHub (once: blobs are cached by content), so it waits
+	// for bursts of pushes to settle and leaves the rate budget to serving
+	// first. Local registries are tested at once.
+	RemoteSettle time.Duration
+	// Retry is how long a version waits to be tested again when its
+	// files could not be read (rate limits, outages); zero means one
+	// minute.
+	Retry  time.Duration
+	Logger *slog.Logger
+}
+
+// Examples expands every version's example.yaml in the background, after
+// each index, and remembers the results by registry and content digest:
+// a version whose files did not change is never tested again, and a
+// refresh that changes one version tests that one. It also keeps each
+// version's title (from its schema), which listings show without reading
+// files.
+type Examples struct {
+	opts ExamplesOptions
+	log  *slog.Logger
+	wake chan struct{}
+	work chan struct{}
+	// gen counts changes of the results, so pages built from them can be
+	// cached until the next change.
+	gen atomic.Uint64
+
+	mu      sync.Mutex
+	results map[exampleKey]*ExampleResult
+	queue   []exampleJob
+	seen    map[string]*index.Snapshot // registry -> snapshot last walked
+	byRef   map[string]exampleKey      // canonical reference -> key, of the current snapshots
+	settle  map[string]settling        // remote registry -> its newest snapshot, since when
+	recent  []Change
+	usedBy  map[string][]Use // template ref without version -> users
+	dirty   bool             // usedBy needs rebuilding
+}
+
+type exampleKey struct{ registry, digest string }
+
+type settling struct {
+	snap  *index.Snapshot
+	since time.Time
+}
+
+type exampleJob struct {
+	key     exampleKey
+	g       *index.Registry
+	version *index.Version
+}
+
+// ExampleResult is what is known of one version: its title and the test
+// of its example.
+type ExampleResult struct {
+	// Ref is the version's canonical reference.
+	Ref string
+	// Title comes from the schema's info (or an OpenShift template's
+	// metadata); empty when there is none.
+	Title string
+	// Status is StatusOK, StatusError or StatusPending; empty when the
+	// version has no example.
+	Status string
+	// Error says why the example did not expand, with its layout path.
+	Error string
+	// Uses are the canonical references of the registry templates the
+	// example expanded through, the template itself excluded.
+	Uses   []string
+	Tested time.Time
+}
+
+// Use is one version whose example expands through a template.
+type Use struct {
+	// User is the canonical reference of the version whose example it is;
+	// Used the version of the template it expanded through.
+	User, Used string
+}
+
+// Change is a version that appeared in an index.
+type Change struct {
+	Ref  string
+	Seen time.Time
+}
+
+// maxRecent bounds the list of recent changes.
+const maxRecent = 20
+
+// NewExamples returns a tester; Run starts it.
+func NewExamples(opts ExamplesOptions) *Examples {
+	if opts.Workers <= 0 {
+		opts.Workers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	if opts.RemoteSettle == 0 {
+		opts.RemoteSettle = time.Minute
+	}
+	if opts.Retry <= 0 {
+		opts.Retry = time.Minute
+	}
+	e := &Examples{
+		opts:    opts,
+		log:     opts.Logger,
+		wake:    make(chan struct{}, 1),
+		work:    make(chan struct{}, 1),
+		results: map[exampleKey]*ExampleResult{},
+		seen:    map[string]*index.Snapshot{},
+		settle:  map[string]settling{},
+	}
+	if e.log == nil {
+		e.log = slog.New(slog.DiscardHandler)
+	}
+	return e
+}
+
+// Kick asks Run to look for new snapshots now.
+func (e *Examples) Kick() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run tests examples until ctx ends: it watches the registries' snapshots
+// and feeds the versions not tested yet to a bounded pool of workers. It
+// never delays serving: results are "pending" until done.
+func (e *Examples) Run(ctx context.Context) {
+	var wg sync.WaitGroup
+	for range e.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.worker(ctx)
+		}()
+	}
+	t := time.NewTicker(e.opts.Poll)
+	defer t.Stop()
+	for {
+		e.walk()
+		select {
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		case <-t.C:
+		case <-e.wake:
+		}
+	}
+}
+
+// walk queues the versions of changed snapshots that have no result yet
+// and forgets the results of versions no snapshot holds any more.
+func (e *Examples) walk() {
+	regs := e.opts.Resolver.Registries()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	changed := false
+	for _, g := range regs {
+		snap := g.Snapshot()
+		if snap == nil || e.seen[g.Name] == snap {
+			continue
+		}
+		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
+			st := e.settle[g.Name]
+			if st.snap != snap {
+				e.settle[g.Name] = settling{snap, time.Now()}
+				continue
+			}
+			if time.Since(st.since) < e.opts.RemoteSettle {
+				continue
+			}
+		}
+		first := e.seen[g.Name] == nil
+		e.seen[g.Name] = snap
+		changed = true
+		now := time.Now()
+		for _, t := range snap.AllTemplates() {
+			for i, v := range t.Versions {
+				key := exampleKey{g.Name, v.Digest}
+				if _, ok := e.results[key]; ok {
+					continue
+				}
+				r := &ExampleResult{Ref: v.Ref}
+				if v.Example != "" && v.Problem == "" {
+					r.Status = StatusPending
+				}
+				e.results[key] = r
+				e.queue = append(e.queue, exampleJob{key: key, g: g, version: v})
+				// On a registry's first index every version is new: list
+				// each template's highest version only.
+				if !first || i == len(t.Versions)-1 {
+					e.recent = append(e.recent, Change{Ref: v.Ref, Seen: now})
+				}
+			}
+		}
+	}
+	if !changed {
+		return
+	}
+	if n := len(e.recent); n > maxRecent {
+		e.recent = slices.Clone(e.recent[n-maxRecent:])
+	}
+	live := map[exampleKey]bool{}
+	e.byRef = map[string]exampleKey{}
+	for _, g := range regs {
+		if snap := g.Snapshot(); snap != nil {
+			for _, t := range snap.AllTemplates() {
+				for _, v := range t.Versions {
+					k := exampleKey{g.Name, v.Digest}
+					live[k] = true
+					e.byRef[v.Ref] = k
+				}
+			}
+		}
+	}
+	for k := range e.results {
+		if !live[k] {
+			delete(e.results, k)
+		}
+	}
+	e.dirty = true
+	e.gen.Add(1)
+	select {
+	case e.work <- struct{}{}:
+	default:
+	}
+}
+
+func (e *Examples) next() (exampleJob, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.queue) == 0 {
+		return exampleJob{}, false
+	}
+	j := e.queue[0]
+	e.queue[0] = exampleJob{}
+	e.queue = e.queue[1:]
+	if len(e.queue) > 0 {
+		// Let another worker go on.
+		select {
+		case e.work <- struct{}{}:
+		default:
+		}
+	}
+	return j, true
+}
+
+func (e *Examples) worker(ctx context.Context) {
+	for {
+		j, ok := e.next()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-e.work:
+				continue
+			}
+		}
+		r := e.test(ctx, j)
+		if ctx.Err() != nil {
+			return
+		}
+		if r == nil {
+			// The files could not be read now: try again later.
+			time.AfterFunc(e.opts.Retry, func() {
+				e.mu.Lock()
+				if _, live := e.results[j.key]; live {
+					e.queue = append(e.queue, j)
+				}
+				e.mu.Unlock()
+				select {
+				case e.work <- struct{}{}:
+				default:
+				}
+			})
+			continue
+		}
+		e.mu.Lock()
+		if _, live := e.results[j.key]; live {
+			e.results[j.key] = r
+			e.dirty = true
+			e.gen.Add(1)
+		}
+		e.mu.Unlock()
+	}
+}
+
+// test reads the version's title and expands its example. It returns nil
+// when the source is unavailable (rate limits, outages), to be tried again.
+func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
+	v := j.version
+	r = &ExampleResult{Ref: v.Ref, Tested: time.Now()}
+	defer func() {
+		// Other people's templates must not take registryd down, whatever
+		// an engine does with them.
+		if p := recover(); p != nil {
+			e.log.Error("panic testing an example", "version", v.Ref, "panic", p)
+			r = &ExampleResult{Ref: v.Ref, Tested: time.Now(), Status: StatusError, Error: fmt.Sprintf("internal error expanding %s: %v", v.Example, p)}
+		}
+	}()
+	read := func(rel string) ([]byte, error) {
+		f, ok := v.File(rel)
+		if !ok {
+			return nil, fmt.Errorf("%s: no file %s", v.Path, rel)
+		}
+		return j.g.Blob(ctx, f.SHA)
+	}
+	switch {
+	case v.Schema != "":
+		if b, err := read(v.Schema); err == nil {
+			if sc, err := schema.Parse(b, v.Schema); err == nil {
+				r.Title = strings.TrimSpace(sc.Info.Title)
+			}
+		}
+	case v.Language == index.OpenShift:
+		if b, err := read(v.Template); err == nil {
+			if t, err := openshift.Parse(b); err == nil {
+				r.Title, _ = t.Metadata["name"].(string)
+			}
+		}
+	}
+	if v.Example == "" || v.Problem != "" {
+		return r
+	}
+	b, err := read(v.Example)
+	if errors.Is(err, derrors.Unavailable) {
+		return nil
+	}
+	if err != nil {
+		r.Status, r.Error = StatusError, fmt.Sprintf("reading %s: %v", v.Example, err)
+		return r
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	res, err := e.opts.Expander.Expand(tctx, &api.ExpandRequest{
+		Config:     string(b),
+		ConfigName: v.Path + "/" + v.Example,
+		Deployment: "example",
+		Registry:   j.g.Name,
+	})
+	if err == nil {
+		err = tctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("expansion took longer than %s", e.opts.Timeout)
+	}
+	if errors.Is(err, derrors.Unavailable) {
+		return nil
+	}
+	if err != nil {
+		r.Status, r.Error = StatusError, err.Error()
+		return r
+	}
+	r.Status = StatusOK
+	self, _, _ := strings.Cut(v.Ref, ":")
+	for _, ref := range res.References {
+		// Other versions of the template itself are not uses.
+		if base, _, _ := strings.Cut(ref.Resolved, ":"); base != self {
+			r.Uses = append(r.Uses, ref.Resolved)
+		}
+	}
+	return r
+}
+
+// Result returns what is known of the version with digest in registry.
+func (e *Examples) Result(registry, digest string) (ExampleResult, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	r, ok := e.results[exampleKey{registry, digest}]
+	if !ok {
+		return ExampleResult{}, false
+	}
+	return *r, true
+}
+
+// Generation changes whenever a result does.
+func (e *Examples) Generation() uint64 { return e.gen.Load() }
+
+// ByRef returns what is known of the version with canonical reference
+// ref (github.com/acme/templates/redis:v1.0.2).
+func (e *Examples) ByRef(ref string) (ExampleResult, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	k, ok := e.byRef[ref]
+	if !ok {
+		return ExampleResult{}, false
+	}
+	r, ok := e.results[k]
+	if !ok {
+		return ExampleResult{}, false
+	}
+	return *r, true
+}
+
+// Status returns the example status of a version for the JSON API, or
+// nil when the version has no example or is not known yet.
+func (e *Examples) Status(registry, digest string) *api.ExampleStatus {
+	r, ok := e.Result(registry, digest)
+	if !ok || r.Status == "" {
+		return nil
+	}
+	return &api.ExampleStatus{Status: r.Status, Error: r.Error, Uses: r.Uses}
+}
+
+// UsedBy returns the versions whose examples expand through any version of
+// the template ref names (a reference without version), sorted.
+func (e *Examples) UsedBy(ref string) []Use {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.dirty || e.usedBy == nil {
+		e.usedBy = map[string][]Use{}
+		for _, r := range e.results {
+			for _, u := range r.Uses {
+				base, _, _ := strings.Cut(u, ":")
+				e.usedBy[base] = append(e.usedBy[base], Use{User: r.Ref, Used: u})
+			}
+		}
+		for _, us := range e.usedBy {
+			slices.SortFunc(us, func(a, b Use) int { return strings.Compare(a.User, b.User) })
+		}
+		e.dirty = false
+	}
+	return slices.Clone(e.usedBy[ref])
+}
+
+// Recent returns the latest versions that appeared, newest first.
+func (e *Examples) Recent() []Change {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := slices.Clone(e.recent)
+	slices.Reverse(out)
+	return out
+}
+
+// ExampleCounts counts versions by example status.
+type ExampleCounts struct{ OK, Error, Pending int }
+
+// Counts counts the versions with examples by status.
+func (e *Examples) Counts() ExampleCounts {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var c ExampleCounts
+	for _, r := range e.results {
+		switch r.Status {
+		case StatusOK:
+			c.OK++
+		case StatusError:
+			c.Error++
+		case StatusPending:
+			c.Pending++
+		}
+	}
+	return c
+}

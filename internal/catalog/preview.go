@@ -1,0 +1,260 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// maxForm bounds a preview form's body.
+const maxForm = 1 << 20
+
+func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
+
+// previewState is a submitted form: its values, the errors of its fields
+// and the outcome.
+type previewState struct {
+	values      map[string]string
+	fieldErrors map[string]string
+	result      *preview
+}
+
+// handlePreview serves POST /t/{ref}/preview: the form's fields, named by
+// property path and typed by the schema, expanded as one resource. The
+// answer is the version's page with the preview, or with the errors next
+// to their fields (status 422), so that it works without JavaScript.
+func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
+	p, err := tpath(r)
+	if err != nil {
+		c.renderError(w, r, err, "")
+		return
+	}
+	ref, action, _ := splitAction(p)
+	if action != "preview" {
+		w.Header().Set("Allow", http.MethodGet)
+		c.renderError(w, r, fmt.Errorf("POST %s: only /t/{reference}/preview takes a POST: %w", r.URL.Path, derrors.NotFound), "")
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	if err := r.ParseForm(); err != nil {
+		c.renderError(w, r, fmt.Errorf("reading the form: %v: %w", err, derrors.InvalidArgument), "")
+		return
+	}
+	vp, _, err := c.version(r.Context(), ref)
+	if err != nil {
+		c.renderError(w, r, err, templateName(ref))
+		return
+	}
+	st := &previewState{values: map[string]string{}, fieldErrors: map[string]string{}, result: &preview{}}
+	props, ok := formProperties(vp.Fields, r.PostForm, st)
+	if !ok {
+		st.result.Errors = append(st.result.Errors, "fix the fields marked below")
+		c.renderVersion(w, r, http.StatusUnprocessableEntity, vp, "", st)
+		return
+	}
+	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview"})
+	if err != nil {
+		msg := err.Error()
+		st.result.Errors = append(st.result.Errors, msg)
+		for _, f := range vp.Fields {
+			if mentions(msg, f.Name) {
+				st.fieldErrors[f.Name] = msg
+			}
+		}
+		status := derrors.HTTPStatus(err)
+		if status < 500 {
+			status = http.StatusUnprocessableEntity
+		}
+		c.renderVersion(w, r, status, vp, "", st)
+		return
+	}
+	var b strings.Builder
+	for i, o := range res.Config.Resources {
+		if i > 0 {
+			b.WriteString("---\n")
+		}
+		// A primitive's properties are the Kubernetes object; show the
+		// resource itself only when they are not one.
+		var obj any = o
+		if _, ok := o.Properties["kind"]; ok {
+			obj = o.Properties
+		}
+		y, err := yaml.Marshal(obj)
+		if err != nil {
+			st.result.Errors = append(st.result.Errors, fmt.Sprintf("resource %s: %v", o.Name, err))
+			continue
+		}
+		b.Write(y)
+	}
+	st.result.YAML, st.result.Count = b.String(), len(res.Config.Resources)
+	c.renderVersion(w, r, http.StatusOK, vp, "", st)
+}
+
+// expand runs one preview, bounded in number and time.
+func (c *Catalog) expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+	wait := time.NewTimer(5 * time.Second)
+	defer wait.Stop()
+	select {
+	case c.previews <- struct{}{}:
+		defer func() { <-c.previews }()
+	case <-wait.C:
+		return nil, fmt.Errorf("%d previews are running; try again later: %w", cap(c.previews), derrors.Unavailable)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	res, err := c.expander.Expand(ctx, req)
+	if err == nil {
+		err = ctx.Err()
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		err = fmt.Errorf("the preview took longer than %s: %w", c.timeout, derrors.LimitExceeded)
+	}
+	return res, err
+}
+
+// mentions reports whether an engine error names the property at path:
+// "properties.replicas: …" from the schema, or "missing property
+// 'replicas'", or an OpenShift parameter by name.
+func mentions(msg, path string) bool {
+	q := regexp.QuoteMeta(path)
+	re := regexp.MustCompile(`(properties\.` + q + `\b|'` + q + `'|"` + q + `"|\b` + q + `:)`)
+	return re.MatchString(msg)
+}
+
+// formProperties types the submitted fields by the schema and nests them
+// by their dotted paths. Empty fields are left out, so defaults apply; a
+// required one is an error next to its field. Fields the schema does not
+// name are typed as YAML scalars (replicas=3 is a number).
+func formProperties(fields []field, form map[string][]string, st *previewState) (map[string]any, bool) {
+	props := map[string]any{}
+	ok := true
+	known := map[string]bool{}
+	for _, f := range fields {
+		known[f.Name] = true
+		raw := strings.TrimSpace(first(form[f.Name]))
+		st.values[f.Name] = raw
+		if raw == "" {
+			if f.Required && f.Default == "" {
+				st.fieldErrors[f.Name] = f.Name + " is required"
+				ok = false
+			}
+			continue
+		}
+		v, err := typed(f, raw)
+		if err != nil {
+			st.fieldErrors[f.Name] = err.Error()
+			ok = false
+			continue
+		}
+		if err := setPath(props, f.Name, v); err != nil {
+			st.fieldErrors[f.Name] = err.Error()
+			ok = false
+		}
+	}
+	for name, vals := range form {
+		if known[name] || name == "" {
+			continue
+		}
+		raw := strings.TrimSpace(first(vals))
+		st.values[name] = raw
+		if raw == "" {
+			continue
+		}
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			v = raw
+		}
+		if err := setPath(props, name, v); err != nil {
+			st.fieldErrors[name] = err.Error()
+			ok = false
+		}
+	}
+	return props, ok
+}
+
+func first(v []string) string {
+	if len(v) == 0 {
+		return ""
+	}
+	return v[0]
+}
+
+// typed converts a field's text by its schema type.
+func typed(f field, raw string) (any, error) {
+	switch f.Type {
+	case "integer":
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not an integer", f.Name, raw)
+		}
+		return n, nil
+	case "number":
+		x, err := strconv.ParseFloat(raw, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a number", f.Name, raw)
+		}
+		return x, nil
+	case "boolean":
+		b, err := strconv.ParseBool(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not true or false", f.Name, raw)
+		}
+		return b, nil
+	case "string":
+		return raw, nil
+	}
+	if f.Input == "yaml" {
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+			return nil, fmt.Errorf("%s: not YAML: %v", f.Name, err)
+		}
+		return v, nil
+	}
+	if f.Type == "" {
+		var v any
+		if err := yaml.Unmarshal([]byte(raw), &v); err == nil {
+			return v, nil
+		}
+	}
+	return raw, nil
+}
+
+// setPath sets m[a][b][c] = v for the path a.b.c.
+func setPath(m map[string]any, p string, v any) error {
+	parts := strings.Split(p, ".")
+	for i, k := range parts[:len(parts)-1] {
+		if k == "" {
+			return fmt.Errorf("property path %q has an empty part", p)
+		}
+		next, exists := m[k]
+		if !exists {
+			sub := map[string]any{}
+			m[k] = sub
+			m = sub
+			continue
+		}
+		sub, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Errorf("property path %q: %s is not an object", p, strings.Join(parts[:i+1], "."))
+		}
+		m = sub
+	}
+	last := parts[len(parts)-1]
+	if last == "" {
+		return fmt.Errorf("property path %q has an empty part", p)
+	}
+	m[last] = v
+	return nil
+}

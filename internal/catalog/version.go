@@ -1,0 +1,373 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"html/template"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/index"
+)
+
+// versionPage is what a version's page shows that changes only with the
+// registry's index: built once per version and snapshot.
+type versionPage struct {
+	TV       *api.TemplateVersion
+	Base     string // the reference without version
+	README   template.HTML
+	Versions []versionRow
+	Props    []propRow
+	Fields   []field
+	Deploy   string
+
+	// rendered is the page as last rendered without a form submitted,
+	// valid while the examples' generation and the note are the same.
+	rendered atomic.Pointer[renderedPage]
+}
+
+type renderedPage struct {
+	gen  uint64
+	note string
+	body []byte
+}
+
+// versionRow is one version in the versions list.
+type versionRow struct {
+	api.VersionInfo
+	// Short are the short forms that resolve to this version (v1, v1.0,
+	// and "latest" for the highest stable version).
+	Short   []string
+	Current bool
+}
+
+// Pinned is the reference of the page's version pinned to its digest (see
+// versionRow.Pinned).
+func (vp *versionPage) Pinned() string { return vp.TV.Resolved + "@" + vp.TV.Digest }
+
+// Pinned is the version's reference pinned to its digest: vX.Y.Z alone
+// resolves to the highest patch from Z up, and a link to an older patch
+// must show that patch.
+func (v versionRow) Pinned() string { return v.Ref + "@" + v.Digest }
+
+// propRow is one row of the properties table; nested properties follow
+// their parent with a deeper Depth.
+type propRow struct {
+	Path, Type, Description, Default string
+	Required                         bool
+	Depth                            int
+}
+
+// field is one input of the preview form.
+type field struct {
+	// Name is the property path (labels.tier), the form field's name.
+	Name, Type, Description, Default string
+	Enum                             []string
+	Required                         bool
+	// Input is the input kind: text, number, bool, select or yaml.
+	Input string
+}
+
+// version resolves ref and returns its page's lasting part, from the cache
+// when the version was shown before.
+// The note says what the reference left open (the version chosen).
+func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string, error) {
+	res, err := c.svc.Resolve(ctx, ref, "")
+	if err != nil {
+		return nil, "", err
+	}
+	// The page lists the template's other versions too: it lasts as long
+	// as the registry's snapshot.
+	var snap *index.Snapshot
+	if g, ok := c.svc.Resolver().Registry(res.Registry); ok {
+		snap = g.Snapshot()
+	}
+	key := fmt.Sprintf("%s@%s|%p", res.Resolved, res.Digest, snap)
+	c.mu.Lock()
+	vp := c.cache[key]
+	c.mu.Unlock()
+	if vp != nil {
+		return vp, res.Note, nil
+	}
+	// Pinned to the digest: res.Resolved alone could pick a higher patch.
+	tv, err := c.svc.Template(ctx, res.Resolved+"@"+res.Digest, "")
+	if err != nil {
+		return nil, "", err
+	}
+	vp = &versionPage{TV: tv, Base: index.RefString(tv.Registry, tv.Collection, tv.Template, "")}
+	vp.Versions = shortForms(tv.Versions, tv.Version)
+	vp.Deploy = "dm deploy " + tv.Resolved
+	if f, ok := findFile(tv.Files, "README.md"); ok {
+		if b, err := c.svc.File(ctx, tv.Resolved, "", f.Path); err == nil {
+			var buf bytes.Buffer
+			if err := c.md.Convert(b.Content, &buf); err == nil {
+				// goldmark leaves raw HTML out unless told otherwise, so
+				// its output is safe to embed.
+				vp.README = template.HTML(buf.String())
+			}
+		}
+	}
+	vp.Props, vp.Fields = describe(tv)
+	c.mu.Lock()
+	if len(c.cache) >= maxCached {
+		c.cache = map[string]*versionPage{}
+	}
+	c.cache[key] = vp
+	c.mu.Unlock()
+	return vp, res.Note, nil
+}
+
+func findFile(files []api.File, name string) (api.File, bool) {
+	for _, f := range files {
+		if strings.EqualFold(f.Path, name) {
+			return f, true
+		}
+	}
+	return api.File{}, false
+}
+
+// shortForms lists the versions with the short forms that resolve to each:
+// vX.Y to the highest stable patch of X.Y, vX (which is vX.0) to that of
+// X.0, and no version to the highest stable version.
+func shortForms(vs []api.VersionInfo, current string) []versionRow {
+	rows := make([]versionRow, len(vs))
+	best := map[string]int{} // "vX.Y" -> index of the highest stable patch
+	latest := -1
+	for i, v := range vs {
+		rows[i] = versionRow{VersionInfo: v, Current: v.Version == current}
+		if v.Prerelease || v.Problem != "" {
+			continue
+		}
+		s, ok := index.ParseSemver(v.Version)
+		if !ok {
+			continue
+		}
+		mm := fmt.Sprintf("v%d.%d", s.Major, s.Minor)
+		if j, ok := best[mm]; !ok || higher(v.Version, vs[j].Version) {
+			best[mm] = i
+		}
+		if latest < 0 || higher(v.Version, vs[latest].Version) {
+			latest = i
+		}
+	}
+	for _, mm := range sortedKeys(best) {
+		i := best[mm]
+		if x, ok := strings.CutSuffix(mm, ".0"); ok {
+			rows[i].Short = append(rows[i].Short, x)
+		}
+		rows[i].Short = append(rows[i].Short, mm)
+	}
+	if latest >= 0 {
+		rows[latest].Short = append(rows[latest].Short, "latest")
+	}
+	// Newest first, as people look for them.
+	slices.Reverse(rows)
+	return rows
+}
+
+func higher(a, b string) bool {
+	x, _ := index.ParseSemver(a)
+	y, _ := index.ParseSemver(b)
+	if x.Major != y.Major {
+		return x.Major > y.Major
+	}
+	if x.Minor != y.Minor {
+		return x.Minor > y.Minor
+	}
+	return x.Patch > y.Patch
+}
+
+// describe builds the properties table and the form's fields from the
+// version's schema (nested properties included), or from an OpenShift
+// template's parameters.
+func describe(tv *api.TemplateVersion) ([]propRow, []field) {
+	if tv.SchemaContent == "" || tv.SchemaError != "" {
+		// OpenShift parameters (or nothing): flat.
+		var rows []propRow
+		var fields []field
+		for _, p := range tv.Properties {
+			rows = append(rows, propRow{Path: p.Name, Type: p.Type, Description: p.Description, Default: show(p.Default), Required: p.Required})
+			fields = append(fields, newField(p.Name, p.Type, p.Description, p.Default, nil, p.Required))
+		}
+		return rows, fields
+	}
+	sc, err := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
+	if err != nil {
+		return nil, nil
+	}
+	var rows []propRow
+	var fields []field
+	var walk func(prefix string, depth int, name string, m map[string]any, required bool)
+	walk = func(prefix string, depth int, name string, m map[string]any, required bool) {
+		p := name
+		if prefix != "" {
+			p = prefix + "." + name
+		}
+		typ := typeOf(m)
+		desc, _ := m["description"].(string)
+		desc = strings.TrimSpace(desc)
+		def, hasDef := m["default"]
+		row := propRow{Path: p, Type: typ, Description: desc, Required: required, Depth: depth}
+		if hasDef {
+			row.Default = show(def)
+		}
+		rows = append(rows, row)
+		sub, _ := m["properties"].(map[string]any)
+		if typ == "object" && len(sub) > 0 {
+			req := stringsOf(m["required"])
+			for _, n := range sortedKeys(sub) {
+				sm, _ := sub[n].(map[string]any)
+				walk(p, depth+1, n, sm, slices.Contains(req, n))
+			}
+			return
+		}
+		var enum []string
+		for _, e := range anys(m["enum"]) {
+			enum = append(enum, show(e))
+		}
+		if !hasDef {
+			def = nil
+		}
+		fields = append(fields, newField(p, typ, desc, def, enum, required))
+	}
+	for _, d := range sc.PropertyDocs() {
+		m, _ := sc.Properties[d.Name].(map[string]any)
+		walk("", 0, d.Name, m, d.Required)
+	}
+	return rows, fields
+}
+
+func typeOf(m map[string]any) string {
+	switch t := m["type"].(type) {
+	case string:
+		return t
+	case []any:
+		var ts []string
+		for _, e := range t {
+			ts = append(ts, fmt.Sprint(e))
+		}
+		return strings.Join(ts, "|")
+	}
+	if _, ok := m["properties"]; ok {
+		return "object"
+	}
+	return ""
+}
+
+func anys(v any) []any {
+	a, _ := v.([]any)
+	return a
+}
+
+func stringsOf(v any) []string {
+	var out []string
+	for _, e := range anys(v) {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func newField(name, typ, desc string, def any, enum []string, required bool) field {
+	f := field{Name: name, Type: typ, Description: desc, Default: show(def), Enum: enum, Required: required}
+	switch {
+	case len(enum) > 0:
+		f.Input = "select"
+	case typ == "integer" || typ == "number":
+		f.Input = "number"
+	case typ == "boolean":
+		f.Input = "bool"
+	case typ == "array" || typ == "object" || strings.Contains(typ, "|"):
+		f.Input = "yaml"
+	default:
+		f.Input = "text"
+	}
+	return f
+}
+
+// show formats a default or enum value for display.
+func show(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return v
+	case map[string]any, []any:
+		b, err := yamlMarshal(v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return strings.TrimSpace(string(b))
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// versionView is the data of a version's page.
+type versionView struct {
+	*versionPage
+	Note    string
+	Example *ExampleResult
+	UsedBy  []Use
+	// Form is the preview form's state: the values entered and the
+	// errors next to their fields; Preview the outcome.
+	Form    map[string]string
+	Errors  map[string]string
+	Preview *preview
+}
+
+// preview is the outcome of a preview: objects as YAML, or errors.
+type preview struct {
+	YAML   string
+	Count  int
+	Errors []string
+}
+
+func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status int, vp *versionPage, note string, pv *previewState) {
+	var gen uint64
+	if c.examples != nil {
+		gen = c.examples.Generation()
+	}
+	if pv == nil {
+		// The page without a form changes only with the examples' results.
+		if rp := vp.rendered.Load(); rp != nil && rp.gen == gen && rp.note == note {
+			c.write(w, status, rp.body)
+			return
+		}
+	}
+	v := versionView{versionPage: vp, Note: note, Form: map[string]string{}, Errors: map[string]string{}}
+	if c.examples != nil {
+		if res, ok := c.examples.Result(vp.TV.Registry, vp.TV.Digest); ok && res.Status != "" {
+			v.Example = &res
+		}
+		v.UsedBy = c.examples.UsedBy(vp.Base)
+	}
+	if pv != nil {
+		v.Form, v.Errors, v.Preview = pv.values, pv.fieldErrors, pv.result
+	}
+	title := vp.TV.Resolved
+	if vp.TV.Title != "" {
+		title = vp.TV.Title + " · " + title
+	}
+	body, err := c.page("template", title, "", v)
+	if err != nil {
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	if pv == nil {
+		vp.rendered.Store(&renderedPage{gen: gen, note: note, body: body})
+	}
+	c.write(w, status, body)
+}
+
+// FileLink is the link to a file of the version.
+func (v versionView) FileLink(p string) string {
+	return refPath(v.Pinned()) + "/-/file/" + path.Clean(p)
+}

@@ -1,0 +1,342 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// DeployOptions are Deploy's options.
+type DeployOptions struct {
+	ApplyOptions
+	// Name is the deployment's name.
+	Name string
+	// Source is what to deploy.
+	Source Source
+	// Upgrade updates the deployment if it exists (helm upgrade --install).
+	Upgrade bool
+}
+
+// Deploy deploys a new deployment: revision 1, or the next revision when
+// the history holds only failed or interrupted revisions or a deployment
+// deleted with --keep-history. A deployment that exists is an error that
+// points to dm update, unless Upgrade.
+func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+	if err != nil {
+		return nil, err
+	}
+	if live := liveRecord(hist); live != nil {
+		if !opts.Upgrade {
+			return nil, fmt.Errorf("deployment %s exists in namespace %s (revision %d, %s); change it with dm update %s, or deploy with --upgrade: %w",
+				opts.Name, ns, live.Revision, live.Status, opts.Name, derrors.AlreadyExists)
+		}
+		return c.update(ctx, opts.Name, hist, opts.Source, opts.ApplyOptions)
+	}
+	return c.release(ctx, opts.Name, hist, opts.Source, "Deploy complete", opts.ApplyOptions)
+}
+
+// liveRecord returns the latest revision of a deployment that is deployed
+// (some revision was deployed and it was not deleted since), or nil.
+func liveRecord(hist []*release.Record) *release.Record {
+	for i := len(hist) - 1; i >= 0; i-- {
+		switch hist[i].Status {
+		case release.StatusDeleting:
+			return nil
+		case release.StatusDeployed, release.StatusSuperseded:
+			return hist[len(hist)-1]
+		}
+	}
+	return nil
+}
+
+// UpdateOptions are Update's options.
+type UpdateOptions struct {
+	ApplyOptions
+	Name string
+	// Source, when its Input has a Ref or Config, is what to deploy;
+	// otherwise the latest revision's input is expanded again (a reference re-resolves:
+	// redis:v1 picks up a new patch release).
+	Source Source
+	// ReuseProperties merges Source.Properties over the latest
+	// revision's properties instead of replacing them.
+	ReuseProperties bool
+}
+
+// Update deploys a new revision of an existing deployment and prunes the
+// objects the new revision no longer has.
+func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+	if err != nil {
+		return nil, err
+	}
+	if len(hist) == 0 {
+		return nil, fmt.Errorf("deployment %s not found in namespace %s; deploy it with dm deploy: %w", opts.Name, ns, derrors.NotFound)
+	}
+	src := opts.Source
+	latest := hist[len(hist)-1]
+	if src.Input.Ref == "" && src.Input.Config == "" {
+		// The same input, expanded where this dm expands now.
+		srv := src.Input.Server
+		src.Input = latest.Input
+		src.Input.Server = srv
+		if src.Name == "" {
+			src.Name = topName(latest.Layout)
+		}
+	}
+	if opts.ReuseProperties {
+		props := deepCopy(latest.Properties)
+		merged, _ := props.(map[string]any)
+		if merged == nil {
+			merged = map[string]any{}
+		}
+		mergeValues(merged, src.Properties)
+		src.Properties = merged
+	}
+	return c.update(ctx, opts.Name, hist, src, opts.ApplyOptions)
+}
+
+func (c *Config) update(ctx context.Context, name string, hist []*release.Record, src Source, opts ApplyOptions) (*Result, error) {
+	res, err := c.release(ctx, name, hist, src, "Update complete", opts)
+	if res == nil || len(hist) == 0 {
+		return res, err
+	}
+	res.Previous = topResolved(hist[len(hist)-1])
+	return res, err
+}
+
+// release expands src and applies it as the next revision.
+func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, desc string, opts ApplyOptions) (*Result, error) {
+	x, p, err := c.expand(ctx, name, &src)
+	if err != nil {
+		return nil, err
+	}
+	if resolved := resolvedRef(x.References, src.Input.Ref); resolved != "" {
+		prev := ""
+		if len(hist) > 0 {
+			prev = topResolved(hist[len(hist)-1])
+		}
+		switch {
+		case prev == "":
+			c.logf("dm: %s resolved to %s", src.Input.Ref, resolved)
+		case prev != resolved:
+			c.logf("dm: %s now resolves to %s (was %s)", src.Input.Ref, resolved, prev)
+		default:
+			c.logf("dm: %s still resolves to %s", src.Input.Ref, resolved)
+		}
+	}
+	rec := &release.Record{
+		Description: desc,
+		Input:       src.Input,
+		Properties:  src.Properties,
+		Env:         src.Env,
+		References:  x.References,
+		Layout:      x.Layout,
+	}
+	res, err := c.apply(ctx, name, hist, p, rec, opts)
+	if res != nil {
+		res.Ref, res.Resolved = src.Input.Ref, topResolved(rec)
+	}
+	return res, err
+}
+
+// expand expands src as deployment name and makes its objects.
+func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.Result, *plan, error) {
+	src.Deployment = name
+	src.Namespace = c.namespace()
+	if src.Input.Ref != "" && src.Name == "" {
+		// A template deployed by reference is one resource named after
+		// the deployment, so two deployments of one template differ.
+		src.Name = name
+	}
+	x, err := c.Expander.Expand(ctx, *src)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, w := range x.Warnings {
+		c.logf("dm: warning: %s", w)
+	}
+	p, err := objectsOf(x, name, src.Namespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	return x, p, nil
+}
+
+// topResolved is the canonical reference the input's reference resolved
+// to, if the input is a reference.
+func topResolved(r *release.Record) string { return resolvedRef(r.References, r.Input.Ref) }
+
+// resolvedRef is the canonical reference ref resolved to among refs.
+func resolvedRef(refs []expand.Reference, ref string) string {
+	if ref == "" {
+		return ""
+	}
+	for _, r := range refs {
+		if r.Ref == ref {
+			return r.Resolved
+		}
+	}
+	return ""
+}
+
+// topName is the name of the single top resource of a layout (the
+// resource name a reference was expanded as), or "".
+func topName(l expand.Layout) string {
+	if len(l.Resources) == 1 {
+		return l.Resources[0].Name
+	}
+	return ""
+}
+
+// Rollback deploys a new revision with the objects revision applied (not
+// a new expansion). revision 0 means the revision before the current one.
+func (c *Config) Rollback(ctx context.Context, name string, revision int, opts ApplyOptions) (*Result, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, name, opts.DryRun == "")
+	if err != nil {
+		return nil, err
+	}
+	if len(hist) == 0 {
+		return nil, fmt.Errorf("deployment %s not found in namespace %s: %w", name, ns, derrors.NotFound)
+	}
+	var target *release.Record
+	if revision == 0 {
+		for i := len(hist) - 1; i >= 0 && target == nil; i-- {
+			if hist[i].Status == release.StatusSuperseded {
+				target = hist[i]
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("deployment %s has no earlier deployed revision to roll back to; name one (dm history %s): %w", name, name, derrors.NotFound)
+		}
+	} else {
+		for _, r := range hist {
+			if r.Revision == revision {
+				target = r
+			}
+		}
+		if target == nil {
+			return nil, fmt.Errorf("deployment %s has no revision %d (dm history %s): %w", name, revision, name, derrors.NotFound)
+		}
+	}
+	if len(target.Objects) == 0 {
+		return nil, fmt.Errorf("%s applied no objects; there is nothing to roll back to: %w", target, derrors.InvalidArgument)
+	}
+	rec := &release.Record{
+		Description: fmt.Sprintf("Rollback to %d", target.Revision),
+		Input:       target.Input,
+		Properties:  target.Properties,
+		Env:         target.Env,
+		References:  target.References,
+		Layout:      target.Layout,
+	}
+	return c.apply(ctx, name, hist, planOfRecord(target), rec, opts)
+}
+
+// DeleteOptions are Delete's options.
+type DeleteOptions struct {
+	// KeepHistory keeps the records (the latest marked deleting).
+	KeepHistory bool
+	// Wait waits until the objects are gone, up to Timeout.
+	Wait    bool
+	Timeout time.Duration
+	// PruneCRDs allows deleting CRDs that still have custom resources.
+	PruneCRDs bool
+}
+
+// Delete deletes a deployment's objects, in reverse order, and its
+// history unless KeepHistory. Only objects that carry the deployment's
+// labels and appear in its records are deleted.
+func (c *Config) Delete(ctx context.Context, name string, opts DeleteOptions) ([]kube.ObjectRef, error) {
+	return c.deleteDeployment(ctx, name, opts)
+}
+
+// deleteDeployment implements Delete.
+func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteOptions) ([]kube.ObjectRef, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, name, true)
+	if err != nil {
+		return nil, err
+	}
+	if len(hist) == 0 {
+		return nil, fmt.Errorf("deployment %s not found in namespace %s: %w", name, ns, derrors.NotFound)
+	}
+	cands := pruneCandidates(hist, true)
+	refs := make([]kube.ObjectRef, 0, len(cands))
+	for _, r := range cands {
+		refs = append(refs, refOf(r))
+	}
+	live, err := c.Cluster.Existing(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("reading existing objects: %w", err)
+	}
+	var del []kube.ObjectRef
+	for i := len(refs) - 1; i >= 0; i-- {
+		m := live[refs[i]]
+		if m == nil {
+			continue
+		}
+		if ons, oname, ok := owner(m); ok && ons == ns && oname == name {
+			del = append(del, refs[i])
+		} else {
+			c.logf("dm: %s is no longer labelled as part of %s; left in place", refs[i], name)
+		}
+	}
+	if err := c.checkCRDs(ctx, del, opts.PruneCRDs, "deleting"); err != nil {
+		return nil, err
+	}
+	latest := hist[len(hist)-1]
+	latest.Status = release.StatusDeleting
+	latest.Description = "Deleting"
+	latest.Updated = c.now()
+	if err := c.History.Update(ctx, latest); err != nil {
+		return nil, fmt.Errorf("recording %s deleting: %w", latest, err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	if err := c.Cluster.Delete(ctx, del, kube.DeleteOptions{Wait: opts.Wait, Timeout: timeout}); err != nil {
+		return nil, fmt.Errorf("deleting %s: %w", name, err)
+	}
+	for _, r := range del {
+		c.logf("dm: deleted %s", r)
+	}
+	if opts.KeepHistory {
+		latest.Description = "Deleted"
+		latest.Updated = c.now()
+		if err := c.History.Update(ctx, latest); err != nil {
+			return del, fmt.Errorf("recording %s deleted: %w", latest, err)
+		}
+		return del, nil
+	}
+	var errs []error
+	for _, r := range hist {
+		if err := c.History.Delete(ctx, ns, name, r.Revision); err != nil && !errors.Is(err, derrors.NotFound) {
+			errs = append(errs, err)
+		}
+	}
+	return del, errors.Join(errs...)
+}
+
+// mergeValues merges src into dst, recursing into mappings both have.
+func mergeValues(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}

@@ -1,0 +1,561 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/dmhq/dm/internal/deploy/driver"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// maxDescription bounds the error text a failed record keeps.
+const maxDescription = 4096
+
+// history reads a deployment's records, oldest first (nil if it has
+// none). When mutating, it first marks pending revisions failed: a
+// pending revision is what an interrupted dm left, and never blocks.
+func (c *Config) history(ctx context.Context, ns, name string, mutating bool) ([]*release.Record, error) {
+	hist, err := c.History.History(ctx, ns, name)
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the history of %s/%s: %w", ns, name, err)
+	}
+	if !mutating {
+		return hist, nil
+	}
+	for _, r := range hist {
+		if r.Status != release.StatusPending {
+			continue
+		}
+		r.Status = release.StatusFailed
+		r.Description = "interrupted: the dm that was applying this revision did not finish"
+		r.Updated = c.now()
+		if err := c.History.Update(ctx, r); err != nil && !errors.Is(err, driver.ErrConflict) {
+			return nil, fmt.Errorf("marking %s interrupted: %w", r, err)
+		}
+		c.logf("dm: %s was left pending by an interrupted dm; marked failed", r)
+	}
+	return hist, nil
+}
+
+// nextRevision is one more than the highest revision in hist.
+func nextRevision(hist []*release.Record) int {
+	n := 0
+	for _, r := range hist {
+		n = max(n, r.Revision)
+	}
+	return n + 1
+}
+
+// pruneCandidates are the objects that may exist from earlier revisions:
+// those of the last deployed revision and of every later (failed,
+// interrupted) one, which may have been partly applied. With deleting,
+// a deleting revision (an interrupted dm delete) counts as well.
+func pruneCandidates(hist []*release.Record, deleting bool) []release.Resource {
+	start := 0
+	for i := len(hist) - 1; i >= 0; i-- {
+		if s := hist[i].Status; s == release.StatusDeployed || s == release.StatusDeleting {
+			start = i
+			if s == release.StatusDeleting && !deleting {
+				start = i + 1
+			}
+			break
+		}
+	}
+	seen := map[identity]bool{}
+	var out []release.Resource
+	for _, r := range hist[start:] {
+		if r.Status == release.StatusDeleting && !deleting {
+			continue
+		}
+		for _, res := range r.Resources {
+			id := idOf(refOf(res))
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, res)
+			}
+		}
+	}
+	return out
+}
+
+// owner says which dm deployment a live object belongs to, if any.
+func owner(m *metav1.PartialObjectMetadata) (ns, name string, dm bool) {
+	l := m.GetLabels()
+	if l[LabelManagedBy] != ManagedBy || l[LabelDeployment] == "" {
+		return "", "", false
+	}
+	return m.GetAnnotations()[AnnotationNamespace], l[LabelDeployment], true
+}
+
+// apply applies p as a new revision of deployment name: the safety checks,
+// the record, the objects wave by wave with deferred references filled,
+// pruning, waiting, and the record's final status. rec carries the
+// revision's input, layout and description.
+func (c *Config) apply(ctx context.Context, name string, hist []*release.Record, p *plan, rec *release.Record, opts ApplyOptions) (*Result, error) {
+	ns := c.namespace()
+	cl := c.Cluster
+	if err := p.prepare(ctx, cl); err != nil {
+		return nil, err
+	}
+	res := &Result{Objects: p.unstructured()}
+	if opts.DryRun == "client" {
+		return res, nil
+	}
+
+	// One metadata read of every object involved: those to apply (for
+	// adoption) and those of earlier revisions (for pruning).
+	newIDs := map[identity]bool{}
+	refs := make([]kube.ObjectRef, 0, len(p.objects))
+	for _, o := range p.objects {
+		refs = append(refs, o.ref())
+		newIDs[idOf(o.ref())] = true
+	}
+	var gone []kube.ObjectRef
+	for _, r := range pruneCandidates(hist, false) {
+		if ref := refOf(r); !newIDs[idOf(ref)] {
+			gone = append(gone, ref)
+		}
+	}
+	live, err := cl.Existing(ctx, append(refs[:len(refs):len(refs)], gone...))
+	if err != nil {
+		return nil, fmt.Errorf("reading existing objects: %w", err)
+	}
+	if err := checkOwnership(p, live, ns, name, opts.Adopt); err != nil {
+		return nil, err
+	}
+	markUnchanged(p, hist, live, opts)
+	var prune []kube.ObjectRef
+	for _, ref := range gone {
+		m := live[ref]
+		if m == nil {
+			continue
+		}
+		if ons, oname, ok := owner(m); ok && ons == ns && oname == name {
+			prune = append(prune, ref)
+		}
+	}
+	if err := c.checkCRDs(ctx, prune, opts.PruneCRDs, "pruning"); err != nil {
+		return nil, err
+	}
+
+	if opts.DryRun == "server" {
+		_, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts, DryRun: true}, time.Time{})
+		return res, err
+	}
+
+	if opts.CreateNamespace {
+		nsObj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if _, err := cl.Apply(ctx, []*unstructured.Unstructured{nsObj}, kube.ApplyOptions{}); err != nil {
+			return nil, fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
+	}
+
+	now := c.now()
+	rec.Name, rec.Namespace = name, ns
+	rec.Revision = nextRevision(hist)
+	rec.Status = release.StatusPending
+	rec.Resources = p.resources()
+	rec.Objects = objectMaps(p.objects)
+	rec.Created, rec.Updated = now, now
+	rec.DMVersion = c.DMVersion
+	desc := rec.Description
+	if err := c.History.Create(ctx, rec); err != nil {
+		if errors.Is(err, driver.ErrExists) {
+			return nil, fmt.Errorf("another dm is deploying %s revision %d; re-run: %w", name, rec.Revision, derrors.Conflict)
+		}
+		return nil, fmt.Errorf("recording %s: %w", rec, err)
+	}
+	res.Record = rec
+	c.logf("dm: %s: applying %d objects", rec, len(p.objects))
+
+	deadline := time.Now().Add(opts.timeout())
+	applied, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, deadline)
+	if err == nil && len(prune) > 0 {
+		if err = cl.Delete(ctx, prune, kube.DeleteOptions{}); err != nil {
+			err = fmt.Errorf("pruning: %w", err)
+		} else {
+			res.Pruned = prune
+			for _, r := range prune {
+				c.logf("dm: pruned %s", r)
+			}
+		}
+	}
+	if err == nil && opts.Wait {
+		err = c.wait(ctx, p, opts.timeout())
+	}
+	if err != nil {
+		return res, c.fail(ctx, name, hist, rec, applied, err, opts)
+	}
+
+	rec.Status = release.StatusDeployed
+	rec.Description = desc
+	rec.Resources = p.resources()       // with the resourceVersions applied
+	rec.Objects = objectMaps(p.objects) // deferred references filled
+	rec.Updated = c.now()
+	if err := c.History.Update(ctx, rec); err != nil {
+		if errors.Is(err, driver.ErrConflict) {
+			return res, fmt.Errorf("another dm took over %s while this one was applying revision %d (its record was marked interrupted); re-run: %w", name, rec.Revision, err)
+		}
+		return res, fmt.Errorf("recording %s deployed: %w", rec, err)
+	}
+	for _, r := range hist {
+		if r.Status != release.StatusDeployed {
+			continue
+		}
+		r.Status = release.StatusSuperseded
+		r.Updated = c.now()
+		if err := c.History.Update(ctx, r); err != nil {
+			c.logf("dm: warning: marking %s superseded: %v", r, err)
+		}
+	}
+	if max := opts.historyMax(); max > 0 && len(hist)+1 > max {
+		if err := driver.Prune(ctx, c.History, ns, name, max); err != nil {
+			c.logf("dm: warning: %v", err)
+		}
+	}
+	return res, nil
+}
+
+// fail records rec failed with what was applied, and with Atomic rolls
+// back to the last deployed revision.
+func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, rec *release.Record, applied []*object, cause error, opts ApplyOptions) error {
+	// Record the failure even if ctx was canceled (Ctrl-C).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	rec.Status = release.StatusFailed
+	rec.Description = truncate(cause.Error(), maxDescription)
+	rec.Resources, rec.Objects = nil, nil
+	for _, o := range applied {
+		rec.Resources = append(rec.Resources, release.Resource{
+			APIVersion: o.obj.GetAPIVersion(), Kind: o.obj.GetKind(), Namespace: o.obj.GetNamespace(),
+			Name: o.obj.GetName(), Path: o.path, Template: o.template, ResourceVersion: o.rv,
+		})
+		rec.Objects = append(rec.Objects, o.obj.Object)
+	}
+	rec.Updated = c.now()
+	err := fmt.Errorf("%s failed: %w", rec, cause)
+	if uerr := c.History.Update(wctx, rec); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("recording the failure: %w", uerr))
+	}
+	if !opts.Atomic {
+		return err
+	}
+	var target *release.Record
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Status == release.StatusDeployed {
+			target = hist[i]
+			break
+		}
+	}
+	if target == nil {
+		// Nothing to go back to: remove what this revision applied.
+		c.logf("dm: --atomic: no earlier deployed revision; deleting what %s applied", rec)
+		if _, derr := c.deleteDeployment(wctx, name, DeleteOptions{}); derr != nil {
+			return errors.Join(err, fmt.Errorf("--atomic: deleting: %w", derr))
+		}
+		return fmt.Errorf("%w; --atomic deleted the deployment", err)
+	}
+	ropts := opts
+	ropts.Atomic = false
+	r, rerr := c.Rollback(wctx, name, target.Revision, ropts)
+	if rerr != nil {
+		return errors.Join(err, fmt.Errorf("--atomic: rolling back to revision %d: %w", target.Revision, rerr))
+	}
+	return fmt.Errorf("%w; --atomic rolled back to revision %d (now revision %d)", err, target.Revision, r.Record.Revision)
+}
+
+// applyWaves applies p wave by wave, filling deferred references from the
+// objects of earlier waves (waiting for them until deadline; a zero
+// deadline leaves absent ones unfilled, for dry runs). It returns the
+// objects applied.
+func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOptions, deadline time.Time) ([]*object, error) {
+	live := map[string]*unstructured.Unstructured{}
+	var applied []*object
+	for w := 0; w < p.waves; w++ {
+		var batch []*object
+		for _, o := range p.objects {
+			if o.wave != w {
+				continue
+			}
+			if err := c.fill(ctx, p, o, live, deadline); err != nil {
+				return applied, err
+			}
+			batch = append(batch, o)
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		byID := make(map[identity]*object, len(batch))
+		for _, o := range batch {
+			byID[idOf(o.ref())] = o
+		}
+		var send []*unstructured.Unstructured
+		for _, o := range batch {
+			if o.unchanged && !aopts.DryRun {
+				applied = append(applied, o)
+				continue
+			}
+			send = append(send, o.obj)
+		}
+		if len(send) == 0 {
+			continue
+		}
+		out, err := c.Cluster.Apply(ctx, send, aopts)
+		for _, a := range out {
+			o := byID[idOf(a.Ref)]
+			if o == nil {
+				continue
+			}
+			applied = append(applied, o)
+			if a.Object != nil {
+				live[o.name] = a.Object
+				if !aopts.DryRun {
+					o.rv = a.Object.GetResourceVersion()
+				}
+			}
+		}
+		if err != nil {
+			return applied, p.annotate(err)
+		}
+	}
+	return applied, nil
+}
+
+// markUnchanged finds the objects there is no need to PATCH: the last
+// deployed revision applied exactly the same object, and the live object
+// still has the resourceVersion that apply answered with, so nobody (no
+// controller, no kubectl) has written it since. A PATCH would change
+// nothing; skipping it makes an unchanged re-deploy cost one LIST per
+// kind instead of one request per object. Objects with deferred
+// references, or named by one, are always applied.
+func markUnchanged(p *plan, hist []*release.Record, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts ApplyOptions) {
+	if opts.ForceConflicts || opts.DryRun != "" {
+		return
+	}
+	var prev *release.Record
+	for i := len(hist) - 1; i >= 0; i-- {
+		if hist[i].Status == release.StatusDeployed {
+			prev = hist[i]
+			break
+		}
+	}
+	if prev == nil || len(prev.Objects) != len(prev.Resources) {
+		return
+	}
+	type recorded struct {
+		rv  string
+		obj map[string]any
+	}
+	before := make(map[identity]recorded, len(prev.Resources))
+	for i, r := range prev.Resources {
+		if r.ResourceVersion != "" {
+			before[idOf(refOf(r))] = recorded{r.ResourceVersion, prev.Objects[i]}
+		}
+	}
+	for _, o := range p.objects {
+		if len(o.deferred) > 0 || o.target {
+			continue
+		}
+		b, ok := before[idOf(o.ref())]
+		m := live[o.ref()]
+		if !ok || m == nil || m.GetResourceVersion() != b.rv || !reflect.DeepEqual(b.obj, o.obj.Object) {
+			continue
+		}
+		o.unchanged, o.rv = true, b.rv
+	}
+}
+
+// fill replaces o's deferred references by the values of the live objects
+// they name.
+func (c *Config) fill(ctx context.Context, p *plan, o *object, live map[string]*unstructured.Unstructured, deadline time.Time) error {
+	for _, d := range o.deferred {
+		t := p.byName[d.Target]
+		if t == nil {
+			return fmt.Errorf("%s: %s: no object named %s in the deployment", o.where(), d.Ref, d.Target)
+		}
+		if _, ok := lookupLive(live, d.Target, d.Path); !ok && !deadline.IsZero() {
+			if err := c.waitField(ctx, t, d, live, deadline); err != nil {
+				return fmt.Errorf("%s: %w", o.where(), err)
+			}
+		}
+		cur, ok := pointerGet(o.obj.Object, d.Field)
+		s, isStr := cur.(string)
+		if !ok || !isStr {
+			continue // filled already by an earlier reference in the same string
+		}
+		v, err := expand.FillRefs(s, func(text, name, path string) (any, bool, error) {
+			v, ok := lookupLive(live, name, path)
+			return v, ok, nil
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", o.where(), err)
+		}
+		pointerSet(o.obj.Object, d.Field, v)
+	}
+	return nil
+}
+
+func lookupLive(live map[string]*unstructured.Unstructured, name, path string) (any, bool) {
+	u := live[name]
+	if u == nil {
+		return nil, false
+	}
+	return expand.LookupPath(u.Object, path)
+}
+
+// waitField polls the object t until the field d names appears.
+func (c *Config) waitField(ctx context.Context, t *object, d expand.Deferred, live map[string]*unstructured.Unstructured, deadline time.Time) error {
+	c.logf("dm: waiting for %s to have %s (for %s)", t.ref(), d.Path, d.Ref)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		u, err := c.Cluster.Get(ctx, t.ref())
+		if err == nil {
+			live[d.Target] = u
+			if _, ok := expand.LookupPath(u.Object, d.Path); ok {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			why := "the field never appeared"
+			if err != nil {
+				why = err.Error()
+			}
+			return fmt.Errorf("deferred reference %s: %s has no %s after the timeout (%s): %w", d.Ref, t.where(), d.Path, why, derrors.LimitExceeded)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("deferred reference %s: waiting for %s: %w", d.Ref, t.where(), ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// wait waits until every object of p is Current, printing one line per
+// status change.
+func (c *Config) wait(ctx context.Context, p *plan, timeout time.Duration) error {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	refs := make([]kube.ObjectRef, len(p.objects))
+	for i, o := range p.objects {
+		refs[i] = o.ref()
+	}
+	err := c.Cluster.Wait(wctx, refs, func(s kube.Status) {
+		if s.Message != "" {
+			c.logf("dm: %s: %s: %s", s.Ref, s.Status, s.Message)
+		} else {
+			c.logf("dm: %s: %s", s.Ref, s.Status)
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("waiting %s for the objects to be ready: %w", timeout, p.annotate(err))
+	}
+	return nil
+}
+
+// checkOwnership refuses objects that exist and belong to no dm deployment
+// (unless adopt) or to another one.
+func checkOwnership(p *plan, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, ns, name string, adopt bool) error {
+	var errs []error
+	for _, o := range p.objects {
+		m := live[o.ref()]
+		if m == nil {
+			continue
+		}
+		ons, oname, ok := owner(m)
+		switch {
+		case ok && ons == ns && oname == name:
+		case ok:
+			errs = append(errs, fmt.Errorf("%s exists and belongs to dm deployment %s/%s; it is not taken over: %w", o.where(), ons, oname, derrors.Conflict))
+		case !adopt:
+			errs = append(errs, fmt.Errorf("%s exists and no dm deployment owns it; re-run with --adopt to take it over: %w", o.where(), derrors.Conflict))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkCRDs refuses to delete CRDs among refs that still have custom
+// resources, unless allowed.
+func (c *Config) checkCRDs(ctx context.Context, refs []kube.ObjectRef, allowed bool, doing string) error {
+	if allowed {
+		return nil
+	}
+	deleting := make(map[identity]bool, len(refs))
+	for _, ref := range refs {
+		deleting[idOf(ref)] = true
+	}
+	var errs []error
+	for _, ref := range refs {
+		if ref.Group != "apiextensions.k8s.io" || ref.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		crd, err := c.Cluster.Get(ctx, ref)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", doing, ref, err)
+		}
+		group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		scope, _, _ := unstructured.NestedString(crd.Object, "spec", "scope")
+		crs, err := c.customResources(ctx, plural+"."+group, scope == "Namespaced", deleting)
+		if err != nil {
+			return fmt.Errorf("%s %s: listing its custom resources (--prune-crds skips this check): %w", doing, ref, err)
+		}
+		if len(crs) > 0 {
+			errs = append(errs, fmt.Errorf("%s %s would delete its %d custom resources (such as %s); re-run with --prune-crds to allow it: %w",
+				doing, ref, len(crs), kube.RefOf(crs[0]), derrors.Conflict))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// customResources lists the custom resources of a kind (cluster-wide, or
+// for a namespaced kind in every namespace) other than those in except,
+// which are being deleted anyway.
+func (c *Config) customResources(ctx context.Context, kind string, namespaced bool, except map[identity]bool) ([]*unstructured.Unstructured, error) {
+	namespaces := []string{""}
+	if namespaced {
+		nss, err := c.Cluster.List(ctx, "", "", []string{"namespaces"})
+		if err != nil {
+			return nil, err
+		}
+		namespaces = namespaces[:0]
+		for _, ns := range nss {
+			namespaces = append(namespaces, ns.GetName())
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, ns := range namespaces {
+		crs, err := c.Cluster.List(ctx, ns, "", []string{kind})
+		if err != nil {
+			return nil, err
+		}
+		for _, cr := range crs {
+			if !except[idOf(kube.RefOf(cr))] {
+				out = append(out, cr)
+			}
+		}
+	}
+	return out, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,110 @@
+package deploy
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dmhq/dm/internal/deploy/driver"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// The actions below read only the history: driver.Memory stands in for
+// the Secrets, and no cluster is needed.
+
+func record(ns, name string, rev int, status release.Status, layout ...*expand.LayoutResource) *release.Record {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	return &release.Record{
+		Name: name, Namespace: ns, Revision: rev, Status: status, Created: now, Updated: now,
+		Layout: expand.Layout{Resources: layout},
+		References: []expand.Reference{
+			{Ref: "apps/guestbook:v1.1", Resolved: "github.com/acme/templates/apps/guestbook:v1.1.0", Version: "v1.1.0"},
+			{Ref: "redis:v1.1", Resolved: "github.com/acme/templates/redis:v1.1.0", Version: "v1.1.0"},
+		},
+	}
+}
+
+func guestbookLayout(name string) *expand.LayoutResource {
+	return &expand.LayoutResource{Name: name, Type: "apps/guestbook:v1.1", Resources: []*expand.LayoutResource{
+		{Name: name + "-redis", Type: "redis:v1.1", Resources: []*expand.LayoutResource{{Name: "svc", Type: "Service"}}},
+		{Name: "cm", Type: "ConfigMap"},
+	}}
+}
+
+func memConfig(t *testing.T, recs ...*release.Record) (*Config, *driver.Memory, *bytes.Buffer) {
+	t.Helper()
+	m := driver.NewMemory()
+	for _, r := range recs {
+		if err := m.Create(context.Background(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var log bytes.Buffer
+	return &Config{History: m, Namespace: "ns", Log: &log}, m, &log
+}
+
+func TestPendingMarkedInterrupted(t *testing.T) {
+	c, m, log := memConfig(t, record("ns", "app", 1, release.StatusDeployed), record("ns", "app", 2, release.StatusPending))
+	ctx := context.Background()
+	// Reading does not change anything.
+	hist, err := c.history(ctx, "ns", "app", false)
+	if err != nil || hist[1].Status != release.StatusPending {
+		t.Fatalf("read-only history: %v, %v", hist, err)
+	}
+	// The next action marks the pending revision failed, and goes on.
+	if _, err := c.history(ctx, "ns", "app", true); err != nil {
+		t.Fatal(err)
+	}
+	r, err := m.Get(ctx, "ns", "app", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != release.StatusFailed || !strings.Contains(r.Description, "interrupted") {
+		t.Errorf("revision 2: %s %q", r.Status, r.Description)
+	}
+	if !strings.Contains(log.String(), "interrupted") {
+		t.Errorf("nothing said: %q", log.String())
+	}
+	if n := nextRevision(hist); n != 3 {
+		t.Errorf("next revision %d, want 3", n)
+	}
+}
+
+func TestTypesAndInstances(t *testing.T) {
+	c, _, _ := memConfig(t,
+		record("ns", "a", 1, release.StatusDeployed, guestbookLayout("a")),
+		record("ns", "b", 1, release.StatusSuperseded, guestbookLayout("b")),
+		record("ns", "b", 2, release.StatusFailed),
+		record("ns", "gone", 1, release.StatusDeleting, guestbookLayout("gone")),
+	)
+	ctx := context.Background()
+	types, err := c.Types(ctx, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// b's latest revision failed: what runs is revision 1, superseded
+	// but not by a deployed one, so only a counts; gone was deleted.
+	var got []string
+	for _, ty := range types {
+		got = append(got, ty.Template+"@"+ty.Version+"="+string(rune('0'+ty.Instances)))
+	}
+	want := "github.com/acme/templates/apps/guestbook@v1.1.0=1 github.com/acme/templates/redis@v1.1.0=1"
+	if strings.Join(got, " ") != want {
+		t.Errorf("types: %s, want %s", strings.Join(got, " "), want)
+	}
+	for _, q := range []string{"redis", "github.com/acme/templates/redis", "redis:v1.1", "github.com/acme/templates/redis:v1.1.0"} {
+		ins, err := c.Instances(ctx, q, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ins) != 1 || ins[0].Deployment != "a" || ins[0].Path != "a/a-redis" || ins[0].Version != "v1.1.0" {
+			t.Errorf("instances %s: %+v", q, ins)
+		}
+	}
+	if ins, _ := c.Instances(ctx, "postgres", false); len(ins) != 0 {
+		t.Errorf("instances postgres: %+v", ins)
+	}
+}

@@ -1,0 +1,54 @@
+// Package kubetest runs a real etcd and kube-apiserver on loopback ports for
+// end-to-end tests of dm's deploy side (and, through hack/devcluster, for
+// people). Objects are stored, validated and admitted with RBAC enforced,
+// but no pods run: there is no kubelet or controller-manager, so no
+// namespace gets a default ServiceAccount (ServiceAccount admission is off)
+// and a namespace's deletion never finishes.
+//
+// A test package starts one apiserver, lazily, and each test takes a fresh
+// namespace:
+//
+//	func TestMain(m *testing.M) { kubetest.Main(m) }
+//
+//	func TestDeploy(t *testing.T) {
+//		env := kubetest.Shared(t)
+//		ns := env.Namespace(t)
+//		// run dm or client-go against env.Kubeconfig in ns
+//	}
+//
+// The API:
+//
+//	func Main(m *testing.M)                       // TestMain: run tests, stop the shared Env, exit
+//	func Shared(t testing.TB) *Env                // the package's Env (needs Main; else as Start)
+//	func Start(t testing.TB) *Env                 // an Env of the test's own, closed at cleanup
+//	func (e *Env) Namespace(t testing.TB) string  // a new namespace named after the test
+//	func (e *Env) Restart(t testing.TB)           // stop and start the apiserver, same port and etcd
+//	func (e *Env) StopAPIServer() error           // the apiserver goes away; etcd keeps the data
+//	func (e *Env) StartAPIServer(ctx context.Context) error
+//	func (e *Env) CreateNamespace(ctx context.Context, name string) error
+//	func (e *Env) Do(ctx context.Context, token, method, path string, body any) (int, []byte, error)
+//	func (e *Env) HTTPClient() *http.Client       // trusts the apiserver's certificate
+//	func (e *Env) LogTail(n int) string           // last lines of the apiserver's log
+//	func (e *Env) Close() error                   // stop both processes, remove Dir
+//	func FindBinaries() (Binaries, error)         // $DM_KUBE_BIN, <repo>/.testenv/bin, etcd on $PATH
+//	func Launch(ctx context.Context, opts Options) (*Env, error) // no testing.TB: for hack/devcluster
+//
+// Env's fields: Dir, Server (https://127.0.0.1:PORT), Kubeconfig (admin,
+// context "admin", group system:masters), LimitedKubeconfig (context
+// "limited", authenticated, no RBAC bindings), AdminToken, LimitedToken,
+// CAData (PEM), Kubectl (path or ""), APIServerLog, EtcdLog.
+//
+// The programs come from $DM_KUBE_BIN, else from .testenv/bin of the
+// repository (`make testenv` builds kube-apiserver and kubectl there); etcd
+// from $DM_KUBE_BIN, $PATH or /usr/bin/etcd (apt-get install etcd-server).
+// When one is missing Shared and Start skip the test with how to get it, or
+// fail it when $CI is "true".
+//
+// Processes are killed by the kernel if the test binary dies (a -timeout
+// panic runs no cleanups), and Close removes the temporary directory; a
+// directory left by a process that died is removed by the next Launch.
+// Shared starts the apiserver again if an earlier test stopped it. An
+// Env's methods are not safe for concurrent use with Restart, StopAPIServer,
+// StartAPIServer and Close; tests that restart a shared Env must not run in
+// parallel with others using it.
+package kubetest

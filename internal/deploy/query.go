@@ -1,0 +1,304 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dmhq/dm/internal/deploy/driver"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// List returns the latest revision of every deployment in the namespace,
+// or in every namespace with all.
+func (c *Config) List(ctx context.Context, all bool) ([]*release.Record, error) {
+	ns := c.namespace()
+	if all {
+		ns = ""
+	}
+	recs, err := c.History.List(ctx, ns)
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, nil
+	}
+	return recs, err
+}
+
+// Revision returns one revision of a deployment; revision 0 means the
+// latest.
+func (c *Config) Revision(ctx context.Context, name string, revision int) (*release.Record, error) {
+	ns := c.namespace()
+	if revision > 0 {
+		r, err := c.History.Get(ctx, ns, name, revision)
+		if errors.Is(err, driver.ErrNotFound) {
+			return nil, fmt.Errorf("deployment %s has no revision %d in namespace %s: %w", name, revision, ns, derrors.NotFound)
+		}
+		return r, err
+	}
+	hist, err := c.Revisions(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return hist[len(hist)-1], nil
+}
+
+// Revisions returns every revision of a deployment, oldest first.
+func (c *Config) Revisions(ctx context.Context, name string) ([]*release.Record, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, name, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(hist) == 0 {
+		return nil, fmt.Errorf("deployment %s not found in namespace %s: %w", name, ns, derrors.NotFound)
+	}
+	return hist, nil
+}
+
+// Statuses returns the live kstatus readiness of a revision's objects, in
+// the record's order.
+func (c *Config) Statuses(ctx context.Context, r *release.Record) ([]kube.Status, error) {
+	refs := make([]kube.ObjectRef, len(r.Resources))
+	for i, res := range r.Resources {
+		refs[i] = refOf(res)
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	return c.Cluster.Statuses(ctx, refs)
+}
+
+// DiffOptions are Diff's options.
+type DiffOptions struct {
+	Name   string
+	Source Source
+}
+
+// Diff compares what deploying Source as deployment Name would apply (a
+// server-side dry run) with the live objects, including the objects the
+// deployment has that the new revision would prune. It returns a unified
+// diff and whether anything differs.
+func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, opts.Name, false)
+	if err != nil {
+		return "", false, err
+	}
+	src := opts.Source
+	_, p, err := c.expand(ctx, opts.Name, &src)
+	if err != nil {
+		return "", false, err
+	}
+	if err := p.prepare(ctx, c.Cluster); err != nil {
+		return "", false, err
+	}
+	newIDs := map[identity]bool{}
+	for _, o := range p.objects {
+		newIDs[idOf(o.ref())] = true
+	}
+	var gone []kube.ObjectRef
+	if liveRecord(hist) != nil {
+		for _, r := range pruneCandidates(hist, false) {
+			if ref := refOf(r); !newIDs[idOf(ref)] {
+				gone = append(gone, ref)
+			}
+		}
+	}
+	// Deferred references are filled from the live objects where they
+	// exist, as deploy would.
+	live := map[string]*object{}
+	for _, o := range p.objects {
+		live[o.name] = o
+	}
+	got := map[string]bool{}
+	for _, o := range p.objects {
+		for _, d := range o.deferred {
+			if got[d.Target] {
+				continue
+			}
+			got[d.Target] = true
+			if t := live[d.Target]; t != nil {
+				if u, err := c.Cluster.Get(ctx, t.ref()); err == nil {
+					t := *t
+					t.obj = u
+					live[d.Target] = &t
+				}
+			}
+		}
+	}
+	for _, o := range p.objects {
+		for _, d := range o.deferred {
+			cur, ok := pointerGet(o.obj.Object, d.Field)
+			s, isStr := cur.(string)
+			if !ok || !isStr {
+				continue
+			}
+			v, err := expand.FillRefs(s, func(text, name, path string) (any, bool, error) {
+				t := live[name]
+				if t == nil {
+					return nil, false, nil
+				}
+				v, ok := expand.LookupPath(t.obj.Object, path)
+				return v, ok, nil
+			})
+			if err == nil {
+				pointerSet(o.obj.Object, d.Field, v)
+			}
+		}
+	}
+	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
+	if err != nil {
+		return "", false, p.annotate(err)
+	}
+	return diff, changed, nil
+}
+
+// TypeUse is a template type in use, with one version.
+type TypeUse struct {
+	// Template is the template's canonical name (without version), or
+	// the import path of a template sent with a configuration.
+	Template string `json:"template"`
+	Version  string `json:"version"`
+	// Instances counts the layout nodes of the template in deployed
+	// revisions, Deployments the deployments they are in.
+	Instances   int `json:"instances"`
+	Deployments int `json:"deployments"`
+}
+
+// Instance is one use of a template in a deployment's layout.
+type Instance struct {
+	Deployment string `json:"deployment"`
+	Namespace  string `json:"namespace"`
+	Revision   int    `json:"revision"`
+	// Path is the layout path of the template's node.
+	Path string `json:"path"`
+	// Template is the canonical reference with version (or the import
+	// path), Type the type as written in the layout.
+	Template string `json:"template"`
+	Version  string `json:"version,omitempty"`
+	Type     string `json:"type"`
+}
+
+// instances walks the layouts of the deployed deployments.
+func (c *Config) instances(ctx context.Context, all bool) ([]Instance, error) {
+	recs, err := c.List(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	var out []Instance
+	for _, r := range recs {
+		if r.Status == release.StatusDeleting {
+			continue
+		}
+		if r.Status != release.StatusDeployed {
+			// The list holds the latest revision; what runs is the
+			// latest deployed one.
+			hist, err := c.History.History(ctx, r.Namespace, r.Name)
+			if err != nil {
+				return nil, err
+			}
+			r = nil
+			for i := len(hist) - 1; i >= 0; i-- {
+				if hist[i].Status == release.StatusDeployed {
+					r = hist[i]
+					break
+				}
+			}
+			if r == nil {
+				continue
+			}
+		}
+		resolved := map[string]expand.Reference{}
+		for _, ref := range r.References {
+			if _, ok := resolved[ref.Ref]; !ok {
+				resolved[ref.Ref] = ref
+			}
+		}
+		var walk func(nodes []*expand.LayoutResource, prefix string)
+		walk = func(nodes []*expand.LayoutResource, prefix string) {
+			for _, n := range nodes {
+				p := n.Name
+				if prefix != "" {
+					p = prefix + "/" + n.Name
+				}
+				if len(n.Resources) == 0 {
+					continue // a primitive (or a template that made nothing)
+				}
+				in := Instance{Deployment: r.Name, Namespace: r.Namespace, Revision: r.Revision, Path: p, Template: n.Type, Type: n.Type}
+				if ref, ok := resolved[n.Type]; ok {
+					in.Template, in.Version = ref.Resolved, ref.Version
+				}
+				out = append(out, in)
+				walk(n.Resources, p)
+			}
+		}
+		walk(r.Layout.Resources, "")
+	}
+	return out, nil
+}
+
+// templateName is a canonical reference without its version.
+func templateName(in Instance) string {
+	if in.Version != "" {
+		return strings.TrimSuffix(in.Template, ":"+in.Version)
+	}
+	return in.Template
+}
+
+// Types returns the template types in use in the deployed revisions, one
+// entry per template and version, with instance counts.
+func (c *Config) Types(ctx context.Context, all bool) ([]TypeUse, error) {
+	ins, err := c.instances(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	type key struct{ t, v string }
+	uses := map[key]*TypeUse{}
+	deps := map[key]map[string]bool{}
+	for _, in := range ins {
+		k := key{templateName(in), in.Version}
+		u := uses[k]
+		if u == nil {
+			u = &TypeUse{Template: k.t, Version: k.v}
+			uses[k] = u
+			deps[k] = map[string]bool{}
+		}
+		u.Instances++
+		deps[k][in.Namespace+"/"+in.Deployment] = true
+	}
+	out := make([]TypeUse, 0, len(uses))
+	for k, u := range uses {
+		u.Deployments = len(deps[k])
+		out = append(out, *u)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Template != out[j].Template {
+			return out[i].Template < out[j].Template
+		}
+		return out[i].Version < out[j].Version
+	})
+	return out, nil
+}
+
+// Instances returns the uses of template typ in the deployed revisions:
+// typ is a template name (redis, common/web), a canonical name, a type as
+// written in a layout, or any of these with a version.
+func (c *Config) Instances(ctx context.Context, typ string, all bool) ([]Instance, error) {
+	ins, err := c.instances(ctx, all)
+	if err != nil {
+		return nil, err
+	}
+	var out []Instance
+	for _, in := range ins {
+		name := templateName(in)
+		if in.Type == typ || in.Template == typ || name == typ ||
+			strings.HasSuffix(name, "/"+typ) || strings.HasSuffix(in.Template, "/"+typ) {
+			out = append(out, in)
+		}
+	}
+	return out, nil
+}

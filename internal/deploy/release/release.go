@@ -1,0 +1,135 @@
+// Package release defines the record dm keeps of each revision of a
+// deployment: what the user asked for, what the engine made of it, what was
+// applied and how it went. Storage drivers (package driver) persist records;
+// the deploy actions create and update them.
+//
+// A record is written once per revision, with status pending, before anything
+// is applied, and then updated to deployed or failed. Nothing about a pending
+// record blocks another command: concurrency is optimistic (see package
+// driver), so an interrupted dm never leaves a lock behind.
+package release
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// Format is the version of the stored form of a Record. Drivers write it
+// with every record and refuse to read a record of another version, so a
+// future format change is detected instead of misread.
+const Format = 1
+
+// Status of a revision.
+type Status string
+
+// The statuses a revision goes through. A revision is created pending, then
+// becomes deployed or failed; a newer deployed revision makes the previous
+// deployed one superseded; deleting marks a deployment whose objects are
+// being removed (dm delete --keep-history leaves it).
+const (
+	// StatusPending means the revision is being applied. An interrupted dm
+	// leaves it; it never blocks anything, and the next action on the
+	// deployment turns it into failed ("interrupted").
+	StatusPending Status = "pending"
+	// StatusDeployed means every object of the revision was applied.
+	StatusDeployed Status = "deployed"
+	// StatusFailed means applying the revision failed; Description says why.
+	StatusFailed Status = "failed"
+	// StatusSuperseded means a later revision was deployed.
+	StatusSuperseded Status = "superseded"
+	// StatusDeleting means the deployment's objects are being deleted.
+	StatusDeleting Status = "deleting"
+)
+
+// Valid reports whether s is one of the known statuses.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusPending, StatusDeployed, StatusFailed, StatusSuperseded, StatusDeleting:
+		return true
+	}
+	return false
+}
+
+// Record is one revision of one deployment.
+type Record struct {
+	// Name and Namespace identify the deployment; Revision counts from 1.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Revision  int    `json:"revision"`
+	// Status is where the revision stands.
+	Status Status `json:"status"`
+	// Description says what happened: "Deploy complete", "Rollback to 3",
+	// or the error.
+	Description string `json:"description,omitempty"`
+	// Input is what the user asked for, enough to expand it again.
+	Input Input `json:"input"`
+	// Properties are the properties given (after merging --values and
+	// --properties).
+	Properties map[string]any `json:"properties,omitempty"`
+	// Env holds the --env values given, if any.
+	Env map[string]string `json:"env,omitempty"`
+	// References are the registry templates the expansion resolved, with
+	// their versions and digests.
+	References []expand.Reference `json:"references,omitempty"`
+	// Layout is the expansion's tree of resources.
+	Layout expand.Layout `json:"layout"`
+	// Resources has one entry per applied object, in apply order.
+	Resources []Resource `json:"resources,omitempty"`
+	// Objects are the objects as applied: labels, annotations and
+	// namespace set, deferred references filled. Rollback applies them
+	// again without expanding.
+	Objects []map[string]any `json:"objects,omitempty"`
+	// Created is when the revision was first recorded, Updated when its
+	// record last changed.
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// DMVersion is the version of dm that wrote the revision.
+	DMVersion string `json:"dmVersion,omitempty"`
+	// StorageVersion is the driver's optimistic-concurrency token (for
+	// Secrets, derived from the head Secret's resourceVersion) from when
+	// the record was read or last written. It is opaque, and not part of
+	// the stored record.
+	StorageVersion string `json:"-"`
+}
+
+// Input is what the user asked to deploy: a template reference, or a
+// configuration with its imports.
+type Input struct {
+	// Ref is a template reference as written (redis:v1) and Registry the
+	// default registry short references resolved against.
+	Ref      string `json:"ref,omitempty"`
+	Registry string `json:"registry,omitempty"`
+	// Config is a configuration (YAML or JSON), ConfigName its name in
+	// errors and Imports the files sent with it, by path.
+	Config     string            `json:"config,omitempty"`
+	ConfigName string            `json:"configName,omitempty"`
+	Imports    map[string]string `json:"imports,omitempty"`
+	// Server is the URL of the registryd that resolved and expanded, if
+	// any.
+	Server string `json:"server,omitempty"`
+}
+
+// Resource is one applied object of a revision.
+type Resource struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	// Namespace is empty for cluster-scoped objects.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Path is the object's layout path, such as "frontend/web/svc".
+	Path string `json:"path,omitempty"`
+	// Template is the canonical template reference (with version) of the
+	// object's layout node.
+	Template string `json:"template,omitempty"`
+	// ResourceVersion is the object's resourceVersion right after dm
+	// applied it. When the live object still has it and the next revision
+	// applies the same object, dm skips the PATCH: nothing changed it.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// String names the revision as "namespace/name revision N".
+func (r *Record) String() string {
+	return fmt.Sprintf("%s/%s revision %d", r.Namespace, r.Name, r.Revision)
+}

@@ -1,0 +1,2 @@
+def name(prefix, suffix):
+  return '%s-%s' % (prefix, suffix)

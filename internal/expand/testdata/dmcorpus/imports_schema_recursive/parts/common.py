@@ -1,0 +1,1 @@
+ZONE = 'us-east1-b'

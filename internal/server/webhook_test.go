@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/fetch/githubtest"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+const hookSecret = "hook-secret-789"
+
+// sign computes X-Hub-Signature-256 as GitHub does.
+func sign(secret string, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+type hookEnv struct {
+	gh   *githubtest.Server
+	repo string
+	reg  *index.Registry
+	http *httptest.Server
+	log  *lockedBuffer
+}
+
+// lockedBuffer is a log sink that refreshes in the background may write
+// while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// newHookEnv serves a GitHub registry (acme/tpl, tracking main) from the
+// GitHub test server, with webhooks configured by opts.
+func newHookEnv(t *testing.T, opts WebhookOptions) *hookEnv {
+	t.Helper()
+	fsys := fstest.MapFS{}
+	for name, content := range fixture {
+		fsys[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
+	}
+	repo := githubtest.NewRepoFS(t, fsys)
+	gh := githubtest.New(map[string]string{"acme/tpl": repo})
+	t.Cleanup(gh.Close)
+	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, GitHub: &api.GitHubSpec{Owner: "acme", Repo: "tpl", Branch: "main", APIURL: gh.URL}}, api.Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	def, _ := resolve.ParseRegistry(prefix)
+	log := &lockedBuffer{}
+	s := New(Options{Resolver: resolve.New(def, reg), Webhooks: opts, Logger: newTestLogger(log)})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	return &hookEnv{gh: gh, repo: repo, reg: reg, http: hs, log: log}
+}
+
+// post sends a webhook delivery; sig "" sends none.
+func (e *hookEnv) post(t *testing.T, event, sig string, body []byte) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.http.URL+"/v1/webhooks/github", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", event)
+	req.Header.Set("X-GitHub-Delivery", "d-1")
+	if sig != "" {
+		req.Header.Set("X-Hub-Signature-256", sig)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func pushBody(repo, ref, after string) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"ref":        ref,
+		"after":      after,
+		"repository": map[string]any{"full_name": repo, "default_branch": "main"},
+	})
+	return b
+}
+
+// waitVersion waits up to 5 seconds for the registry to serve commit sha.
+func (e *hookEnv) waitVersion(t *testing.T, sha string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if s := e.reg.Snapshot(); s != nil && s.Tree.Version == sha {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("commit %s not served within 5s (serving %s)", sha, e.reg.Snapshot().Tree.Version)
+}
+
+func TestWebhookSignatures(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl", Branch: "main"}}})
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	ping := []byte(`{"zen":"Keep it logically awesome.","hook_id":1}`)
+	tests := []struct {
+		name, event, sig string
+		body             []byte
+		status           int
+		want             string
+	}{
+		{"ping", "ping", sign(hookSecret, ping), ping, 200, "pong"},
+		{"missing signature", "push", "", push, 401, "missing X-Hub-Signature-256"},
+		{"bad signature", "push", sign("wrong", push), push, 401, "does not match"},
+		{"malformed signature", "push", "sha256=zz", push, 401, "does not match"},
+		{"signature of another body", "push", sign(hookSecret, ping), push, 401, "does not match"},
+		{"other event", "issues", sign(hookSecret, ping), ping, 202, "ignored"},
+		{"other branch", "push", sign(hookSecret, pushBody("acme/tpl", "refs/heads/dev", "x")), pushBody("acme/tpl", "refs/heads/dev", "x"), 202, "no registry tracks refs/heads/dev"},
+		{"other repository", "push", sign(hookSecret, pushBody("acme/other", "refs/heads/main", "x")), pushBody("acme/other", "refs/heads/main", "x"), 202, "ignored"},
+		{"tracked branch", "push", sign(hookSecret, push), push, 202, "refresh scheduled"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := e.post(t, tt.event, tt.sig, tt.body)
+			if code != tt.status || !strings.Contains(body, tt.want) {
+				t.Errorf("%d %s, want %d with %q", code, body, tt.status, tt.want)
+			}
+			if strings.Contains(body, hookSecret) {
+				t.Errorf("the answer holds the secret: %s", body)
+			}
+		})
+	}
+	if strings.Contains(e.log.String(), hookSecret) {
+		t.Errorf("the log holds the secret:\n%s", e.log)
+	}
+}
+
+func TestWebhookDisabled(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 404 {
+		t.Errorf("without a secret: %d %s, want 404", code, body)
+	}
+}
+
+// TestWebhookPerRegistrySecret: a registry's own secret, not the global
+// one, authorises its pushes.
+func TestWebhookPerRegistrySecret(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: "global", Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl", Secret: hookSecret}}})
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign("global", push), push); code != 401 {
+		t.Errorf("global secret for a registry with its own: %d %s, want 401", code, body)
+	}
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 202 || !strings.Contains(body, "refresh scheduled") {
+		t.Errorf("own secret: %d %s", code, body)
+	}
+}
+
+// TestWebhookPushRefreshes: a push to the tracked branch serves the new
+// commit within 5 seconds, and a burst of 20 pushes makes one refresh:
+// one commit request to GitHub.
+func TestWebhookPushRefreshes(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	head := githubtest.Commit(t, e.repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+	e.gh.ResetCounts()
+	push := pushBody("acme/tpl", "refs/heads/main", head)
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code/100 != 2 {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	e.waitVersion(t, head)
+	if n := e.gh.RequestsTo("commit"); n != 1 {
+		t.Errorf("one push: %d commit requests, want 1", n)
+	}
+
+	head = githubtest.Commit(t, e.repo, map[string]string{"redis/v1.0.10/redis.jinja": "kind: d\n"})
+	e.gh.ResetCounts()
+	for i := range 20 {
+		push := pushBody("acme/tpl", "refs/heads/main", fmt.Sprint(head, i))
+		if code, body := e.post(t, "push", sign(hookSecret, push), push); code/100 != 2 {
+			t.Fatalf("push %d: %d %s", i, code, body)
+		}
+	}
+	e.waitVersion(t, head)
+	// Let a second refresh, if one was wrongly scheduled, happen.
+	time.Sleep(600 * time.Millisecond)
+	if n := e.gh.RequestsTo("commit"); n != 1 {
+		t.Errorf("a burst of 20 pushes: %d commit requests to GitHub, want 1 (one refresh)", n)
+	}
+}
+
+// newTestLogger logs into w, at debug level, so tests can look for secrets.
+func newTestLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}

@@ -1,0 +1,338 @@
+#!/usr/bin/env python3
+"""Reference expansion of Deployment Manager configurations.
+
+Follows DM's expansion code (expandybird's expansion.py and the hosted
+successor's client, which gathered imports): a configuration's imports and
+every template's schema, with the files a schema imports (relative to the
+schema, with their names), recursively; Jinja templates rendered by jinja2
+with properties, env and imports as globals and a DictLoader over the
+imports (by name); Python templates run as GenerateConfig(context); schema
+defaults applied before rendering (DM's default-setting draft 4 validator,
+jsonschema when installed); template output read by yaml.safe_load;
+templates expanded recursively until only other types remain.
+
+It writes, for each case directory given, want.json: {"resources": [...]}
+(plus configVersion when the configuration has one), what dm's
+Result.Config must equal as data. Value references $(ref.NAME.PATH) are
+replaced as dm replaces them when PATH exists in the rendered resource
+NAME, and left in place otherwise (deferred to deploy time).
+
+Non-JSON values: .inf/-.inf/.nan become the strings ".inf", "-.inf",
+".nan"; dates and times their YAML text (what dm keeps).
+
+Usage: scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
+Needs python3, jinja2 and PyYAML (Debian: python3-jinja2 python3-yaml).
+"""
+
+import copy
+import datetime
+import importlib.abc
+import importlib.util
+import json
+import math
+import os
+import re
+import sys
+import types
+
+import jinja2
+import yaml
+
+# The env every corpus case gets (the Go test sets the same).
+BASE_ENV = {
+    "deployment": "dep",
+    "namespace": "ns",
+    "project": "proj",
+    "project_number": "123456",
+    "current_time": "2026-01-01T00:00:00Z",
+    "username": "user@example.com",
+}
+
+
+class ExpansionError(Exception):
+    pass
+
+
+def is_template(path):
+    return path.endswith(".py") or path.endswith(".jinja")
+
+
+def read_imports(config_dir, config):
+    """Returns {name: {"path": p, "content": c}} as DM's client built it."""
+    imports = {}
+    todo = []
+
+    def add(name, path):
+        full = os.path.normpath(os.path.join(config_dir, path))
+        with open(full) as f:
+            content = f.read()
+        imports.setdefault(name, {"path": path, "content": content})
+        if is_template(path):
+            todo.append(path)
+
+    for imp in config.get("imports") or []:
+        if isinstance(imp, str):
+            imp = {"path": imp}
+        add(imp.get("name") or imp["path"], imp["path"])
+    done = set()
+    while todo:
+        path = todo.pop(0)
+        if path in done:
+            continue
+        done.add(path)
+        schema = path + ".schema"
+        full = os.path.normpath(os.path.join(config_dir, schema))
+        if not os.path.exists(full):
+            continue
+        with open(full) as f:
+            content = f.read()
+        imports.setdefault(schema, {"path": schema, "content": content})
+        s = yaml.safe_load(content) or {}
+        for imp in s.get("imports") or []:
+            if isinstance(imp, str):
+                imp = {"path": imp}
+            p = os.path.normpath(os.path.join(os.path.dirname(path), imp["path"]))
+            add(imp.get("name") or imp["path"], p)
+    return imports
+
+
+def apply_defaults(schema, instance):
+    """DM's default-setting validator: fills defaults of properties,
+    recursively into objects that are present or defaulted."""
+    props = schema.get("properties") or {}
+    if not isinstance(instance, dict):
+        return instance
+    for name, sub in props.items():
+        if not isinstance(sub, dict):
+            continue
+        if name not in instance and "default" in sub:
+            instance[name] = copy.deepcopy(sub["default"])
+        if name in instance and isinstance(instance[name], dict):
+            apply_defaults(sub, instance[name])
+    return instance
+
+
+class Context(object):
+    def __init__(self, resource):
+        self.properties = resource["properties"]
+        self.env = resource["env"]
+        self.imports = resource["imports"]
+
+
+class ImportsFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Lets a Python template import the .py files it was given."""
+
+    def __init__(self, imports):
+        self.imports = imports
+
+    def _name(self, fullname):
+        for cand in (fullname.replace(".", "/") + ".py", fullname.replace(".", "/") + "/__init__.py"):
+            if cand in self.imports:
+                return cand
+        return None
+
+    def find_spec(self, fullname, path, target=None):
+        name = self._name(fullname)
+        if name is None:
+            prefix = fullname.replace(".", "/") + "/"
+            if any(k.startswith(prefix) for k in self.imports):
+                return importlib.util.spec_from_loader(fullname, self, is_package=True)
+            return None
+        return importlib.util.spec_from_loader(fullname, self, is_package=name.endswith("__init__.py"))
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = self._name(module.__name__)
+        if name is None:
+            module.__path__ = []
+            return
+        exec(compile(py2(self.imports[name]), name, "exec"), module.__dict__)
+
+
+def py2(src):
+    """The Python 2 spellings DM's templates use, in Python 3."""
+    src = re.sub(r"\.iteritems\(\)", ".items()", src)
+    src = re.sub(r"\.itervalues\(\)", ".values()", src)
+    src = re.sub(r"\.iterkeys\(\)", ".keys()", src)
+    return src
+
+
+PY2_BUILTINS = {"xrange": range, "unicode": str, "basestring": str, "long": int}
+
+
+def dm_yaml():
+    """PyYAML as DM's Python 2.7 templates saw it: load without a Loader."""
+    m = types.ModuleType("yaml")
+    m.__dict__.update(yaml.__dict__)
+    m.load = lambda stream, Loader=yaml.SafeLoader: yaml.load(stream, Loader=Loader)
+    return m
+
+
+def expand_python(source, name, resource, imports):
+    finder = ImportsFinder({k: v["content"] for k, v in imports.items()})
+    sys.meta_path.insert(0, finder)
+    saved = {k: m for k, m in sys.modules.items()}
+    sys.modules["yaml"] = dm_yaml()
+    try:
+        ns = dict(PY2_BUILTINS)
+        exec(compile(py2(source), name, "exec"), ns)
+        return ns["GenerateConfig"](Context(resource))
+    finally:
+        sys.meta_path.remove(finder)
+        for k in list(sys.modules):
+            if k not in saved:
+                del sys.modules[k]
+        sys.modules["yaml"] = yaml
+
+
+def expand_jinja(source, resource, imports):
+    env = jinja2.Environment(loader=jinja2.DictLoader({k: v["content"] for k, v in imports.items()}))
+    return env.from_string(source).render(resource)
+
+
+def expand_template(resource, imports, base_env):
+    name = resource["type"]
+    path = imports[name]["path"]
+    env = dict(base_env)
+    env["name"] = resource["name"]
+    env["type"] = resource["type"]
+    props = resource.get("properties") or {}
+    schema = imports.get(path + ".schema") or imports.get(name + ".schema")
+    if schema:
+        props = apply_defaults(yaml.safe_load(schema["content"]) or {}, props)
+    r = {"properties": props, "env": env, "imports": {k: v["content"] for k, v in imports.items()}}
+    if path.endswith(".jinja"):
+        out = expand_jinja(imports[name]["content"], r, imports)
+    else:
+        out = expand_python(imports[name]["content"], path, r, imports)
+    if isinstance(out, str):
+        out = yaml.safe_load(out)
+    if not isinstance(out, dict) or "resources" not in out:
+        raise ExpansionError("%s: output has no resources" % name)
+    return out["resources"] or []
+
+
+def process(resource, imports, base_env, out):
+    t = resource["type"]
+    if t in imports and is_template(imports[t]["path"]):
+        for child in expand_template(resource, imports, base_env):
+            process(child, imports, base_env, out)
+    else:
+        r = {"name": resource["name"], "type": t}
+        for k in ("properties", "metadata", "accessControl"):
+            if resource.get(k) is not None:
+                r[k] = resource[k]
+        out.append(r)
+
+
+REF = re.compile(r"\$\(ref\.([^.\[\)\s]+)((?:\.[^.\[\)\s]+|\[\d+\])*)\)")
+MISSING = object()
+
+
+def lookup(res, name, path):
+    """The value at path in the rendered properties of resource name, as
+    dm looks it up; MISSING for what only the live object will have."""
+    v = res[name].get("properties") or {}
+    for step in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        key, idx = step
+        if key:
+            if not isinstance(v, dict) or key not in v:
+                return MISSING
+            v = v[key]
+        else:
+            if not isinstance(v, list) or int(idx) >= len(v):
+                return MISSING
+            v = v[int(idx)]
+    return v
+
+
+def scalar_string(v):
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def resolve_refs(resources):
+    byname = {r["name"]: r for r in resources}
+
+    def sub(v):
+        if isinstance(v, str) and "$(ref." in v:
+            ms = list(REF.finditer(v))
+            if len(ms) == 1 and ms[0].start() == 0 and ms[0].end() == len(v):
+                got = lookup(byname, ms[0].group(1), ms[0].group(2))
+                return v if got is MISSING else sub(got)
+            def rep(m):
+                got = lookup(byname, m.group(1), m.group(2))
+                return m.group(0) if got is MISSING else scalar_string(sub(got))
+            return REF.sub(rep, v)
+        if isinstance(v, dict):
+            return {k: sub(e) for k, e in v.items()}
+        if isinstance(v, list):
+            return [sub(e) for e in v]
+        return v
+
+    for r in resources:
+        if "properties" in r:
+            r["properties"] = sub(r["properties"])
+
+
+def plain(v):
+    """JSON-safe, as dm writes it."""
+    if isinstance(v, float) and (math.isinf(v) or math.isnan(v)):
+        return ".nan" if math.isnan(v) else (".inf" if v > 0 else "-.inf")
+    if isinstance(v, (datetime.date, datetime.datetime)):
+        return str(v)
+    if isinstance(v, dict):
+        return {str(k) if not isinstance(k, bool) else str(k).lower(): plain(e) for k, e in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [plain(e) for e in v]
+    return v
+
+
+def find_config(case):
+    for root, _, files in sorted(os.walk(case)):
+        if "config.yaml" in files:
+            return os.path.join(root, "config.yaml")
+    raise ExpansionError("%s: no config.yaml" % case)
+
+
+def expand_case(case):
+    cfg_path = find_config(case)
+    with open(cfg_path) as f:
+        config = yaml.safe_load(f)
+    env = dict(BASE_ENV)
+    env_file = os.path.join(case, "env.yaml")
+    if os.path.exists(env_file):
+        with open(env_file) as f:
+            env.update(yaml.safe_load(f) or {})
+    imports = read_imports(os.path.dirname(cfg_path), config)
+    out = []
+    for r in config.get("resources") or []:
+        process(r, imports, env, out)
+    resolve_refs(out)
+    result = {"resources": plain(out)}
+    if "configVersion" in config:
+        result["configVersion"] = plain(config["configVersion"])
+    return result
+
+
+def main(argv):
+    for case in argv[1:]:
+        case = case.rstrip("/")
+        if not os.path.isdir(case):
+            continue
+        try:
+            result = expand_case(case)
+        except Exception as e:  # the corpus holds expansions that succeed
+            print("%s: %s: %s" % (case, type(e).__name__, e), file=sys.stderr)
+            return 1
+        with open(os.path.join(case, "want.json"), "w") as f:
+            json.dump(result, f, indent=2, sort_keys=True, allow_nan=False)
+            f.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
