@@ -46,22 +46,16 @@ func writeFrame(w *bufio.Writer, kind byte, v any) error {
 }
 
 func writeRaw(w *bufio.Writer, kind byte, body []byte) error {
-	if err := bufferRaw(w, kind, body); err != nil {
-		return err
-	}
-	return w.Flush()
-}
-
-// bufferRaw writes one frame into w's buffer without flushing it.
-func bufferRaw(w *bufio.Writer, kind byte, body []byte) error {
 	var h [headerSize]byte
 	binary.BigEndian.PutUint32(h[:4], uint32(len(body)+1))
 	h[4] = kind
 	if _, err := w.Write(h[:]); err != nil {
 		return err
 	}
-	_, err := w.Write(body)
-	return err
+	if _, err := w.Write(body); err != nil {
+		return err
+	}
+	return w.Flush()
 }
 
 // readFrame reads one frame of at most max payload bytes. A frame over the

@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -97,8 +96,6 @@ type worker struct {
 	// prefetched holds files sent with resolutions, by version digest,
 	// until the expander reads them.
 	prefetched map[string]map[string][]byte
-	// flush flushes buffered progress frames (progress).
-	flush *time.Timer
 	// baseGoroutines is the count between jobs; more after a job means a
 	// render was abandoned and may still run.
 	baseGoroutines int
@@ -120,32 +117,13 @@ func (w *worker) send(kind byte, v any) error {
 	return writeFrame(w.out, kind, v)
 }
 
-// progressDelay is how long a progress frame may wait in the buffer.
-const progressDelay = 2 * time.Millisecond
-
-// progress announces a template invocation. The frame is buffered: a
-// quick template's goes with the next frame written (a call or the
-// answer), sparing the parent a wake-up per template; the timer flushes
-// it progressDelay after the last one, so the parent learns of a slow
-// template at once (a template cannot reach its memory limit in 2 ms).
+// progress announces a template invocation at once: were the frame left
+// in the buffer, a worker that dies soon after would take the name of the
+// template that killed it along (tried: a template that exhausts memory
+// in 30 ms lost its name).
 func (w *worker) progress(path []string, template string) {
-	body, err := json.Marshal(progress{Path: path, Template: template})
-	if err != nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	// A broken pipe means the parent is gone; the job ends anyway.
-	_ = bufferRaw(w.out, kindTemplate, body)
-	if w.flush == nil {
-		w.flush = time.AfterFunc(progressDelay, func() {
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			_ = w.out.Flush()
-		})
-	} else {
-		w.flush.Reset(progressDelay)
-	}
+	_ = w.send(kindTemplate, progress{Path: path, Template: template})
 }
 
 func (w *worker) serve() error {
