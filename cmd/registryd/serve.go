@@ -134,9 +134,15 @@ func serve(ctx context.Context, s *settings, e env) error {
 			return err
 		}
 		defer pool.Close()
-		if err := pool.Warm(ctx); err != nil {
-			return fmt.Errorf("starting expansion workers: %w", err)
-		}
+		// Workers start in the background: serving (and readiness) does
+		// not wait for them; a request that comes first starts its own.
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := pool.Warm(bg); err != nil {
+				log.Error("starting expansion workers", "err", err)
+			}
+		}()
 		expander = pool
 	}
 	hooks := server.WebhookOptions{Secret: s.webhookSecret}

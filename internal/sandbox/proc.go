@@ -136,6 +136,9 @@ func (p *Pool) start() (*proc, error) {
 	case f = <-w.frames:
 	case <-timer.C:
 		f.err = fmt.Errorf("no hello within %s", startTimeout)
+	case <-p.done:
+		// Closed while this worker started: Close did not see it.
+		f.err = fmt.Errorf("the pool was closed: %w", derrors.Unavailable)
 	}
 	var h hello
 	if f.err == nil && f.kind != kindHello {

@@ -130,6 +130,7 @@ type Pool struct {
 
 	mu     sync.Mutex
 	closed bool
+	done   chan struct{} // closed by Close
 	live   map[*proc]bool
 	// snaps are the registries' index snapshots when gen was last
 	// counted up.
@@ -153,7 +154,7 @@ func New(opts Options) (*Pool, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Pool{opts: opts, cfg: cfg, slots: make(chan *proc, opts.Workers), live: map[*proc]bool{}}
+	p := &Pool{opts: opts, cfg: cfg, slots: make(chan *proc, opts.Workers), done: make(chan struct{}), live: map[*proc]bool{}}
 	for range opts.Workers {
 		p.slots <- nil
 	}
@@ -190,6 +191,9 @@ func (p *Pool) Warm(ctx context.Context) error {
 // Close stops every worker. Jobs running are killed.
 func (p *Pool) Close() error {
 	p.mu.Lock()
+	if !p.closed {
+		close(p.done)
+	}
 	p.closed = true
 	live := p.live
 	p.live = map[*proc]bool{}
