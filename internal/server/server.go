@@ -97,6 +97,10 @@ type Options struct {
 	// has ProcessTemplate, of POST /processedTemplates): a sandbox.Pool of
 	// worker processes. Nil expands in-process with Expand's options.
 	Expander api.Expander
+	// ExampleExpander runs the background tests of examples: a pool of
+	// its own, so that slow examples cannot hold the workers interactive
+	// expansions need. Nil uses Expander.
+	ExampleExpander api.Expander
 }
 
 // jsonExpander is an Expander that can answer with the expansion's JSON
@@ -175,7 +179,11 @@ func New(opts Options) *Server {
 		// Unless a sandbox's Options.Expander set it above.
 		s.expander = s.svc
 	}
-	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: s.expander, Workers: opts.ExampleWorkers, Logger: s.log})
+	exx := opts.ExampleExpander
+	if exx == nil {
+		exx = s.expander
+	}
+	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
 	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log)
 	s.metrics.watch(opts.Resolver)
