@@ -47,7 +47,8 @@ FUZZ_TARGETS := \
 	./internal/expand/schema:FuzzParse:50000x \
 	./internal/deploy/driver:FuzzDecode:50000x \
 	./internal/deploy/kube:FuzzExportParam:100000x \
-	./internal/catalog:FuzzForm:20000x
+	./internal/catalog:FuzzForm:20000x \
+	./internal/sandbox:FuzzDecode:100000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

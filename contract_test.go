@@ -49,6 +49,13 @@ func freeAddr(t *testing.T) string {
 // must shut it down cleanly) and waits for /readyz.
 func startRegistryd(t *testing.T, bin string, env []string, args ...string) string {
 	t.Helper()
+	url, _ := startRegistrydProcess(t, bin, env, args...)
+	return url
+}
+
+// startRegistrydProcess is startRegistryd, also returning the process.
+func startRegistrydProcess(t *testing.T, bin string, env []string, args ...string) (string, *os.Process) {
+	t.Helper()
 	addr := freeAddr(t)
 	var logs bytes.Buffer
 	cmd := exec.Command(bin, append([]string{"--addr", addr, "--cache-dir", t.TempDir()}, args...)...)
@@ -75,13 +82,13 @@ func startRegistryd(t *testing.T, bin string, env []string, args ...string) stri
 		if resp, err := http.Get("http://" + addr + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return "http://" + addr
+				return "http://" + addr, cmd.Process
 			}
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
 	t.Fatalf("registryd not ready:\n%s", logs.String())
-	return ""
+	return "", nil
 }
 
 func runDM(t *testing.T, bin string, args ...string) (code int, stdout, stderr string) {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	dm "github.com/dmhq/dm"
@@ -17,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 )
 
 // globals are dm's global flags, resolved against the environment.
@@ -34,6 +36,8 @@ type globals struct {
 	setStrings []string
 	// allowURLs lets resource types be raw GitHub template URLs.
 	allowURLs bool
+	// noSandbox expands GitHub registries' templates in-process too.
+	noSandbox bool
 	// kube are the cluster flags (--kubeconfig, --context, -n).
 	kube kubeFlags
 
@@ -111,6 +115,10 @@ type localBackend struct {
 	def      resolve.Registry
 
 	svc *api.Service
+	// expanding is set by Expand before the service is made, so that
+	// service starts the worker pool, if one is needed, early.
+	expanding bool
+	pool      *sandbox.Pool
 }
 
 func (b *localBackend) addExample() {
@@ -161,6 +169,19 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			// and dm leaves no snapshots of directories behind.
 			reg.CacheDir = ""
 		}
+		regs = append(regs, reg)
+	}
+	resolver := resolve.New(b.def, regs...)
+	if b.sandboxed() {
+		// The worker starts while the registries are indexed.
+		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		b.pool = pool
+		go pool.Warm(ctx)
+	}
+	for _, reg := range regs {
 		if reg.CacheDir != "" {
 			_ = reg.Load()
 		}
@@ -170,10 +191,16 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			}
 			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 		}
-		regs = append(regs, reg)
 	}
-	b.svc = api.NewService(resolve.New(b.def, regs...), expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
+	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
 	return b.svc, nil
+}
+
+// sandboxed tells whether expansions run in a worker process: when a
+// GitHub registry is configured (its templates are other people's code)
+// and --no-sandbox is not given.
+func (b *localBackend) sandboxed() bool {
+	return b.expanding && !b.g.noSandbox && slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil })
 }
 
 var _ api.Backend = (*localBackend)(nil)
@@ -245,16 +272,32 @@ func (b *localBackend) ReadFile(ctx context.Context, ref, registry, path string)
 	return s.ReadFile(ctx, ref, registry, path)
 }
 
-// Expand expands in-process.
+// Expand expands in-process, or in a sandboxed worker process when a
+// GitHub registry is configured: its templates are other people's code.
+// The user's own files and directories and the embedded example run
+// in-process.
 func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
 	if req.Ref != "" {
 		b.need(req.Ref)
 	}
+	b.expanding = true
 	s, err := b.service(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return s.Expand(ctx, req)
+	if b.pool == nil && b.sandboxed() {
+		// The service was made before Expand was called.
+		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1})
+		if err != nil {
+			return nil, err
+		}
+		b.pool = pool
+	}
+	if b.pool == nil {
+		return s.Expand(ctx, req)
+	}
+	defer b.pool.Close()
+	return b.pool.Expand(ctx, req)
 }
 
 // cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,

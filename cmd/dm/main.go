@@ -25,10 +25,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
+	// A sandboxed expansion re-executes this binary as its worker.
+	if sandbox.IsWorker() {
+		sandbox.ServeWorker()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	stop()
@@ -124,6 +129,7 @@ with -o json always all three. -o manifest prints the Kubernetes objects as a
 	xf.BoolVar(&ef.layout, "layout", false, "print the layout and resolved references with the config")
 	xf.StringVar(&ef.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
 	xf.StringVar(&ef.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
+	xf.BoolVar(&g.noSandbox, "no-sandbox", false, "expand templates of GitHub registries in dm's own process, without a worker process and its limits")
 	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	addConfigFlags(xf, &ef.configFlags)
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")

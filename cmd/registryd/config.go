@@ -18,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 )
 
 // Config is registryd's configuration file (--config), in YAML:
@@ -184,6 +185,13 @@ type settings struct {
 	readyWait  time.Duration
 	logLevel   string
 	allowURLs  bool
+	// sandbox configures the expansion workers; noSandbox expands
+	// in-process.
+	sandbox   sandbox.Options
+	noSandbox bool
+	// timeout and totalTimeout are expand.Options' Timeout and
+	// TotalTimeout.
+	timeout, totalTimeout time.Duration
 	// webhookSecret is the global webhook secret; hookSecrets the
 	// registries' own, by prefix.
 	webhookSecret string

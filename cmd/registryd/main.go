@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -35,11 +36,17 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
 )
 
 func main() {
+	// A worker re-executes this binary; it serves expansions and exits.
+	if sandbox.IsWorker() {
+		sandbox.ServeWorker()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv})
@@ -82,6 +89,11 @@ func newCommand(e env, s *settings) *cobra.Command {
 		allowURLs  bool
 		addr       string
 		logLevel   string
+		memory     string
+		workers    int
+		noSandbox  bool
+		timeout    time.Duration
+		total      time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:           "registryd",
@@ -152,6 +164,13 @@ func newCommand(e env, s *settings) *cobra.Command {
 			s.logLevel = logLevel
 			s.allowURLs = allowURLs || cfg.AllowURLTypes
 			s.adminToken = adminToken
+			mem, err := sandbox.ParseBytes(memory)
+			if err != nil {
+				return fmt.Errorf("--expand-memory: %w", err)
+			}
+			s.sandbox = sandbox.Options{MaxMemory: mem, Workers: workers}
+			s.noSandbox = noSandbox
+			s.timeout, s.totalTimeout = timeout, total
 			if !f.Changed("admin-token") {
 				name := cfg.AdminTokenEnv
 				if name == "" {
@@ -191,6 +210,11 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
 	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	f.BoolVar(&allowURLs, "allow-url-types", false, "let POST /v1/expand accept raw GitHub URLs of template files as resource types")
+	f.StringVar(&memory, "expand-memory", "512MiB", "memory limit of each expansion worker (`SIZE`: 512MiB, 1GiB)")
+	f.IntVar(&workers, "expand-workers", max(2, runtime.GOMAXPROCS(0)), "expansion worker processes, and so expansions running at once")
+	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
+	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
+	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)

@@ -17,6 +17,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/server"
 )
 
@@ -121,6 +122,39 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
+	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout}
+	var expander, examples api.Expander
+	if s.noSandbox {
+		log.Warn("--no-sandbox: templates run inside registryd, without worker processes or their memory, CPU, file and network limits")
+	} else {
+		// Interactive expansions get --expand-workers workers; the
+		// background tests of examples one of their own, so that slow
+		// examples cannot hold the others' workers.
+		for _, p := range []struct {
+			workers int
+			out     *api.Expander
+		}{{s.sandbox.Workers, &expander}, {1, &examples}} {
+			so := s.sandbox
+			so.Workers = p.workers
+			so.Resolver, so.Expand, so.Logger, so.OnExit = resolver, eo, log, metrics.WorkerExit
+			pool, err := sandbox.New(so)
+			if err != nil {
+				return err
+			}
+			defer pool.Close()
+			// Workers start in the background: serving (and readiness)
+			// does not wait for them; a request that comes first starts
+			// its own.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := pool.Warm(bg); err != nil {
+					log.Error("starting expansion workers", "err", err)
+				}
+			}()
+			*p.out = pool
+		}
+	}
 	hooks := server.WebhookOptions{Secret: s.webhookSecret}
 	for _, spec := range s.registries {
 		if gh := spec.GitHub; gh != nil {
@@ -128,7 +162,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 	}
 	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: expand.Options{AllowURLs: s.allowURLs, Logger: log}, Webhooks: hooks})
+		Expand: eo, Expander: expander, ExampleExpander: examples, Webhooks: hooks})
 	// Examples are tested in the background: serving does not wait.
 	wg.Add(1)
 	go func() {

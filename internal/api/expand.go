@@ -54,14 +54,16 @@ type Expander interface {
 
 // Expand expands a configuration or a reference in-process.
 func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult, error) {
-	r, err := s.expandRequest(req)
+	r, err := req.EngineRequest()
 	if err != nil {
 		return nil, err
 	}
 	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
-func (s *Service) expandRequest(req *ExpandRequest) (expand.Request, error) {
+// EngineRequest converts req into the engine's request, checking that it
+// names either a configuration or a reference.
+func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
 	if (req.Config == "") == (req.Ref == "") {
 		return expand.Request{}, fmt.Errorf("expand: give either config or ref: %w", derrors.InvalidArgument)
 	}

@@ -45,6 +45,7 @@ const (
 	DefaultMaxResources   = 10000
 	DefaultMaxOutputBytes = 4 << 20
 	DefaultTimeout        = 10 * time.Second
+	DefaultTotalTimeout   = 30 * time.Second
 	DefaultStarlarkSteps  = 10_000_000
 	DefaultJinjaSteps     = 1_000_000
 	DefaultJinjaCallDepth = 100
@@ -54,11 +55,15 @@ const (
 	defaultMaxYAMLAliases = 1000
 )
 
-// Options configure an Expander. Zero fields take the defaults above.
+// Options configure an Expander. Zero fields take the defaults above. The
+// limits travel to sandboxed workers as JSON, so fields that cannot
+// (functions, interfaces) are tagged json:"-".
 type Options struct {
-	// Resolver resolves registry references; nil allows configurations
-	// with imported templates and primitives only.
-	Resolver *resolve.Resolver
+	// Resolver resolves registry references and reads the resolved
+	// versions' files; nil allows configurations with imported templates
+	// and primitives only. *resolve.Resolver implements it; a sandboxed
+	// worker plugs in one that asks its parent.
+	Resolver Resolver `json:"-"`
 	// Registry is the default registry for short references at the top of
 	// a configuration; zero means the Resolver's default. A registry
 	// template's own short references always resolve against the
@@ -84,6 +89,9 @@ type Options struct {
 	MaxYAMLAliasBytes int
 	// Timeout bounds the wall-clock time of one template invocation.
 	Timeout time.Duration
+	// TotalTimeout bounds the wall-clock time of one whole expansion, so
+	// many templates each under Timeout still end.
+	TotalTimeout time.Duration
 	// StarlarkSteps bounds the Starlark steps of one invocation.
 	StarlarkSteps uint64
 	// JinjaSteps bounds the loop iterations and macro calls of one Jinja
@@ -96,9 +104,26 @@ type Options struct {
 	CacheEntries int
 
 	// Schemas compiles schema files; nil uses the schema package.
-	Schemas SchemaCompiler
+	Schemas SchemaCompiler `json:"-"`
 	// Logger receives debug logs; nil discards them.
-	Logger *slog.Logger
+	Logger *slog.Logger `json:"-"`
+	// OnTemplate, if set, is called before each template invocation (its
+	// schema and render) with the layout path and the template's label;
+	// invocations never nest. A sandbox uses it to name the template that
+	// was running when a worker died and to time each one.
+	OnTemplate func(path []string, template string) `json:"-"`
+}
+
+// Resolver resolves registry references and reads the files of resolved
+// versions.
+type Resolver interface {
+	// ResolveIn resolves ref, short references against def.
+	ResolveIn(ctx context.Context, ref string, def resolve.Registry) (*resolve.Resolution, error)
+	// ReadFile reads a file of a resolved version, name relative to it.
+	ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error)
+	// DefaultRegistry is where short references resolve when neither the
+	// request nor Options name a registry.
+	DefaultRegistry() resolve.Registry
 }
 
 func (o *Options) setDefaults() {
@@ -118,6 +143,9 @@ func (o *Options) setDefaults() {
 	def(&o.CacheEntries, DefaultCacheEntries)
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.TotalTimeout <= 0 {
+		o.TotalTimeout = DefaultTotalTimeout
 	}
 	if o.StarlarkSteps == 0 {
 		o.StarlarkSteps = DefaultStarlarkSteps
@@ -319,8 +347,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		reg = x.opts.Registry
 	}
 	if reg.IsZero() && x.opts.Resolver != nil {
-		reg = x.opts.Resolver.Default
+		reg = x.opts.Resolver.DefaultRegistry()
 	}
+	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.TotalTimeout,
+		limitErr("TotalTimeout", x.opts.TotalTimeout, "expansion ran too long"))
+	defer cancel()
 	for p, b := range req.Imports {
 		if len(b) > x.opts.MaxInputBytes {
 			return nil, at(p, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "import is %d bytes", len(b)))
@@ -486,8 +517,8 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 	out := make([]*LayoutResource, 0, len(list))
 	seen := make(map[string]bool, len(list))
 	for _, res := range list {
-		if err := ctx.Err(); err != nil {
-			return nil, &Error{Path: path, Err: fmt.Errorf("expansion canceled: %w", err)}
+		if ctx.Err() != nil {
+			return nil, &Error{Path: path, Err: stopped(ctx)}
 		}
 		p := append(path[:len(path):len(path)], res.Name)
 		if seen[res.Name] {
@@ -655,6 +686,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		}
 		return e
 	}
+	if x.opts.OnTemplate != nil {
+		x.opts.OnTemplate(p, inv.label)
+	}
 	if schemaFile != "" {
 		orig := props
 		var unknown []string
@@ -694,7 +728,7 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	files := make(map[string][]byte, len(rs.Version.Files))
 	total := 0
 	for _, f := range rs.Version.Files {
-		data, err := rs.ReadFile(ctx, f.Path)
+		data, err := x.opts.Resolver.ReadFile(ctx, rs, f.Path)
 		if err != nil {
 			return nil, fmt.Errorf("reading the version's files: %w", err)
 		}
@@ -721,7 +755,8 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 	if len(inv.src) > x.opts.MaxInputBytes {
 		return nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
-	ctx, cancel := context.WithTimeout(ctx, x.opts.Timeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
+		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
 	var (
 		out any
@@ -740,8 +775,10 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 		return nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	if err != nil {
-		if ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, derrors.LimitExceeded) {
-			err = limitErr("Timeout", x.opts.Timeout, "template ran too long")
+		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
+			// Name the deadline that fired: this template's Timeout,
+			// the expansion's TotalTimeout or the caller's.
+			err = stopped(ctx)
 		}
 		return nil, classify(err)
 	}
@@ -776,6 +813,20 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 		return nil, at(inv.file, 0, err)
 	}
 	return list, nil
+}
+
+// stopped is the error of a done context: the limit whose deadline fired
+// (Timeout, TotalTimeout), or the caller's cancellation or deadline.
+func stopped(ctx context.Context) error {
+	cause := context.Cause(ctx)
+	var le *LimitError
+	if errors.As(cause, &le) {
+		return cause
+	}
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return fmt.Errorf("expansion stopped at the caller's deadline: %w", cause)
+	}
+	return fmt.Errorf("expansion canceled: %w", cause)
 }
 
 // cached returns the compiled value under key, compiling it on a miss.

@@ -284,7 +284,7 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (_ any, er
 		}
 		return noValue(w.buf), nil
 	case <-ctx.Done():
-		return nil, at(inv.file, 0, limitErr("Timeout", x.opts.Timeout, "template ran too long"))
+		return nil, at(inv.file, 0, stopped(ctx))
 	}
 }
 

@@ -603,7 +603,7 @@ func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, f
 			return at(file, line, limitErr("StarlarkSteps", x.opts.StarlarkSteps, "template ran more than %d steps", x.opts.StarlarkSteps))
 		}
 		if ctx.Err() != nil {
-			return at(file, line, limitErr("Timeout", x.opts.Timeout, "template ran too long"))
+			return at(file, line, stopped(ctx))
 		}
 	}
 	var loc *located

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -136,10 +137,12 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 	}
 	hc.Transport = &observeTransport{base: base0, onRequest: opts.OnRequest, log: log}
 
-	client := github.NewClient(&hc)
 	if opts.Token != "" {
-		client = client.WithAuthToken(opts.Token)
+		// Not go-github's WithAuthToken: it adds the token to every
+		// request, redirects to other hosts included.
+		hc.Transport = &tokenTransport{base: hc.Transport, token: opts.Token, scheme: u.Scheme, hosts: tokenHosts(u.Host)}
 	}
+	client := github.NewClient(&hc)
 	client.BaseURL = u
 	client.UserAgent = "dm-registry"
 	return &GitHub{
@@ -589,6 +592,36 @@ func (e *redactedError) Error() string {
 }
 
 func (e *redactedError) Unwrap() error { return e.err }
+
+// tokenTransport sends the token only to the configured API host (and its
+// upload host), over the configured scheme: a redirect elsewhere, or to
+// plain HTTP, goes without it.
+type tokenTransport struct {
+	base   http.RoundTripper
+	token  string
+	scheme string
+	hosts  []string
+}
+
+func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Scheme != t.scheme || !slices.ContainsFunc(t.hosts, func(h string) bool { return strings.EqualFold(h, req.URL.Host) }) {
+		return t.base.RoundTrip(req)
+	}
+	// A RoundTripper must not modify the request it is given.
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "Bearer "+t.token)
+	return t.base.RoundTrip(r)
+}
+
+// tokenHosts are the hosts that get the token: the API host, and for
+// api.github.com its upload host (GitHub Enterprise serves uploads from
+// the API host).
+func tokenHosts(api string) []string {
+	if strings.EqualFold(api, "api.github.com") {
+		return []string{api, "uploads.github.com"}
+	}
+	return []string{api}
+}
 
 // observeTransport reports every request to OnRequest and the debug log.
 type observeTransport struct {

@@ -331,3 +331,12 @@ func (r *Resolution) ReadFile(ctx context.Context, name string) ([]byte, error) 
 	}
 	return b, nil
 }
+
+// DefaultRegistry returns Default; it lets a Resolver stand behind an
+// interface (expand.Resolver) that a sandboxed worker implements remotely.
+func (r *Resolver) DefaultRegistry() Registry { return r.Default }
+
+// ReadFile reads a file of a resolution made by r: rs.ReadFile.
+func (r *Resolver) ReadFile(ctx context.Context, rs *Resolution, name string) ([]byte, error) {
+	return rs.ReadFile(ctx, name)
+}

@@ -47,7 +47,15 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
 	defer cancel()
-	res, err := s.expander.Expand(ctx, &req)
+	var (
+		res any
+		err error
+	)
+	if jx, ok := s.expander.(jsonExpander); ok {
+		res, err = jx.ExpandJSON(ctx, &req)
+	} else {
+		res, err = s.expander.Expand(ctx, &req)
+	}
 	if err == nil {
 		err = ctx.Err() // an engine that noticed the deadline late
 	}
@@ -65,6 +73,13 @@ func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request
 	body, err := readBody(w, r, maxTemplateBody)
 	if err != nil {
 		s.writeBodyError(w, r, err)
+		return
+	}
+	if tp, ok := s.expander.(templateProcessor); ok {
+		ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
+		defer cancel()
+		out, err := tp.ProcessTemplate(ctx, body)
+		s.answer(w, r, out, err)
 		return
 	}
 	t, err := openshift.Parse(body)

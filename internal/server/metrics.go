@@ -29,10 +29,15 @@ type Metrics struct {
 	cacheLookups    *prometheus.CounterVec
 	resolveDuration prometheus.Histogram
 	httpRequests    *prometheus.CounterVec
+	workerExits     *prometheus.CounterVec
 
 	registries *registryCollector
 	examples   *exampleCollector
 }
+
+// WorkerExit counts an expansion worker retired for reason
+// (sandbox.Options.OnExit).
+func (m *Metrics) WorkerExit(reason string) { m.workerExits.WithLabelValues(reason).Inc() }
 
 // NewMetrics creates the metrics and a registry holding them, the Go
 // runtime's and the process's.
@@ -71,12 +76,17 @@ func NewMetrics() *Metrics {
 			Name:      "http_requests_total",
 			Help:      "HTTP requests by route pattern and status code.",
 		}, []string{"route", "code"}),
+		workerExits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "expansion_worker_exits_total",
+			Help:      "Expansion worker processes retired, by reason (recycled, memory, timeout, cpu, answer_size, canceled, crashed).",
+		}, []string{"reason"}),
 		registries: &registryCollector{},
 		examples:   &exampleCollector{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
-		m.resolveDuration, m.httpRequests, m.registries, m.examples,
+		m.resolveDuration, m.httpRequests, m.workerExits, m.registries, m.examples,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

@@ -93,6 +93,27 @@ type Options struct {
 	// Webhooks configure POST /v1/webhooks/github; without a secret the
 	// endpoint answers 404.
 	Webhooks WebhookOptions
+	// Expander runs the expansions of POST /v1/expand (and, if it also
+	// has ProcessTemplate, of POST /processedTemplates): a sandbox.Pool of
+	// worker processes. Nil expands in-process with Expand's options.
+	Expander api.Expander
+	// ExampleExpander runs the background tests of examples: a pool of
+	// its own, so that slow examples cannot hold the workers interactive
+	// expansions need. Nil uses Expander.
+	ExampleExpander api.Expander
+}
+
+// jsonExpander is an Expander that can answer with the expansion's JSON
+// as is (sandbox.Pool: the worker's answer), sparing registryd decoding
+// and encoding it again.
+type jsonExpander interface {
+	ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.RawMessage, error)
+}
+
+// templateProcessor is an Expander that also processes OpenShift
+// Templates out of process (sandbox.Pool).
+type templateProcessor interface {
+	ProcessTemplate(ctx context.Context, body []byte) (json.RawMessage, error)
 }
 
 // Server is registryd's HTTP handler.
@@ -128,6 +149,7 @@ func New(opts Options) *Server {
 		slow:       opts.SlowRequest,
 		refreshTTL: opts.RefreshTimeout,
 	}
+	s.expander = opts.Expander
 	if s.hasAdmin {
 		// Comparing hashes makes the comparison constant-time whatever the
 		// lengths, and keeps no copy of the token itself.
@@ -157,7 +179,11 @@ func New(opts Options) *Server {
 		// Unless a sandbox's Options.Expander set it above.
 		s.expander = s.svc
 	}
-	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: s.expander, Workers: opts.ExampleWorkers, Logger: s.log})
+	exx := opts.ExampleExpander
+	if exx == nil {
+		exx = s.expander
+	}
+	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
 	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log)
 	s.metrics.watch(opts.Resolver)

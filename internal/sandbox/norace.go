@@ -1,0 +1,6 @@
+//go:build !race
+
+package sandbox
+
+// raceEnabled tells whether this is a race-detector build (race.go).
+const raceEnabled = false

@@ -1,0 +1,230 @@
+package sandbox
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/index"
+)
+
+// The protocol between registryd (the parent) and a worker is a sequence of
+// frames over the worker's stdin and stdout: a 4-byte big-endian length, a
+// 1-byte kind and a JSON payload of length-1 bytes. One job runs at a time;
+// while it runs the worker may send progress and calls, each call answered
+// before the next frame.
+const (
+	// Parent to worker.
+	kindJob   byte = 'J' // job
+	kindReply byte = 'R' // reply to a call
+
+	// Worker to parent.
+	kindHello    byte = 'H' // hello: the limits the worker could apply
+	kindTemplate byte = 'T' // progress: a template invocation begins
+	kindCall     byte = 'C' // call: resolve a reference or read a file
+	kindDone     byte = 'D' // the job's result or error
+)
+
+// headerSize is the length and kind before each frame's payload.
+const headerSize = 5
+
+// errFrameTooLarge is returned by readFrame for frames over the limit.
+var errFrameTooLarge = errors.New("frame too large")
+
+// writeFrame writes one frame and flushes it.
+func writeFrame(w *bufio.Writer, kind byte, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding frame %q: %w", kind, err)
+	}
+	return writeRaw(w, kind, body)
+}
+
+func writeRaw(w *bufio.Writer, kind byte, body []byte) error {
+	var h [headerSize]byte
+	binary.BigEndian.PutUint32(h[:4], uint32(len(body)+1))
+	h[4] = kind
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	if _, err := w.Write(body); err != nil {
+		return err
+	}
+	return w.Flush()
+}
+
+// readFrame reads one frame of at most max payload bytes. A frame over the
+// limit is an error wrapping errFrameTooLarge; its bytes are not read.
+func readFrame(r io.Reader, max int) (byte, []byte, error) {
+	var h [headerSize]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:4])
+	if n == 0 {
+		return 0, nil, fmt.Errorf("frame with length 0")
+	}
+	n-- // the kind byte
+	if uint64(n) > uint64(max) {
+		return 0, nil, fmt.Errorf("frame %q of %d bytes (limit %d): %w", h[4], n, max, errFrameTooLarge)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[4], body, nil
+}
+
+// job is what the parent asks of a worker.
+type job struct {
+	// Expand is an expansion; Process, instead, an OpenShift Template to
+	// process (POST /processedTemplates).
+	Expand  *expand.Request `json:"expand,omitempty"`
+	Process []byte          `json:"process,omitempty"`
+	// Default is the default registry for short references.
+	Default string `json:"default,omitempty"`
+	// Gen changes whenever a registry's index does: the worker keeps the
+	// resolutions it was given while Gen stays the same.
+	Gen uint64 `json:"gen,omitempty"`
+}
+
+// hello is the worker's first frame.
+type hello struct {
+	PID int `json:"pid"`
+	// Landlock is the Landlock ABI version enforced, 0 when the kernel has
+	// none; LandlockNet tells whether TCP connect and bind are denied.
+	Landlock    int  `json:"landlock"`
+	LandlockNet bool `json:"landlock_net"`
+	// MemoryLimit is the address-space limit set, 0 if none could be.
+	MemoryLimit uint64 `json:"memory_limit"`
+	// Problems lists limits that could not be applied.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// progress announces a template invocation.
+type progress struct {
+	Path     []string `json:"path"`
+	Template string   `json:"template"`
+}
+
+// call is a request from the worker to the parent.
+type call struct {
+	// Op is "resolve" (Ref against Registry) or "read" (file Name of the
+	// version Resolved resolved earlier in the same job).
+	Op       string `json:"op"`
+	Ref      string `json:"ref,omitempty"`
+	Registry string `json:"registry,omitempty"`
+	Resolved string `json:"resolved,omitempty"`
+	Name     string `json:"name,omitempty"`
+}
+
+// reply answers a call.
+type reply struct {
+	Resolution *wireResolution `json:"resolution,omitempty"`
+	// Files, with a resolution the worker was not sent before, are the
+	// version's files: the worker is about to read them all, and one
+	// round trip is cheaper than one per file.
+	Files map[string][]byte `json:"files,omitempty"`
+	Data  []byte            `json:"data,omitempty"`
+	Err   *wireError        `json:"error,omitempty"`
+}
+
+// wireResolution is resolve.Resolution without the registry handle: the
+// worker reads files through the parent.
+type wireResolution struct {
+	Ref       string         `json:"ref"`
+	Requested string         `json:"requested,omitempty"`
+	Note      string         `json:"note,omitempty"`
+	Version   *index.Version `json:"version"`
+}
+
+// done ends a job.
+type done struct {
+	// Result is the expansion (expand.Result) or the processed Template, as
+	// JSON.
+	Result json.RawMessage `json:"result,omitempty"`
+	Err    *wireError      `json:"error,omitempty"`
+	// Recycle asks the parent to replace the worker: a render may still
+	// run in an abandoned goroutine, or the heap grew large.
+	Recycle bool `json:"recycle,omitempty"`
+}
+
+// wireError carries an error's message and its sentinel, so HTTP status
+// mapping survives the pipe. Located expansion errors keep their parts.
+type wireError struct {
+	Msg  string `json:"msg"`
+	Kind string `json:"kind,omitempty"`
+	// Path, Template, File and Line are an *expand.Error's location; Limit
+	// an *expand.LimitError.
+	Path     []string           `json:"path,omitempty"`
+	Template string             `json:"template,omitempty"`
+	File     string             `json:"file,omitempty"`
+	Line     int                `json:"line,omitempty"`
+	Limit    *expand.LimitError `json:"limit,omitempty"`
+}
+
+var sentinels = map[string]error{
+	"not_found":      derrors.NotFound,
+	"invalid":        derrors.InvalidArgument,
+	"ambiguous":      derrors.Ambiguous,
+	"unavailable":    derrors.Unavailable,
+	"limit_exceeded": derrors.LimitExceeded,
+}
+
+// toWire encodes err.
+func toWire(err error) *wireError {
+	if err == nil {
+		return nil
+	}
+	w := &wireError{Msg: err.Error()}
+	for k, s := range sentinels {
+		if errors.Is(err, s) {
+			w.Kind = k
+			break
+		}
+	}
+	var e *expand.Error
+	if errors.As(err, &e) {
+		w.Path, w.Template, w.File, w.Line = e.Path, e.Template, e.File, e.Line
+		w.Msg = e.Err.Error()
+	}
+	var le *expand.LimitError
+	if errors.As(err, &le) {
+		// The limit as text, so a duration reads "10s" on the other side.
+		w.Limit = &expand.LimitError{Field: le.Field, Limit: fmt.Sprint(le.Limit), What: le.What}
+	}
+	return w
+}
+
+// remoteError is an error decoded from the wire: its message as the worker
+// formatted it, and its sentinel.
+type remoteError struct {
+	msg  string
+	kind error
+}
+
+func (e *remoteError) Error() string { return e.msg }
+func (e *remoteError) Unwrap() error { return e.kind }
+
+// err decodes w.
+func (w *wireError) err() error {
+	if w == nil {
+		return nil
+	}
+	var inner error = &remoteError{msg: w.Msg, kind: sentinels[w.Kind]}
+	if w.Limit != nil && w.Limit.Error() == w.Msg {
+		inner = w.Limit
+	}
+	if w.Path == nil && w.Template == "" && w.File == "" {
+		return inner
+	}
+	return &expand.Error{Path: w.Path, Template: w.Template, File: w.File, Line: w.Line, Err: inner}
+}

@@ -1,0 +1,74 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to the parent's side of the protocol:
+// frames are read with a bound and decoded by kind; nothing may panic or
+// allocate past the bound, and a frame written is read back unchanged.
+func FuzzDecode(f *testing.F) {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	writeFrame(w, kindHello, hello{PID: 1, Landlock: 6, LandlockNet: true, MemoryLimit: 1 << 29})
+	writeFrame(w, kindTemplate, progress{Path: []string{"a", "b"}, Template: "github.com/o/r/t:v1.0.0"})
+	writeFrame(w, kindCall, call{Op: "resolve", Ref: "t:v1", Registry: "github.com/o/r"})
+	writeFrame(w, kindDone, done{Err: &wireError{Msg: "m", Kind: "limit_exceeded", Path: []string{"x"}, Template: "t", Line: 3}})
+	writeFrame(w, kindDone, done{Result: json.RawMessage(`{"config":{"resources":[]}}`), Recycle: true})
+	f.Add(buf.Bytes())
+	f.Add([]byte{0, 0, 0, 0, 'D'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 'D'})
+	f.Add([]byte{0, 0, 0, 3, 'D', '{', '}'})
+	const max = 1 << 16
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := bytes.NewReader(data)
+		for {
+			kind, body, err := readFrame(r, max)
+			if err != nil {
+				if len(body) != 0 {
+					t.Fatalf("error %v with a body", err)
+				}
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, errFrameTooLarge) && err.Error() != "frame with length 0" {
+					t.Fatalf("unexpected error %v", err)
+				}
+				return
+			}
+			if len(body) > max {
+				t.Fatalf("body of %d bytes over the limit %d", len(body), max)
+			}
+			switch kind {
+			case kindHello:
+				var h hello
+				_ = json.Unmarshal(body, &h)
+			case kindTemplate:
+				var p progress
+				_ = json.Unmarshal(body, &p)
+			case kindCall:
+				var c call
+				_ = json.Unmarshal(body, &c)
+			case kindDone:
+				var d done
+				if json.Unmarshal(body, &d) == nil && d.Err != nil {
+					if err := d.Err.err(); err == nil || err.Error() == "" && d.Err.Msg != "" {
+						t.Fatalf("decoded error %v from %+v", err, d.Err)
+					}
+				}
+			}
+			// What was read writes back to the same bytes.
+			var out bytes.Buffer
+			bw := bufio.NewWriter(&out)
+			if err := writeRaw(bw, kind, body); err != nil {
+				t.Fatal(err)
+			}
+			k2, b2, err := readFrame(&out, max)
+			if err != nil || k2 != kind || !bytes.Equal(b2, body) {
+				t.Fatalf("round trip: %q %q %v, want %q %q", k2, b2, err, kind, body)
+			}
+		}
+	})
+}

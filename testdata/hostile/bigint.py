@@ -1,0 +1,2 @@
+def GenerateConfig(context):
+    return str(int("9" * 4000000))
