@@ -148,7 +148,10 @@ func emitScalar(v any) (string, error) {
 // emitString writes s plain when reading it back plain gives s, else
 // double-quoted (Go's quoting is valid YAML double-quoted style).
 func emitString(s string) string {
+	// "---" and "..." at the start of a line are document markers, so a
+	// plain "..." alone in a document would end it.
 	if s != "" && s == strings.TrimSpace(s) && !strings.Contains(s, ": ") && !strings.Contains(s, " #") &&
+		!strings.HasPrefix(s, "---") && !strings.HasPrefix(s, "...") &&
 		!strings.HasSuffix(s, ":") && !strings.ContainsAny(s, "\n\r\t\"'\\") && printable([]byte(s)) {
 		if v, ok := plain(s); ok {
 			if ps, isStr := v.(string); isStr && ps == s {
