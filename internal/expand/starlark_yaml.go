@@ -284,13 +284,44 @@ func (e *pyYAMLEmitter) node(v any, root, sequence, mapping, simpleKey bool, dep
 	return nil
 }
 
-// pair writes a mapping's key (a simple key), the colon and the value.
+// pair writes a mapping's key, the colon and the value. A key that is not
+// simple (128 characters or more, empty, several lines, a collection) is
+// written after "? ", as PyYAML does: YAML limits implicit keys to 1024
+// characters, so a long one would not read back.
 func (e *pyYAMLEmitter) pair(it pyYAMLItem, depth int) error {
-	if err := e.node(it.k, false, false, true, true, depth+1); err != nil {
+	if e.simpleKey(it.k) {
+		if err := e.node(it.k, false, false, true, true, depth+1); err != nil {
+			return err
+		}
+		e.writeIndicator(":", false, false, false)
+		return e.node(it.v, false, false, true, false, depth+1)
+	}
+	block := e.flowLevel == 0
+	e.writeIndicator("?", true, false, block)
+	if err := e.node(it.k, false, false, true, false, depth+1); err != nil {
 		return err
 	}
-	e.writeIndicator(":", false, false, false)
+	if block || e.column > e.bestWidth {
+		e.writeIndent()
+	}
+	e.writeIndicator(":", true, false, block)
 	return e.node(it.v, false, false, true, false, depth+1)
+}
+
+// simpleKey is PyYAML's Emitter.check_simple_key for a key k.
+func (e *pyYAMLEmitter) simpleKey(k any) bool {
+	if s, ok := seqOf(k); ok {
+		return len(s) == 0
+	}
+	if isCollection(k) {
+		return len(e.items(k)) == 0
+	}
+	text, _, err := pyYAMLScalar(k)
+	if err != nil {
+		return true // node reports it
+	}
+	a := e.analyze(text)
+	return utf8.RuneCountInString(text) < 128 && !a.empty && !a.multiline
 }
 
 // pyYAMLScalar is the text of a scalar as PyYAML's SafeRepresenter
