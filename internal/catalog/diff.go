@@ -136,13 +136,28 @@ func splitLines(s string) []string {
 	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
 }
 
+// noEOL marks, for comparison only, a last line without a line break, so
+// that "0" and "0\n" differ (text holds no NUL: binary files are not
+// diffed).
+const noEOL = "\x00no newline"
+
+// diffLines is splitLines with the last line marked by noEOL when s does
+// not end in a line break.
+func diffLines(s string) []string {
+	l := splitLines(s)
+	if len(l) > 0 && !strings.HasSuffix(s, "\n") {
+		l[len(l)-1] += noEOL
+	}
+	return l
+}
+
 // unified returns the unified diff of a and b with ctx lines of context
 // around each change.
 func unified(a, b string, ctx int) ([]diffLine, string) {
 	if strings.IndexByte(a, 0) >= 0 || strings.IndexByte(b, 0) >= 0 {
 		return nil, "binary file"
 	}
-	x, y := splitLines(a), splitLines(b)
+	x, y := diffLines(a), diffLines(b)
 	if len(x) > maxDiffLines || len(y) > maxDiffLines {
 		return nil, fmt.Sprintf("over %d lines: not diffed", maxDiffLines)
 	}
@@ -165,7 +180,12 @@ func unified(a, b string, ctx int) ([]diffLine, string) {
 				out = append(out, diffLine{Kind: "@", Text: fmt.Sprintf("@@ -%d +%d @@", ai, bi)})
 				gap = false
 			}
-			out = append(out, op)
+			if text, ok := strings.CutSuffix(op.Text, noEOL); ok {
+				// As diff(1) marks a last line that has no line break.
+				out = append(out, diffLine{op.Kind, text}, diffLine{"@", `\ No newline at end of file`})
+			} else {
+				out = append(out, op)
+			}
 		} else {
 			gap = true
 		}
