@@ -426,36 +426,59 @@ func (s pySpec) format(v any) (string, error) {
 			return "", fmt.Errorf("must be real number, not %s", pyTypeName(v))
 		}
 		neg := math.Signbit(f) && !math.IsNaN(f)
-		a := math.Abs(f)
-		var digits string
-		prec := s.prec
-		if prec < 0 {
-			prec = 6
-		}
-		switch {
-		case math.IsInf(a, 0):
-			digits = "inf"
-		case math.IsNaN(a):
-			digits = "nan"
-		default:
-			verb := s.verb | 0x20 // lower case
-			if verb == 'g' && prec == 0 {
-				prec = 1
-			}
-			digits = strconv.FormatFloat(a, verb, prec, 64)
-			if verb == 'g' && s.alt && !strings.Contains(digits, ".") {
-				digits += "."
-			}
-			if verb == 'f' && s.alt && prec == 0 {
-				digits += "."
-			}
-		}
-		if s.verb >= 'A' && s.verb <= 'Z' {
-			digits = strings.ToUpper(digits)
-		}
-		return s.pad(s.sign(neg), digits, !math.IsInf(a, 0) && !math.IsNaN(a)), nil
+		// Python pads inf and nan with zeros too: "%010.2f" % -inf is
+		// "-000000inf".
+		return s.pad(s.sign(neg), pyFloatBody(f, s.verb, s.prec, s.alt), true), nil
 	}
 	return "", fmt.Errorf("unsupported format character '%c' (0x%x)", s.verb, s.verb)
+}
+
+// pyFloatBody is |f| as Python's e, f and g conversions write it, in
+// the case of verb ("inf" and "nan" too), for both % formatting and
+// format specs: prec < 0 means 6, g takes at least one digit, and alt
+// (the # flag) keeps the decimal point, and with g the trailing zeros.
+func pyFloatBody(f float64, verb byte, prec int, alt bool) string {
+	a := math.Abs(f)
+	lower := verb | 0x20
+	if prec < 0 {
+		prec = 6
+	}
+	var body string
+	switch {
+	case math.IsInf(a, 0):
+		body = "inf"
+	case math.IsNaN(a):
+		body = "nan"
+	case lower == 'g' && alt:
+		// Go's g drops trailing zeros; Python's #g keeps prec
+		// significant digits, in f or e form by the exponent.
+		prec = max(prec, 1)
+		e := strconv.FormatFloat(a, 'e', prec-1, 64)
+		exp, _ := strconv.Atoi(e[strings.IndexByte(e, 'e')+1:])
+		if exp >= -4 && exp < prec {
+			body = strconv.FormatFloat(a, 'f', prec-1-exp, 64)
+		} else {
+			body = e
+		}
+		if !strings.Contains(body, ".") {
+			body = strings.Replace(body, "e", ".e", 1)
+			if !strings.Contains(body, ".") {
+				body += "."
+			}
+		}
+	default:
+		if lower == 'g' && prec == 0 {
+			prec = 1
+		}
+		body = strconv.FormatFloat(a, lower, prec, 64)
+		if alt && lower == 'f' && prec == 0 {
+			body += "."
+		}
+	}
+	if verb != lower {
+		body = strings.ToUpper(body)
+	}
+	return body
 }
 
 func (s pySpec) sign(neg bool) string {

@@ -241,12 +241,8 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 			body = "nan"
 		default:
 			switch typ {
-			case 'f', 'F':
-				body = strconv.FormatFloat(a, 'f', p, 64)
-			case 'e', 'E':
-				body = strconv.FormatFloat(a, 'e', p, 64)
-			case 'g', 'G':
-				body = strconv.FormatFloat(a, 'g', max(p, 1), 64)
+			case 'f', 'F', 'e', 'E', 'g', 'G':
+				body = pyFloatBody(a, byte(typ|0x20), p, false) // upper case below, after grouping
 			case '%':
 				body = strconv.FormatFloat(a*100, 'f', p, 64) + "%"
 			case 0:
