@@ -48,7 +48,8 @@ FUZZ_TARGETS := \
 	./internal/deploy/driver:FuzzDecode:50000x \
 	./internal/deploy/kube:FuzzExportParam:100000x \
 	./internal/catalog:FuzzForm:20000x \
-	./internal/sandbox:FuzzDecode:100000x
+	./internal/sandbox:FuzzDecode:100000x \
+	./internal/sandbox:FuzzSlotRecord:50000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

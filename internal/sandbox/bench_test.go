@@ -66,3 +66,19 @@ func benchAnswer(b *testing.B, expand func() (any, error)) {
 		}
 	}
 }
+
+// BenchmarkRoundTrip is the floor under every job: a Template with no
+// objects processed by a warm worker, nearly all of it the two frames
+// and the two process wake-ups.
+func BenchmarkRoundTrip(b *testing.B) {
+	p := newPool(b, Options{Workers: 1})
+	body := []byte(`{"kind":"Template","apiVersion":"v1","metadata":{"name":"x"},"objects":[]}`)
+	if _, err := p.ProcessTemplate(b.Context(), body); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := p.ProcessTemplate(b.Context(), body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -23,25 +24,24 @@ import (
 // startTimeout bounds a worker's start, up to its hello.
 const startTimeout = 10 * time.Second
 
-// frame is one frame read from a worker, or the error that ended reading.
-type frame struct {
-	kind byte
-	body []byte
-	err  error
-}
-
 // proc is the parent's handle of one worker process.
 type proc struct {
-	cmd    *exec.Cmd
-	pid    int
-	in     *os.File
-	out    *bufio.Writer
-	frames chan frame
+	cmd *exec.Cmd
+	pid int
+	in  *os.File
+	out *bufio.Writer
+	// The job's goroutine reads the worker's frames itself, with the
+	// read deadline as its timer: a reading goroutine handing frames over
+	// cost a wake-up per frame.
+	outR   *os.File
+	fr     *frameReader
 	exited chan struct{} // closed when the process has been waited for
-	stop   chan struct{} // closed by kill: nobody reads frames any more
 	state  *os.ProcessState
 	stderr *tail
 	hello  hello
+	// slot is where the worker records the invocation it runs; it is
+	// unmapped when the proc is garbage.
+	slot *slot
 
 	killOnce sync.Once
 	// why is the reason the worker is retired, for Options.OnExit:
@@ -82,12 +82,16 @@ func (p *Pool) start() (*proc, error) {
 	inR, inW, err1 := pipe()
 	outR, outW, err2 := pipe()
 	errR, errW, err3 := pipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
+	sl, slotFile, err4 := newSlot()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		closeAll()
+		sl.close()
 		return nil, fmt.Errorf("sandbox: %w: %w", errWorker, err)
 	}
+	files = append(files, slotFile)
 	cmd := exec.Command(p.opts.Command[0], p.opts.Command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	cmd.ExtraFiles = []*os.File{slotFile} // slotFD
 	cmd.Env = workerEnv(string(p.cfg))
 	// A worker never outlives its parent.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -98,27 +102,17 @@ func (p *Pool) start() (*proc, error) {
 	inR.Close()
 	outW.Close()
 	errW.Close()
-	w := &proc{cmd: cmd, pid: cmd.Process.Pid, in: inW, out: bufio.NewWriterSize(inW, 64<<10),
-		frames: make(chan frame, 1), exited: make(chan struct{}), stop: make(chan struct{}), stderr: &tail{done: make(chan struct{})}}
+	slotFile.Close()
+	w := &proc{cmd: cmd, pid: cmd.Process.Pid, in: inW, out: bufio.NewWriterSize(inW, 64<<10), slot: sl,
+		outR: outR, fr: &frameReader{r: bufio.NewReaderSize(outR, 64<<10), max: p.opts.MaxResultBytes + (1 << 20)},
+		exited: make(chan struct{}), stderr: &tail{done: make(chan struct{})}}
+	// Unmapped only when nothing can read it any more: a job may locate
+	// its error after the worker was killed.
+	runtime.AddCleanup(w, func(s *slot) { s.close() }, sl)
 	log := p.opts.Logger.With("worker", w.pid)
 	go func() {
 		w.stderr.read(errR, log)
 		errR.Close()
-	}()
-	go func() {
-		r := bufio.NewReaderSize(outR, 64<<10)
-		defer outR.Close()
-		for {
-			kind, body, err := readFrame(r, p.opts.MaxResultBytes+(1<<20))
-			select {
-			case w.frames <- frame{kind, body, err}:
-			case <-w.stop:
-				return
-			}
-			if err != nil {
-				return
-			}
-		}
 	}()
 	go func() {
 		_ = cmd.Wait()
@@ -127,31 +121,36 @@ func (p *Pool) start() (*proc, error) {
 	}()
 	p.mu.Lock()
 	p.live[w] = true
+	closed = p.closed
 	p.mu.Unlock()
 
-	timer := time.NewTimer(startTimeout)
-	defer timer.Stop()
-	var f frame
-	select {
-	case f = <-w.frames:
-	case <-timer.C:
-		f.err = fmt.Errorf("no hello within %s", startTimeout)
-	case <-p.done:
-		// Closed while this worker started: Close did not see it.
-		f.err = fmt.Errorf("the pool was closed: %w", derrors.Unavailable)
+	// From here Close kills the worker, and the read below fails.
+	var (
+		h    hello
+		kind byte
+		body []byte
+	)
+	err := w.outR.SetReadDeadline(time.Now().Add(startTimeout))
+	if closed {
+		err = fmt.Errorf("the pool was closed: %w", derrors.Unavailable)
 	}
-	var h hello
-	if f.err == nil && f.kind != kindHello {
-		f.err = fmt.Errorf("frame %q where the hello was expected", f.kind)
+	if err == nil {
+		kind, body, err = w.fr.next()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			err = fmt.Errorf("no hello within %s", startTimeout)
+		}
 	}
-	if f.err == nil {
-		f.err = json.Unmarshal(f.body, &h)
+	if err == nil && kind != kindHello {
+		err = fmt.Errorf("frame %q where the hello was expected", kind)
 	}
-	if f.err != nil {
+	if err == nil {
+		err = json.Unmarshal(body, &h)
+	}
+	if err != nil {
 		w.why = ExitCrashed
 		p.retire(w)
 		<-w.exited
-		return nil, fmt.Errorf("sandbox: starting a worker: %w: %w%s", errWorker, f.err, w.stderr.suffix())
+		return nil, fmt.Errorf("sandbox: starting a worker: %w: %w%s", errWorker, err, w.stderr.suffix())
 	}
 	w.hello = h
 	log.Debug("expansion worker started", "landlock_abi", h.Landlock, "memory_limit", h.MemoryLimit)
@@ -179,9 +178,10 @@ func workerEnv(cfg string) []string {
 // kill ends the worker at once.
 func (w *proc) kill() {
 	w.killOnce.Do(func() {
-		close(w.stop)
 		_ = w.cmd.Process.Kill()
 		w.in.Close()
+		// A job reading ends with an error (os.ErrClosed).
+		w.outR.Close()
 	})
 }
 
@@ -204,7 +204,7 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	if w.sent == nil {
 		w.sent = map[string]bool{}
 	}
-	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now()}
+	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now(), slot: w.slot, base: w.slot.seq().Load()}
 	// A worker between jobs is blocked reading its stdin, so the write
 	// does not block for long.
 	body, err := json.Marshal(j)
@@ -216,62 +216,78 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 		return nil, false, w.died(p, st, fmt.Errorf("sending the job: %w", err))
 	}
 	o := p.opts
-	total := time.NewTimer(o.Expand.TotalTimeout + o.Grace)
-	defer total.Stop()
-	// perTemplate runs while a template is rendering.
-	perTemplate := time.NewTimer(time.Hour)
-	perTemplate.Stop()
-	defer perTemplate.Stop()
+	// The read deadline is the earlier of the job's and the running
+	// invocation's; ctx ends the read by moving it to the past.
+	totalAt := st.started.Add(o.Expand.TotalTimeout + o.Grace)
+	invocationAt := st.started.Add(o.Expand.Timeout + o.Grace)
+	stop := context.AfterFunc(ctx, func() { _ = w.outR.SetReadDeadline(time.Unix(1, 0)) })
+	defer stop()
 	for {
-		select {
-		case f := <-w.frames:
-			if f.err != nil {
-				return nil, false, w.died(p, st, f.err)
+		err := w.outR.SetReadDeadline(earliest(totalAt, invocationAt))
+		if ctx.Err() != nil {
+			return nil, false, w.canceled(ctx, st)
+		}
+		var (
+			kind byte
+			body []byte
+		)
+		if err == nil {
+			kind, body, err = w.fr.next()
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			switch now := time.Now(); {
+			case ctx.Err() != nil:
+				return nil, false, w.canceled(ctx, st)
+			case !now.Before(totalAt):
+				w.why = ExitTimeout
+				w.kill()
+				return nil, false, st.limit("TotalTimeout", o.Expand.TotalTimeout, "expansion ran too long; its worker was killed")
 			}
-			w.bytes += int64(len(f.body))
-			switch f.kind {
-			case kindTemplate:
-				var pr progress
-				if err := json.Unmarshal(f.body, &pr); err != nil {
-					return nil, false, w.broke(err)
-				}
-				st.path, st.template = pr.Path, pr.Template
-				perTemplate.Reset(o.Expand.Timeout + o.Grace)
-			case kindCall:
-				var c call
-				if err := json.Unmarshal(f.body, &c); err != nil {
-					return nil, false, w.broke(err)
-				}
-				if err := w.send(kindReply, p.answer(ctx, st, &c)); err != nil {
-					return nil, false, w.died(p, st, fmt.Errorf("replying: %w", err))
-				}
-			case kindDone:
-				var d done
-				if err := json.Unmarshal(f.body, &d); err != nil {
-					return nil, false, w.broke(err)
-				}
-				if d.Err != nil {
-					return nil, !d.Recycle, d.Err.err()
-				}
-				return d.Result, !d.Recycle, nil
-			default:
-				return nil, false, w.broke(fmt.Errorf("unexpected frame %q", f.kind))
+			// The invocation's deadline, or a stale interruption: the
+			// slot tells which invocation runs and since when, at no cost
+			// per invocation.
+			if left := st.left(o.Expand.Timeout + o.Grace); left > 0 {
+				invocationAt = time.Now().Add(left)
+				continue
 			}
-		case <-perTemplate.C:
 			w.why = ExitTimeout
 			w.kill()
 			return nil, false, st.limit("Timeout", o.Expand.Timeout, "template ran too long; its worker was killed")
-		case <-total.C:
-			w.why = ExitTimeout
-			w.kill()
-			return nil, false, st.limit("TotalTimeout", o.Expand.TotalTimeout, "expansion ran too long; its worker was killed")
-		case <-ctx.Done():
-			w.why = ExitCanceled
-			w.kill()
-			err := fmt.Errorf("expansion stopped at the caller's deadline after %s: %w", time.Since(st.started).Round(time.Millisecond), context.Cause(ctx))
-			return nil, false, st.locate(err)
+		}
+		if err != nil {
+			return nil, false, w.died(p, st, err)
+		}
+		w.bytes += int64(len(body))
+		switch kind {
+		case kindCall:
+			var c call
+			if err := json.Unmarshal(body, &c); err != nil {
+				return nil, false, w.broke(err)
+			}
+			if err := w.send(kindReply, p.answer(ctx, st, &c)); err != nil {
+				return nil, false, w.died(p, st, fmt.Errorf("replying: %w", err))
+			}
+		case kindDone:
+			d, result, err := decodeDone(body)
+			if err != nil {
+				return nil, false, w.broke(err)
+			}
+			if d.Err != nil {
+				return nil, !d.Recycle, d.Err.err()
+			}
+			return result, !d.Recycle, nil
+		default:
+			return nil, false, w.broke(fmt.Errorf("unexpected frame %q", kind))
 		}
 	}
+}
+
+// canceled kills the worker of a job whose caller gave up.
+func (w *proc) canceled(ctx context.Context, st *jobState) error {
+	w.why = ExitCanceled
+	w.kill()
+	err := fmt.Errorf("expansion stopped at the caller's deadline after %s: %w", time.Since(st.started).Round(time.Millisecond), context.Cause(ctx))
+	return st.locate(err)
 }
 
 // broke kills a worker that broke the protocol.
@@ -361,11 +377,24 @@ func (st *jobState) limit(field string, lim any, what string) error {
 	return st.locate(&expand.LimitError{Field: field, Limit: lim, What: what})
 }
 
+// locate places err at the invocation the worker recorded last in this
+// job, if any.
 func (st *jobState) locate(err error) error {
-	if st.template == "" {
+	seq, _, p := st.slot.read()
+	if seq == st.base || p.Template == "" {
 		return err
 	}
-	return &expand.Error{Path: st.path, Template: st.template, Err: err}
+	return &expand.Error{Path: p.Path, Template: p.Template, Err: err}
+}
+
+// left is how long the invocation running may still run within limit; a
+// job that has not started one has the whole limit.
+func (st *jobState) left(limit time.Duration) time.Duration {
+	seq, started, _ := st.slot.read()
+	if seq == st.base {
+		return limit
+	}
+	return limit - since(started)
 }
 
 // stripFindings returns v without its lint findings, which workers do not
@@ -435,4 +464,12 @@ func (t *tail) suffix() string {
 		}
 	}
 	return ""
+}
+
+// earliest returns the earlier of two times.
+func earliest(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

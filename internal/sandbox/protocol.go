@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -16,18 +17,18 @@ import (
 // The protocol between registryd (the parent) and a worker is a sequence of
 // frames over the worker's stdin and stdout: a 4-byte big-endian length, a
 // 1-byte kind and a JSON payload of length-1 bytes. One job runs at a time;
-// while it runs the worker may send progress and calls, each call answered
-// before the next frame.
+// while it runs the worker may send calls, each answered before the next
+// frame. The invocation running is not sent: the worker records it in its
+// slot, memory shared with the parent.
 const (
 	// Parent to worker.
 	kindJob   byte = 'J' // job
 	kindReply byte = 'R' // reply to a call
 
 	// Worker to parent.
-	kindHello    byte = 'H' // hello: the limits the worker could apply
-	kindTemplate byte = 'T' // progress: a template invocation begins
-	kindCall     byte = 'C' // call: resolve a reference or read a file
-	kindDone     byte = 'D' // the job's result or error
+	kindHello byte = 'H' // hello: the limits the worker could apply
+	kindCall  byte = 'C' // call: resolve a reference or read a file
+	kindDone  byte = 'D' // the job's result or error
 )
 
 // headerSize is the length and kind before each frame's payload.
@@ -61,26 +62,64 @@ func writeRaw(w *bufio.Writer, kind byte, body []byte) error {
 // readFrame reads one frame of at most max payload bytes. A frame over the
 // limit is an error wrapping errFrameTooLarge; its bytes are not read.
 func readFrame(r io.Reader, max int) (byte, []byte, error) {
-	var h [headerSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
-		return 0, nil, err
-	}
-	n := binary.BigEndian.Uint32(h[:4])
-	if n == 0 {
-		return 0, nil, fmt.Errorf("frame with length 0")
-	}
-	n-- // the kind byte
-	if uint64(n) > uint64(max) {
-		return 0, nil, fmt.Errorf("frame %q of %d bytes (limit %d): %w", h[4], n, max, errFrameTooLarge)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(r, body); err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	fr := frameReader{r: r, max: max}
+	return fr.next()
+}
+
+// A frameReader reads frames and can be interrupted: when a read fails
+// with a deadline, what was read of the frame is kept, and the next call
+// goes on from there.
+type frameReader struct {
+	r   io.Reader
+	max int
+	hdr [headerSize]byte
+	nh  int    // header bytes read
+	buf []byte // the payload, once the header is whole
+	nb  int    // payload bytes read
+}
+
+// next reads the next frame, or the rest of one interrupted.
+func (fr *frameReader) next() (byte, []byte, error) {
+	for fr.nh < headerSize {
+		n, err := fr.r.Read(fr.hdr[fr.nh:])
+		fr.nh += n
+		if fr.nh == headerSize {
+			break
 		}
-		return 0, nil, err
+		if err != nil {
+			if err == io.EOF && fr.nh > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, err
+		}
 	}
-	return h[4], body, nil
+	if fr.buf == nil {
+		n := binary.BigEndian.Uint32(fr.hdr[:4])
+		if n == 0 {
+			return 0, nil, fmt.Errorf("frame with length 0")
+		}
+		n-- // the kind byte
+		if uint64(n) > uint64(fr.max) {
+			return 0, nil, fmt.Errorf("frame %q of %d bytes (limit %d): %w", fr.hdr[4], n, fr.max, errFrameTooLarge)
+		}
+		fr.buf = make([]byte, n)
+	}
+	for fr.nb < len(fr.buf) {
+		n, err := fr.r.Read(fr.buf[fr.nb:])
+		fr.nb += n
+		if fr.nb == len(fr.buf) {
+			break
+		}
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, nil, err
+		}
+	}
+	kind, body := fr.hdr[4], fr.buf
+	fr.nh, fr.buf, fr.nb = 0, nil, 0
+	return kind, body, nil
 }
 
 // job is what the parent asks of a worker.
@@ -109,7 +148,7 @@ type hello struct {
 	Problems []string `json:"problems,omitempty"`
 }
 
-// progress announces a template invocation.
+// progress is the record of a template invocation in a slot.
 type progress struct {
 	Path     []string `json:"path"`
 	Template string   `json:"template"`
@@ -146,15 +185,42 @@ type wireResolution struct {
 	Version   *index.Version `json:"version"`
 }
 
-// done ends a job.
+// done ends a job. Its frame holds the done as JSON, a newline (which
+// encoding/json never writes) and the job's result as the worker wrote it:
+// the expansion (expand.Result) or the processed Template, as JSON. The
+// result is not wrapped in the done's JSON because that would have each
+// side scan it once more.
 type done struct {
-	// Result is the expansion (expand.Result) or the processed Template, as
-	// JSON.
-	Result json.RawMessage `json:"result,omitempty"`
-	Err    *wireError      `json:"error,omitempty"`
+	Err *wireError `json:"error,omitempty"`
 	// Recycle asks the parent to replace the worker: a render may still
 	// run in an abandoned goroutine, or the heap grew large.
 	Recycle bool `json:"recycle,omitempty"`
+}
+
+// encodeDone encodes a done frame's body.
+func encodeDone(d *done, result []byte) ([]byte, error) {
+	hdr, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("encoding the done frame: %w", err)
+	}
+	return append(append(hdr, '\n'), result...), nil
+}
+
+// decodeDone decodes a done frame's body. The result is checked to be
+// JSON, since registryd passes it on as it is.
+func decodeDone(body []byte) (*done, json.RawMessage, error) {
+	hdr, result, _ := bytes.Cut(body, []byte{'\n'})
+	var d done
+	if err := json.Unmarshal(hdr, &d); err != nil {
+		return nil, nil, fmt.Errorf("done frame: %w", err)
+	}
+	if len(result) == 0 {
+		return &d, nil, nil
+	}
+	if d.Err != nil || !json.Valid(result) {
+		return nil, nil, fmt.Errorf("done frame: the result is not JSON")
+	}
+	return &d, result, nil
 }
 
 // wireError carries an error's message and its sentinel, so HTTP status

@@ -16,10 +16,17 @@ func FuzzDecode(f *testing.F) {
 	var buf bytes.Buffer
 	w := bufio.NewWriter(&buf)
 	writeFrame(w, kindHello, hello{PID: 1, Landlock: 6, LandlockNet: true, MemoryLimit: 1 << 29})
-	writeFrame(w, kindTemplate, progress{Path: []string{"a", "b"}, Template: "github.com/o/r/t:v1.0.0"})
 	writeFrame(w, kindCall, call{Op: "resolve", Ref: "t:v1", Registry: "github.com/o/r"})
-	writeFrame(w, kindDone, done{Err: &wireError{Msg: "m", Kind: "limit_exceeded", Path: []string{"x"}, Template: "t", Line: 3}})
-	writeFrame(w, kindDone, done{Result: json.RawMessage(`{"config":{"resources":[]}}`), Recycle: true})
+	for _, d := range []struct {
+		d      *done
+		result string
+	}{
+		{&done{Err: &wireError{Msg: "m", Kind: "limit_exceeded", Path: []string{"x"}, Template: "t", Line: 3}}, ""},
+		{&done{Recycle: true}, `{"config":{"resources":[]}}`},
+	} {
+		body, _ := encodeDone(d.d, []byte(d.result))
+		writeRaw(w, kindDone, body)
+	}
 	f.Add(buf.Bytes())
 	f.Add([]byte{0, 0, 0, 0, 'D'})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 'D'})
@@ -45,15 +52,15 @@ func FuzzDecode(f *testing.F) {
 			case kindHello:
 				var h hello
 				_ = json.Unmarshal(body, &h)
-			case kindTemplate:
-				var p progress
-				_ = json.Unmarshal(body, &p)
 			case kindCall:
 				var c call
 				_ = json.Unmarshal(body, &c)
 			case kindDone:
-				var d done
-				if json.Unmarshal(body, &d) == nil && d.Err != nil {
+				d, result, err := decodeDone(body)
+				if err == nil && len(result) > 0 && !json.Valid(result) {
+					t.Fatalf("result %q is not JSON", result)
+				}
+				if err == nil && d.Err != nil {
 					if err := d.Err.err(); err == nil || err.Error() == "" && d.Err.Msg != "" {
 						t.Fatalf("decoded error %v from %+v", err, d.Err)
 					}

@@ -384,11 +384,11 @@ type jobState struct {
 	resolved map[string]*resolve.Resolution
 	// sent holds the digests of the versions whose files the worker was
 	// sent.
-	sent map[string]bool
-	// path and template name the invocation running, from progress.
-	path     []string
-	template string
-	started  time.Time
+	sent    map[string]bool
+	started time.Time
+	// slot is the worker's; base its sequence number when the job began.
+	slot *slot
+	base uint64
 }
 
 // errWorker is wrapped by errors about the worker rather than the

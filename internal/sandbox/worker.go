@@ -66,10 +66,17 @@ func ServeWorker() {
 		os.Exit(2)
 	}
 	watchCPU()
+	// The slot is mapped before the limits: the address-space limit
+	// counts from what is mapped at that point.
+	sl, err := openSlot()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "expand worker: %v\n", err)
+		os.Exit(2)
+	}
 	h := applyLimits(cfg.MaxMemory)
 	h.PID = os.Getpid()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	w := newWorker(cfg, os.Stdin, os.Stdout, log)
+	w := newWorker(cfg, os.Stdin, os.Stdout, sl, log)
 	if err := w.send(kindHello, h); err != nil {
 		os.Exit(1)
 	}
@@ -101,12 +108,18 @@ type worker struct {
 	baseGoroutines int
 }
 
-func newWorker(cfg workerConfig, in io.Reader, out io.Writer, log *slog.Logger) *worker {
+// newWorker returns a worker serving in and out; sl, if not nil, is where
+// it records the invocation running.
+func newWorker(cfg workerConfig, in io.Reader, out io.Writer, sl *slot, log *slog.Logger) *worker {
 	w := &worker{cfg: cfg, in: bufio.NewReaderSize(in, 64<<10), out: bufio.NewWriterSize(out, 64<<10)}
 	o := cfg.Expand
 	o.Resolver = (*remoteResolver)(w)
 	o.Logger = log
-	o.OnTemplate = w.progress
+	if sl != nil {
+		// Recorded at once, in memory the parent keeps: a worker that dies
+		// of a template still names it.
+		o.OnTemplate = sl.record
+	}
 	w.x = expand.New(o)
 	return w
 }
@@ -115,15 +128,6 @@ func (w *worker) send(kind byte, v any) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return writeFrame(w.out, kind, v)
-}
-
-// progress announces a template invocation at once: were the frame left
-// in the buffer, a worker that dies soon after would take the name of the
-// template that killed it along (tried: a template that exhausts memory
-// in 30 ms lost its name).
-func (w *worker) progress(path []string, template string) {
-	// A broken pipe means the parent is gone; the job ends anyway.
-	_ = w.send(kindTemplate, progress{Path: path, Template: template})
 }
 
 func (w *worker) serve() error {
@@ -139,20 +143,31 @@ func (w *worker) serve() error {
 		if kind != kindJob {
 			return fmt.Errorf("frame %q where a job was expected", kind)
 		}
-		d := w.run(body)
-		if err := w.send(kindDone, d); err != nil {
+		d, result := w.run(body)
+		if err := w.finish(d, result); err != nil {
 			return fmt.Errorf("answering: %w", err)
 		}
 	}
 }
 
-// run runs one job.
-func (w *worker) run(body []byte) *done {
+// finish sends a job's done frame.
+func (w *worker) finish(d *done, result []byte) error {
+	body, err := encodeDone(d, result)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return writeRaw(w.out, kindDone, body)
+}
+
+// run runs one job, and returns its end and its result as JSON.
+func (w *worker) run(body []byte) (*done, []byte) {
 	var j job
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&j); err != nil {
-		return &done{Err: toWire(fmt.Errorf("decoding the job: %v: %w", err, derrors.InvalidArgument))}
+		return &done{Err: toWire(fmt.Errorf("decoding the job: %v: %w", err, derrors.InvalidArgument))}, nil
 	}
 	setCPULimit(w.cfg.Expand.TotalTimeout)
 	var (
@@ -178,18 +193,18 @@ func (w *worker) run(body []byte) *done {
 	default:
 		err = fmt.Errorf("empty job: %w", derrors.InvalidArgument)
 	}
-	d := &done{}
+	var result []byte
 	if err == nil {
-		d.Result, err = json.Marshal(out)
-		if err == nil && len(d.Result) > w.cfg.MaxResultBytes {
-			n := len(d.Result)
-			d.Result = nil
+		result, err = json.Marshal(out)
+		if err == nil && len(result) > w.cfg.MaxResultBytes {
+			n := len(result)
+			result = nil
 			err = &expand.LimitError{Field: "MaxResultBytes", Limit: formatBytes(uint64(w.cfg.MaxResultBytes)), What: fmt.Sprintf("the answer is %d bytes", n)}
 		}
 	}
-	d.Err = toWire(err)
+	d := &done{Err: toWire(err)}
 	d.Recycle = runtime.NumGoroutine() > w.baseGoroutines || w.cfg.MaxMemory > 0 && mappedBytes() > w.cfg.MaxMemory/3
-	return d
+	return d, result
 }
 
 func (w *worker) expand(ctx context.Context, req *expand.Request) (*expand.Result, error) {
