@@ -60,6 +60,7 @@ fuzz:
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./internal/...
+	$(GO) test -run '^$$' -bench DMExpandGitHub -benchtime 30x .
 
 # The catalog's pages with 10,000 template versions loaded and every example
 # tested: server time per page with its p50 and p95.

@@ -22,7 +22,7 @@ import (
 // The interface contracts of the issues are driven from outside by running
 // the binaries; these tests build them and do the same.
 
-func buildBinaries(t *testing.T) (registryd, dmBin string) {
+func buildBinaries(t testing.TB) (registryd, dmBin string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the binaries")
