@@ -164,13 +164,24 @@ func selector(name string, part string) string {
 // storageVersion is the token Records carry: the head's resourceVersion
 // and the digest of the body it holds, so that Update can tell a status
 // change (patch the head only) from a new body without reading first.
-func storageVersion(resourceVersion, digest string) string {
-	return resourceVersion + "/" + digest
+// A record's StorageVersion is its head's resourceVersion, its body's
+// digest and the head's chunk Secrets, if any: Update then knows what it
+// replaces without reading the head again (its resourceVersion, a
+// precondition of the write, guarantees the head is still what was read).
+// Secret names have no "/" or ",".
+func storageVersion(resourceVersion, digest string, chunks []string) string {
+	return resourceVersion + "/" + digest + "/" + strings.Join(chunks, ",")
 }
 
-func parseStorageVersion(v string) (resourceVersion, digest string, ok bool) {
-	resourceVersion, digest, ok = strings.Cut(v, "/")
-	return resourceVersion, digest, ok && resourceVersion != ""
+func parseStorageVersion(v string) (resourceVersion, digest string, chunks []string, ok bool) {
+	parts := strings.Split(v, "/")
+	if len(parts) != 3 || parts[0] == "" {
+		return "", "", nil, false
+	}
+	if parts[2] != "" {
+		chunks = strings.Split(parts[2], ",")
+	}
+	return parts[0], parts[1], chunks, true
 }
 
 // body is a record's encoded body and where it goes.
@@ -338,7 +349,7 @@ func (s *Secrets) Create(ctx context.Context, r *release.Record) error {
 		}
 		return fmt.Errorf("%s: creating Secret %s/%s: %w", r, r.Namespace, name, apiError(err))
 	}
-	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest)
+	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest, chunks)
 	return nil
 }
 
@@ -350,7 +361,7 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	if err := s.check(r); err != nil {
 		return err
 	}
-	rv, oldDigest, ok := parseStorageVersion(r.StorageVersion)
+	rv, oldDigest, oldChunks, ok := parseStorageVersion(r.StorageVersion)
 	if !ok {
 		return derrors.Errorf(derrors.InvalidArgument, "%s: updating a record that was not read from the cluster (no storage version)", r)
 	}
@@ -360,23 +371,13 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 		return err
 	}
 	data := headFields(r)
-	var newChunks, oldChunks []string
-	if b.digest != oldDigest {
-		// Read the head for its old chunks: they are deleted once the new
-		// body is in place.
-		obj, err := s.secrets(r.Namespace).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return s.headError(r, name, "reading", err)
-		}
-		if obj.GetResourceVersion() != rv {
-			return fmt.Errorf("%s (Secret %s/%s): %w", r, r.Namespace, name, ErrConflict)
-		}
-		h, err := parseHead(obj)
-		if err != nil {
-			return err
-		}
-		oldChunks = h.chunks
-		if newChunks, err = s.putBody(ctx, r, b, data, true); err != nil {
+	// A new body's chunks replace the old ones, which are deleted once
+	// the head names the new; a refused write (a conflict: the head
+	// changed since it was read) deletes the new ones instead.
+	changed := b.digest != oldDigest
+	var written []string
+	if changed {
+		if written, err = s.putBody(ctx, r, b, data, true); err != nil {
 			return err
 		}
 	}
@@ -395,12 +396,16 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	got, err := s.secrets(r.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		if rejected(err) {
-			s.deleteChunks(ctx, r.Namespace, newChunks)
+			s.deleteChunks(ctx, r.Namespace, written)
 		}
 		return s.headError(r, name, "updating", err)
 	}
-	s.deleteChunks(ctx, r.Namespace, oldChunks)
-	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest)
+	chunks := oldChunks
+	if changed {
+		s.deleteChunks(ctx, r.Namespace, oldChunks)
+		chunks = written
+	}
+	r.StorageVersion = storageVersion(got.GetResourceVersion(), b.digest, chunks)
 	return nil
 }
 
@@ -599,7 +604,7 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 			return nil, corrupt(h.namespace, h.secret, "holds %s", r)
 		}
 		r.Status, r.Description, r.Updated = h.status, h.description, h.updated
-		r.StorageVersion = storageVersion(h.resourceVersion, h.digest)
+		r.StorageVersion = storageVersion(h.resourceVersion, h.digest, h.chunks)
 		return r, nil
 	}
 }

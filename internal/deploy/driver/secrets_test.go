@@ -204,6 +204,39 @@ func TestSecretsLargeRecord(t *testing.T) {
 	}
 }
 
+// TestSecretsStaleUpdate: an update with a stale record (the head was
+// written since it was read) fails with ErrConflict and leaves no chunks
+// of its own behind; the chunks of the head stay.
+func TestSecretsStaleUpdate(t *testing.T) {
+	t.Parallel()
+	c, _, ns := cluster(t)
+	d := smallChunks(c)
+	ctx := context.Background()
+	const size = 64 << 10
+	r := big(ns, "db", 1, size, "A")
+	if err := d.Create(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	stale := r.StorageVersion
+	next := big(ns, "db", 1, size, "B")
+	next.StorageVersion = stale
+	if err := d.Update(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	chunks := secretNames(t, c, ns, selector("db", "chunk"))
+	late := big(ns, "db", 1, size, "C")
+	late.StorageVersion = stale
+	if err := d.Update(ctx, late); !errors.Is(err, ErrConflict) {
+		t.Fatalf("update with a stale record: %v, want ErrConflict", err)
+	}
+	if after := secretNames(t, c, ns, selector("db", "chunk")); !slices.Equal(after, chunks) {
+		t.Errorf("chunks after a refused update %v, want the head's %v", after, chunks)
+	}
+	if got, err := d.Get(ctx, ns, "db", 1); err != nil || got.Description != "B" || !consistent(got) {
+		t.Fatalf("after the refused update: %v, %v", got, err)
+	}
+}
+
 // smallChunks returns a Secrets driver with 16 KiB chunks, so that tests
 // of chunking need not move megabytes (slow under -race).
 func smallChunks(c dynamic.Interface) *Secrets {
