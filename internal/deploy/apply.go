@@ -319,11 +319,16 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 				continue
 			}
 			applied = append(applied, o)
-			if a.Object != nil {
-				live[o.name] = a.Object
-				if !aopts.DryRun {
-					o.rv = a.Object.GetResourceVersion()
+			if !aopts.DryRun {
+				o.rv = a.ResourceVersion
+			}
+			if o.target {
+				// Deferred references of later waves read it.
+				u, err := a.Object()
+				if err != nil {
+					return applied, err
 				}
+				live[o.name] = u
 			}
 		}
 		if err != nil {

@@ -31,7 +31,11 @@ func (c *Client) Diff(ctx context.Context, objs []*unstructured.Unstructured, go
 	}
 	pairs := make([]pair, 0, len(applied)+len(gone))
 	for _, a := range applied {
-		pairs = append(pairs, pair{ref: a.Ref, next: a.Object})
+		next, err := a.Object()
+		if err != nil {
+			return "", false, err
+		}
+		pairs = append(pairs, pair{ref: a.Ref, next: next})
 	}
 	for _, ref := range gone {
 		pairs = append(pairs, pair{ref: ref})

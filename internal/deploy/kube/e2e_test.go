@@ -84,14 +84,21 @@ func TestApplyCreateUnchangedUpdate(t *testing.T) {
 		t.Fatalf("applied %d objects, want 21", len(applied))
 	}
 	for _, a := range applied {
-		if a.Ref.Kind == "ConfigMap" && (!a.Created || a.Ref.Namespace != ns || a.Object.GetUID() == "") {
-			t.Errorf("%s: created %v, namespace %q, uid %q", a.Ref, a.Created, a.Ref.Namespace, a.Object.GetUID())
+		u, err := a.Object()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.ResourceVersion == "" || a.ResourceVersion != u.GetResourceVersion() {
+			t.Errorf("%s: resourceVersion %q, the answer's %q", a.Ref, a.ResourceVersion, u.GetResourceVersion())
+		}
+		if a.Ref.Kind == "ConfigMap" && (!a.Created || a.Ref.Namespace != ns || u.GetUID() == "") {
+			t.Errorf("%s: created %v, namespace %q, uid %q", a.Ref, a.Created, a.Ref.Namespace, u.GetUID())
 		}
 		if a.Ref.Kind == "Namespace" && (a.Created || a.Ref.Namespace != "") {
 			t.Errorf("namespace: created %v, namespace %q", a.Created, a.Ref.Namespace)
 		}
 	}
-	rv := applied[0].Object.GetResourceVersion()
+	rv := applied[0].ResourceVersion
 	again, err := prepareApply(t, c, objects(t, configMaps(20, "1")), kube.ApplyOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +108,7 @@ func TestApplyCreateUnchangedUpdate(t *testing.T) {
 			t.Errorf("%s created again", a.Ref)
 		}
 	}
-	if got := again[0].Object.GetResourceVersion(); got != rv {
+	if got := again[0].ResourceVersion; got != rv {
 		t.Errorf("unchanged apply changed resourceVersion %s to %s", rv, got)
 	}
 	if _, err := prepareApply(t, c, objects(t, configMaps(1, "2")), kube.ApplyOptions{}); err != nil {
@@ -350,7 +357,11 @@ func TestApplyConflictAndForce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, _, _ := unstructured.NestedString(applied[0].Object.Object, "data", "a"); v != "ours" {
+	u, err := applied[0].Object()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(u.Object, "data", "a"); v != "ours" {
 		t.Errorf("forced apply left data.a = %q", v)
 	}
 }
