@@ -29,18 +29,36 @@ type DeployOptions struct {
 // points to dm update, unless Upgrade.
 func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+	// What to deploy does not depend on the history: the history is read
+	// while the templates expand. Only the expansion's warnings wait, so
+	// that the two do not write the log at once.
+	type read struct {
+		hist []*release.Record
+		err  error
+	}
+	histc := make(chan read, 1)
+	go func() {
+		hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+		histc <- read{hist, err}
+	}()
+	src := opts.Source
+	x, err := c.expandSource(ctx, opts.Name, &src)
+	h := <-histc
+	if h.err != nil {
+		return nil, h.err
+	}
+	if live := liveRecord(h.hist); live != nil && !opts.Upgrade {
+		return nil, fmt.Errorf("deployment %s exists in namespace %s (revision %d, %s); change it with dm update %s, or deploy with --upgrade: %w",
+			opts.Name, ns, live.Revision, live.Status, opts.Name, derrors.AlreadyExists)
+	}
 	if err != nil {
 		return nil, err
 	}
-	if live := liveRecord(hist); live != nil {
-		if !opts.Upgrade {
-			return nil, fmt.Errorf("deployment %s exists in namespace %s (revision %d, %s); change it with dm update %s, or deploy with --upgrade: %w",
-				opts.Name, ns, live.Revision, live.Status, opts.Name, derrors.AlreadyExists)
-		}
-		return c.update(ctx, opts.Name, hist, opts.Source, opts.ApplyOptions)
+	c.warn(x.x)
+	if liveRecord(h.hist) != nil {
+		return c.update(ctx, opts.Name, h.hist, src, x, opts.ApplyOptions)
 	}
-	return c.release(ctx, opts.Name, hist, opts.Source, "Deploy complete", opts.ApplyOptions)
+	return c.release(ctx, opts.Name, h.hist, src, x, "Deploy complete", opts.ApplyOptions)
 }
 
 // liveRecord returns the latest revision of a deployment that is deployed
@@ -101,11 +119,15 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 		mergeValues(merged, src.Properties)
 		src.Properties = merged
 	}
-	return c.update(ctx, opts.Name, hist, src, opts.ApplyOptions)
+	x, err := c.expand(ctx, opts.Name, &src)
+	if err != nil {
+		return nil, err
+	}
+	return c.update(ctx, opts.Name, hist, src, x, opts.ApplyOptions)
 }
 
-func (c *Config) update(ctx context.Context, name string, hist []*release.Record, src Source, opts ApplyOptions) (*Result, error) {
-	res, err := c.release(ctx, name, hist, src, "Update complete", opts)
+func (c *Config) update(ctx context.Context, name string, hist []*release.Record, src Source, x *expanded, opts ApplyOptions) (*Result, error) {
+	res, err := c.release(ctx, name, hist, src, x, "Update complete", opts)
 	if res == nil || len(hist) == 0 {
 		return res, err
 	}
@@ -113,12 +135,9 @@ func (c *Config) update(ctx context.Context, name string, hist []*release.Record
 	return res, err
 }
 
-// release expands src and applies it as the next revision.
-func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, desc string, opts ApplyOptions) (*Result, error) {
-	x, p, err := c.expand(ctx, name, &src)
-	if err != nil {
-		return nil, err
-	}
+// release applies src, expanded as x, as the next revision.
+func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, ex *expanded, desc string, opts ApplyOptions) (*Result, error) {
+	x, p := ex.x, ex.p
 	if resolved := resolvedRef(x.References, src.Input.Ref); resolved != "" {
 		prev := ""
 		if len(hist) > 0 {
@@ -148,8 +167,33 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 	return res, err
 }
 
-// expand expands src as deployment name and makes its objects.
-func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.Result, *plan, error) {
+// expanded is a source expanded: the engine's result and the objects made
+// of it.
+type expanded struct {
+	x *expand.Result
+	p *plan
+}
+
+// expand expands src as deployment name, makes its objects and logs the
+// engine's warnings.
+func (c *Config) expand(ctx context.Context, name string, src *Source) (*expanded, error) {
+	x, err := c.expandSource(ctx, name, src)
+	if err != nil {
+		return nil, err
+	}
+	c.warn(x.x)
+	return x, nil
+}
+
+// warn logs the engine's warnings.
+func (c *Config) warn(x *expand.Result) {
+	for _, w := range x.Warnings {
+		c.logf("dm: warning: %s", w)
+	}
+}
+
+// expandSource is expand without the log.
+func (c *Config) expandSource(ctx context.Context, name string, src *Source) (*expanded, error) {
 	src.Deployment = name
 	src.Namespace = c.namespace()
 	if src.Input.Ref != "" && src.Name == "" {
@@ -159,16 +203,13 @@ func (c *Config) expand(ctx context.Context, name string, src *Source) (*expand.
 	}
 	x, err := c.Expander.Expand(ctx, *src)
 	if err != nil {
-		return nil, nil, err
-	}
-	for _, w := range x.Warnings {
-		c.logf("dm: warning: %s", w)
+		return nil, err
 	}
 	p, err := objectsOf(x, name, src.Namespace)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return x, p, nil
+	return &expanded{x, p}, nil
 }
 
 // topResolved is the canonical reference the input's reference resolved

@@ -89,10 +89,11 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 		return "", false, err
 	}
 	src := opts.Source
-	_, p, err := c.expand(ctx, opts.Name, &src)
+	x, err := c.expand(ctx, opts.Name, &src)
 	if err != nil {
 		return "", false, err
 	}
+	p := x.p
 	if err := p.prepare(ctx, c.Cluster); err != nil {
 		return "", false, err
 	}

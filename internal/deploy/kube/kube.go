@@ -46,12 +46,21 @@ type Config struct {
 	Burst int
 	// FieldManager is the server-side apply field manager; default "dm".
 	FieldManager string
-	// Concurrency bounds the requests in flight per tier; default 16.
+	// Concurrency bounds the requests in flight per tier; default
+	// DefaultConcurrency.
 	Concurrency int
 	// DiscoveryCache is the directory of the discovery cache; empty means
 	// dm/discovery under the user's cache directory (~/.cache), "-" none.
 	DiscoveryCache string
 }
+
+// DefaultConcurrency is Config.Concurrency's default. Applies wait mostly
+// on the apiserver and etcd, which commit concurrent writes together:
+// a whole dm deploy of 100 ConfigMaps into one local apiserver took 144 ms
+// with 16 in flight, 129 ms with 32 and 124 ms with 64 (medians of 9 runs
+// on 2 cores). The server's own limits (max-requests-inflight, API
+// Priority and Fairness) queue the rest.
+const DefaultConcurrency = 64
 
 // Client talks to one cluster. It is safe for concurrent use.
 type Client struct {
@@ -72,7 +81,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		cfg.FieldManager = "dm"
 	}
 	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = 16
+		cfg.Concurrency = DefaultConcurrency
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if cfg.Kubeconfig != "" {
