@@ -61,6 +61,9 @@ func benchAnswer(b *testing.B, expand func() (any, error)) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		if _, ok := v.(json.RawMessage); ok {
+			continue // registryd writes a worker's answer as it is
+		}
 		if _, err := json.Marshal(v); err != nil {
 			b.Fatal(err)
 		}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -142,5 +144,28 @@ func TestExpandConcurrencyLimit(t *testing.T) {
 	<-srv.expansions
 	if status, body := post(t, hs.URL+"/v1/expand", `{"ref":"redis:v1"}`); status != 200 {
 		t.Errorf("with a free slot: %d %s", status, body)
+	}
+}
+
+// rawExpander answers as a worker pool does: the expansion's JSON.
+type rawExpander struct{ raw json.RawMessage }
+
+func (rawExpander) Expand(context.Context, *api.ExpandRequest) (*api.ExpandResult, error) {
+	return nil, errors.New("Expand called; ExpandJSON expected")
+}
+
+func (e rawExpander) ExpandJSON(context.Context, *api.ExpandRequest) (json.RawMessage, error) {
+	return e.raw, nil
+}
+
+// TestExpandJSONAsIs: a worker's answer is written as it came, not
+// encoded again.
+func TestExpandJSONAsIs(t *testing.T) {
+	raw := json.RawMessage(`{"config":{"resources":[{"name":"a\u003cb","type":"ConfigMap"}]},"layout":{"resources":[]}}`)
+	hs := httptest.NewServer(New(Options{Expander: rawExpander{raw}}))
+	defer hs.Close()
+	status, body := post(t, hs.URL+"/v1/expand", `{"config":"resources: []"}`)
+	if status != 200 || body != string(raw)+"\n" {
+		t.Errorf("got %d %q, want 200 and the worker's answer", status, body)
 	}
 }

@@ -394,7 +394,16 @@ var (
 
 // writeJSON writes v as the JSON answer with status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
+	var b []byte
+	var err error
+	if raw, ok := v.(json.RawMessage); ok {
+		// An expansion worker's answer, checked to be JSON when it was
+		// read (as encoding/json writes it, compact and HTML-safe):
+		// encoding it again would only scan it once more.
+		b = raw
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if err != nil {
 		status = http.StatusInternalServerError
 		b = []byte(`{"error":"encoding the answer failed"}`)
