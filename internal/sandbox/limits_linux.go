@@ -17,9 +17,10 @@ import (
 
 // applyLimits confines the worker process: an address-space limit of
 // maxMemory beyond what the runtime has reserved at start, Go's soft memory
-// limit a little below it, and a Landlock domain with no file system access
-// and no TCP connect or bind. Limits the kernel lacks are listed in the
-// hello's Problems, so the parent can say so once.
+// limit a little below it, a seccomp filter (no sockets, programs or child
+// processes) and a Landlock domain with no file system access and no TCP
+// connect or bind. Limits the kernel lacks are listed in the hello's
+// Problems, so the parent can say so once.
 func applyLimits(maxMemory uint64) hello {
 	var h hello
 	if raceEnabled && maxMemory > 0 {
@@ -46,6 +47,11 @@ func applyLimits(maxMemory uint64) hello {
 		// GOGC it collects every few jobs' garbage (a tenth of a warm
 		// job's time); the soft limit above bounds the heap anyway.
 		debug.SetGCPercent(400)
+	}
+	if err := applySeccomp(); err != nil {
+		h.Problems = append(h.Problems, "seccomp: "+err.Error()+": sockets, programs and child processes are not refused by the kernel")
+	} else {
+		h.Seccomp = true
 	}
 	abi, err := llsys.LandlockGetABIVersion()
 	if err != nil || abi < 1 {

@@ -142,6 +142,9 @@ type hello struct {
 	// none; LandlockNet tells whether TCP connect and bind are denied.
 	Landlock    int  `json:"landlock"`
 	LandlockNet bool `json:"landlock_net"`
+	// Seccomp tells whether the filter of sockets, programs and child
+	// processes is installed.
+	Seccomp bool `json:"seccomp"`
 	// MemoryLimit is the address-space limit set, 0 if none could be.
 	MemoryLimit uint64 `json:"memory_limit"`
 	// Problems lists limits that could not be applied.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -235,13 +236,27 @@ func TestKernelLimits(t *testing.T) {
 	if got["landlock"] == "0" {
 		t.Skipf("no Landlock in this kernel (%s): file and network access are not refused by the kernel", got["problems"])
 	}
-	for _, k := range []string{"read", "write", "exec"} {
+	for _, k := range []string{"read", "write"} {
 		if !strings.Contains(got[k], "permission denied") {
 			t.Errorf("%s: %s, want permission denied", k, got[k])
 		}
 	}
-	if got["landlock_net"] == "true" && !strings.Contains(got["dial"], "permission denied") {
-		t.Errorf("dial: %s, want permission denied", got["dial"])
+	// Programs and TCP are refused by Landlock (permission denied) and,
+	// before it, by the seccomp filter (operation not permitted).
+	refused := regexp.MustCompile(`permission denied|operation not permitted`)
+	if !refused.MatchString(got["exec"]) {
+		t.Errorf("exec: %s, want it refused", got["exec"])
+	}
+	if (got["landlock_net"] == "true" || got["seccomp"] == "true") && !refused.MatchString(got["dial"]) {
+		t.Errorf("dial: %s, want it refused", got["dial"])
+	}
+	if got["seccomp"] != "true" {
+		t.Fatalf("no seccomp filter: %s", got["problems"])
+	}
+	for _, k := range []string{"udp", "socketpair", "fork"} {
+		if !strings.Contains(got[k], "operation not permitted") {
+			t.Errorf("%s: %s, want operation not permitted", k, got[k])
+		}
 	}
 	if got["alloc"] != "refused" && !raceEnabled {
 		t.Errorf("alloc: %s, want refused", got["alloc"])
@@ -251,7 +266,7 @@ func TestKernelLimits(t *testing.T) {
 // probe is TestKernelLimits' child.
 func probe() {
 	h := applyLimits(64 << 20)
-	got := map[string]string{"landlock": fmt.Sprint(h.Landlock), "landlock_net": fmt.Sprint(h.LandlockNet), "problems": strings.Join(h.Problems, "; ")}
+	got := map[string]string{"landlock": fmt.Sprint(h.Landlock), "landlock_net": fmt.Sprint(h.LandlockNet), "seccomp": fmt.Sprint(h.Seccomp), "problems": strings.Join(h.Problems, "; ")}
 	errText := func(err error) string {
 		if err == nil {
 			return "allowed"
@@ -271,6 +286,27 @@ func probe() {
 		c.Close()
 	}
 	got["dial"] = errText(err)
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err == nil {
+		pc.Close()
+	}
+	got["udp"] = errText(err)
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	if err == nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+	}
+	got["socketpair"] = errText(err)
+	// A child process without exec: fork by clone(2) with SIGCHLD only.
+	pid, _, errno := unix.RawSyscall(unix.SYS_CLONE, uintptr(unix.SIGCHLD), 0, 0)
+	switch {
+	case errno != 0:
+		got["fork"] = errno.Error()
+	case pid == 0: // the child
+		unix.RawSyscall(unix.SYS_EXIT_GROUP, 0, 0, 0)
+	default:
+		got["fork"] = "allowed"
+	}
 	// mmap past the address-space limit fails without the runtime's help.
 	if _, err := unix.Mmap(-1, 0, 128<<20, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE); err != nil {
 		got["alloc"] = "refused"
