@@ -388,13 +388,14 @@ func (st *jobState) locate(err error) error {
 }
 
 // left is how long the invocation running may still run within limit; a
-// job that has not started one has the whole limit.
+// job that has not started one has the whole limit. A start in the
+// future (the slot is the worker's to write) gives no more than limit.
 func (st *jobState) left(limit time.Duration) time.Duration {
 	seq, started, _ := st.slot.read()
 	if seq == st.base {
 		return limit
 	}
-	return limit - since(started)
+	return min(limit-since(started), limit)
 }
 
 // stripFindings returns v without its lint findings, which workers do not

@@ -46,6 +46,11 @@ func TestSlot(t *testing.T) {
 	if left := st.left(10 * time.Millisecond); left > 0 {
 		t.Errorf("left of a 10ms limit after 20ms = %s, want none", left)
 	}
+	// A worker cannot buy time with a start in the future.
+	w.started().Store(monotonic() + int64(time.Hour))
+	if left := st.left(time.Second); left > time.Second {
+		t.Errorf("left with a start in the future = %s, want at most the limit", left)
+	}
 	if err := st.locate(errTest); !strings.Contains(err.Error(), "github.com/o/r/t:v1.0.0") {
 		t.Errorf("locate = %v, want the template named", err)
 	}
