@@ -124,6 +124,11 @@ func serve(ctx context.Context, s *settings, e env) error {
 
 	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout}
 	var expander, examples api.Expander
+	// With workers, only as many expansions run at once as there are
+	// workers: the others wait in the server's queue, which answers 503
+	// with Retry-After when it is full, not in the pool until the
+	// request's deadline.
+	maxExpansions := 0
 	if s.noSandbox {
 		log.Warn("--no-sandbox: templates run inside registryd, without worker processes or their memory, CPU, file and network limits")
 	} else {
@@ -140,6 +145,9 @@ func serve(ctx context.Context, s *settings, e env) error {
 			pool, err := sandbox.New(so)
 			if err != nil {
 				return err
+			}
+			if p.out == &expander {
+				maxExpansions = pool.Workers()
 			}
 			defer pool.Close()
 			// Workers start in the background: serving (and readiness)
@@ -162,7 +170,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 	}
 	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander, ExampleExpander: examples, Webhooks: hooks})
+		Expand: eo, Expander: expander, ExampleExpander: examples, Webhooks: hooks, MaxExpansions: maxExpansions})
 	// Examples are tested in the background: serving does not wait.
 	wg.Add(1)
 	go func() {

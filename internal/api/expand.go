@@ -58,7 +58,7 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 	if err != nil {
 		return nil, err
 	}
-	return relisted(ctx, s, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
+	return Relisted(ctx, s.resolver, func() (*ExpandResult, error) { return s.expander.Expand(ctx, r) })
 }
 
 // EngineRequest converts req into the engine's request, checking that it

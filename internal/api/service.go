@@ -75,16 +75,16 @@ func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 // template's latest version, so a registry of 10,000 versions fits.
 const metaCacheEntries = 16384
 
-// relisted runs op and, when it failed because a local directory changed
+// Relisted runs op and, when it failed because a local directory changed
 // after it was listed (a file deleted or edited while registryd serves),
-// lists the local registries again and runs op once more, so the answer
+// lists r's local registries again and runs op once more, so the answer
 // comes from the directory as it is now and is never a 500.
-func relisted[T any](ctx context.Context, s *Service, op func() (T, error)) (T, error) {
+func Relisted[T any](ctx context.Context, r *resolve.Resolver, op func() (T, error)) (T, error) {
 	v, err := op()
-	if !errors.Is(err, fetch.ErrChanged) {
+	if r == nil || !errors.Is(err, fetch.ErrChanged) {
 		return v, err
 	}
-	for _, g := range s.resolver.Registries() {
+	for _, g := range r.Registries() {
 		if g.Kind == KindLocal || g.Kind == KindEmbedded {
 			if rerr := g.Refresh(ctx); rerr != nil {
 				return v, err
@@ -431,7 +431,7 @@ func Findings(fs []index.Finding) []Finding {
 // Template resolves ref and describes the version: schema, example, lint
 // findings and the template's other versions.
 func (s *Service) Template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
-	return relisted(ctx, s, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry) })
+	return Relisted(ctx, s.resolver, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry) })
 }
 
 func (s *Service) template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
@@ -535,7 +535,7 @@ type FileContent struct {
 // File resolves ref and reads the file at path, relative to the version
 // directory.
 func (s *Service) File(ctx context.Context, ref, registry, path string) (*FileContent, error) {
-	return relisted(ctx, s, func() (*FileContent, error) { return s.file(ctx, ref, registry, path) })
+	return Relisted(ctx, s.resolver, func() (*FileContent, error) { return s.file(ctx, ref, registry, path) })
 }
 
 func (s *Service) file(ctx context.Context, ref, registry, path string) (*FileContent, error) {

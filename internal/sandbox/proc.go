@@ -198,7 +198,9 @@ func (w *proc) send(kind byte, v any) error {
 // do runs one job. keep reports whether the worker may serve another.
 func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, keep bool, err error) {
 	w.jobs++
-	if w.resolved == nil || j.Gen != w.gen {
+	// The same rule as the worker's (worker.run), so both sides forget
+	// resolutions at the same job.
+	if w.resolved == nil || j.Gen != w.gen || len(w.resolved) > maxCachedResolutions {
 		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
 	}
 	if w.sent == nil {
@@ -207,12 +209,7 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now(), slot: w.slot, base: w.slot.seq().Load()}
 	// A worker between jobs is blocked reading its stdin, so the write
 	// does not block for long.
-	body, err := json.Marshal(j)
-	if err != nil {
-		return nil, true, fmt.Errorf("sandbox: encoding the job: %w", err)
-	}
-	w.bytes += int64(len(body))
-	if err := writeRaw(w.out, kindJob, body); err != nil {
+	if err := w.send(kindJob, j); err != nil {
 		return nil, false, w.died(p, st, fmt.Errorf("sending the job: %w", err))
 	}
 	o := p.opts

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 )
 
@@ -240,12 +241,33 @@ type wireError struct {
 	Limit    *expand.LimitError `json:"limit,omitempty"`
 }
 
-var sentinels = map[string]error{
-	"not_found":      derrors.NotFound,
-	"invalid":        derrors.InvalidArgument,
-	"ambiguous":      derrors.Ambiguous,
-	"unavailable":    derrors.Unavailable,
-	"limit_exceeded": derrors.LimitExceeded,
+// sentinels are the error kinds that cross the pipe, in derrors.HTTPStatus's
+// order, so an error that wraps two gets the status it would get
+// in-process. fetch.ErrChanged (it wraps NotFound) comes first: the parent
+// re-lists local registries on it and runs the job again.
+var sentinels = []struct {
+	name string
+	err  error
+}{
+	{"changed", fetch.ErrChanged},
+	{"not_found", derrors.NotFound},
+	{"invalid", derrors.InvalidArgument},
+	{"ambiguous", derrors.Ambiguous},
+	{"already_exists", derrors.AlreadyExists},
+	{"conflict", derrors.Conflict},
+	{"unauthorized", derrors.Unauthorized},
+	{"limit_exceeded", derrors.LimitExceeded},
+	{"unavailable", derrors.Unavailable},
+}
+
+// sentinel returns the error kind named name, nil if none.
+func sentinel(name string) error {
+	for _, s := range sentinels {
+		if s.name == name {
+			return s.err
+		}
+	}
+	return nil
 }
 
 // toWire encodes err.
@@ -254,9 +276,9 @@ func toWire(err error) *wireError {
 		return nil
 	}
 	w := &wireError{Msg: err.Error()}
-	for k, s := range sentinels {
-		if errors.Is(err, s) {
-			w.Kind = k
+	for _, s := range sentinels {
+		if errors.Is(err, s.err) {
+			w.Kind = s.name
 			break
 		}
 	}
@@ -288,7 +310,7 @@ func (w *wireError) err() error {
 	if w == nil {
 		return nil
 	}
-	var inner error = &remoteError{msg: w.Msg, kind: sentinels[w.Kind]}
+	var inner error = &remoteError{msg: w.Msg, kind: sentinel(w.Kind)}
 	if w.Limit != nil && w.Limit.Error() == w.Msg {
 		inner = w.Limit
 	}

@@ -5,8 +5,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch"
 )
 
 // FuzzDecode feeds arbitrary bytes to the parent's side of the protocol:
@@ -78,4 +82,23 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestWireErrorStatus: an error keeps its HTTP status across the pipe, also
+// one that wraps two kinds, and a local registry's change stays one.
+func TestWireErrorStatus(t *testing.T) {
+	for _, err := range []error{
+		fmt.Errorf("template: %w: %w", fmt.Errorf("x: %w", derrors.LimitExceeded), derrors.InvalidArgument),
+		fmt.Errorf("a: %w: %w", derrors.Unavailable, derrors.NotFound),
+		fmt.Errorf("reading: %w", fetch.ErrChanged),
+		fmt.Errorf("forbidden: %w", derrors.Unauthorized),
+		fmt.Errorf("taken: %w", derrors.Conflict),
+	} {
+		for range 20 { // the order of kinds was once a map's
+			got := toWire(err).err()
+			if derrors.HTTPStatus(got) != derrors.HTTPStatus(err) || errors.Is(got, fetch.ErrChanged) != errors.Is(err, fetch.ErrChanged) {
+				t.Fatalf("%v: status %d across the pipe, want %d", err, derrors.HTTPStatus(got), derrors.HTTPStatus(err))
+			}
+		}
+	}
 }

@@ -161,6 +161,10 @@ func New(opts Options) (*Pool, error) {
 	return p, nil
 }
 
+// Workers returns the number of worker processes: at most that many jobs
+// run at once, the others wait for one.
+func (p *Pool) Workers() int { return p.opts.Workers }
+
 // Warm starts every worker now, so the first requests do not wait for
 // process start.
 func (p *Pool) Warm(ctx context.Context) error {
@@ -228,15 +232,21 @@ func (p *Pool) ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.Raw
 	if !p.opts.Expand.Registry.IsZero() {
 		j.Default = p.opts.Expand.Registry.String()
 	}
-	j.Gen = p.generation()
-	return p.run(ctx, j)
+	// A local registry changed since it was listed: list it again and
+	// run the job once more, as in-process (api.Relisted).
+	return api.Relisted(ctx, p.opts.Resolver, func() (json.RawMessage, error) {
+		j.Gen = p.generation()
+		return p.run(ctx, j)
+	})
 }
 
 // ProcessTemplate processes an OpenShift Template (JSON or YAML, values set
 // in its parameters) in a worker and returns the processed Template as
 // JSON, as POST /processedTemplates answers.
 func (p *Pool) ProcessTemplate(ctx context.Context, body []byte) (json.RawMessage, error) {
-	return p.run(ctx, &job{Process: body})
+	// The generation keeps the worker's resolutions: a Template job needs
+	// none, and the next expansion should find them.
+	return p.run(ctx, &job{Process: body, Gen: p.generation()})
 }
 
 // run runs a job on a worker, starting or replacing workers as needed.
@@ -323,9 +333,6 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 		rs, err := r.ResolveIn(ctx, c.Ref, def)
 		if err != nil {
 			return &reply{Err: toWire(err)}
-		}
-		if len(st.resolved) >= maxCachedResolutions {
-			clear(st.resolved)
 		}
 		st.resolved[rs.Resolved()] = rs
 		rep := &reply{Resolution: &wireResolution{Ref: rs.Ref.String(), Requested: rs.Requested, Note: rs.Note, Version: stripFindings(rs.Version)}}

@@ -306,9 +306,9 @@ func headTooLarge(r *http.Request) string {
 // saving the router's per-request context; everything else is routed by
 // chi.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if headTooLarge(r) != "" {
+	if msg := headTooLarge(r); msg != "" {
 		s.counted("unmatched", func(w http.ResponseWriter, r *http.Request) {
-			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.Error{Error: headTooLarge(r)})
+			writeJSON(w, http.StatusRequestHeaderFieldsTooLarge, api.Error{Error: msg})
 		})(w, r)
 		return
 	}
