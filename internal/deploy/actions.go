@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
@@ -326,7 +327,7 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 		if m == nil {
 			continue
 		}
-		if ons, oname, ok := owner(m); ok && ons == ns && oname == name {
+		if ons, olabel, ok := owner(m); ok && ons == ns && olabel == driver.DeploymentLabel(name) {
 			del = append(del, refs[i])
 		} else {
 			c.logf("dm: %s is no longer labelled as part of %s; left in place", refs[i], name)

@@ -90,8 +90,9 @@ func pruneCandidates(hist []*release.Record, deleting bool) []release.Resource {
 	return out
 }
 
-// owner says which dm deployment a live object belongs to, if any.
-func owner(m *metav1.PartialObjectMetadata) (ns, name string, dm bool) {
+// owner says which dm deployment a live object belongs to, if any: its
+// namespace and its LabelDeployment value (driver.DeploymentLabel).
+func owner(m *metav1.PartialObjectMetadata) (ns, label string, dm bool) {
 	l := m.GetLabels()
 	if l[LabelManagedBy] != ManagedBy || l[LabelDeployment] == "" {
 		return "", "", false
@@ -142,7 +143,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		if m == nil {
 			continue
 		}
-		if ons, oname, ok := owner(m); ok && ons == ns && oname == name {
+		if ons, olabel, ok := owner(m); ok && ons == ns && olabel == driver.DeploymentLabel(name) {
 			prune = append(prune, ref)
 		}
 	}
@@ -481,7 +482,7 @@ func checkOwnership(p *plan, live map[kube.ObjectRef]*metav1.PartialObjectMetada
 		}
 		ons, oname, ok := owner(m)
 		switch {
-		case ok && ons == ns && oname == name:
+		case ok && ons == ns && oname == driver.DeploymentLabel(name):
 		case ok:
 			errs = append(errs, fmt.Errorf("%s exists and belongs to dm deployment %s/%s; it is not taken over: %w", o.where(), ons, oname, derrors.Conflict))
 		case !adopt:

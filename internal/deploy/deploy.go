@@ -47,10 +47,11 @@ import (
 const (
 	// LabelManagedBy is the Kubernetes recommended label; dm sets it to
 	// ManagedBy.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = driver.LabelManagedBy
 	ManagedBy      = "dm"
-	// LabelDeployment holds the deployment's name.
-	LabelDeployment = "dm.io/deployment"
+	// LabelDeployment holds the deployment's name, or for a name longer
+	// than 63 characters a hash of it (driver.DeploymentLabel).
+	LabelDeployment = driver.LabelDeployment
 	// AnnotationNamespace holds the namespace of the deployment (whose
 	// history records the object), which differs from the object's own
 	// for cluster-scoped objects and objects a template places elsewhere.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
@@ -142,7 +143,7 @@ func label(u *unstructured.Unstructured, name, namespace, template, path string)
 		l = map[string]string{}
 	}
 	l[LabelManagedBy] = ManagedBy
-	l[LabelDeployment] = name
+	l[LabelDeployment] = driver.DeploymentLabel(name)
 	u.SetLabels(l)
 	a := u.GetAnnotations()
 	if a == nil {

@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
@@ -228,5 +230,34 @@ resources:
 		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "ConfigMap ns/a")):
 			t.Errorf("%s: err = %v, want one naming ConfigMap ns/a and %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestLongDeploymentName: a name longer than a label value may be is
+// labelled by its hash, which the ownership check matches.
+func TestLongDeploymentName(t *testing.T) {
+	res := expandConfig(t, `
+resources:
+- {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap}}
+`, nil)
+	name := strings.Repeat("long-", 20) + "app" // 103 characters
+	p, err := objectsOf(res, name, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := p.objects[0].obj.GetLabels()[LabelDeployment]
+	if errs := validation.IsValidLabelValue(l); len(errs) > 0 || l != driver.DeploymentLabel(name) {
+		t.Fatalf("label %q: %v, want the valid %q", l, errs, driver.DeploymentLabel(name))
+	}
+	p.objects[0].obj.SetNamespace("ns")
+	m := &metav1.PartialObjectMetadata{}
+	m.SetLabels(p.objects[0].obj.GetLabels())
+	m.SetAnnotations(map[string]string{AnnotationNamespace: "ns"})
+	live := map[kube.ObjectRef]*metav1.PartialObjectMetadata{p.objects[0].ref(): m}
+	if err := checkOwnership(p, live, "ns", name, false); err != nil {
+		t.Errorf("its own object: %v", err)
+	}
+	if err := checkOwnership(p, live, "ns", name+"-2", false); err == nil {
+		t.Error("another long name took the object over")
 	}
 }

@@ -31,12 +31,12 @@ func TestSecretNames(t *testing.T) {
 				t.Errorf("Secret name %q (%d characters) of %q is not a valid object name", n, len(n), tc.name)
 			}
 		}
-		label := deploymentLabel(tc.name)
+		label := DeploymentLabel(tc.name)
 		if tc.wantLabel != "" && label != tc.wantLabel {
-			t.Errorf("deploymentLabel(%q) = %q, want %q", tc.name, label, tc.wantLabel)
+			t.Errorf("DeploymentLabel(%q) = %q, want %q", tc.name, label, tc.wantLabel)
 		}
 		if len(label) > 63 || !labelValue.MatchString(label) {
-			t.Errorf("deploymentLabel(%q) = %q is not a valid label value", tc.name, label)
+			t.Errorf("DeploymentLabel(%q) = %q is not a valid label value", tc.name, label)
 		}
 	}
 	if HeadName(long, 1) == HeadName(long[:len(long)-1]+"c", 1) {

@@ -144,8 +144,10 @@ func HeadName(name string, revision int) string {
 	return "dm.v1." + nameKey(name) + ".v" + strconv.Itoa(revision)
 }
 
-// deploymentLabel returns the value of LabelDeployment for a deployment.
-func deploymentLabel(name string) string {
+// DeploymentLabel returns the value of LabelDeployment for a deployment:
+// its name, or for a name longer than a label value may be (63), "sha256_"
+// and a hash of it.
+func DeploymentLabel(name string) string {
 	if len(name) <= 63 {
 		return name // a valid subdomain of at most 63 is a valid label value
 	}
@@ -156,7 +158,7 @@ func deploymentLabel(name string) string {
 func selector(name string, part string) string {
 	sel := LabelManagedBy + "=dm," + LabelPart + "=" + part
 	if name != "" {
-		sel += "," + LabelDeployment + "=" + deploymentLabel(name)
+		sel += "," + LabelDeployment + "=" + DeploymentLabel(name)
 	}
 	return sel
 }
@@ -216,7 +218,7 @@ func truncate(s string, n int) string {
 func labels(r *release.Record, part string) map[string]any {
 	l := map[string]any{
 		LabelManagedBy:  "dm",
-		LabelDeployment: deploymentLabel(r.Name),
+		LabelDeployment: DeploymentLabel(r.Name),
 		LabelRevision:   strconv.Itoa(r.Revision),
 		LabelPart:       part,
 		LabelFormat:     strconv.Itoa(release.Format),
@@ -582,7 +584,11 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 			if apierrors.IsNotFound(gerr) {
 				return nil, fmt.Errorf("Secret %s/%s: %w", h.namespace, h.secret, ErrNotFound)
 			}
-			if gerr == nil && again.GetResourceVersion() != h.resourceVersion {
+			if gerr != nil {
+				// Not known to be corrupt: the head could not be read.
+				return nil, fmt.Errorf("deployment history: reading Secret %s/%s again: %w", h.namespace, h.secret, apiError(gerr))
+			}
+			if again.GetResourceVersion() != h.resourceVersion {
 				obj = again
 				continue
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path"
 	"strings"
 	"time"
 
@@ -253,19 +252,6 @@ func applyConfiguration(obj map[string]any) map[string]any {
 	}
 	out["metadata"] = md2
 	return out
-}
-
-// resourcePath is the URL path of one object of mapping m.
-func resourcePath(m *meta.RESTMapping, namespace, name string) string {
-	gv := m.Resource.GroupVersion()
-	p := "/api/" + gv.Version
-	if gv.Group != "" {
-		p = "/apis/" + gv.Group + "/" + gv.Version
-	}
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		p += "/namespaces/" + namespace
-	}
-	return path.Join(p, m.Resource.Resource, name)
 }
 
 // applyError makes a server error about an apply readable: conflicts list

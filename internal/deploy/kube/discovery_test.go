@@ -78,7 +78,7 @@ func TestLegacyDiscoveryAndDiskCache(t *testing.T) {
 	if objs[0].GetNamespace() != "fromctx" || objs[1].GetNamespace() != "fromctx" || objs[2].GetNamespace() != "" {
 		t.Errorf("namespaces %q %q %q", objs[0].GetNamespace(), objs[1].GetNamespace(), objs[2].GetNamespace())
 	}
-	m, err := c.Mapper().RESTMapping(schema.GroupKind{Group: "apps", Kind: "Deployment"})
+	m, err := c.mapping(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"})
 	if err != nil || m.Resource.Resource != "deployments" {
 		t.Errorf("RESTMapping(Deployment) = %v, %v", m, err)
 	}

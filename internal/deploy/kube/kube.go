@@ -153,9 +153,6 @@ func (c *Client) Namespace() string { return c.namespace }
 // which keeps records as Secrets).
 func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
 
-// Mapper returns the client's RESTMapper (discovery-backed, refreshed on a miss).
-func (c *Client) Mapper() meta.RESTMapper { return lazyMapper{c} }
-
 // ObjectRef identifies one object in the cluster.
 type ObjectRef struct {
 	Group, Version, Kind, Namespace, Name string
