@@ -1,11 +1,11 @@
 package expand
 
 import (
-	"github.com/dmhq/dm/internal/expand/pyyaml"
-
 	"bytes"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 )
 
 // fastYAML decodes the YAML that templates typically render — block

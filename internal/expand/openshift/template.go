@@ -22,17 +22,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/dmhq/dm/internal/expand/value"
-
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
+	"github.com/dmhq/dm/internal/expand/value"
 )
 
 // Kind is the value of the `kind` field of a template document.
