@@ -351,4 +351,3 @@ func (c *Client) writeCache(res []apiResource) {
 		os.Remove(f.Name())
 	}
 }
-
