@@ -72,8 +72,10 @@ func completeRef(g *globals) cobra.CompletionFunc {
 }
 
 // versionForms lists what a user may write after the ':' for versions:
-// vMAJOR and vMAJOR.MINOR once each (stable versions only: they never
-// pick a pre-release), then every version as written.
+// vMAJOR where it resolves (it means vMAJOR.0, so only where a stable
+// MAJOR.0 exists), then vMAJOR.MINOR, once each, highest first (stable
+// versions only: they never pick a pre-release), then every version as
+// written.
 func versionForms(vs []api.VersionInfo) []string {
 	var out []string
 	seen := map[string]bool{}
@@ -83,18 +85,20 @@ func versionForms(vs []api.VersionInfo) []string {
 			out = append(out, s)
 		}
 	}
-	for i := len(vs) - 1; i >= 0; i-- { // highest first
-		v := vs[i]
-		if v.Prerelease {
-			continue
+	for _, minorForms := range []bool{false, true} {
+		for i := len(vs) - 1; i >= 0; i-- { // highest first
+			n, ok := index.ParseSemver(vs[i].Version)
+			if vs[i].Prerelease || !ok {
+				continue
+			}
+			major := "v" + strconv.FormatInt(n.Major, 10)
+			switch {
+			case minorForms:
+				add(major + "." + strconv.FormatInt(n.Minor, 10))
+			case n.Minor == 0:
+				add(major)
+			}
 		}
-		n, ok := index.ParseSemver(v.Version)
-		if !ok {
-			continue
-		}
-		major := "v" + strconv.FormatInt(n.Major, 10)
-		add(major)
-		add(major + "." + strconv.FormatInt(n.Minor, 10))
 	}
 	for i := len(vs) - 1; i >= 0; i-- {
 		add(vs[i].Version)

@@ -442,30 +442,24 @@ func typeByText(ctx context.Context, b api.Backend, ref, registry string, props 
 	return nil
 }
 
-// isStringType reports whether a schema type (as describe shows it:
-// "string", "integer", "[string, null]") admits only strings and null.
+// isStringType reports whether a schema type (as schema.PropertyDoc has
+// it: "string", "integer", "string|null") admits only strings and null.
 func isStringType(t string) bool {
-	t = strings.Trim(t, "[]")
-	for _, part := range strings.Split(t, ",") {
-		if p := strings.TrimSpace(part); p != "string" && p != "null" {
+	for _, p := range strings.Split(t, "|") {
+		if p != "string" && p != "null" {
 			return false
 		}
 	}
 	return strings.Contains(t, "string")
 }
 
-// parseProperties parses --properties: comma-separated KEY=VALUE pairs.
-// VALUE is typed the way YAML types it (replicas=3 is a number, on=true a
-// boolean, ports=[80,443] a list); KEY may be a dotted path into nested
-// mappings (resources.limits.memory=1Gi). Commas inside brackets, braces or
-// quotes do not separate pairs, and \, is a literal comma.
-func parseProperties(s string) (map[string]any, error) {
-	return parsePairs("--properties", s, false, nil)
-}
-
-// parsePairs parses KEY=VALUE pairs for flag into a nested mapping; VALUE
-// is typed as YAML types it unless asString. text, if not nil, receives
-// each VALUE as written, by dotted KEY.
+// parsePairs parses KEY=VALUE pairs for flag (comma-separated, as
+// --properties takes them) into a nested mapping. VALUE is typed as YAML
+// types it (replicas=3 is a number, on=true a boolean, ports=[80,443] a
+// list) unless asString; KEY may be a dotted path into nested mappings
+// (resources.limits.memory=1Gi). Commas inside brackets, braces or quotes
+// do not separate pairs, and \, is a literal comma. text, if not nil,
+// receives each VALUE as written, by dotted KEY.
 func parsePairs(flag, s string, asString bool, text map[string]string) (map[string]any, error) {
 	out := map[string]any{}
 	for _, pair := range splitPairs(s) {
@@ -667,7 +661,7 @@ func readTemplateRef(ctx context.Context, g *globals, ref string) ([]byte, strin
 	if res.Language != "openshift" {
 		return nil, "", derrors.Errorf(derrors.InvalidArgument, "%s is a %s template; dm process takes kind: Template files (use dm expand)", res.Resolved, res.Language)
 	}
-	data, err := b.ReadFile(ctx, res.Resolved, "", res.TemplateFile)
+	data, err := b.ReadFile(ctx, res.Pinned(), "", res.TemplateFile)
 	return data, res.Resolved, err
 }
 

@@ -41,7 +41,7 @@ func TestParseProperties(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {
-			got, err := parseProperties(tt.in)
+			got, err := parsePairs("--properties", tt.in, false, nil)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tt.wantErr)
@@ -49,7 +49,7 @@ func TestParseProperties(t *testing.T) {
 				return
 			}
 			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("parseProperties(%q) = %#v, %v; want %#v", tt.in, got, err, tt.want)
+				t.Fatalf("parsePairs(%q) = %#v, %v; want %#v", tt.in, got, err, tt.want)
 			}
 		})
 	}
@@ -528,6 +528,12 @@ func TestShow(t *testing.T) {
 		if r.code != 0 || !strings.Contains(r.stdout, "type: redis:v1") {
 			t.Errorf("dm %v show redis:v1 example.yaml = %d %q %q", mode, r.code, r.stdout, r.stderr)
 		}
+		// An older patch pinned by digest shows its own file, not the
+		// highest patch's.
+		r = dmRun(t, nil, append(mode, "show", "redis:v1.0.1@sha256:8d7d86261d97828796c37dab90a855ba77554c1f504795913b741e91365022c2")...)
+		if r.code != 0 || !strings.Contains(r.stdout, "redis v1.0.1:") {
+			t.Errorf("dm %v show of redis v1.0.1 pinned = %d %q %q, want v1.0.1's template", mode, r.code, r.stdout, r.stderr)
+		}
 		r = dmRun(t, nil, append(mode, "show", "redis:v1", "nope.txt")...)
 		if r.code != 1 || !strings.Contains(r.stderr, `no file "nope.txt"`) {
 			t.Errorf("dm %v show of a missing file = %d %q", mode, r.code, r.stderr)
@@ -657,5 +663,16 @@ func TestLintParsesTemplates(t *testing.T) {
 	}
 	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "ok/v1: error") {
 		t.Errorf("exit %d, want 1 and no error for ok/v1:\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestIsStringType(t *testing.T) {
+	for typ, want := range map[string]bool{
+		"string": true, "string|null": true, "null|string": true,
+		"integer": false, "string|integer": false, "null": false, "": false,
+	} {
+		if got := isStringType(typ); got != want {
+			t.Errorf("isStringType(%q) = %v, want %v", typ, got, want)
+		}
 	}
 }

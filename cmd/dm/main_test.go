@@ -399,6 +399,10 @@ func TestCompletion(t *testing.T) {
 		if len(got) == 0 || got[0] != "redis:v1" || !slices.Contains(got, "redis:v1.0.2") || slices.Contains(got, "redis:v2") {
 			t.Errorf("%v resolve redis:v1: %q", mode, got)
 		}
+		// web has no v1.0, so v1 (which means v1.0) would not resolve.
+		if got := complete(append(mode, "show", "common/web:v")...); slices.Contains(got, "common/web:v1") || !slices.Contains(got, "common/web:v1.3") {
+			t.Errorf("%v show common/web:v: %q, want v1.3 and not v1", mode, got)
+		}
 		if got := complete(append(mode, "show", "common/web:v1.")...); !slices.Contains(got, "common/web:v1.2") || !slices.Contains(got, "common/web:v1.2.3") {
 			t.Errorf("%v show common/web:v1.: %q", mode, got)
 		}

@@ -25,7 +25,7 @@ func cmdShow(ctx context.Context, g *globals, w io.Writer, ref, file string) err
 		if err != nil {
 			return err
 		}
-		ref, file = res.Resolved, res.TemplateFile
+		ref, file = res.Pinned(), res.TemplateFile
 	}
 	content, err := b.ReadFile(ctx, ref, g.registry, file)
 	if err != nil {

@@ -185,6 +185,11 @@ type Resolution struct {
 	Note string `json:"note,omitempty"`
 }
 
+// Pinned is the resolved version pinned to its digest: the reference that
+// reads this version's files. Resolved alone names the highest patch of
+// its MAJOR.MINOR, which may be a later one.
+func (r *Resolution) Pinned() string { return r.Resolved + "@" + r.Digest }
+
 // Property is one property of a template's schema.
 type Property struct {
 	Name        string `json:"name"`

@@ -24,7 +24,6 @@ package catalog
 import (
 	"bytes"
 	"embed"
-	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
@@ -550,6 +549,3 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-// isNotFound reports whether err is a not-found error.
-func isNotFound(err error) bool { return errors.Is(err, derrors.NotFound) }

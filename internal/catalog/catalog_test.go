@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -306,6 +307,22 @@ func TestUnified(t *testing.T) {
 		if b.String() != tt.want {
 			t.Errorf("unified(%q, %q) = %q, want %q", tt.a, tt.b, b.String(), tt.want)
 		}
+	}
+}
+
+// TestUnifiedTooLarge: two files that differ throughout are not diffed
+// when the table would pass maxDiffCells; a few changes in large files are.
+func TestUnifiedTooLarge(t *testing.T) {
+	var x, y strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&x, "a%d\n", i)
+		fmt.Fprintf(&y, "b%d\n", i)
+	}
+	if lines, note := unified(x.String(), y.String(), 3); lines != nil || !strings.Contains(note, "not diffed") {
+		t.Errorf("4,000 lines changed throughout: %d lines, note %q; want a note only", len(lines), note)
+	}
+	if lines, note := unified(x.String(), strings.Replace(x.String(), "a17\n", "b17\n", 1), 3); note != "" || len(lines) == 0 {
+		t.Errorf("one line changed in 4,000: note %q", note)
 	}
 }
 

@@ -13,6 +13,11 @@ import (
 // files are reported as changed without a diff.
 const maxDiffLines = 5000
 
+// maxDiffCells bounds the table of one diff (the lines that differ in the
+// one file times those in the other, 4 bytes each): two 5,000-line files
+// that differ throughout would need 100 MB for one anonymous request.
+const maxDiffCells = 4 << 20
+
 // diffPage is the data of a diff page.
 type diffPage struct {
 	From, To *versionPage
@@ -161,7 +166,10 @@ func unified(a, b string, ctx int) ([]diffLine, string) {
 	if len(x) > maxDiffLines || len(y) > maxDiffLines {
 		return nil, fmt.Sprintf("over %d lines: not diffed", maxDiffLines)
 	}
-	ops := lcsDiff(x, y)
+	ops, ok := lcsDiff(x, y)
+	if !ok {
+		return nil, "changed in too many places: not diffed"
+	}
 	// Keep changes and ctx lines around them; mark gaps with hunks.
 	keep := make([]bool, len(ops))
 	for i, op := range ops {
@@ -204,8 +212,9 @@ func unified(a, b string, ctx int) ([]diffLine, string) {
 
 // lcsDiff is the line diff of x and y by longest common subsequence, with
 // the common prefix and suffix taken off first: registry files are small
-// and versions differ in a few places.
-func lcsDiff(x, y []string) []diffLine {
+// and versions differ in a few places. It declines (false) where what is
+// left needs a table over maxDiffCells.
+func lcsDiff(x, y []string) ([]diffLine, bool) {
 	pre := 0
 	for pre < len(x) && pre < len(y) && x[pre] == y[pre] {
 		pre++
@@ -220,6 +229,9 @@ func lcsDiff(x, y []string) []diffLine {
 	}
 	a, b := x[pre:len(x)-suf], y[pre:len(y)-suf]
 	n, m := len(a), len(b)
+	if (n+1)*(m+1) > maxDiffCells {
+		return nil, false
+	}
 	// lcs[i][j] is the LCS length of a[i:] and b[j:].
 	lcs := make([][]int32, n+1)
 	for i := range lcs {
@@ -258,5 +270,5 @@ func lcsDiff(x, y []string) []diffLine {
 	for _, l := range x[len(x)-suf:] {
 		out = append(out, diffLine{" ", l})
 	}
-	return out
+	return out, true
 }

@@ -96,7 +96,7 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 		return vp, res.Note, nil
 	}
 	// Pinned to the digest: res.Resolved alone could pick a higher patch.
-	tv, err := c.svc.Template(ctx, res.Resolved+"@"+res.Digest, "")
+	tv, err := c.svc.Template(ctx, res.Pinned(), "")
 	if err != nil {
 		return nil, "", err
 	}
@@ -104,7 +104,7 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 	vp.Versions = shortForms(tv.Versions, tv.Version)
 	vp.Deploy = "dm deploy " + tv.Resolved
 	if f, ok := findFile(tv.Files, "README.md"); ok {
-		if b, err := c.svc.File(ctx, tv.Resolved, "", f.Path); err == nil {
+		if b, err := c.svc.File(ctx, tv.Pinned(), "", f.Path); err == nil {
 			var buf bytes.Buffer
 			if err := c.md.Convert(b.Content, &buf); err == nil {
 				// goldmark leaves raw HTML out unless told otherwise, so
