@@ -163,7 +163,8 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 			return nil, lineErr(line("resources", i), "resources[%d] is %s; want a mapping with name, type, properties", i, kindOf(e))
 		}
 		var r Resource
-		for k, fv := range rm {
+		for _, k := range sortedKeys(rm) { // sorted: of two faults, always the same one
+			fv := rm[k]
 			switch k {
 			case "name", "type":
 				s, ok := fv.(string)

@@ -170,6 +170,11 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 		return math.Floor(left.Float() / right.Float()), nil
 	case "**":
 		if ints && right.Integer() >= 0 {
+			// Any base beyond ±1 to a power over 64 overflows: say so before
+			// big.Int spends minutes (999999999999 ** 10000000) computing it.
+			if a := left.Integer(); (a > 1 || a < -1) && right.Integer() > 64 {
+				return nil, fmt.Errorf("%d ** %d is too large", a, right.Integer())
+			}
 			r := new(big.Int).Exp(big.NewInt(int64(left.Integer())), big.NewInt(int64(right.Integer())), nil)
 			if !r.IsInt64() {
 				return nil, fmt.Errorf("%d ** %d is too large", left.Integer(), right.Integer())

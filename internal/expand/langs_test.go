@@ -120,6 +120,7 @@ func TestJinjaErrors(t *testing.T) {
 		{src: "{{ '%s %s' % ('a',) }}", want: "t.jinja:1: not enough arguments for format string"},
 		{src: "{{ '%s' % ('a', 'b') }}", want: "t.jinja:1: not all arguments converted during string formatting"},
 		{src: "{{ 2 ** 100 }}", want: "t.jinja:1: 2 ** 100 is too large"},
+		{src: "{{ 999999999999 ** 10000000 }}", want: "t.jinja:1: 999999999999 ** 10000000 is too large"},
 		{src: "x\ny\n{{ properties.p }}", props: map[string]any{"p": panicky{}}, want: "t.jinja:3: the Jinja engine failed on this template: boom"},
 	}
 	for _, tt := range tests {
@@ -194,6 +195,7 @@ func TestPythonShims(t *testing.T) {
 		{"six", "x = [sorted(six.iteritems({'a': 1})), sorted(six.iterkeys({'a': 1})), six.PY3, list(six.moves.range(2)), isinstance('s', six.text_type)]", `[[["a",1]],["a"],true,[0,1],true]`},
 		{"copy.deepcopy", "d = {'a': [1]}\ne = copy.deepcopy(d)\ne['a'].append(2)\nf = copy.copy(d)\nf['b'] = 3\nx = [d, e, f]", `[{"a":[1]},{"a":[1,2]},{"a":[1],"b":3}]`},
 		{"json.dumps defaults", "x = json.dumps({'b': [1, 2.5, None, True], 'a': 'é'})", `"{\"b\": [1, 2.5, null, true], \"a\": \"\\u00e9\"}"`},
+		{"json.dumps sorts number keys as numbers", "x = json.dumps({10: 1, 2: 2, float('inf'): 3}, sort_keys=True)", `"{\"2\": 2, \"10\": 1, \"Infinity\": 3}"`},
 		{"json.dumps indent sort_keys", "x = json.dumps({'b': [1], 'a': {}}, indent=2, sort_keys=True)", `"{\n  \"a\": {},\n  \"b\": [\n    1\n  ]\n}"`},
 		{"json.dumps separators", "x = json.dumps({'b': 1, 'a': [1, 2]}, separators=(',', ':'))", `"{\"b\":1,\"a\":[1,2]}"`},
 		{"percent formatting", "x = '%05.1f|%-4s|%x|%s|%r|%3d%%|%+.2e' % (3.14159, 'ab', 255, None, 'q', 7, 12345.678)", `"003.1|ab  |ff|None|'q'|  7%|+1.23e+04"`},
@@ -205,6 +207,7 @@ func TestPythonShims(t *testing.T) {
 		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
 		{"yaml.dump as PyYAML", "x = yaml.dump({'b': ['x', 'yes'], 'a': {'c': None}})", `"a:\n  c: null\nb:\n- x\n- 'yes'\n"`},
+		{"yaml.dump of integer keys", "x = yaml.dump({2: 'a', 1: 'b'})", `"1: b\n2: a\n"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -74,16 +74,7 @@ func (o *pyJSON) write(sb *strings.Builder, v any, level int) error {
 	case *big.Int:
 		sb.WriteString(v.String())
 	case float64:
-		switch {
-		case math.IsNaN(v):
-			sb.WriteString("NaN")
-		case math.IsInf(v, 1):
-			sb.WriteString("Infinity")
-		case math.IsInf(v, -1):
-			sb.WriteString("-Infinity")
-		default:
-			sb.WriteString(pyFloat(v))
-		}
+		sb.WriteString(jsonFloat(v))
 	case string:
 		writeJSONString(sb, v)
 	case []any:
@@ -134,8 +125,9 @@ func (o *pyJSON) writeDict(sb *strings.Builder, d pyDict, level int) error {
 		return nil
 	}
 	type kv struct {
-		k string
-		v any
+		k    string
+		orig any // the key as given: sort_keys orders by it, as Python does
+		v    any
 	}
 	items := make([]kv, len(d))
 	for i, it := range d {
@@ -150,14 +142,14 @@ func (o *pyJSON) writeDict(sb *strings.Builder, d pyDict, level int) error {
 		case int, int64, *big.Int:
 			k = fmt.Sprint(key)
 		case float64:
-			k = pyFloat(key)
+			k = jsonFloat(key)
 		default:
 			return fmt.Errorf("keys must be str, int, float, bool or None, not %s", pyTypeName(it.K))
 		}
-		items[i] = kv{k, it.V}
+		items[i] = kv{k, it.K, it.V}
 	}
 	if o.sortKeys {
-		sort.SliceStable(items, func(i, j int) bool { return items[i].k < items[j].k })
+		sort.SliceStable(items, func(i, j int) bool { return pyLess(items[i].orig, items[j].orig) })
 	}
 	sb.WriteByte('{')
 	for i, it := range items {
@@ -218,4 +210,17 @@ func writeJSONString(sb *strings.Builder, s string) {
 // escaped so the text is safe in HTML.
 func htmlSafeJSON(s string) string {
 	return strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "'", `\u0027`).Replace(s)
+}
+
+// jsonFloat spells a float as Python's json module does, keys included.
+func jsonFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "Infinity"
+	case math.IsInf(v, -1):
+		return "-Infinity"
+	}
+	return pyFloat(v)
 }

@@ -358,16 +358,18 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if len(args) < 1 {
 			return nil, fmt.Errorf("%s: missing the value to dump", b.Name())
 		}
-		v, err := fromStarlark(args[0])
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", b.Name(), err)
-		}
 		out, err := pyYAMLDumps(b.Name(), args[0], kwargs, sr.x.opts.MaxOutputBytes)
 		if err != nil {
 			return nil, err
 		}
 		s := string(out)
-		sr.dump = &dumpRecord{text: s, value: v}
+		// The value dumped, kept so that returning the text costs no
+		// parse; one dm's values cannot hold (a mapping with integer
+		// keys, which PyYAML dumps) is parsed from the text if returned.
+		sr.dump = nil
+		if v, err := fromStarlark(args[0]); err == nil {
+			sr.dump = &dumpRecord{text: s, value: v}
+		}
 		return starlark.String(s), nil
 	}
 	load := func(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

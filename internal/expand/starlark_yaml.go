@@ -141,23 +141,40 @@ func (e *pyYAMLEmitter) items(v any) []pyYAMLItem {
 	return out
 }
 
-// pyLess orders keys as Python's sorted does for keys of one type.
+// pyLess orders keys as Python's sorted does: strings by code point,
+// numbers (integers and floats alike) by value; keys of other types, which
+// Python would refuse to compare, by type name.
 func pyLess(a, b any) bool {
-	switch x := a.(type) {
-	case string:
+	if x, ok := a.(string); ok {
 		if y, ok := b.(string); ok {
 			return x < y
 		}
-	case int64:
-		if y, ok := b.(int64); ok {
-			return x < y
-		}
-	case float64:
-		if y, ok := b.(float64); ok {
-			return x < y
+	}
+	if x, ok := pyNumber(a); ok {
+		if y, ok := pyNumber(b); ok {
+			return x.Cmp(y) < 0
 		}
 	}
 	return pyTypeName(a) < pyTypeName(b)
+}
+
+// pyNumber is an integer or a finite or infinite float as a big.Float,
+// for comparison.
+func pyNumber(v any) (*big.Float, bool) {
+	switch n := v.(type) {
+	case int:
+		return new(big.Float).SetInt64(int64(n)), true
+	case int64:
+		return new(big.Float).SetInt64(n), true
+	case *big.Int:
+		return new(big.Float).SetInt(n), true
+	case float64:
+		if math.IsNaN(n) {
+			return nil, false
+		}
+		return big.NewFloat(n), true
+	}
+	return nil, false
 }
 
 func isCollection(v any) bool {

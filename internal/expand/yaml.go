@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 
@@ -33,60 +32,6 @@ type yamlLimits struct {
 func decodeYAML(data []byte, lim yamlLimits) (any, error) {
 	v, _, err := decodeYAMLNode(data, lim)
 	return v, err
-}
-
-// normalize turns yaml.v2 values into JSON-like values with string keys.
-func normalize(v any) (any, error) {
-	switch v := v.(type) {
-	case map[any]any:
-		m := make(map[string]any, len(v))
-		for k, e := range v {
-			ks, ok := k.(string)
-			if !ok {
-				switch k.(type) {
-				case int, int64, uint64, float64, bool:
-					ks = fmt.Sprint(k)
-				case nil:
-					ks = "null"
-				default:
-					return nil, fmt.Errorf("mapping key %v (%T) is not a string", k, k)
-				}
-			}
-			ne, err := normalize(e)
-			if err != nil {
-				return nil, err
-			}
-			m[ks] = ne
-		}
-		return m, nil
-	case map[string]any:
-		for k, e := range v {
-			ne, err := normalize(e)
-			if err != nil {
-				return nil, err
-			}
-			v[k] = ne
-		}
-		return v, nil
-	case []any:
-		for i, e := range v {
-			ne, err := normalize(e)
-			if err != nil {
-				return nil, err
-			}
-			v[i] = ne
-		}
-		return v, nil
-	case int:
-		return int64(v), nil
-	case uint64:
-		if v > math.MaxInt64 {
-			return float64(v), nil
-		}
-		return int64(v), nil
-	default:
-		return v, nil
-	}
 }
 
 // decodeJSON decodes a JSON document into the same plain values as
