@@ -27,6 +27,7 @@ func TestPyFloatFormats(t *testing.T) {
 		{"%#g", 1e-5, "1.00000e-05"},
 		{"%#.1g", 5.0, "5."},
 		{"%#G", 0.5, "0.500000"},
+		{"%#.0e", 1.0, "1.e+00"},
 	}
 	for _, tt := range percent {
 		if got, err := pyPercent(tt.format, tt.v, 1<<20); err != nil || got != tt.want {
@@ -42,6 +43,9 @@ func TestPyFloatFormats(t *testing.T) {
 		{"{:G}", 1e-7, "1E-07"},
 		{"{:,.1f}", 1234567.25, "1,234,567.2"},
 		{"{:E}", 12.5, "1.250000E+01"},
+		{"{:%}", inf, "inf%"},
+		{"{:.1%}", -inf, "-inf%"},
+		{"{:,}", 1e20, "1e+20"},
 	}
 	for _, tt := range spec {
 		if got, err := pyStrFormat(tt.format, []any{tt.v}, nil, 1<<20); err != nil || got != tt.want {

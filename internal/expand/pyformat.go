@@ -471,8 +471,11 @@ func pyFloatBody(f float64, verb byte, prec int, alt bool) string {
 			prec = 1
 		}
 		body = strconv.FormatFloat(a, lower, prec, 64)
-		if alt && lower == 'f' && prec == 0 {
+		switch {
+		case alt && lower == 'f' && prec == 0:
 			body += "."
+		case alt && lower == 'e' && prec == 0:
+			body = strings.Replace(body, "e", ".e", 1) // Python's %#.0e: 1.e+00
 		}
 	}
 	if verb != lower {

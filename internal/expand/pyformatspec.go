@@ -242,9 +242,9 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 		default:
 			switch typ {
 			case 'f', 'F', 'e', 'E', 'g', 'G':
-				body = pyFloatBody(a, byte(typ|0x20), p, false) // upper case below, after grouping
+				body = pyFloatBody(a, byte(typ|0x20), p, alt) // upper case below, after grouping
 			case '%':
-				body = strconv.FormatFloat(a*100, 'f', p, 64) + "%"
+				body = pyFloatBody(a*100, 'f', p, alt) + "%"
 			case 0:
 				if prec >= 0 {
 					body = strconv.FormatFloat(a, 'g', max(prec, 1), 64)
@@ -255,12 +255,16 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 				return "", fmt.Errorf("Unknown format code '%c' for object of type 'float'", typ)
 			}
 			if group != "" {
-				intPart, rest, dot := strings.Cut(body, ".")
-				if dot {
-					rest = "." + rest
+				// Only the integer digits: not an exponent's (1e+20).
+				end := strings.IndexAny(body, ".e%")
+				if end < 0 {
+					end = len(body)
 				}
-				body = groupDigits(intPart, group) + rest
+				body = groupDigits(body[:end], group) + body[end:]
 			}
+		}
+		if typ == '%' && (math.IsInf(a, 0) || math.IsNaN(a)) {
+			body += "%" // Python's inf%
 		}
 		if typ == 'E' || typ == 'G' || typ == 'F' {
 			body = strings.ToUpper(body)
