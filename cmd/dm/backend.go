@@ -43,11 +43,18 @@ type globals struct {
 
 	getenv func(string) string
 	stderr io.Writer
+	// backend is the one backend of this run: a deploy asks it twice
+	// (the schema for --properties, then the expansion), and each local
+	// backend indexes its registries.
+	be api.Backend
 }
 
 // backend returns where the commands get their answers: a registryd when
 // --server (or DM_SERVER) is set, else the registries in-process.
 func (g *globals) backend() (api.Backend, error) {
+	if g.be != nil {
+		return g.be, nil
+	}
 	server := g.server
 	if server == "" {
 		server = g.getenv("DM_SERVER")
@@ -57,9 +64,15 @@ func (g *globals) backend() (api.Backend, error) {
 		if err != nil {
 			return nil, &usageError{fmt.Errorf("--server: %w", err)}
 		}
+		g.be = c
 		return c, nil
 	}
-	return g.local()
+	b, err := g.local()
+	if err != nil {
+		return nil, err
+	}
+	g.be = b
+	return b, nil
 }
 
 // local builds the in-process backend: the --registry-dir directories, the
@@ -144,6 +157,7 @@ func (b *localBackend) need(ref string) {
 		return
 	}
 	b.addGitHub(r.Registry(), r.Owner, r.Repo)
+	b.svc = nil // indexed again, with it
 }
 
 // service indexes the registries (once) and returns the service over them.
@@ -177,6 +191,9 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
 		if err != nil {
 			return nil, err
+		}
+		if b.pool != nil {
+			b.pool.Close() // of an index made before a registry was added
 		}
 		b.pool = pool
 		go pool.Warm(ctx)
@@ -296,7 +313,10 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 	if b.pool == nil {
 		return s.Expand(ctx, req)
 	}
-	defer b.pool.Close()
+	defer func() {
+		b.pool.Close()
+		b.pool = nil
+	}()
 	return b.pool.Expand(ctx, req)
 }
 
