@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -18,33 +17,8 @@ import (
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/version"
 )
-
-// dmVersion, when set with -ldflags "-X main.dmVersion=...", is the
-// version recorded with every revision; otherwise buildVersion says.
-var dmVersion = ""
-
-// buildVersion is dmVersion, else the module version Go recorded in the
-// binary, else "devel" with the VCS revision it was built from.
-func buildVersion() string {
-	if dmVersion != "" {
-		return dmVersion
-	}
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	if v := info.Main.Version; v != "" && v != "(devel)" {
-		return v
-	}
-	v := "devel"
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += "+" + s.Value[:12]
-		}
-	}
-	return v
-}
 
 // applyFlags are the flags of the commands that apply objects.
 type applyFlags struct {
@@ -120,7 +94,7 @@ func (g *globals) deployConfig(ctx context.Context) (*deploy.Config, error) {
 		History:   driver.NewSecrets(c.Dynamic()),
 		Expander:  deploy.ExpandFunc(g.expandSource),
 		Log:       g.stderr,
-		DMVersion: buildVersion(),
+		DMVersion: version.Get().Short(),
 	}, nil
 }
 
