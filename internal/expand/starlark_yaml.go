@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
+
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 )
 
 // pyYAMLDump writes a value as PyYAML's yaml.dump / yaml.safe_dump does
@@ -375,19 +376,9 @@ func pyYAMLScalar(v any) (string, bool, error) {
 	return "", false, fmt.Errorf("yaml.dump: cannot represent a %s", pyTypeName(v))
 }
 
-// PyYAML's implicit resolvers (SafeLoader): a string that reads back as
-// something else is quoted.
-var pyYAMLImplicit = regexp.MustCompile(`^(?:` +
-	`yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF` +
-	`|[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)` +
-	`|[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+` +
-	`|<<|~|null|Null|NULL|` +
-	`|[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?` +
-	`|=)$`)
-
 // pyYAMLReadsAsString reports whether PyYAML reads the plain scalar s as
-// a string.
-func pyYAMLReadsAsString(s string) bool { return !pyYAMLImplicit.MatchString(s) }
+// a string: a string that would read back as something else is quoted.
+func pyYAMLReadsAsString(s string) bool { return !pyyaml.Implicit(s) }
 
 // scalarAnalysis is PyYAML's ScalarAnalysis.
 type scalarAnalysis struct {

@@ -34,6 +34,8 @@ import (
 var (
 	pyFloatRE = regexp.MustCompile(`^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$`)
 	pyIntRE   = regexp.MustCompile(`^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$`)
+	// timestampRE is PyYAML's timestamp resolver.
+	timestampRE = regexp.MustCompile(`^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$`)
 )
 
 // pyWords are the plain scalars PyYAML resolves to booleans and null.
@@ -42,6 +44,16 @@ var pyWords = map[string]any{
 	"true": true, "True": true, "TRUE": true, "false": false, "False": false, "FALSE": false,
 	"on": true, "On": true, "ON": true, "off": false, "Off": false, "OFF": false,
 	"~": nil, "null": nil, "Null": nil, "NULL": nil, "": nil,
+}
+
+// Implicit reports whether PyYAML's SafeLoader resolves the plain scalar s
+// to something other than a string (a boolean, null, a number, a
+// timestamp, a merge key or the value key), so that a dumper must quote it.
+func Implicit(s string) bool {
+	if _, ok := pyWords[s]; ok || s == "<<" || s == "=" {
+		return true
+	}
+	return pyIntRE.MatchString(s) || pyFloatRE.MatchString(s) || timestampRE.MatchString(s)
 }
 
 // ResolvePlain resolves a plain (unquoted, untagged) YAML scalar as PyYAML's
