@@ -79,7 +79,7 @@ func FindBinaries() (Binaries, error) {
 	} else if isExecutable("/usr/bin/etcd") {
 		b.Etcd = "/usr/bin/etcd"
 	} else {
-		missing = append(missing, "etcd not found on $PATH (apt-get install etcd-server)")
+		missing = append(missing, fmt.Sprintf("etcd not found in %s, on $PATH or at /usr/bin/etcd (%s)", dir, how))
 	}
 	if len(missing) > 0 {
 		return b, &MissingError{Missing: missing}
