@@ -238,7 +238,7 @@ func (c *Catalog) renderError(w http.ResponseWriter, r *http.Request, err error,
 	if status >= 500 {
 		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", err)
 	}
-	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: err.Error(), Search: search})
+	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: derrors.Message(err), Search: search})
 }
 
 // NotFound answers a path no route matches with the 404 page.
@@ -264,6 +264,10 @@ func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.renderError(w, r, err, "")
 		return
+	}
+	// The catalog is public: no host paths on it.
+	for i := range regs.Registries {
+		regs.Registries[i].HideLocalPath()
 	}
 	p := homePage{Registries: regs.Registries, Examples: c.examples != nil}
 	if c.examples != nil {
@@ -390,6 +394,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, err, "")
 		return
 	}
+	reg.HideLocalPath()
 	// The page changes only with the registry's state, its snapshot and
 	// the examples' results: keep it until one of them does.
 	var snap *index.Snapshot

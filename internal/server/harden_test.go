@@ -1,0 +1,201 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// Registry files that a browser would run if they were served as what
+// their names say (issue 20).
+var activeFiles = map[string]string{
+	"redis/v1.2.0/helper.html": `<html><body><h1 id="x">hi</h1><script>document.title = "pwned"</script></body></html>`,
+	"redis/v1.2.0/logo.svg":    `<svg xmlns="http://www.w3.org/2000/svg" onload="document.title='pwned'"><script>document.title="pwned"</script></svg>`,
+	"redis/v1.2.0/x.js":        `document.title = "pwned";`,
+	"redis/v1.2.0/x.png":       "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR",
+}
+
+// TestFileServedAsData: GET /v1/file serves every registry file as inert
+// data: text as text/plain, the rest as application/octet-stream, never
+// sniffed, in a sandbox without any source allowed; a download is an
+// attachment.
+func TestFileServedAsData(t *testing.T) {
+	e := newEnv(t, "", false)
+	writeTree(t, e.dir, activeFiles)
+	if err := e.reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path, query, ctype, disposition string
+	}{
+		{"helper.html", "", "text/plain; charset=utf-8", ""},
+		{"logo.svg", "", "text/plain; charset=utf-8", ""},
+		{"x.js", "", "text/plain; charset=utf-8", ""},
+		{"redis.jinja", "", "text/plain; charset=utf-8", ""},
+		{"example.yaml", "", "text/plain; charset=utf-8", ""},
+		{"x.png", "", "application/octet-stream", ""},
+		{"helper.html", "&download=1", "text/plain; charset=utf-8", "attachment; filename=helper.html"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+tt.query, func(t *testing.T) {
+			resp, body := e.do(t, "GET", "/v1/file?ref=redis:v1.2&path="+tt.path+tt.query, nil)
+			h := resp.Header
+			if resp.StatusCode != 200 || len(body) == 0 {
+				t.Fatalf("status %d: %s", resp.StatusCode, body)
+			}
+			if got := h.Get("Content-Type"); got != tt.ctype {
+				t.Errorf("Content-Type %q, want %q", got, tt.ctype)
+			}
+			if got := h.Get("X-Content-Type-Options"); got != "nosniff" {
+				t.Errorf("X-Content-Type-Options %q", got)
+			}
+			if got := h.Get("Content-Security-Policy"); got != "sandbox; default-src 'none'" {
+				t.Errorf("Content-Security-Policy %q", got)
+			}
+			if got := h.Get("Content-Disposition"); got != tt.disposition {
+				t.Errorf("Content-Disposition %q, want %q", got, tt.disposition)
+			}
+		})
+	}
+	// A 304 keeps the policy too.
+	resp, _ := e.do(t, "GET", "/v1/file?ref=redis:v1.2&path=helper.html", nil)
+	resp, _ = e.do(t, "GET", "/v1/file?ref=redis:v1.2&path=helper.html", http.Header{"If-None-Match": {resp.Header.Get("ETag")}})
+	if resp.StatusCode != http.StatusNotModified || resp.Header.Get("Content-Security-Policy") == "" {
+		t.Errorf("304: status %d, CSP %q", resp.StatusCode, resp.Header.Get("Content-Security-Policy"))
+	}
+}
+
+// TestErrorsQuoteLittle: an error answers at most a few hundred bytes of
+// the input it names, however long the input.
+func TestErrorsQuoteLittle(t *testing.T) {
+	e := newEnv(t, "", true)
+	huge := strings.Repeat("r", 1<<20)
+	tests := []struct {
+		name, method, path, body string
+	}{
+		{"expand", "POST", "/v1/expand", `{"ref":"` + huge + `"}`},
+		{"resolve", "GET", "/v1/resolve?ref=" + huge[:15<<10], ""},
+		{"template", "GET", "/v1/template?ref=" + huge[:15<<10], ""},
+		{"file", "GET", "/v1/file?ref=redis:v1&path=" + huge[:15<<10], ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req, _ := http.NewRequest(tt.method, e.http.URL+tt.path, strings.NewReader(tt.body))
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			var b bytes.Buffer
+			b.ReadFrom(resp.Body)
+			if resp.StatusCode < 400 || b.Len() > derrors.MaxMessageBytes+128 {
+				t.Errorf("status %d, %d-byte answer: %.300s", resp.StatusCode, b.Len(), b.String())
+			}
+		})
+	}
+}
+
+// TestExpandNeedsJSON: POST /v1/expand takes only application/json, so a
+// cross-site form or text/plain POST (no preflight) cannot start one.
+func TestExpandNeedsJSON(t *testing.T) {
+	hs := exampleServer(t)
+	tests := []struct {
+		ctype  string
+		status int
+	}{
+		{"application/json", 200},
+		{"application/json; charset=utf-8", 200},
+		{"text/plain", http.StatusUnsupportedMediaType},
+		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
+		{"", http.StatusUnsupportedMediaType},
+	}
+	for _, tt := range tests {
+		req, _ := http.NewRequest("POST", hs.URL+"/v1/expand", strings.NewReader(`{"ref":"redis:v1"}`))
+		if tt.ctype != "" {
+			req.Header.Set("Content-Type", tt.ctype)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		b.ReadFrom(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("Content-Type %q: %d %s, want %d", tt.ctype, resp.StatusCode, b.String(), tt.status)
+		}
+	}
+}
+
+// TestAdminAuthFailures: a wrong admin token is logged without the token,
+// counted, and slows its client down: until the delay has passed, that
+// client's next attempt is not checked (429 with Retry-After), while
+// other clients go on.
+func TestAdminAuthFailures(t *testing.T) {
+	const token = "admin-token-271"
+	e := newEnv(t, token, true)
+	log := &lockedBuffer{}
+	s := New(Options{Resolver: e.srv.resolver, AdminToken: token, Logger: newTestLogger(log), AdminFailureDelay: time.Hour})
+	try := func(client, tok string) *httptest.ResponseRecorder {
+		req := httptest.NewRequest("POST", "/v1/registries/"+prefix+"/refresh", nil)
+		req.RemoteAddr = client + ":40000"
+		req.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		return w
+	}
+	if w := try("192.0.2.1", "guess-1"); w.Code != http.StatusUnauthorized {
+		t.Fatalf("wrong token: %d %s", w.Code, w.Body)
+	}
+	if w := try("192.0.2.1", token); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+		t.Errorf("right token within the delay after a failure: %d (Retry-After %q) %s, want 429", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := try("192.0.2.2", token); w.Code != http.StatusOK {
+		t.Errorf("another client with the right token: %d %s", w.Code, w.Body)
+	}
+	if n := testutil.ToFloat64(s.metrics.adminFailures); n != 1 {
+		t.Errorf("registryd_admin_auth_failures_total = %v, want 1", n)
+	}
+	logs := log.String()
+	if !strings.Contains(logs, "admin token") || !strings.Contains(logs, "192.0.2.1") {
+		t.Errorf("the failure is not logged with its client:\n%s", logs)
+	}
+	if strings.Contains(logs, "guess-1") || strings.Contains(logs, token) {
+		t.Errorf("the log holds a token:\n%s", logs)
+	}
+}
+
+// TestRegistriesHideLocalPath: a --registry-dir registry's directory is
+// shown only to requests with the admin token.
+func TestRegistriesHideLocalPath(t *testing.T) {
+	const token = "admin-token-314"
+	e := newEnv(t, token, true)
+	paths := []string{"/v1/registries", "/v1/registries/" + prefix}
+	for _, path := range paths {
+		_, body := e.do(t, "GET", path, http.Header{"Authorization": {"Bearer " + token}})
+		if !strings.Contains(string(body), e.dir) {
+			t.Errorf("GET %s with the admin token hides the directory: %s", path, body)
+		}
+		_, body = e.do(t, "GET", path, nil)
+		if strings.Contains(string(body), e.dir) {
+			t.Errorf("GET %s without a token shows the directory: %s", path, body)
+		}
+	}
+	// A wrong token is a failed attempt (and slows the client down).
+	for _, path := range paths {
+		_, body := e.do(t, "GET", path, http.Header{"Authorization": {"Bearer wrong"}})
+		if strings.Contains(string(body), e.dir) {
+			t.Errorf("GET %s with a wrong token shows the directory: %s", path, body)
+		}
+	}
+}
