@@ -176,7 +176,14 @@ func (c *Catalog) Mount(r chi.Router) {
 	r.Get("/search", c.handleSearch)
 	r.Get("/r/*", c.handleRegistry)
 	r.Get("/t/*", c.handleTemplate)
-	r.Post("/t/*", c.handlePreview)
+	// A preview runs templates: a page of another site must not make its
+	// visitors' browsers start one (a cross-site form POST needs no
+	// preflight). Fetch metadata and Origin tell such a POST apart.
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.renderError(w, r, derrors.Errorf(derrors.Forbidden, "a preview is started from registryd's own pages, not from another site"), "")
+	}))
+	r.Method(http.MethodPost, "/t/*", csrf.Handler(http.HandlerFunc(c.handlePreview)))
 	r.Get("/static/*", c.static.ServeHTTP)
 }
 

@@ -409,3 +409,45 @@ func TestExamplesPanic(t *testing.T) {
 		t.Errorf("status %+v", st)
 	}
 }
+
+// TestPreviewCrossSite: a preview POST from another site's page (as
+// Sec-Fetch-Site or Origin tell) is refused with 403 and expands nothing;
+// one from the catalog's own page, or from a client that is no browser,
+// goes on.
+func TestPreviewCrossSite(t *testing.T) {
+	e := newTestEnv(t)
+	e.settle(t)
+	tests := []struct {
+		name   string
+		header http.Header
+		status int
+	}{
+		{"cross-site fetch metadata", http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"same-site, other origin", http.Header{"Sec-Fetch-Site": {"same-site"}}, http.StatusForbidden},
+		{"foreign Origin", http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden},
+		{"same origin", http.Header{"Sec-Fetch-Site": {"same-origin"}}, http.StatusOK},
+		{"no browser", nil, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.counter.n.Load()
+			req, _ := http.NewRequest("POST", e.url+"/t/redis:v1/preview", strings.NewReader("replicas=3"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d\n%.300s", resp.StatusCode, tt.status, b)
+			}
+			if ran := e.counter.n.Load() - before; tt.status == http.StatusForbidden && ran != 0 {
+				t.Errorf("%d expansions for a refused preview", ran)
+			}
+		})
+	}
+}

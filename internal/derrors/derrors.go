@@ -29,6 +29,9 @@ var (
 	NotModified = errors.New("not modified")
 	// Unauthorized means a write request lacked a valid token.
 	Unauthorized = errors.New("unauthorized")
+	// Forbidden means the request may not be made from where it came,
+	// such as a cross-site form.
+	Forbidden = errors.New("forbidden")
 	// LimitExceeded means a configured limit (size, depth, steps, time) was
 	// reached.
 	LimitExceeded = errors.New("limit exceeded")
@@ -53,6 +56,8 @@ func HTTPStatus(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, Unauthorized):
 		return http.StatusUnauthorized
+	case errors.Is(err, Forbidden):
+		return http.StatusForbidden
 	case errors.Is(err, LimitExceeded):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, Unavailable):
