@@ -201,18 +201,23 @@ func getBody(t *testing.T, url string) (int, string) {
 }
 
 // residentBytes reads a process's VmRSS.
-func residentBytes(t *testing.T, pid int) int64 {
+func residentBytes(t *testing.T, pid int) int64 { return statusBytes(t, pid, "VmRSS") }
+
+// statusBytes reads a size field of a process's /proc status: VmRSS, or
+// VmHWM (its resident memory's peak).
+func statusBytes(t *testing.T, pid int, field string) int64 {
+	t.Helper()
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS")
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
 	return 0
 }
 

@@ -464,7 +464,7 @@ func TestMetrics(t *testing.T) {
 		"registryd_index_duration_seconds", "registryd_index_results_total", "registryd_github_requests_total",
 		"registryd_blob_cache_lookups_total", "registryd_resolve_duration_seconds", "registryd_http_requests_total",
 		"registryd_templates", "registryd_template_versions", "registryd_registry_ready", "registryd_lint_findings",
-		"registryd_index_last_success_timestamp_seconds", "go_goroutines",
+		"registryd_index_last_success_timestamp_seconds", "registryd_admin_auth_failures_total", "go_goroutines",
 	} {
 		if _, ok := fams[name]; !ok {
 			t.Errorf("/metrics has no %s", name)
