@@ -333,6 +333,38 @@ func TestWebhookBackoff(t *testing.T) {
 	}
 }
 
+// TestWebhookCoalesces: pushes that arrive while a push-triggered refresh
+// runs queue one more refresh between them, not one each.
+func TestWebhookCoalesces(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Window: 20 * time.Millisecond, MaxWait: 50 * time.Millisecond, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	e.gh.SetFaults(githubtest.Faults{Latency: 400 * time.Millisecond})
+	e.gh.ResetCounts()
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.gh.Requests() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh reached GitHub within 5s of the push")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// While the refresh waits for GitHub: pushes further apart than the
+	// window, each of which would otherwise start a refresh of its own.
+	for range 8 {
+		if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+			t.Fatalf("push: %d %s", code, body)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	// Time for the queued refresh, and for any wrongly queued ones.
+	time.Sleep(1500 * time.Millisecond)
+	if n := e.gh.RequestsTo("commit"); n != 2 {
+		t.Errorf("9 pushes, 8 of them during a refresh: %d refreshes asked GitHub, want 2 (one running, one queued)", n)
+	}
+}
+
 // newTestLogger logs into w, at debug level, so tests can look for secrets.
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
