@@ -18,10 +18,15 @@ import (
 // token waits before its next token is checked.
 const DefaultAdminFailureDelay = time.Second
 
-// maxAuthClients bounds the clients whose last failure is remembered:
-// an attacker with many addresses costs a bounded table, not memory
-// without limit, and no request ever sleeps.
-const maxAuthClients = 4096
+// Bounds of the throttling: an attacker with many addresses costs a table
+// of at most maxAuthClients entries, and at most maxAuthWaiters requests
+// (one per client) wait, each at most maxAuthWait; the others are answered
+// 429 at once.
+const (
+	maxAuthClients = 4096
+	maxAuthWaiters = 16
+	maxAuthWait    = 2 * time.Second
+)
 
 // authResult is what a request's admin token turned out to be.
 type authResult int
@@ -34,9 +39,10 @@ const (
 )
 
 // adminGate checks admin tokens. A wrong one is logged (never the token),
-// counted, and makes its client wait Delay before its next token is
-// checked: attempts within it answer 429 at once, so that guessing is slow
-// without a goroutine or a timer held per attempt.
+// counted, and makes its client wait delay before its next token is
+// checked: a request within it waits for its turn, within the bounds
+// above, or is answered 429, so that guessing is slow while no attacker
+// can make registryd hold goroutines or memory without limit.
 type adminGate struct {
 	hash     [sha256.Size]byte
 	has      bool
@@ -44,8 +50,9 @@ type adminGate struct {
 	log      *slog.Logger
 	failures prometheus.Counter
 
-	mu    sync.Mutex // makes the look-up and the hold of a client one step
-	until *lru.Cache[string, time.Time]
+	mu      sync.Mutex // makes the look-up and the hold of a client one step
+	until   *lru.Cache[string, time.Time]
+	waiting map[string]bool // clients with a request waiting for its turn
 }
 
 func newAdminGate(token string, delay time.Duration, log *slog.Logger, failures prometheus.Counter) *adminGate {
@@ -53,7 +60,7 @@ func newAdminGate(token string, delay time.Duration, log *slog.Logger, failures 
 		delay = DefaultAdminFailureDelay
 	}
 	until, _ := lru.New[string, time.Time](maxAuthClients)
-	g := &adminGate{has: token != "", delay: delay, log: log, failures: failures, until: until}
+	g := &adminGate{has: token != "", delay: delay, log: log, failures: failures, until: until, waiting: map[string]bool{}}
 	if g.has {
 		// Comparing hashes makes the comparison constant-time whatever the
 		// lengths, and keeps no copy of the token itself.
@@ -79,16 +86,37 @@ func (g *adminGate) check(r *http.Request) (authResult, time.Duration) {
 		return authNone, 0
 	}
 	client := clientOf(r)
-	now := time.Now()
-	g.mu.Lock()
-	if t, ok := g.until.Peek(client); ok && now.Before(t) {
+	for turn := 0; ; turn++ {
+		g.mu.Lock()
+		now := time.Now()
+		t, ok := g.until.Peek(client)
+		if !ok || !now.Before(t) {
+			// Held while the token is compared, so that concurrent
+			// guesses from one client get one answer between them.
+			g.until.Add(client, now.Add(g.delay))
+			g.mu.Unlock()
+			break
+		}
+		wait := t.Sub(now)
+		if turn > 0 || wait > maxAuthWait || g.waiting[client] || len(g.waiting) >= maxAuthWaiters {
+			g.mu.Unlock()
+			return authThrottled, wait
+		}
+		g.waiting[client] = true
 		g.mu.Unlock()
-		return authThrottled, t.Sub(now)
+		timer := time.NewTimer(wait)
+		select {
+		case <-timer.C:
+		case <-r.Context().Done():
+			timer.Stop()
+		}
+		g.mu.Lock()
+		delete(g.waiting, client)
+		g.mu.Unlock()
+		if r.Context().Err() != nil {
+			return authThrottled, wait
+		}
 	}
-	// Held while the token is compared, so that concurrent guesses from
-	// one client get one answer between them.
-	g.until.Add(client, now.Add(g.delay))
-	g.mu.Unlock()
 	scheme, tok, ok := strings.Cut(header, " ")
 	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	if ok && strings.EqualFold(scheme, "Bearer") && subtle.ConstantTimeCompare(got[:], g.hash[:]) == 1 {

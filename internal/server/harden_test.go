@@ -138,9 +138,9 @@ func TestExpandNeedsJSON(t *testing.T) {
 }
 
 // TestAdminAuthFailures: a wrong admin token is logged without the token,
-// counted, and slows its client down: until the delay has passed, that
-// client's next attempt is not checked (429 with Retry-After), while
-// other clients go on.
+// counted, and slows its client down: its next attempt waits for the
+// delay to pass, or, when that is longer than a request may wait, is not
+// checked (429 with Retry-After); other clients go on.
 func TestAdminAuthFailures(t *testing.T) {
 	const token = "admin-token-271"
 	e := newEnv(t, token, true)
@@ -162,6 +162,20 @@ func TestAdminAuthFailures(t *testing.T) {
 	}
 	if w := try("192.0.2.2", token); w.Code != http.StatusOK {
 		t.Errorf("another client with the right token: %d %s", w.Code, w.Body)
+	}
+	// A short delay is waited out.
+	quick := New(Options{Resolver: e.srv.resolver, AdminToken: token, AdminFailureDelay: 50 * time.Millisecond})
+	for i, tt := range []struct {
+		tok  string
+		want int
+	}{{"guess-2", http.StatusUnauthorized}, {token, http.StatusOK}} {
+		req := httptest.NewRequest("POST", "/v1/registries/"+prefix+"/refresh", nil)
+		req.Header.Set("Authorization", "Bearer "+tt.tok)
+		w := httptest.NewRecorder()
+		quick.ServeHTTP(w, req)
+		if w.Code != tt.want {
+			t.Errorf("attempt %d with a 50ms delay: %d %s, want %d", i, w.Code, w.Body, tt.want)
+		}
 	}
 	if n := testutil.ToFloat64(s.metrics.adminFailures); n != 1 {
 		t.Errorf("registryd_admin_auth_failures_total = %v, want 1", n)

@@ -555,12 +555,12 @@ func TestClient(t *testing.T) {
 	if err != nil || string(f) != "resources: [101]\n" {
 		t.Errorf("File: %q, %v", f, err)
 	}
+	if _, err := c.Refresh(ctx, prefix, "wrong"); !errors.Is(err, derrors.Unauthorized) {
+		t.Errorf("Refresh with a wrong token: %v", err)
+	}
 	r, err := c.Refresh(ctx, prefix, "tok")
 	if err != nil || r.Status != api.StatusOK {
 		t.Errorf("Refresh: %+v, %v", r, err)
-	}
-	if _, err := c.Refresh(ctx, prefix, "wrong"); !errors.Is(err, derrors.Unauthorized) {
-		t.Errorf("Refresh with a wrong token: %v", err)
 	}
 	one, err := c.Registry(ctx, prefix)
 	if err != nil || len(one.Findings) == 0 {
