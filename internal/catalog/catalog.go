@@ -242,10 +242,11 @@ type errorPage struct {
 // renderError answers err as a page with its status.
 func (c *Catalog) renderError(w http.ResponseWriter, r *http.Request, err error, search string) {
 	status := derrors.HTTPStatus(err)
+	msg := derrors.Message(err)
 	if status >= 500 {
-		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", err)
+		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", msg)
 	}
-	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: derrors.Message(err), Search: search})
+	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: msg, Search: search})
 }
 
 // NotFound answers a path no route matches with the 404 page.
@@ -543,9 +544,13 @@ func (c *Catalog) handleFile(w http.ResponseWriter, r *http.Request, ref, file s
 	}
 	data := struct {
 		Resolved, Path, Content string
-		Size                    int64
-		Binary                  bool
-	}{Resolved: f.Resolved, Path: f.File.Path, Size: f.File.Size, Content: string(f.Content), Binary: bytes.IndexByte(f.Content, 0) >= 0}
+		// Raw is the file through GET /v1/file, which serves it as inert
+		// data (text/plain or application/octet-stream, CSP sandbox).
+		Raw    string
+		Size   int64
+		Binary bool
+	}{Resolved: f.Resolved, Path: f.File.Path, Size: f.File.Size, Content: string(f.Content), Binary: bytes.IndexByte(f.Content, 0) >= 0,
+		Raw: "/v1/file?ref=" + url.QueryEscape(ref) + "&path=" + url.QueryEscape(file)}
 	if data.Binary {
 		data.Content = ""
 	}

@@ -149,7 +149,7 @@ func TestPages(t *testing.T) {
 		{"/t/redis", 200, []string{"github.com/acme/templates/redis:v2.0.0", "no version given"}, nil},
 		{"/t/redis:v1/diff?from=v1.0.0", 200, []string{"v1.0.0 → v1.0.2", "redis.jinja", `class="d del"`, `class="d add"`, "@@ -"}, nil},
 		{"/t/redis:v1/diff", 400, []string{"?from=VERSION"}, nil},
-		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%"}, nil},
+		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%", `href="/v1/file?ref=redis%3Av1&amp;path=redis.jinja"`}, nil},
 		{"/t/redis:v1/-/file/nope", 404, []string{"no file"}, nil},
 		{"/t/redis:v1.2", 404, []string{"v1.2 not found", "available: v1.0.0", "try github.com/acme/templates/redis:v1.1"}, nil},
 		{"/t/github.com/acme/templates/rediss:v1", 404, []string{"did you mean github.com/acme/templates/redis:v1?", `/search?q=rediss`}, nil},

@@ -64,7 +64,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview"})
 	if err != nil {
-		msg := err.Error()
+		msg := derrors.Message(err)
 		st.result.Errors = append(st.result.Errors, msg)
 		for _, f := range vp.Fields {
 			if mentions(msg, f.Name) {

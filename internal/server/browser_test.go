@@ -48,9 +48,25 @@ func TestFilesInertInBrowser(t *testing.T) {
 			}
 		})
 	}
+	// The catalog file view's raw link, followed.
+	var title0 string
+	var element bool
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(e.http.URL+"/t/redis:v1.2/-/file/helper.html"),
+		chromedp.Click(`//a[text()="raw"]`, chromedp.BySearch),
+		chromedp.Poll(`location.pathname === "/v1/file" && document.readyState === "complete"`, nil),
+		chromedp.Evaluate(`document.getElementById("x") !== null`, &element),
+		chromedp.Title(&title0),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if title0 == "pwned" || element {
+		t.Errorf("the raw link ran the file: title %q, its element present: %v", title0, element)
+	}
 	// A catalog page loading a registry .js file from its own origin.
 	var title, outcome string
-	err := chromedp.Run(ctx,
+	err = chromedp.Run(ctx,
 		chromedp.Navigate(e.http.URL+"/"),
 		chromedp.Evaluate(`new Promise(done => {
 			const s = document.createElement("script");

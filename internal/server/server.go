@@ -28,7 +28,12 @@
 // Errors are {"error": "..."} with the status of derrors.HTTPStatus: 400 for
 // a malformed reference, 404 for what does not exist (unknown routes too),
 // 405 for a wrong method, 409 for an ambiguous version, 503 while a
-// registry has no index.
+// registry has no index; their messages are derrors.Message, at most a few
+// hundred bytes of any input. Clients without credentials are bounded:
+// POST /v1/expand takes only application/json (415), request bodies share
+// a byte budget (BodyBudget; past it 503 with Retry-After), webhook
+// signatures are checked for form before the body is read, and a wrong
+// admin token slows its client down (adminGate).
 //
 // GET /v1/resolve is the hot path: it bypasses the router's middleware,
 // caches the encoded answer per version and builds the rest by hand, so it
@@ -427,10 +432,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // are logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := derrors.HTTPStatus(err)
+	msg := derrors.Message(err)
 	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, api.Error{Error: derrors.Message(err)})
+	writeJSON(w, status, api.Error{Error: msg})
 }
 
 // answer writes v, or err.
