@@ -49,12 +49,17 @@ func TestFilesInertInBrowser(t *testing.T) {
 		})
 	}
 	// The catalog file view's raw link, followed.
-	var title0 string
-	var element bool
+	var title0, href string
+	var element, found bool
 	err := chromedp.Run(ctx,
 		chromedp.Navigate(e.http.URL+"/t/redis:v1.2/-/file/helper.html"),
-		chromedp.Click(`//a[text()="raw"]`, chromedp.BySearch),
-		chromedp.Poll(`location.pathname === "/v1/file" && document.readyState === "complete"`, nil),
+		chromedp.AttributeValue(`//a[text()="raw"]`, "href", &href, &found, chromedp.BySearch),
+	)
+	if err != nil || !found {
+		t.Fatalf("the file view's raw link: %q, %v", href, err)
+	}
+	err = chromedp.Run(ctx,
+		chromedp.Navigate(e.http.URL+href),
 		chromedp.Evaluate(`document.getElementById("x") !== null`, &element),
 		chromedp.Title(&title0),
 	)
@@ -62,7 +67,7 @@ func TestFilesInertInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	if title0 == "pwned" || element {
-		t.Errorf("the raw link ran the file: title %q, its element present: %v", title0, element)
+		t.Errorf("the raw link %s ran the file: title %q, its element present: %v", href, title0, element)
 	}
 	// A catalog page loading a registry .js file from its own origin.
 	var title, outcome string
