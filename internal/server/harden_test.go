@@ -213,3 +213,47 @@ func TestRegistriesHideLocalPath(t *testing.T) {
 		}
 	}
 }
+
+// TestBodyBudget: the handlers that read bodies share one budget: past
+// it a body is answered 503 with Retry-After before it is read, while a
+// small request still fits in the part kept for small bodies.
+func TestBodyBudget(t *testing.T) {
+	hs := exampleServer(t)
+	srv := hs.Config.Handler.(*Server)
+	large := `{"config":"# ` + strings.Repeat("x", 2<<20) + `\nresources: []\n"}`
+	held := srv.bodies.total - smallReserve // what large bodies in flight would hold
+	if !srv.bodies.acquire(held) {
+		t.Fatal("cannot take the budget")
+	}
+	for _, route := range []string{"/v1/expand", "/processedTemplates"} {
+		req, _ := http.NewRequest("POST", hs.URL+route, strings.NewReader(large))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+			t.Errorf("POST %s of 2 MiB with the budget spent: %d (Retry-After %q), want 503 with Retry-After", route, resp.StatusCode, resp.Header.Get("Retry-After"))
+		}
+	}
+	if status, body := post(t, hs.URL+"/v1/expand", `{"ref":"redis:v1"}`); status != http.StatusOK {
+		t.Errorf("a small expansion with the large bodies' share spent: %d %.300s", status, body)
+	}
+	srv.bodies.release(held)
+	if status, body := post(t, hs.URL+"/v1/expand", large); status == http.StatusServiceUnavailable {
+		t.Errorf("2 MiB with the budget free: %d %.300s", status, body)
+	}
+	// Handlers give their bytes back as they return, just after answering.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		srv.bodies.mu.Lock()
+		used := srv.bodies.used
+		srv.bodies.mu.Unlock()
+		if used == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes of the budget still held 5s after every answer", used)
+		}
+	}
+}
