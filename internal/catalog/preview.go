@@ -16,8 +16,9 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 )
 
-// maxForm bounds a preview form's body.
-const maxForm = 1 << 20
+// MaxForm bounds a preview form's body; registryd holds that many bytes
+// of its request-body budget for a preview whose length is unannounced.
+const MaxForm = 1 << 20
 
 func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
 
@@ -45,7 +46,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, fmt.Errorf("POST %s: only /t/{reference}/preview takes a POST: %w", r.URL.Path, derrors.NotFound), "")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxForm)
 	if err := r.ParseForm(); err != nil {
 		c.renderError(w, r, fmt.Errorf("reading the form: %v: %w", err, derrors.InvalidArgument), "")
 		return

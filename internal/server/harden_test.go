@@ -5,6 +5,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,21 @@ func TestBodyBudget(t *testing.T) {
 	if status, body := post(t, hs.URL+"/v1/expand", `{"ref":"redis:v1"}`); status != http.StatusOK {
 		t.Errorf("a small expansion with the large bodies' share spent: %d %.300s", status, body)
 	}
+	// The catalog's preview form holds its bytes in the same budget.
+	for range smallReserve / smallBody {
+		if !srv.bodies.acquire(smallBody) {
+			t.Fatal("cannot take the rest of the budget")
+		}
+	}
+	resp, err := http.PostForm(hs.URL+"/t/redis:v1/preview", url.Values{"replicas": {"3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("a preview with the budget spent: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	srv.bodies.release(smallReserve)
 	srv.bodies.release(held)
 	if status, body := post(t, hs.URL+"/v1/expand", large); status == http.StatusServiceUnavailable {
 		t.Errorf("2 MiB with the budget free: %d %.300s", status, body)

@@ -6,11 +6,13 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/dmhq/dm/internal/catalog"
 	"github.com/dmhq/dm/internal/derrors"
 )
 
 // DefaultBodyBudget is Options.BodyBudget's default: the request body
-// bytes the body-reading handlers hold at once. Decoded and passed to a
+// bytes the body-reading handlers (POST /v1/expand, /processedTemplates,
+// the catalog's previews) hold at once. Decoded and passed to a
 // worker, a body costs registryd about three times its size, so 32 MiB
 // keeps the bodies in flight near 100 MB whatever the number of clients.
 const DefaultBodyBudget = 32 << 20
@@ -96,4 +98,28 @@ func (s *Server) readBudgeted(w http.ResponseWriter, r *http.Request, max int64)
 		want = n
 	}
 	return buf.Bytes(), release, nil
+}
+
+// budgetForms makes the catalog's form POSTs (previews, at most
+// catalog.MaxForm bytes) hold their bytes in the body budget while they
+// are served, as POST /v1/expand does.
+func (s *Server) budgetForms(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		want := int64(catalog.MaxForm)
+		if r.ContentLength >= 0 && r.ContentLength < want {
+			want = r.ContentLength
+		}
+		if !s.bodies.acquire(want) {
+			s.metrics.shed.WithLabelValues("body_budget").Inc()
+			w.Header().Set("Retry-After", "1")
+			s.writeError(w, r, errBudget)
+			return
+		}
+		defer s.bodies.release(want)
+		next.ServeHTTP(w, r)
+	})
 }

@@ -80,9 +80,10 @@ type Options struct {
 	// token waits before its next one is checked (429 until then); zero
 	// means DefaultAdminFailureDelay.
 	AdminFailureDelay time.Duration
-	// BodyBudget bounds the request body bytes that POST /v1/expand and
-	// POST /processedTemplates hold at once, across requests; past it they
-	// answer 503 with Retry-After. Zero means DefaultBodyBudget.
+	// BodyBudget bounds the request body bytes that POST /v1/expand, POST
+	// /processedTemplates and the catalog's previews hold at once, across
+	// requests; past it they answer 503 with Retry-After. Zero means
+	// DefaultBodyBudget.
 	BodyBudget int64
 	// Logger receives error and slow-request logs; nil discards them.
 	Logger *slog.Logger
@@ -216,7 +217,10 @@ func (s *Server) routes() chi.Router {
 	r.Get(resolveRoute, s.hot.ServeHTTP)
 	r.Group(func(r chi.Router) {
 		r.Use(s.instrument)
-		s.catalog.Mount(r)
+		r.Group(func(r chi.Router) {
+			r.Use(s.budgetForms)
+			s.catalog.Mount(r)
+		})
 		r.Get("/v1/", s.handleIndex)
 		r.Get("/v1", s.handleIndex)
 		r.Get("/healthz", s.handleHealth)
