@@ -137,8 +137,9 @@ func TestConfigValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{"aplha": map[string]any{}}, `no resource "aplha" (values given with a configuration are keyed by resource name: alpha, beta); did you mean alpha?`},
-		{map[string]any{"alpha": 3}, `values for "alpha": want a mapping`},
+		{map[string]any{"aplha": map[string]any{}}, `--properties "aplha": the configuration has no resource "aplha"; with a configuration, --properties and --values are keyed by resource name (--properties alpha.aplha=VALUE sets property aplha of resource alpha; resources: alpha, beta); did you mean alpha?`},
+		{map[string]any{"replicas": 3}, `--properties "replicas": the configuration has no resource "replicas"; with a configuration, --properties and --values are keyed by resource name (--properties alpha.replicas=VALUE sets property replicas of resource alpha; resources: alpha, beta)`},
+		{map[string]any{"alpha": 3}, `--properties "alpha": resource alpha takes a mapping of its properties, got a number (--properties alpha.KEY=VALUE)`},
 	} {
 		_, err := x.Expand(context.Background(), Request{Config: cfg, Properties: tt.values})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

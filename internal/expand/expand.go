@@ -443,9 +443,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// overrideProperties merges values given with a configuration (dm expand
-// app.yaml --values prod.yaml) into its resources' properties: values are
-// keyed by resource name, as Helm keys a subchart's values by its name.
+// overrideProperties merges properties given with a configuration (dm
+// expand app.yaml --properties web.replicas=3, --values prod.yaml) into its
+// resources' properties: they are keyed by resource name, as Helm keys a
+// subchart's values by its name. The errors speak of --properties, the
+// flag people reach for first, and show the keyed form.
 func overrideProperties(cfg *Config, values map[string]any) error {
 	byName := make(map[string]int, len(cfg.Resources))
 	names := make([]string, len(cfg.Resources))
@@ -455,15 +457,23 @@ func overrideProperties(cfg *Config, values map[string]any) error {
 	for _, k := range sortedKeys(values) {
 		i, ok := byName[k]
 		if !ok {
-			msg := fmt.Sprintf("values for %q: the configuration has no resource %q (values given with a configuration are keyed by resource name: %s)", k, k, strings.Join(names, ", "))
-			if near := derrors.Near(k, names); len(near) > 0 {
+			if len(names) == 0 {
+				return invalid("--properties %q: the configuration has no resources to give properties to", k)
+			}
+			near := derrors.Near(k, names)
+			example := names[0]
+			if len(near) > 0 {
+				example = near[0]
+			}
+			msg := fmt.Sprintf("--properties %q: the configuration has no resource %q; with a configuration, --properties and --values are keyed by resource name (--properties %s.%s=VALUE sets property %s of resource %s; resources: %s)", k, k, example, k, k, example, strings.Join(names, ", "))
+			if len(near) > 0 {
 				msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
 			}
 			return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
 		}
 		m, ok := values[k].(map[string]any)
 		if !ok {
-			return invalid("values for %q: want a mapping of its properties, got %s", k, kindOf(values[k]))
+			return invalid("--properties %q: resource %s takes a mapping of its properties, got %s (--properties %s.KEY=VALUE)", k, k, kindOf(values[k]), k)
 		}
 		cfg.Resources[i].Properties = value.Merge(cfg.Resources[i].Properties, m)
 	}
