@@ -252,6 +252,8 @@ type LayoutResource struct {
 	Type       string            `json:"type"`
 	Properties map[string]any    `json:"properties,omitzero"`
 	Resources  []*LayoutResource `json:"resources,omitzero"`
+	// Outputs are a template's outputs as it rendered them.
+	Outputs []Output `json:"outputs,omitzero"`
 	// Metadata (dependsOn) and AccessControl are kept as written.
 	Metadata      map[string]any `json:"metadata,omitzero"`
 	AccessControl map[string]any `json:"accessControl,omitzero"`
@@ -321,7 +323,8 @@ type run struct {
 	refType    string            // Request.Ref: a registry reference even without a version
 	order      *keyOrder
 	config     []Resource
-	paths      [][]string // layout path of each config resource
+	paths      [][]string  // layout path of each config resource
+	composites []composite // template resources with outputs
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
@@ -415,6 +418,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	}
 	layout, err := r.expandList(ctx, sc, nil, nil, "", cfg.Resources)
 	if err != nil {
+		return nil, err
+	}
+	// Outputs first: what they hold may be references to primitives,
+	// resolved or deferred below as any other.
+	if err := inlineOutputs(r.config, r.paths, r.composites); err != nil {
 		return nil, err
 	}
 	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
@@ -717,16 +725,19 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	inv.props = props
 	inv.order = r.order
-	children, err := x.render(ctx, inv)
+	children, outputs, err := x.render(ctx, inv)
 	if err != nil {
 		return nil, fail(err)
+	}
+	if len(outputs) > 0 {
+		r.composites = append(r.composites, composite{name: res.Name, path: p, outputs: outputs})
 	}
 	x.opts.Logger.DebugContext(ctx, "expanded template", "path", strings.Join(p, " > "), "template", inv.label, "resources", len(children))
 	nodes, err := r.expandList(ctx, inv.sc, p, append(chain[:len(chain):len(chain)], id), inv.label, children)
 	if err != nil {
 		return nil, err
 	}
-	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
+	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Outputs: outputs, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
 }
 
 // bundle returns the files of a resolved version, cached by digest.
@@ -757,13 +768,13 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	return b, nil
 }
 
-// render runs a template and returns its resources.
-func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, error) {
+// render runs a template and returns its resources and outputs.
+func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, error) {
 	if inv.src == nil {
-		return nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
+		return nil, nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
 	}
 	if len(inv.src) > x.opts.MaxInputBytes {
-		return nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
+		return nil, nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
@@ -782,7 +793,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 	case index.OpenShift:
 		out, err = x.renderOpenShift(ctx, inv)
 	default:
-		return nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
+		return nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
@@ -790,7 +801,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 			// the expansion's TotalTimeout or the caller's.
 			err = stopped(ctx)
 		}
-		return nil, classify(err)
+		return nil, nil, classify(err)
 	}
 	var v any
 	switch o := out.(type) {
@@ -809,20 +820,20 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 				msg += fmt.Sprintf(" (output line %d: %q)", n, ex)
 			}
 			if errors.Is(err, derrors.LimitExceeded) {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, at(inv.file, 0, invalid("%s", msg))
+			return nil, nil, at(inv.file, 0, invalid("%s", msg))
 		}
 	case *[]Resource:
-		return *o, nil
+		return *o, nil, nil
 	default:
 		v = o
 	}
-	list, err := configFromValue(v)
+	list, outs, err := configFromValue(v)
 	if err != nil {
-		return nil, at(inv.file, 0, err)
+		return nil, nil, at(inv.file, 0, err)
 	}
-	return list, nil
+	return list, outs, nil
 }
 
 // stopped is the error of a done context: the limit whose deadline fired
