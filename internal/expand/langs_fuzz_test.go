@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzPythonRewrites runs the source shims of .py templates (classes,
-// literals, is, yaml.load) on arbitrary input: no panic, and every line
+// literals, is, yaml.load, global) on arbitrary input: no panic, and every line
 // stays on its line (errors must point at the template's own lines).
 func FuzzPythonRewrites(f *testing.F) {
 	for _, s := range []string{
@@ -20,6 +20,7 @@ func FuzzPythonRewrites(f *testing.F) {
 		"class A:\n\n",
 		"x = '\\\n'\n",
 		"if x:\n    raise ValueError('a, b' % (1, 2))\nassert x, 'm'\nassert (x,\n 2)\n",
+		"N = 0\ndef f(N2):\n    global N, M\n    N += 1\n    M = [N for N2 in 'é']\n    return f(k=N).N\nglobal N\n",
 	} {
 		f.Add(s)
 	}
@@ -38,6 +39,13 @@ func FuzzPythonRewrites(f *testing.F) {
 		out2 = rewriteStatements(out2)
 		if n, m := strings.Count(string(out), "\n"), strings.Count(string(out2), "\n"); n != m {
 			t.Fatalf("rewritePython changed the line count: %d -> %d\n%s", n, m, out2)
+		}
+		out3, _, err := rewriteGlobals("f.py", out2)
+		if err != nil {
+			return
+		}
+		if n, m := strings.Count(string(out2), "\n"), strings.Count(string(out3), "\n"); n != m {
+			t.Fatalf("rewriteGlobals changed the line count: %d -> %d\n%s", n, m, out3)
 		}
 	})
 }

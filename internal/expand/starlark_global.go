@@ -33,29 +33,24 @@ func rewriteGlobals(file string, src []byte) ([]byte, bool, error) {
 	if !strings.Contains(string(src), "global") {
 		return src, false, nil
 	}
-	lines := strings.Split(string(src), "\n")
-	marked := map[int]bool{} // 1-based lines of global statements
+	orig := strings.Split(string(src), "\n")
+	lines := slices.Clone(orig)
+	marked := map[int]bool{} // 1-based lines that look like global statements
 	for i, l := range lines {
-		m := globalStmtRE.FindStringSubmatch(l)
-		if m == nil {
-			continue
+		if m := globalStmtRE.FindStringSubmatch(l); m != nil {
+			lines[i] = m[1] + globalMarker + "(" + m[2] + ")" + m[3]
+			marked[i+1] = true
 		}
-		if m[1] == "" {
-			lines[i] = "pass" + m[3] // a no-op at the top level
-			continue
-		}
-		lines[i] = m[1] + globalMarker + "(" + m[2] + ")" + m[3]
-		marked[i+1] = true
 	}
 	if len(marked) == 0 {
-		return []byte(strings.Join(lines, "\n")), false, nil
+		return src, false, nil
 	}
 	text := strings.Join(lines, "\n")
 	f, err := starlarkOptions().Parse(file, text, 0)
 	if err != nil {
 		return nil, false, starlarkSyntaxError(file, src, err)
 	}
-	a := &globalAnalysis{}
+	a := &globalAnalysis{statements: map[int]bool{}}
 	module := &globalScope{}
 	a.scopes = append(a.scopes, module)
 	for _, s := range f.Stmts {
@@ -98,8 +93,12 @@ func rewriteGlobals(file string, src []byte) ([]byte, bool, error) {
 	for n := range marked {
 		l := lines[n-1]
 		start := strings.Index(l, globalMarker+"(")
+		if !a.statements[n] || start < 0 {
+			lines[n-1] = orig[n-1] // inside a string literal
+			continue
+		}
 		end := strings.IndexByte(l[start:], ')')
-		lines[n-1] = l[:start] + "pass" + l[start+end+1:]
+		lines[n-1] = l[:start] + "pass" + l[start+end+1:] // a no-op at the top level too
 	}
 	return []byte(strings.Join(lines, "\n")), true, nil
 }
@@ -135,6 +134,8 @@ type globalScope struct {
 
 type globalAnalysis struct {
 	scopes []*globalScope
+	// statements are the lines of the global statements found.
+	statements map[int]bool
 }
 
 func (a *globalAnalysis) walk(n syntax.Node, sc *globalScope) {
@@ -165,6 +166,7 @@ func (a *globalAnalysis) walk(n syntax.Node, sc *globalScope) {
 		case *syntax.ExprStmt:
 			if c, ok := n.X.(*syntax.CallExpr); ok {
 				if id, ok := c.Fn.(*syntax.Ident); ok && id.Name == globalMarker {
+					a.statements[int(id.NamePos.Line)] = true
 					for _, arg := range c.Args {
 						if id, ok := arg.(*syntax.Ident); ok && sc.declared != nil {
 							sc.declared[id.Name] = true

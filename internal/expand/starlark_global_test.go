@@ -100,6 +100,21 @@ X = 1
 def GenerateConfig(context):
     return {"x": X}
 `, want: `1`},
+		{name: "a global line inside a string stays text", src: `
+S = """
+    global X
+global Y
+"""
+N = 0
+
+def f():
+    global N
+    N += 1
+
+def GenerateConfig(context):
+    f()
+    return {"x": [S, N]}
+`, want: `["\n    global X\nglobal Y\n",1]`},
 		{name: "read before any assignment", src: `
 def f():
     global UNSET
