@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -330,6 +331,19 @@ type run struct {
 	count      int
 	strict     bool
 	warnings   []string
+	warned     map[string]bool
+}
+
+// warn adds a warning to the result, once.
+func (r *run) warn(msg string) {
+	if r.warned[msg] {
+		return
+	}
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	r.warned[msg] = true
+	r.warnings = append(r.warnings, msg)
 }
 
 // Expand expands a request.
@@ -388,6 +402,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		var err error
 		lim := x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes)
 		lim.order = r.order
+		lim.duplicate = func(line int, key string) { r.warn(pyyaml.DuplicateKeyWarning(name, line, key)) }
 		cfg, err = parseConfig(req.Config, name, lim)
 		if err != nil {
 			return nil, &Error{Err: err}
@@ -709,17 +724,20 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if schemaFile != "" {
 		orig := props
-		var unknown []string
+		var unknown, warns []string
 		var err error
-		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		props, unknown, warns, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
 		if err != nil {
 			return nil, fail(err)
+		}
+		for _, w := range warns {
+			r.warn(fmt.Sprintf("%s (%s): %s", strings.Join(p, " > "), inv.label, w))
 		}
 		if len(unknown) > 0 && r.strict {
 			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
 		}
 		for _, u := range unknown {
-			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
+			r.warn(fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
 		r.order.inherit(props, orig)
 	}
