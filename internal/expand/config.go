@@ -47,8 +47,9 @@ type Resource struct {
 }
 
 // ParseConfig parses a configuration in YAML or JSON. file names the
-// configuration in errors. The checks are strict: unknown fields, duplicate
-// keys, resources without name or type and duplicate names are errors.
+// configuration in errors. The checks are strict: unknown fields and
+// resources without name or type are errors. A repeated mapping key keeps
+// its last value, as PyYAML does (Expand warns about it).
 func ParseConfig(data []byte, file string) (*Config, error) {
 	return parseConfig(data, file, yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases})
 }
