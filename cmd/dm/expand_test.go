@@ -374,6 +374,9 @@ func TestLintContent(t *testing.T) {
 		"broken/v1/example.yaml":              "resources:\n- name: b\n  type: broken:v1\n",
 		"good/v1/good.jinja":                  "resources:\n- name: {{ env['name'] }}\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n",
 		"good/v1/example.yaml":                "resources:\n- name: g\n  type: good:v1\n",
+		"dupkeys/v1/dupkeys.jinja":            "resources: []\n",
+		"dupkeys/v1/dupkeys.jinja.schema":     "properties:\n  a: {type: string}\n  a: {type: integer}\n",
+		"dupkeys/v1/example.yaml":             "resources: []\nresources: []\n",
 	})
 	r := dmRun(t, nil, "lint", dir)
 	if r.code != 1 {
@@ -383,6 +386,8 @@ func TestLintContent(t *testing.T) {
 		"badschema/v1: error: badschema.jinja.schema",
 		"notatemplate/v1: error: notatemplate.yaml is not a kind: Template",
 		"badexample/v1: error: example.yaml",
+		`dupkeys/v1: warning: dupkeys.jinja.schema:3: mapping key "a" is repeated; the last value is kept, as PyYAML does`,
+		`dupkeys/v1: warning: example.yaml:2: mapping key "resources" is repeated`,
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lint output lacks %q:\n%s", want, r.stdout)
