@@ -435,14 +435,6 @@ func escapePointer(k string) string {
 // errAbsent marks a reference to a field the resource does not have.
 var errAbsent = errors.New("absent")
 
-func isContainer(v any) bool {
-	switch v.(type) {
-	case map[string]any, []any:
-		return true
-	}
-	return false
-}
-
 // lookupRef returns the value at path (".a.b[0]") in resource name. A
 // field that is absent (rather than a step into a value of the wrong
 // kind) is an error wrapping errAbsent: the server may set it.
