@@ -123,6 +123,9 @@ func schemaImports(data []byte, file string, lim yamlLimits) ([]Import, error) {
 func finiteLayout(l []*LayoutResource) {
 	for _, n := range l {
 		finite(n.Properties)
+		for i := range n.Outputs {
+			n.Outputs[i].Value = finite(n.Outputs[i].Value)
+		}
 		finiteLayout(n.Resources)
 	}
 }

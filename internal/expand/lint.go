@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -17,7 +18,8 @@ import (
 // line), that its schema compiles, that a .yaml/.yml/.json template is a kind: Template, and
 // that example.yaml parses as a configuration; with expandExamples, also
 // that every example expands (short references against reg). Findings are
-// errors at the version directory.
+// errors at the version directory, and warnings for mapping keys a schema
+// or example repeats.
 func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index.Finding {
 	snap := reg.Snapshot()
 	if snap == nil {
@@ -29,6 +31,9 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 	var out []index.Finding
 	note := func(v *index.Version, format string, args ...any) {
 		out = append(out, index.Finding{Path: v.Path, Severity: index.Error, Message: fmt.Sprintf(format, args...)})
+	}
+	warn := func(v *index.Version, msg string) {
+		out = append(out, index.Finding{Path: v.Path, Severity: index.Warning, Message: msg})
 	}
 	for _, t := range snap.AllTemplates() {
 		for _, v := range t.Versions {
@@ -74,8 +79,13 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			}
 			if v.Schema != "" {
 				if b, ok := read(v.Schema); ok {
-					if _, err := schema.Parse(b, v.Schema); err != nil {
+					s, err := schema.Parse(b, v.Schema)
+					if err != nil {
 						note(v, "%v", err)
+					} else {
+						for _, w := range s.Warnings() {
+							warn(v, w)
+						}
 					}
 				}
 			}
@@ -86,7 +96,9 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			if !ok {
 				continue
 			}
-			if _, err := ParseConfig(b, v.Example); err != nil {
+			lim := yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases,
+				duplicate: func(line int, key string) { warn(v, pyyaml.DuplicateKeyWarning(v.Example, line, key)) }}
+			if _, err := parseConfig(b, v.Example, lim); err != nil {
 				note(v, "%v", err)
 				continue
 			}

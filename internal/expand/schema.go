@@ -25,9 +25,15 @@ type unknownNamer interface {
 	Unknown(props map[string]any) []string
 }
 
+// schemaWarner is a Schema with warnings about its own text (schema.Schema
+// names its repeated mapping keys).
+type schemaWarner interface {
+	Warnings() []string
+}
+
 // applySchema validates and defaults props with the schema file of b, and
-// lists the properties it does not define.
-func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (map[string]any, []string, error) {
+// lists the properties it does not define and the schema's own warnings.
+func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (out map[string]any, unknown, warns []string, err error) {
 	v, err := x.cached("schema:"+b.key+":"+file, func() (any, error) {
 		data, ok := b.files[file]
 		if !ok {
@@ -40,17 +46,19 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 		return s, nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	out, err := v.(Schema).Apply(props)
+	out, err = v.(Schema).Apply(props)
 	if err != nil {
-		return nil, nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
+		return nil, nil, nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
 	}
-	var unknown []string
 	if u, ok := v.(unknownNamer); ok {
 		unknown = u.Unknown(props)
 	}
-	return out, unknown, nil
+	if w, ok := v.(schemaWarner); ok {
+		warns = w.Warnings()
+	}
+	return out, unknown, warns, nil
 }
 
 // defaultSchemaCompiler compiles with the schema package: JSON Schema
