@@ -54,6 +54,7 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzPythonRewrites:50000x \
 	./internal/expand:FuzzPyPercent:20000x \
 	./internal/expand:FuzzJinjaTagNewlines:50000x \
+	./internal/expand:FuzzJinjaTagLiterals:20000x \
 	./internal/expand:FuzzPyYAMLDump:20000x \
 	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
@@ -27,8 +29,7 @@ const (
 // type that a cross-site form or a text/plain fetch can send would let any
 // web page have its visitors' browsers start expansions.
 func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || ct != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, api.Error{Error: fmt.Sprintf("POST /v1/expand takes Content-Type application/json, not %q", derrors.Clip(r.Header.Get("Content-Type"), 100))})
+	if !contentType(w, r, "POST /v1/expand", "application/json") {
 		return
 	}
 	var req api.ExpandRequest
@@ -75,6 +76,11 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 // Template out, still a Template, with parameters generated, substituted
 // and labels applied.
 func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request) {
+	// JSON or YAML, never a type a cross-site form can send without a
+	// preflight.
+	if !contentType(w, r, "POST /processedTemplates", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml") {
+		return
+	}
 	body, release, err := s.readBudgeted(w, r, maxTemplateBody)
 	if err != nil {
 		s.writeBodyError(w, r, err)
@@ -95,6 +101,17 @@ func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request
 	}
 	out, err := t.Process(nil, openshift.Options{})
 	s.answer(w, r, out, err)
+}
+
+// contentType answers 415 and reports false unless the request's media
+// type is one of types.
+func contentType(w http.ResponseWriter, r *http.Request, route string, types ...string) bool {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && slices.Contains(types, ct) {
+		return true
+	}
+	writeJSON(w, http.StatusUnsupportedMediaType, api.Error{Error: fmt.Sprintf("%s takes Content-Type %s, not %q", route, strings.Join(types, " or "), derrors.Clip(r.Header.Get("Content-Type"), 100))})
+	return false
 }
 
 // decodeBody decodes a JSON request body of at most max bytes into v,

@@ -103,23 +103,32 @@ func TestErrorsQuoteLittle(t *testing.T) {
 	}
 }
 
-// TestExpandNeedsJSON: POST /v1/expand takes only application/json, so a
-// cross-site form or text/plain POST (no preflight) cannot start one.
+// TestExpandNeedsJSON: POST /v1/expand takes only application/json and
+// POST /processedTemplates JSON or YAML, so a cross-site form or
+// text/plain POST (no preflight) can start neither.
 func TestExpandNeedsJSON(t *testing.T) {
 	hs := exampleServer(t)
+	tmpl := `{"kind":"Template","apiVersion":"template.openshift.io/v1","metadata":{"name":"x"},"objects":[]}`
 	tests := []struct {
-		ctype  string
-		status int
+		route, body, ctype string
+		status             int
 	}{
-		{"application/json", 200},
-		{"application/json; charset=utf-8", 200},
-		{"text/plain", http.StatusUnsupportedMediaType},
-		{"application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
-		{"multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
-		{"", http.StatusUnsupportedMediaType},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "application/json", 200},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "application/json; charset=utf-8", 200},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "text/plain", http.StatusUnsupportedMediaType},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "", http.StatusUnsupportedMediaType},
+		{"/v1/expand", `{"ref":"redis:v1"}`, "application/yaml", http.StatusUnsupportedMediaType},
+		{"/processedTemplates", tmpl, "application/json", 200},
+		{"/processedTemplates", tmpl, "application/yaml", 200},
+		{"/processedTemplates", tmpl, "text/plain", http.StatusUnsupportedMediaType},
+		{"/processedTemplates", tmpl, "application/x-www-form-urlencoded", http.StatusUnsupportedMediaType},
+		{"/processedTemplates", tmpl, "multipart/form-data; boundary=x", http.StatusUnsupportedMediaType},
+		{"/processedTemplates", tmpl, "", http.StatusUnsupportedMediaType},
 	}
 	for _, tt := range tests {
-		req, _ := http.NewRequest("POST", hs.URL+"/v1/expand", strings.NewReader(`{"ref":"redis:v1"}`))
+		req, _ := http.NewRequest("POST", hs.URL+tt.route, strings.NewReader(tt.body))
 		if tt.ctype != "" {
 			req.Header.Set("Content-Type", tt.ctype)
 		}
@@ -131,7 +140,7 @@ func TestExpandNeedsJSON(t *testing.T) {
 		b.ReadFrom(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != tt.status {
-			t.Errorf("Content-Type %q: %d %s, want %d", tt.ctype, resp.StatusCode, b.String(), tt.status)
+			t.Errorf("%s with Content-Type %q: %d %s, want %d", tt.route, tt.ctype, resp.StatusCode, b.String(), tt.status)
 		}
 	}
 }
