@@ -42,7 +42,11 @@ const (
 // counted, and makes its client wait delay before its next token is
 // checked: a request within it waits for its turn, within the bounds
 // above, or is answered 429, so that guessing is slow while no attacker
-// can make registryd hold goroutines or memory without limit.
+// can make registryd hold goroutines or memory without limit. A client
+// that has not failed is never held: an admin's concurrent calls go
+// through at once. One that has failed since its last success has its
+// checks made one at a time, so that a burst of guesses gets one answer
+// per delay.
 type adminGate struct {
 	hash     [sha256.Size]byte
 	has      bool
@@ -89,10 +93,14 @@ func (g *adminGate) check(r *http.Request) (authResult, time.Duration) {
 	for turn := 0; ; turn++ {
 		g.mu.Lock()
 		now := time.Now()
-		t, ok := g.until.Peek(client)
-		if !ok || !now.Before(t) {
+		t, failed := g.until.Peek(client)
+		if !failed {
+			g.mu.Unlock()
+			break
+		}
+		if !now.Before(t) {
 			// Held while the token is compared, so that concurrent
-			// guesses from one client get one answer between them.
+			// guesses from a failing client get one answer between them.
 			g.until.Add(client, now.Add(g.delay))
 			g.mu.Unlock()
 			break
@@ -123,6 +131,9 @@ func (g *adminGate) check(r *http.Request) (authResult, time.Duration) {
 		g.until.Remove(client)
 		return authOK, 0
 	}
+	g.mu.Lock()
+	g.until.Add(client, time.Now().Add(g.delay))
+	g.mu.Unlock()
 	g.failures.Inc()
 	g.log.Warn("wrong admin token", "client", client, "method", r.Method, "path", r.URL.Path, "next_check_in", g.delay)
 	return authFailed, 0

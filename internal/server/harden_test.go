@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -170,6 +171,23 @@ func TestAdminAuthFailures(t *testing.T) {
 	}
 	if w := try("192.0.2.2", token); w.Code != http.StatusOK {
 		t.Errorf("another client with the right token: %d %s", w.Code, w.Body)
+	}
+	// A client that never failed is never held: an admin's calls run
+	// concurrently, however many.
+	var wg sync.WaitGroup
+	codes := make([]int, 8)
+	for i := range codes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			codes[i] = try("192.0.2.3", token).Code
+		}()
+	}
+	wg.Wait()
+	for i, c := range codes {
+		if c != http.StatusOK {
+			t.Errorf("concurrent admin call %d from a client that never failed: %d, want 200", i, c)
+		}
 	}
 	// A short delay is waited out.
 	quick := New(Options{Resolver: e.srv.resolver, AdminToken: token, AdminFailureDelay: 50 * time.Millisecond})
