@@ -25,6 +25,8 @@ tally="$out/tally.json"
 rm -f "$tally"
 sum="$out/testsum"
 status=0
+start=$SECONDS
+step() { echo "== $1 (at $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s)"; }
 
 if ! "$GO" build -o "$sum" ./hack/testsum; then
   echo "make test: could not build hack/testsum" >&2
@@ -34,7 +36,7 @@ fi
 
 check() { # NAME COMMAND...: a step that is not a Go test
   local name="$1"; shift
-  echo "== $name"
+  step "$name"
   if "$@"; then
     "$sum" -tally "$tally" -check "$name"
   else
@@ -68,7 +70,7 @@ setup_failed() {
 as_root() { [ "$(id -u)" = 0 ]; }
 
 apt_install() { # PACKAGE...
-  echo "== apt-get install $*"
+  step "apt-get install $*"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"
 }
@@ -84,7 +86,7 @@ setup() {
       setup_failed "$tool is missing: run \`sudo apt-get install -y $pkg\`, then make test again"
     fi
   done
-  echo "== testenv"
+  step "testenv"
   ./hack/kube/build.sh "$PWD/.testenv/bin" ||
     setup_failed "building kube-apiserver, kube-controller-manager, kubectl and etcd into .testenv/bin failed (make testenv)"
   if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
@@ -103,28 +105,30 @@ full)
   export DM_KUBE_BIN="$PWD/.testenv/bin"
   check "go vet" "$GO" vet ./...
   check "gofmt" fmt_check
-  echo "== go test -race ./..."
+  step "go test -race ./..."
   gotest -race -count=1 ./...
   # The memory limits of the sandbox's workers cannot be set under the
   # race detector (its allocator reserves terabytes of address space):
   # those tests are built without -race, and run here.
-  echo "== go test ./internal/sandbox (memory limits, without -race)"
+  step "go test ./internal/sandbox (memory limits, without -race)"
   gotest -count=1 -run '^TestMemory' ./internal/sandbox
   # Budgets are counts of executions, about ten seconds each here: a
   # duration -fuzztime can fail at its deadline with a bare "context
   # deadline exceeded" (go.dev/issue/75804). FUZZTIME=30s overrides them.
   for t in ${FUZZ_TARGETS:-}; do
     pkg="${t%%:*}"; rest="${t#*:}"; fn="${rest%%:*}"; budget="${FUZZTIME:-${rest#*:}}"
-    echo "== fuzz $fn ($pkg, $budget)"
+    step "fuzz $fn ($pkg, $budget)"
     gotest -run '^$' -fuzz "^$fn\$" -fuzztime "$budget" "$pkg"
   done
+  step "done"
   "$sum" -tally "$tally" -summary || status=1
   ;;
 short)
   check "go vet" "$GO" vet ./...
   check "gofmt" fmt_check
-  echo "== go test -short -race ./..."
+  step "go test -short -race ./..."
   gotest -short -race -count=1 ./...
+  step "done"
   "$sum" -tally "$tally" -summary \
     -left-out "the kube-apiserver suites, the Chromium tests, the built-binary contract and hostile-template suites, the sandbox memory limits, fuzzing (make test runs them all)" || status=1
   ;;
