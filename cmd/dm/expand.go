@@ -24,7 +24,6 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
-	"github.com/dmhq/dm/internal/index"
 )
 
 // maxInputFile bounds a configuration, values or template file dm reads.
@@ -217,17 +216,16 @@ func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot
 	if err != nil {
 		return err
 	}
-	ir := &importReader{req: req, dir: dir, root: root}
-	for _, imp := range cfg.Imports {
-		if err := ir.read(imp.Path, req.ConfigName); err != nil {
-			return err
-		}
+	files, err := expand.ReadImports(cfg, req.ConfigName, func(key string) ([]byte, error) {
+		return readImport(dir, root, key)
+	})
+	if err != nil {
+		return err
 	}
-	for len(ir.todo) > 0 {
-		t := ir.todo[0]
-		ir.todo = ir.todo[1:]
-		if err := ir.schema(t); err != nil {
-			return err
+	if len(files) > 0 {
+		req.Imports = make(map[string]string, len(files))
+		for k, b := range files {
+			req.Imports[k] = string(b)
 		}
 	}
 	return nil
@@ -263,71 +261,25 @@ func importRootOf(dir, flag string) (string, error) {
 	return real, nil
 }
 
-// importReader reads a configuration's imports into req.Imports, keyed by
-// their path relative to the configuration (as written for the
-// configuration's own imports).
-type importReader struct {
-	req  *api.ExpandRequest
-	dir  string // the configuration's directory
-	root string // the import root, absolute and without symlinks
-	todo []string
-}
-
-// read reads the import at key (a slash path relative to the
-// configuration's directory); from names who asked, for errors.
-func (ir *importReader) read(key, from string) error {
-	if _, done := ir.req.Imports[key]; done {
-		return nil
+// readImport reads the import at key (a slash path relative to the
+// configuration's directory dir), which must stay inside the import root,
+// symlinks included.
+func readImport(dir, root, key string) ([]byte, error) {
+	if filepath.IsAbs(key) {
+		return nil, fmt.Errorf("imports are paths relative to the configuration: %w", derrors.InvalidArgument)
 	}
-	p := path.Clean(key)
-	if path.IsAbs(p) || filepath.IsAbs(key) {
-		return fmt.Errorf("%s: import %q: imports are paths relative to the configuration: %w", from, key, derrors.InvalidArgument)
-	}
-	full, err := filepath.Abs(filepath.Join(ir.dir, filepath.FromSlash(p)))
+	full, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(path.Clean(key))))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
-		return fmt.Errorf("%s: import %q: %w", from, key, err)
+		return nil, err
 	}
-	if rel, err := filepath.Rel(ir.root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%s: import %q (%s) is outside the import root %s (set it with --import-root): %w", from, key, real, ir.root, derrors.InvalidArgument)
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s is outside the import root %s (set it with --import-root): %w", real, root, derrors.InvalidArgument)
 	}
-	content, err := readFileLimited(real)
-	if err != nil {
-		return fmt.Errorf("%s: import %q: %w", from, key, err)
-	}
-	if ir.req.Imports == nil {
-		ir.req.Imports = map[string]string{}
-	}
-	ir.req.Imports[key] = string(content)
-	if _, ok := index.LanguageOf(key); ok {
-		ir.todo = append(ir.todo, key)
-	}
-	return nil
-}
-
-// schema reads template key's schema, if it has one, and what the schema
-// imports.
-func (ir *importReader) schema(key string) error {
-	sk := key + index.SchemaSuffix
-	if _, err := os.Stat(filepath.Join(ir.dir, filepath.FromSlash(path.Clean(sk)))); err != nil {
-		return nil // no schema
-	}
-	if err := ir.read(sk, key); err != nil {
-		return err
-	}
-	imps, err := expand.SchemaImports([]byte(ir.req.Imports[sk]), sk)
-	if err != nil {
-		return err
-	}
-	for _, imp := range imps {
-		if err := ir.read(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
-			return err
-		}
-	}
-	return nil
+	return readFileLimited(real)
 }
 
 func readFileLimited(name string) ([]byte, error) {

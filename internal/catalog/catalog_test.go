@@ -51,17 +51,27 @@ func newTestEnv(t testing.TB) *testEnv {
 	if err := os.CopyFS(dir, dm.ExampleRegistry()); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, api.Setup{})
+	e := serveRegistry(t, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, 0)
+	e.dir = dir
+	return e
+}
+
+// serveRegistry serves the registry spec describes, with the catalog
+// mounted and the examples tested in the background, a GitHub registry's
+// once its index has stayed the same for settle (negative: at once).
+func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *testEnv {
+	t.Helper()
+	reg, err := api.OpenRegistry(spec, api.Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	def, _ := resolve.ParseRegistry(spec.Prefix)
 	svc := api.NewService(resolve.New(def, reg), expand.Options{})
 	counter := &countingExpander{next: svc}
-	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond})
+	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond, RemoteSettle: settle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { ex.Run(ctx); close(done) }()
@@ -72,7 +82,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	r.NotFound(c.NotFound)
 	hs := httptest.NewServer(r)
 	t.Cleanup(hs.Close)
-	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL, dir: dir}
+	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL}
 }
 
 // settle waits until no example is pending.

@@ -98,12 +98,18 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			}
 			lim := yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases,
 				duplicate: func(line int, key string) { warn(v, pyyaml.DuplicateKeyWarning(v.Example, line, key)) }}
-			if _, err := parseConfig(b, v.Example, lim); err != nil {
+			cfg, err := parseConfig(b, v.Example, lim)
+			if err != nil {
 				note(v, "%v", err)
 				continue
 			}
 			if expandExamples {
-				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Deployment: "lint", Registry: def}); err != nil {
+				imports, err := ReadVersionImports(cfg, v.Example, func(rel string) ([]byte, error) { return res.ReadFile(ctx, rel) })
+				if err != nil {
+					note(v, "%v", err)
+					continue
+				}
+				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Imports: imports, Deployment: "lint", Registry: def}); err != nil {
 					note(v, "%s does not expand: %v", v.Example, err)
 				}
 			}
