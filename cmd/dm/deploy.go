@@ -109,7 +109,7 @@ func (g *globals) expandSource(ctx context.Context, src deploy.Source) (*expand.
 		Config: src.Input.Config, ConfigName: src.Input.ConfigName, Imports: src.Input.Imports,
 		Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Env: src.Env, Strict: src.Strict,
+		Env: src.Env, Strict: src.Strict, SkipSchemaValidation: src.SkipSchemaValidation,
 	}
 	return b.Expand(ctx, req)
 }
@@ -129,7 +129,7 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	if server == "" {
 		server = g.getenv("DM_SERVER")
 	}
-	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, Input: release.Input{Server: server}}
+	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema, Input: release.Input{Server: server}}
 	if arg == "" {
 		return src, nil
 	}
@@ -247,6 +247,7 @@ are pruned (only those that carry this deployment's labels).`,
 	rollbackCmd.Flags().MarkHidden("reuse-properties")
 	rollbackCmd.Flags().MarkHidden("values")
 	rollbackCmd.Flags().MarkHidden("strict")
+	rollbackCmd.Flags().MarkHidden("skip-schema-validation")
 	rollbackCmd.Flags().MarkHidden("env")
 	rollbackCmd.Flags().MarkHidden("import-root")
 

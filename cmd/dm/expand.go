@@ -40,15 +40,18 @@ type expandFlags struct {
 }
 
 // configFlags are the flags of every command that reads a configuration
-// (dm expand, and dm deploy): extra env keys and the import root.
+// (dm expand, and dm deploy): extra env keys, the import root and
+// whether schemas validate.
 type configFlags struct {
 	env        []string
 	importRoot string
+	skipSchema bool
 }
 
 // addConfigFlags registers --env and --import-root on fs.
 func addConfigFlags(fs *pflag.FlagSet, f *configFlags) {
 	fs.StringArrayVar(&f.env, "env", nil, "add or override a key of every template's env (`KEY=VALUE`, repeatable)")
+	fs.BoolVar(&f.skipSchema, "skip-schema-validation", false, "apply schemas' defaults without validating properties (violations are warnings), for templates whose schema and code disagree")
 	fs.StringVar(&f.importRoot, "import-root", "", "`directory` imports may reach with ../ (default: the configuration's git work tree, else its directory)")
 }
 
@@ -88,7 +91,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if ns == "" {
 		ns = "default"
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return err

@@ -41,7 +41,7 @@ var fixture = map[string]string{
 	"redis/v1.0.0/example.yaml":            "resources: []\n",
 	"redis/v1.0.3/redis.jinja":             "kind: b\n",
 	"redis/v1.0.3/redis.jinja.schema":      schema,
-	"redis/v1.0.3/example.yaml":            "resources:\n- name: cache\n  type: redis:v1.0\n",
+	"redis/v1.0.3/example.yaml":            "resources:\n- name: cache\n  type: redis:v1.0\n  properties: {name: cache}\n",
 	"redis/v1.1.0/redis.jinja":             "kind: c\n",
 	"redis/v1.1.0/example.yaml":            "resources: []\n",
 	"redis/v2.0.0-rc.1/redis.jinja":        "kind: rc\n",

@@ -201,7 +201,10 @@ func TestPreview(t *testing.T) {
 		{"defaults", "redis:v1", url.Values{}, 200, []string{"6379"}},
 		{"not an integer", "redis:v1", url.Values{"replicas": {"three"}}, 422, []string{`class="field-error" id="e-replicas"`, `replicas: &#34;three&#34; is not an integer`, `aria-invalid="true"`}},
 		{"nested", "apps/guestbook:v1.1", url.Values{"frontend.replicas": {"4"}, "redis.maxmemory": {"32mb"}}, 200, []string{"replicas: 4", "32mb"}},
-		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`}},
+		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`, "--skip-schema-validation"}},
+		// The checkbox expands without validating: defaults still apply,
+		// the violation is a warning, and the box stays checked.
+		{"schema not validated", "redis:v1", url.Values{"port": {"70000"}, ".skip_schema_validation": {"on"}}, 200, []string{"70000", `class="warning"`, "properties.port", `name=".skip_schema_validation" checked`, "replicas: 2"}},
 		// postgres is an OpenShift template whose parameters are the form.
 		{"openshift", "postgres:v1.1", url.Values{"DATABASE_SERVICE_NAME": {"db"}}, 200, []string{"name: db"}},
 	}

@@ -27,6 +27,11 @@ func TestLintExamples(t *testing.T) {
 		{"imports its template", "imports:\n- path: kiosk.jinja\nresources:\n- name: k\n  type: kiosk.jinja\n", true, nil},
 		{"imports a file that is not there", "imports:\n- path: nope.jinja\nresources: []\n", true, []string{`import "nope.jinja"`}},
 		{"import leaving the version", "imports:\n- path: ../../x.jinja\nresources: []\n", true, []string{"leaves the version directory"}},
+		// An example its own schema refuses is reported once, with the
+		// property, whether or not examples are expanded.
+		{"imported, against its schema", "imports:\n- path: kiosk.jinja\n  name: k\nresources:\n- name: lobby\n  type: k\n  properties: {screens: two}\n", false, []string{"example.yaml: resources[0] (lobby) violates the template's own schema: kiosk.jinja.schema: invalid properties: properties.screens"}},
+		{"by reference, against its schema", "resources:\n- name: a\n  type: v1/ConfigMap\n- name: lobby\n  type: kiosk:v1\n  properties: {screens: two}\n", true, []string{"resources[1] (lobby) violates the template's own schema: kiosk.jinja.schema: invalid properties: properties.screens"}},
+		{"by reference, as its schema says", "resources:\n- name: lobby\n  type: kiosk:v1\n  properties: {screens: 2}\n", true, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
