@@ -37,6 +37,8 @@ type applyFlags struct {
 	pruneCRDs       bool
 	reuseProperties bool
 	strict          bool
+	// ask: required properties without a value are asked for (dm deploy).
+	ask bool
 }
 
 func (f *applyFlags) options() deploy.ApplyOptions {
@@ -67,6 +69,7 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs.BoolVar(&f.createNamespace, "create-namespace", false, "create the namespace if it does not exist")
 	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	if install {
+		f.ask = true
 		fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
 		fs.BoolVar(&f.upgrade, "upgrade", false, "update the deployment if it exists")
 	} else {
@@ -148,9 +151,9 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 		if err != nil {
 			return src, err
 		}
-		// Properties a schema types as strings keep their text, as for
-		// dm expand.
-		if err := typeByText(ctx, b, arg, g.registry, props, text); err != nil {
+		// Properties a schema types as strings keep their text, and a
+		// deployment asks for the required ones, as dm expand does.
+		if src.Properties, err = g.refProperties(ctx, b, arg, props, text, f.ask, stdin); err != nil {
 			return src, err
 		}
 	}

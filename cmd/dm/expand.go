@@ -112,7 +112,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		return err
 	}
 	if req.Ref != "" {
-		if err := typeByText(ctx, b, req.Ref, g.registry, props, text); err != nil {
+		if req.Properties, err = g.refProperties(ctx, b, req.Ref, props, text, true, stdin); err != nil {
 			return err
 		}
 	}
@@ -374,17 +374,10 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 }
 
 // typeByText gives the top-level --properties values that the schema of
-// the template ref resolves to says are strings their text as written:
-// tag=1.27 is the string "1.27" (YAML would make it a number, and 1.10
-// would lose its zero), as oc process and helm --set-string users expect.
-func typeByText(ctx context.Context, b api.Backend, ref, registry string, props map[string]any, text map[string]string) error {
-	if len(text) == 0 {
-		return nil
-	}
-	tv, err := b.Template(ctx, ref, registry)
-	if err != nil {
-		return err
-	}
+// template version tv says are strings their text as written: tag=1.27
+// is the string "1.27" (YAML would make it a number, and 1.10 would lose
+// its zero), as oc process and helm --set-string users expect.
+func typeByText(tv *api.TemplateVersion, props map[string]any, text map[string]string) {
 	for _, p := range tv.Properties {
 		t, ok := text[p.Name]
 		if !ok || !isStringType(p.Type) {
@@ -394,7 +387,6 @@ func typeByText(ctx context.Context, b api.Backend, ref, registry string, props 
 			props[p.Name] = t
 		}
 	}
-	return nil
 }
 
 // isStringType reports whether a schema type (as schema.PropertyDoc has
@@ -578,6 +570,9 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 			t.Labels = map[string]string{}
 		}
 		maps.Copy(t.Labels, kv)
+	}
+	if err := g.ask(t.Missing(params), "parameter", "NAME=VALUE or -p NAME=VALUE", stdin, func(name string, v any) { params[name] = fmt.Sprint(v) }); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
 	}
 	out, err := t.Process(params, openshift.Options{})
 	if err != nil {
