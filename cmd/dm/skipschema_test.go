@@ -8,30 +8,12 @@ import (
 	"testing"
 )
 
-// dmRedisFiles is DM's storage/redis:v1 case: the template passes env to
-// its child as a list where the child's schema declares an object.
-var dmRedisFiles = map[string]string{
-	"cfg.yaml": "imports:\n- path: redis.jinja\n- path: replicatedservice.py\nresources:\n- name: cache\n  type: redis.jinja\n",
-	"redis.jinja": `resources:
-- name: {{ env['name'] }}-master
-  type: replicatedservice.py
-  properties:
-    env:
-    - {name: GET_HOSTS_FROM, value: env}
-`,
-	"replicatedservice.py": `def GenerateConfig(context):
-    p = context.properties
-    return {'resources': [{'name': context.env['name'], 'type': 'v1/ConfigMap',
-        'properties': {'data': {'port': str(p['port'])}}}]}
-`,
-	"replicatedservice.py.schema": "properties:\n  port: {type: integer, default: 6379}\n  env: {type: object}\n",
-}
-
 // TestSkipSchemaValidation: dm expand validates schemas unless
 // --skip-schema-validation, and says so in the error; deploy, update and
 // diff take the flag to their expansion.
 func TestSkipSchemaValidation(t *testing.T) {
-	cfg := filepath.Join(writeTree(t, dmRedisFiles), "cfg.yaml")
+	// DM's storage/redis:v1 case, shared with the cluster test.
+	cfg := filepath.Join("..", "..", "testdata", "skipschema", "cfg.yaml")
 	r := dmRun(t, nil, "expand", cfg)
 	if r.code != 1 || !strings.Contains(r.stderr, "properties.env: expected object, got array") || !strings.Contains(r.stderr, "--skip-schema-validation") {
 		t.Errorf("without the flag: exit %d\n%s", r.code, r.stderr)
