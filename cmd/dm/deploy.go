@@ -142,6 +142,15 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return src, err
 		}
+		if f.ask {
+			b, err := g.backend()
+			if err != nil {
+				return src, err
+			}
+			if src.Properties, err = g.configProperties(ctx, b, req, props, stdin); err != nil {
+				return src, err
+			}
+		}
 	case looksLikeConfigFile(arg):
 		_, err := os.Stat(arg)
 		return src, fmt.Errorf("configuration file: %w", err)

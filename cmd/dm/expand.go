@@ -112,9 +112,12 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		return err
 	}
 	if req.Ref != "" {
-		if req.Properties, err = g.refProperties(ctx, b, req.Ref, props, text, true, stdin); err != nil {
-			return err
-		}
+		req.Properties, err = g.refProperties(ctx, b, req.Ref, props, text, true, stdin)
+	} else {
+		req.Properties, err = g.configProperties(ctx, b, req, props, stdin)
+	}
+	if err != nil {
+		return err
 	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {

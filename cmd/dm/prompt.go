@@ -11,6 +11,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/schema"
 )
@@ -156,4 +157,51 @@ func readLine(f *os.File) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("answer longer than %d bytes", maxAnswer)
+}
+
+// configProperties asks for (or lists) the required properties without a
+// value or default of the templates a configuration's resources
+// instantiate; answers join props keyed by resource name, as --values
+// keys a configuration's, and are returned.
+func (g *globals) configProperties(ctx context.Context, b api.Backend, req *api.ExpandRequest, props map[string]any, stdin io.Reader) (map[string]any, error) {
+	cfg, err := expand.ParseConfig([]byte(req.Config), req.ConfigName)
+	if err != nil {
+		return props, nil // the expansion reports it
+	}
+	imports := make(map[string][]byte, len(req.Imports))
+	for k, v := range req.Imports {
+		imports[k] = []byte(v)
+	}
+	missing := expand.MissingInConfig(cfg, imports, props, func(ref string) *schema.Schema {
+		tv, err := b.Template(ctx, ref, g.registry)
+		if err != nil || tv.SchemaContent == "" {
+			return nil
+		}
+		sc, _ := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
+		return sc
+	})
+	if len(missing) == 0 {
+		return props, nil
+	}
+	inputs := make([]schema.Input, len(missing))
+	owner := map[string][2]string{}
+	for i, m := range missing {
+		in := m.Input
+		in.Name = m.Resource + "." + m.Name
+		inputs[i] = in
+		owner[in.Name] = [2]string{m.Resource, m.Name}
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	err = g.ask(inputs, "property", "--values FILE keyed by resource name", stdin, func(name string, v any) {
+		o := owner[name]
+		rp, _ := props[o[0]].(map[string]any)
+		if rp == nil {
+			rp = map[string]any{}
+			props[o[0]] = rp
+		}
+		rp[o[1]] = v
+	})
+	return props, err
 }

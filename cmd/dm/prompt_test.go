@@ -147,6 +147,23 @@ objects:
 `,
 }
 
+// promptConfig is a configuration of a registry template and an imported
+// one, each lacking a required property.
+var promptConfig = map[string]string{
+	"app.yaml": `imports:
+- path: lib/banner.jinja
+  name: banner
+resources:
+- name: web
+  type: svc:v1
+  properties: {name: web, count: 2, size: small, password: pw}
+- name: hello
+  type: banner
+`,
+	"lib/banner.jinja":        "resources:\n- name: {{ env['name'] }}\n  type: v1/ConfigMap\n  properties: {data: {text: '{{ properties['text'] }}'}}\n",
+	"lib/banner.jinja.schema": "required: [text]\nproperties:\n  text: {type: string, description: What the banner says.}\n",
+}
+
 // runOnTerminal runs dm in-process with the pseudo-terminal as its
 // standard input and error, as a shell would start it; standard output
 // is collected apart, as when piped.
@@ -248,6 +265,26 @@ func TestPrompt(t *testing.T) {
 		}
 	})
 
+	t.Run("configuration", func(t *testing.T) {
+		cfg := filepath.Join(writeTree(t, promptConfig), "app.yaml")
+		master, tty := openPTY(t)
+		tm := &terminal{t: t, master: master}
+		stdout, done := runOnTerminal(t, tty, "--registry-dir", reg, "expand", cfg)
+		tm.expect("2 required properties without a value:")
+		tm.expect("web.token (string, secret): API token.\nweb.token: ")
+		tm.answerHidden(tty, "tk")
+		tm.expect("hello.text (string): What the banner says.\nhello.text: ")
+		tm.answer("hi there")
+		if err := <-done; err != nil {
+			t.Fatalf("dm expand: %v\n%s", err, tm.seen.String())
+		}
+		for _, want := range []string{"token: tk", "text: hi there"} {
+			if !strings.Contains(stdout.String(), want) {
+				t.Errorf("output lacks %q:\n%s", want, stdout)
+			}
+		}
+	})
+
 	t.Run("no-prompt", func(t *testing.T) {
 		_, tty := openPTY(t)
 		_, done := runOnTerminal(t, tty, "--registry-dir", reg, "--no-prompt", "expand", "svc:v1")
@@ -272,6 +309,7 @@ func TestNoTerminal(t *testing.T) {
 	}{
 		{[]string{"--registry-dir", reg, "expand", "svc:v1", "--properties", "count=2"}, []string{"4 required properties without a value", "  name (string): Name of the service.\n  size (string, one of small, large): Machine size.\n  password (string, secret): Admin password.\n  token (string, secret): API token."}},
 		{[]string{"--registry-dir", reg, "--kubeconfig", "/nonexistent", "deploy", "svc:v1"}, []string{"5 required properties without a value", "  count (integer): How many replicas."}},
+		{[]string{"--registry-dir", reg, "expand", filepath.Join(writeTree(t, promptConfig), "app.yaml")}, []string{"2 required properties without a value (give them with --values FILE keyed by resource name, or run on a terminal to be asked):\n  web.token (string, secret): API token.\n  hello.text (string): What the banner says."}},
 		{[]string{"process", "-f", filepath.Join(dir, "db.yaml")}, []string{"db.yaml: 2 required parameters without a value (give them with NAME=VALUE or -p NAME=VALUE, or run on a terminal to be asked):\n  DB_NAME (string): Database name.\n  DB_PORT (integer): Port."}},
 	}
 	for _, tt := range tests {
