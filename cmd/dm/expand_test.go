@@ -281,7 +281,9 @@ func TestExpandErrors(t *testing.T) {
 	}{
 		{[]string{"expand", "redis:v1.3"}, "v1.3 not found; available:"},
 		{[]string{"expand", "redis:v1", "--properties", "port=x"}, "properties.port: expected integer, got string"},
-		{[]string{"expand", "apps/gitea:v1"}, `missing required property "domain"`},
+		// Without a terminal the missing required properties are listed
+		// with their descriptions (TestPrompt has the terminal).
+		{[]string{"expand", "apps/gitea:v1"}, "1 required property without a value (give them with --properties KEY=VALUE or --values FILE, or run on a terminal to be asked):\n  domain (string): Host name Gitea is served at"},
 		{[]string{"expand", "redis:v1", "--properties", "nokey"}, "want KEY=VALUE"},
 		{[]string{"expand", "redis:v1", "--values", "/nonexistent.yaml"}, "--values"},
 	}

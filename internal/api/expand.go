@@ -44,6 +44,9 @@ type ExpandRequest struct {
 	// Strict makes properties a schema does not define an error; they are
 	// warnings (the answer's `warnings`) otherwise.
 	Strict bool `json:"strict,omitempty"`
+	// SkipSchemaValidation applies schemas' defaults without validating
+	// properties; violations are warnings (Helm's --skip-schema-validation).
+	SkipSchemaValidation bool `json:"skip_schema_validation,omitempty"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -71,14 +74,15 @@ func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
 		return expand.Request{}, fmt.Errorf("expand: give either config or ref: %w", derrors.InvalidArgument)
 	}
 	r := expand.Request{
-		ConfigName: req.ConfigName,
-		Ref:        req.Ref,
-		Properties: req.Properties,
-		Name:       req.Name,
-		Deployment: req.Deployment,
-		Namespace:  req.Namespace,
-		Strict:     req.Strict,
-		Env:        req.Env,
+		ConfigName:           req.ConfigName,
+		Ref:                  req.Ref,
+		Properties:           req.Properties,
+		Name:                 req.Name,
+		Deployment:           req.Deployment,
+		Namespace:            req.Namespace,
+		Strict:               req.Strict,
+		SkipSchemaValidation: req.SkipSchemaValidation,
+		Env:                  req.Env,
 	}
 	if isConfig {
 		r.Config = []byte(req.Config)

@@ -51,17 +51,27 @@ func newTestEnv(t testing.TB) *testEnv {
 	if err := os.CopyFS(dir, dm.ExampleRegistry()); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, api.Setup{})
+	e := serveRegistry(t, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, 0)
+	e.dir = dir
+	return e
+}
+
+// serveRegistry serves the registry spec describes, with the catalog
+// mounted and the examples tested in the background, a GitHub registry's
+// once its index has stayed the same for settle (negative: at once).
+func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *testEnv {
+	t.Helper()
+	reg, err := api.OpenRegistry(spec, api.Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	def, _ := resolve.ParseRegistry(spec.Prefix)
 	svc := api.NewService(resolve.New(def, reg), expand.Options{})
 	counter := &countingExpander{next: svc}
-	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond})
+	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond, RemoteSettle: settle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { ex.Run(ctx); close(done) }()
@@ -72,7 +82,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	r.NotFound(c.NotFound)
 	hs := httptest.NewServer(r)
 	t.Cleanup(hs.Close)
-	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL, dir: dir}
+	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL}
 }
 
 // settle waits until no example is pending.
@@ -191,7 +201,10 @@ func TestPreview(t *testing.T) {
 		{"defaults", "redis:v1", url.Values{}, 200, []string{"6379"}},
 		{"not an integer", "redis:v1", url.Values{"replicas": {"three"}}, 422, []string{`class="field-error" id="e-replicas"`, `replicas: &#34;three&#34; is not an integer`, `aria-invalid="true"`}},
 		{"nested", "apps/guestbook:v1.1", url.Values{"frontend.replicas": {"4"}, "redis.maxmemory": {"32mb"}}, 200, []string{"replicas: 4", "32mb"}},
-		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`}},
+		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`, "--skip-schema-validation"}},
+		// The checkbox expands without validating: defaults still apply,
+		// the violation is a warning, and the box stays checked.
+		{"schema not validated", "redis:v1", url.Values{"port": {"70000"}, ".skip_schema_validation": {"on"}}, 200, []string{"70000", `class="warning"`, "properties.port", `name=".skip_schema_validation" checked`, "replicas: 2"}},
 		// postgres is an OpenShift template whose parameters are the form.
 		{"openshift", "postgres:v1.1", url.Values{"DATABASE_SERVICE_NAME": {"db"}}, 200, []string{"name: db"}},
 	}

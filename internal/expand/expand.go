@@ -207,6 +207,10 @@ type Request struct {
 	// Strict makes properties a template's schema does not define an
 	// error instead of a warning.
 	Strict bool
+	// SkipSchemaValidation applies schemas' defaults without validating
+	// properties (Helm's --skip-schema-validation): violations are
+	// warnings. For templates whose schema and code disagree.
+	SkipSchemaValidation bool
 	// Env adds keys to, or overrides keys of, every template's env (dm's
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
@@ -330,6 +334,7 @@ type run struct {
 	seenRefs   map[string]bool
 	count      int
 	strict     bool
+	skipSchema bool
 	warnings   []string
 	warned     map[string]bool
 }
@@ -348,7 +353,7 @@ func (r *run) warn(msg string) {
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict, skipSchema: req.SkipSchemaValidation}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -726,9 +731,13 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		orig := props
 		var unknown, warns []string
 		var err error
-		props, unknown, warns, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		var violations error
+		props, unknown, warns, violations, err = x.applySchema(ctx, inv.sc.b, schemaFile, props, r.skipSchema)
 		if err != nil {
 			return nil, fail(err)
+		}
+		if violations != nil {
+			r.warn(fmt.Sprintf("%s (%s): not validated (--skip-schema-validation): %v", strings.Join(p, " > "), inv.label, violations))
 		}
 		for _, w := range warns {
 			r.warn(fmt.Sprintf("%s (%s): %s", strings.Join(p, " > "), inv.label, w))

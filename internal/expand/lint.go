@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 
 	"github.com/dmhq/dm/internal/expand/openshift"
@@ -98,12 +99,39 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			}
 			lim := yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases,
 				duplicate: func(line int, key string) { warn(v, pyyaml.DuplicateKeyWarning(v.Example, line, key)) }}
-			if _, err := parseConfig(b, v.Example, lim); err != nil {
+			cfg, err := parseConfig(b, v.Example, lim)
+			if err != nil {
 				note(v, "%v", err)
 				continue
 			}
+			// An example that its own schema refuses: the template's code
+			// and schema disagree, or the example is out of date.
+			var sc *schema.Schema
+			if v.Schema != "" {
+				if b, err := res.ReadFile(ctx, v.Schema); err == nil {
+					sc, _ = schema.Parse(b, v.Schema)
+				}
+			}
+			if sc != nil {
+				bad := false
+				for _, i := range selfResources(ctx, r, def, t, v, cfg) {
+					rs := cfg.Resources[i]
+					if _, err := sc.Apply(rs.Properties); err != nil {
+						note(v, "%s: resources[%d] (%s) violates the template's own schema: %v", v.Example, i, rs.Name, err)
+						bad = true
+					}
+				}
+				if bad {
+					continue // expanding it fails the same way
+				}
+			}
 			if expandExamples {
-				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Deployment: "lint", Registry: def}); err != nil {
+				imports, err := ReadVersionImports(cfg, v.Example, func(rel string) ([]byte, error) { return res.ReadFile(ctx, rel) })
+				if err != nil {
+					note(v, "%v", err)
+					continue
+				}
+				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Imports: imports, Deployment: "lint", Registry: def}); err != nil {
 					note(v, "%s does not expand: %v", v.Example, err)
 				}
 			}
@@ -123,4 +151,31 @@ func readAll(ctx context.Context, res *resolve.Resolution, v *index.Version) map
 		}
 	}
 	return files
+}
+
+// selfResources returns the indexes of the resources of an example that instantiate the
+// version's own template: through an import of its template file, or by
+// a registry reference that resolves to the template (any version: an
+// example names its template by a floating version).
+func selfResources(ctx context.Context, r *resolve.Resolver, def resolve.Registry, t *index.Template, v *index.Version, cfg *Config) []int {
+	self := map[string]bool{}
+	for _, imp := range cfg.Imports {
+		if path.Join(path.Dir(v.Example), imp.Path) == v.Template {
+			self[imp.Path] = true
+			if imp.Name != "" {
+				self[imp.Name] = true
+			}
+		}
+	}
+	var out []int
+	for i, rs := range cfg.Resources {
+		if self[rs.Type] {
+			out = append(out, i)
+			continue
+		}
+		if res, err := r.ResolveIn(ctx, rs.Type, def); err == nil && res.Template == t {
+			out = append(out, i)
+		}
+	}
+	return out
 }

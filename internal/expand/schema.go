@@ -31,9 +31,21 @@ type schemaWarner interface {
 	Warnings() []string
 }
 
+// defaulter is a Schema that can fill in defaults without validating
+// (schema.Schema can).
+type defaulter interface {
+	Defaults(props map[string]any) map[string]any
+}
+
+// SkipSchemaHint says, in every schema violation's error, how to expand
+// regardless: published templates exist whose schema and code disagree.
+const SkipSchemaHint = "--skip-schema-validation (API: skip_schema_validation) expands without validating"
+
 // applySchema validates and defaults props with the schema file of b, and
 // lists the properties it does not define and the schema's own warnings.
-func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (out map[string]any, unknown, warns []string, err error) {
+// With skip, defaults are applied and a violation is returned as
+// violations instead of failing.
+func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any, skip bool) (out map[string]any, unknown, warns []string, violations, err error) {
 	v, err := x.cached("schema:"+b.key+":"+file, func() (any, error) {
 		data, ok := b.files[file]
 		if !ok {
@@ -46,11 +58,18 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 		return s, nil
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	out, err = v.(Schema).Apply(props)
 	if err != nil {
-		return nil, nil, nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
+		if !skip {
+			return nil, nil, nil, nil, classify(fmt.Errorf("properties do not match the schema: %w; %s", err, SkipSchemaHint))
+		}
+		violations = err
+		out = props
+		if d, ok := v.(defaulter); ok {
+			out = d.Defaults(props)
+		}
 	}
 	if u, ok := v.(unknownNamer); ok {
 		unknown = u.Unknown(props)
@@ -58,7 +77,7 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 	if w, ok := v.(schemaWarner); ok {
 		warns = w.Warnings()
 	}
-	return out, unknown, warns, nil
+	return out, unknown, warns, violations, nil
 }
 
 // defaultSchemaCompiler compiles with the schema package: JSON Schema

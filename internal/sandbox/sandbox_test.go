@@ -74,6 +74,9 @@ func TestSameAsInProcess(t *testing.T) {
 		{Ref: "single:v1", Properties: map[string]any{"app": "shop", "replicas": int64(3)}},
 		{Ref: "ostpl:v1", Properties: map[string]any{"NAME": "db"}},
 		{Ref: "single:v1", Registry: "github.com/acme/templates", Properties: map[string]any{"app": "shop", "ratio": 0.5}},
+		// The worker applies the request's options: without validation
+		// this expands (with a warning), as in-process.
+		{Ref: "single:v1", SkipSchemaValidation: true, Properties: map[string]any{"app": int64(3)}},
 	} {
 		want, err := svc.Expand(ctx, req)
 		if err != nil {

@@ -632,7 +632,7 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.svc.Template(r.Context(), ref, reg)
 	if err == nil {
-		v.ExampleTest = s.examples.Status(v.Registry, v.Digest)
+		v.ExampleTest = s.examples.Of(v)
 	}
 	s.answer(w, r, v, err)
 }

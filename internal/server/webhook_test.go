@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -19,10 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
-	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -74,20 +71,7 @@ func (b *lockedBuffer) String() string {
 // GitHub test server, with webhooks configured by opts.
 func newHookEnv(t *testing.T, opts WebhookOptions) *hookEnv {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	for name, content := range fixture {
-		fsys[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
-	}
-	repo := githubtest.NewRepoFS(t, fsys)
-	gh := githubtest.New(map[string]string{"acme/tpl": repo})
-	t.Cleanup(gh.Close)
-	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, GitHub: &api.GitHubSpec{Owner: "acme", Repo: "tpl", Branch: "main", APIURL: gh.URL}}, api.Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	gh, repo, reg := githubFixture(t)
 	def, _ := resolve.ParseRegistry(prefix)
 	log := &lockedBuffer{}
 	s := New(Options{Resolver: resolve.New(def, reg), Webhooks: opts, Logger: newTestLogger(log)})
