@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
@@ -90,8 +91,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#f-replicas`, chromedp.ByQuery),
 		chromedp.SendKeys(`#f-replicas`, "5", chromedp.ByQuery),
 		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#objects`, chromedp.ByQuery),
-		chromedp.Text(`#objects`, &text, chromedp.ByQuery),
+		// The live preview replaces #objects as the input changes and
+		// again on submit: wait for the answer to the last input, and
+		// read it in one step, not through a node that may be gone.
+		chromedp.Poll(`(document.querySelector("#objects")?.textContent || "").includes("replicas: 5")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`document.querySelector("#objects").textContent`, &text),
 		screenshot(t, "6-preview"),
 	)
 	if err != nil {
@@ -107,7 +111,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#f-owner`, chromedp.ByQuery),
 		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#f-owner + #e-owner`, chromedp.ByQuery),
-		chromedp.Text(`#e-owner`, &text, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#e-owner").textContent`, &text),
 		screenshot(t, "7-required"),
 	)
 	if err != nil {
