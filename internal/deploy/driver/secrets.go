@@ -28,7 +28,7 @@ import (
 )
 
 // The stored form of a revision in the cluster. See "Deployment history" in
-// README.md for the same in prose.
+// docs/deploying.md for the same in prose.
 const (
 	// SecretType is the type of a revision's head Secret.
 	SecretType = "dm.io/release.v1"
