@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,8 +23,9 @@ import (
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 )
 
-// README's examples are run, so that every command it shows works as shown.
-// The convention (README.md, "README examples are tested"):
+// The examples of README.md and of the pages of docs/ are run, so that every
+// command they show works as shown. The convention (docs/testing.md, "README
+// examples are tested"), the same for every file:
 //
 //   - a ```sh block is run: each `dm ...` line, or `$ dm ...` line whose
 //     following lines up to the next `$ ` are its shown output (ignored),
@@ -689,17 +691,38 @@ func indentReadme(s string) string {
 	return "\t\t" + strings.ReplaceAll(s, "\n", "\n\t\t")
 }
 
-// TestREADME runs README.md's ```sh and ```sh cluster blocks (see the top
-// of this file), and testdata/readme-mechanism.md to check that failures
-// are reported as they should be.
+// docFiles lists the Markdown files whose examples are run: README.md and
+// the pages of docs/, in name order.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pages) == 0 {
+		t.Fatal("docs/*.md matches no file: the reference pages README links to are missing")
+	}
+	sort.Strings(pages)
+	return append([]string{"README.md"}, pages...)
+}
+
+// TestREADME runs the ```sh and ```sh cluster blocks of README.md and of
+// every docs/*.md page, each file as README's (see the top of this file),
+// and testdata/readme-mechanism.md to check that failures are reported as
+// they should be.
 func TestREADME(t *testing.T) {
+	files := docFiles(t)
 	registryd, dm := buildBinaries(t)
 	r := &readmeRunner{dm: dm, registryd: registryd, fixtures: "testdata/readme"}
-	t.Run("README.md", func(t *testing.T) {
-		r := *r
-		r.file = "README.md"
-		r.runFile(t)
-	})
+	// One file after another: their cluster blocks share one apiserver and
+	// may name the same namespaces, as a reader's would.
+	for _, file := range files {
+		t.Run(filepath.ToSlash(file), func(t *testing.T) {
+			r := *r
+			r.file = filepath.ToSlash(file)
+			r.runFile(t)
+		})
+	}
 	t.Run("mechanism", func(t *testing.T) {
 		r := *r
 		r.file = "testdata/readme-mechanism.md"
@@ -864,4 +887,121 @@ func (r *readmeRunner) checkMechanism(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDocLinks checks the links between README.md and the pages of docs/:
+// every relative link names a file that exists and every #anchor a heading
+// of the page it points at, so that a section moved from one page to
+// another cannot leave a link behind.
+func TestDocLinks(t *testing.T) {
+	for _, file := range docFiles(t) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range markdownLinks(data) {
+			if msg := checkDocLink(file, l.target); msg != "" {
+				t.Errorf("%s:%d: link %q: %s", filepath.ToSlash(file), l.line, l.target, msg)
+			}
+		}
+	}
+}
+
+// docLink is one link of a Markdown file.
+type docLink struct {
+	line   int
+	target string
+}
+
+var (
+	mdLinkRE     = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	codeSpanRE   = regexp.MustCompile("`+[^`]*`+")
+	mdHeadingRE  = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	externalLink = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+)
+
+// markdownLinks returns the link targets of a Markdown file outside code
+// blocks and code spans.
+func markdownLinks(data []byte) []docLink {
+	var out []docLink
+	inFence := false
+	for i, line := range strings.Split(string(data), "\n") {
+		if fenceRE.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range mdLinkRE.FindAllStringSubmatch(codeSpanRE.ReplaceAllString(line, ""), -1) {
+			out = append(out, docLink{line: i + 1, target: m[1]})
+		}
+	}
+	return out
+}
+
+// markdownAnchors returns the anchors GitHub gives a Markdown file's
+// headings: lower case, punctuation dropped, spaces as hyphens, and -1, -2…
+// after a repeated one.
+func markdownAnchors(data []byte) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range strings.Split(string(data), "\n") {
+		if fenceRE.MatchString(line) {
+			inFence = !inFence
+			continue
+		}
+		m := mdHeadingRE.FindStringSubmatch(line)
+		if inFence || m == nil {
+			continue
+		}
+		var b strings.Builder
+		for _, r := range strings.ToLower(m[1]) {
+			switch {
+			case unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_':
+				b.WriteRune(r)
+			case r == ' ':
+				b.WriteRune('-')
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			seen[a]++
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		anchors[a] = true
+	}
+	return anchors
+}
+
+// checkDocLink says what is wrong with a link of file, or "".
+func checkDocLink(file, target string) string {
+	if externalLink.MatchString(target) {
+		return "" // http:, https:, mailto: are not checked: the tests have no network
+	}
+	path, anchor, _ := strings.Cut(target, "#")
+	dest := file
+	if path != "" {
+		dest = filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
+		if _, err := os.Stat(dest); err != nil {
+			return fmt.Sprintf("no file %s", filepath.ToSlash(dest))
+		}
+	}
+	if anchor == "" {
+		return ""
+	}
+	if !strings.HasSuffix(dest, ".md") {
+		return "an anchor into a file that is not Markdown"
+	}
+	data, err := os.ReadFile(dest)
+	if err != nil {
+		return err.Error()
+	}
+	if !markdownAnchors(data)[anchor] {
+		return fmt.Sprintf("%s has no heading with anchor #%s", filepath.ToSlash(dest), anchor)
+	}
+	return ""
 }
