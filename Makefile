@@ -5,17 +5,17 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
+.PHONY: all build run test vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
 build:
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-controller
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example
 
-test: vet fmt-check unit fuzz
+test: vet fmt-check generate-check unit fuzz
 
 vet:
 	$(GO) vet ./...
@@ -23,6 +23,20 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# The controller's CRDs and deepcopy functions, generated from its Go types
+# (internal/controller/api/v1alpha1) by controller-gen, pinned in the tools
+# module hack/tools. generate-check fails when the committed files are stale.
+CONTROLLER_GEN := $(CURDIR)/.testenv/bin/controller-gen
+$(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
+	cd hack/tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./internal/controller/api/... crd:crdVersions=v1 output:crd:dir=./internal/controller/crds
+
+generate-check: generate
+	@git diff --exit-code -- internal/controller/crds internal/controller/api || \
+	  { echo "generated files are stale: run make generate and commit them"; exit 1; }
 
 unit:
 	$(GO) test -race -count=1 ./...
