@@ -362,7 +362,9 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 // kind instead of one request per object. Objects with deferred
 // references, or named by one, are always applied.
 func markUnchanged(p *plan, hist []*release.Record, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts ApplyOptions) {
-	if opts.ForceConflicts || opts.DryRun != "" {
+	// A forced apply re-applies everything, unless it is a controller's
+	// resync (SkipUnchanged), which forces only to restore drift.
+	if (opts.ForceConflicts && !opts.SkipUnchanged) || opts.DryRun != "" {
 		return
 	}
 	var prev *release.Record
@@ -409,14 +411,17 @@ func sameInputs(hist []*release.Record, rec *release.Record, n int) *release.Rec
 	if prev.Status != release.StatusDeployed || len(prev.Resources) != n {
 		return nil
 	}
-	// The record went through JSON in the history: compare in that form.
-	same := func(a, b any) bool {
-		ja, err1 := json.Marshal(a)
-		jb, err2 := json.Marshal(b)
-		return err1 == nil && err2 == nil && bytes.Equal(ja, jb)
+	// The record went through JSON in the history: compare in that form,
+	// where an empty map and none are the same.
+	type inputs struct {
+		Input      release.Input      `json:"input"`
+		Properties map[string]any     `json:"properties,omitempty"`
+		Env        map[string]string  `json:"env,omitempty"`
+		References []expand.Reference `json:"references,omitempty"`
 	}
-	if !same(prev.Input, rec.Input) || !same(prev.Properties, rec.Properties) ||
-		!same(prev.Env, rec.Env) || !same(prev.References, rec.References) {
+	a, err1 := json.Marshal(inputs{prev.Input, prev.Properties, prev.Env, prev.References})
+	b, err2 := json.Marshal(inputs{rec.Input, rec.Properties, rec.Env, rec.References})
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 		return nil
 	}
 	return prev

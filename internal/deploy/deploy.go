@@ -187,7 +187,8 @@ type ApplyOptions struct {
 	// with the same input, properties, env and template digests and every
 	// object is unchanged in the cluster (its resourceVersion is the one
 	// recorded): the result's Record is that revision and Unchanged is
-	// set. A controller's resync uses it.
+	// set. A controller's resync uses it, with ForceConflicts to take back
+	// the fields someone changed (drift).
 	SkipUnchanged bool
 }
 
