@@ -54,13 +54,21 @@ func Main(m *testing.M) {
 // in parallel.
 func Shared(t testing.TB) *Env {
 	t.Helper()
+	return SharedWith(t, Options{})
+}
+
+// SharedWith is Shared with opts for the first launch (Binaries, when
+// unset, from FindBinaries): a package whose tests need
+// kube-controller-manager asks for it in every call.
+func SharedWith(t testing.TB, opts Options) *Env {
+	t.Helper()
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.inMain {
-		return Start(t)
+		return StartWith(t, opts)
 	}
 	if shared.env == nil && shared.err == nil {
-		shared.env, shared.err = launch()
+		shared.env, shared.err = launch(opts)
 	}
 	if shared.err != nil {
 		fail(t, shared.err)
@@ -81,7 +89,13 @@ func Shared(t testing.TB) *Env {
 // or fails when $CI is "true".
 func Start(t testing.TB) *Env {
 	t.Helper()
-	env, err := launch()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with opts (Binaries, when unset, from FindBinaries).
+func StartWith(t testing.TB, opts Options) *Env {
+	t.Helper()
+	env, err := launch(opts)
 	if err != nil {
 		fail(t, err)
 	}
@@ -94,12 +108,15 @@ func Start(t testing.TB) *Env {
 	return env
 }
 
-func launch() (*Env, error) {
-	bins, err := FindBinaries()
-	if err != nil {
-		return nil, err
+func launch(opts Options) (*Env, error) {
+	if opts.Binaries.APIServer == "" {
+		bins, err := FindBinaries()
+		if err != nil {
+			return nil, err
+		}
+		opts.Binaries = bins
 	}
-	return Launch(context.Background(), Options{Binaries: bins})
+	return Launch(context.Background(), opts)
 }
 
 // fail skips the test when a program is missing outside CI, and fails it
