@@ -57,8 +57,11 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, r.finalize(ctx, ti, log)
 	}
 	if ti.Spec.Suspend {
-		// Nothing is applied, pruned or written while suspended.
-		return ctrl.Result{}, nil
+		// Nothing is applied or pruned while suspended; the status says
+		// only that this generation was seen.
+		before := ti.Status.DeepCopy()
+		ti.Status.ObservedGeneration = ti.Generation
+		return ctrl.Result{}, r.writeStatus(ctx, ti, before)
 	}
 	if !controllerutil.ContainsFinalizer(ti, Finalizer) {
 		patch := client.MergeFrom(ti.DeepCopy())
@@ -165,7 +168,8 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			Properties: props,
 			Env:        ti.Spec.Env,
 		},
-		ApplyOptions: deploy.ApplyOptions{Controller: controllerName(ti), SkipUnchanged: true},
+		// Forced: drift is restored, whoever changed the fields.
+		ApplyOptions: deploy.ApplyOptions{Controller: controllerName(ti), SkipUnchanged: true, ForceConflicts: true},
 	})
 	if err != nil {
 		return nil, err
@@ -178,7 +182,8 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	return &applied{res: res, cfg: cfg, props: props}, nil
 }
 
-// pinned returns the exact version the last deployed revision resolved,
+// pinned returns the exact version the last deployed revision resolved
+// (as reference@digest),
 // when it was made of the same spec (template, properties, env): Manual
 // keeps it, and the registry's newer patches wait for a spec change.
 func (r *InstanceReconciler) pinned(ctx context.Context, ti *v1alpha1.TemplateInstance, props map[string]any) (string, error) {
@@ -197,16 +202,29 @@ func (r *InstanceReconciler) pinned(ctx context.Context, ti *v1alpha1.TemplateIn
 		if rec.Input.Ref != ti.Spec.Template || !sameJSON(rec.Properties, props) || !sameJSON(rec.Env, ti.Spec.Env) {
 			return "", nil
 		}
-		return resolvedOf(rec), nil
+		// ref:vX.Y.Z would resolve to a higher patch: the digest pins.
+		for _, r := range rec.References {
+			if r.Ref == rec.Input.Ref && r.Digest != "" {
+				return r.Resolved + "@" + r.Digest, nil
+			}
+		}
+		return "", nil
 	}
 	return "", nil
 }
 
-// sameJSON compares two values as JSON: the history's went through it.
+// sameJSON compares two values as JSON, the history's went through it,
+// where an empty mapping and none are the same.
 func sameJSON(a, b any) bool {
 	ja, err1 := json.Marshal(a)
 	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
+	norm := func(s []byte) string {
+		if string(s) == "{}" {
+			return "null"
+		}
+		return string(s)
+	}
+	return err1 == nil && err2 == nil && norm(ja) == norm(jb)
 }
 
 // expand expands src through the controller's expander; with pinned, the

@@ -58,6 +58,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
+	registerMetrics(mgr.GetClient())
 	r.drift = &driftWatcher{ctrl: c, cache: mgr.GetCache(), log: log, watched: map[schema.GroupVersionKind]bool{}}
 	if n != nil {
 		err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
