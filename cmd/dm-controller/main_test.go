@@ -213,7 +213,7 @@ func TestLeaderElection(t *testing.T) {
 				return h
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no new Lease holder after 90s (was %q)", not)
+				t.Fatalf("no new Lease holder after 90s (was %q); first controller's log:\n%s", not, logsA.String())
 			}
 			time.Sleep(100 * time.Millisecond)
 		}

@@ -53,7 +53,9 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		// Status writes (the controller's own) do not reconcile again.
 		For(&v1alpha1.TemplateInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
-		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Concurrency}).
+		// Names are unique per process, not per manager: tests run two
+		// controllers (leader election) in one process.
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Concurrency, SkipNameValidation: ptr(true)}).
 		Build(r)
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
