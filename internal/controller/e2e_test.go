@@ -127,6 +127,15 @@ func start(env *kubetest.Env) (*harness, error) {
 			return nil, err
 		}
 	}
+	// A hostile template: its output would be gigabytes.
+	hostile := filepath.Join(dir, "hostile", "v1.0.0")
+	if err := os.MkdirAll(hostile, 0o755); err != nil {
+		return nil, err
+	}
+	bomb := "{{ range(262144)|join('x' * 4000000) }}\n"
+	if err := os.WriteFile(filepath.Join(hostile, "hostile.jinja"), []byte(bomb), 0o644); err != nil {
+		return nil, err
+	}
 	scheme, err := controller.Scheme()
 	if err != nil {
 		return nil, err
@@ -493,4 +502,20 @@ func TestPatchRolloutAndManualPinning(t *testing.T) {
 	// Its spec changes: it resolves again, to the new patch.
 	h.update(t, ns, "pinned", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Properties = props(t, `{"greeting":"moved"}`) })
 	h.configMap(t, ns, "pinned", "version", "1.0.1")
+}
+
+// A hostile template fails its own instance with a named limit, in the
+// sandbox's worker; the controller keeps reconciling the others.
+func TestHostileTemplateContained(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "bomb", v1alpha1.TemplateInstanceSpec{Template: "hostile:v1", ServiceAccountName: "deployer"})
+	ti := h.condition(t, ns, "bomb", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if c.Reason != "LimitExceeded" || !strings.Contains(c.Message, "Max") {
+		t.Errorf("Stalled %s: %s; want LimitExceeded naming the limit", c.Reason, c.Message)
+	}
+	h.instance(t, ns, "calm", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "calm", v1alpha1.ConditionReady, metav1.ConditionTrue)
 }
