@@ -519,3 +519,17 @@ func TestHostileTemplateContained(t *testing.T) {
 	h.instance(t, ns, "calm", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
 	h.condition(t, ns, "calm", v1alpha1.ConditionReady, metav1.ConditionTrue)
 }
+
+// The apiserver goes away and comes back: the controller recovers by
+// itself (its watches reconnect) and reconciles what was created after.
+func TestAPIServerRestart(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "before", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "before", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.env.Restart(t)
+	h.instance(t, ns, "after", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "after", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "after", "greeting", "hello")
+}
