@@ -38,6 +38,9 @@ type Options struct {
 	// Expander expands templates: a sandbox pool over the controller's
 	// registries, or a registryd client (--server).
 	Expander api.Expander
+	// Files reads a template version's files (its status template); nil
+	// means status templates are not run.
+	Files FileReader
 	// DefaultRegistry is the registry short references resolve against,
 	// [host/]owner/repo[/collection]; "" means the expander's default.
 	DefaultRegistry string

@@ -127,6 +127,25 @@ func start(env *kubetest.Env) (*harness, error) {
 			return nil, err
 		}
 	}
+	// Templates with status templates: one that reads its ConfigMap and
+	// holds Ready back on request, one that fails.
+	statusTemplates := map[string]string{
+		"web": "greeting: {{ resources.cm.data.greeting }}\nname: {{ instance.metadata.name }}\n" +
+			"{% if properties.get('greeting') == 'wait' %}\nready: false\nmessage: waiting for a greeting\n{% endif %}\n",
+		"broken": "ok: yes\nnope: {{ 1 // 0 }}\n",
+	}
+	for name, st := range statusTemplates {
+		d := filepath.Join(dir, name, "v1.0.0")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".jinja"), []byte(cmTemplate("1.0.0")), 0o644); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".status.jinja"), []byte(st), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	// A hostile template: its output would be gigabytes.
 	hostile := filepath.Join(dir, "hostile", "v1.0.0")
 	if err := os.MkdirAll(hostile, 0o755); err != nil {
@@ -532,4 +551,37 @@ func TestAPIServerRestart(t *testing.T) {
 	h.instance(t, ns, "after", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
 	h.condition(t, ns, "after", v1alpha1.ConditionReady, metav1.ConditionTrue)
 	h.configMap(t, ns, "after", "greeting", "hello")
+}
+
+// A status template next to the template reads the rendered objects'
+// live state into status.outputs, and may hold Ready back; its error is a
+// condition naming the file.
+func TestStatusTemplate(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "site", v1alpha1.TemplateInstanceSpec{Template: "web:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"wait"}`)})
+	ti := h.condition(t, ns, "site", v1alpha1.ConditionReady, metav1.ConditionFalse)
+	eventually(t, "Ready held back by the status template", func() error {
+		ti = h.get(t, ns, "site")
+		c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Message != "waiting for a greeting" {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	h.update(t, ns, "site", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Properties = props(t, `{"greeting":"hi"}`) })
+	ti = h.condition(t, ns, "site", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != `{"greeting":"hi","name":"site"}` {
+		t.Errorf("status.outputs = %v, want greeting hi and name site", ti.Status.Outputs)
+	}
+
+	h.instance(t, ns, "oops", v1alpha1.TemplateInstanceSpec{Template: "broken:v1", ServiceAccountName: "deployer"})
+	ti = h.condition(t, ns, "oops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	// The line is the engine's statement line, and the whole status
+	// template is one statement inside the capture that runs it: line 1.
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:1: integer division or modulo by zero") {
+		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -343,6 +344,26 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 	if msg := unready(sts); msg != "" {
 		setCondition(ti, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "Progressing", msg)
 		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
+		return unreadyRequeue
+	}
+	st, err := r.runStatus(ctx, ti, a.cfg, rec, ti.Status.Resolved, ti.Status.Digest, a.props)
+	if err != nil {
+		msg := truncate(err.Error(), maxMessage)
+		setCondition(ti, v1alpha1.ConditionStalled, metav1.ConditionTrue, "StatusTemplateError", msg)
+		meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionReconciling)
+		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "StatusTemplateError", msg)
+		return interval(ti)
+	}
+	ti.Status.Outputs = nil
+	if st != nil && len(st.outputs) > 0 {
+		b, err := json.Marshal(st.outputs)
+		if err == nil {
+			ti.Status.Outputs = &apiextensionsv1.JSON{Raw: b}
+		}
+	}
+	if st != nil && st.hold {
+		setCondition(ti, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "StatusTemplate", st.message)
+		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "StatusTemplate", st.message)
 		return unreadyRequeue
 	}
 	meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionReconciling)

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -115,14 +116,15 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		if err != nil {
 			return fmt.Errorf("--server: %w", err)
 		}
-		opts.Expander = c
+		opts.Expander, opts.Files = c, c
 	} else {
-		pool, err := openRegistries(bg, &wg, cfg, notifier, log)
+		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
 		if err != nil {
 			return err
 		}
 		defer pool.Close()
-		opts.Expander = pool
+		// Files are read in-process; templates run only in the workers.
+		opts.Expander, opts.Files = pool, api.NewService(resolver, expand.Options{Logger: log})
 	}
 	if err := Setup(mgr, opts, notifier); err != nil {
 		return err
@@ -136,14 +138,14 @@ func Run(ctx context.Context, cfg RunConfig) error {
 
 // openRegistries indexes the configured registries, keeps them indexed
 // (a registry's new index reconciles the instances resolving through it)
-// and returns the sandbox pool that expands with them.
-func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *Notifier, log *slog.Logger) (*sandbox.Pool, error) {
+// and returns the sandbox pool that expands with them and their resolver.
+func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *Notifier, log *slog.Logger) (*sandbox.Pool, *resolve.Resolver, error) {
 	if len(cfg.Registries) == 0 {
-		return nil, errors.New("no registry: give --server, --registry-dir or --github")
+		return nil, nil, errors.New("no registry: give --server, --registry-dir or --github")
 	}
 	def, err := api.DefaultRegistry(cfg.Registries, cfg.DefaultRegistry)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	setup := api.Setup{CacheDir: cfg.CacheDir, Logger: log, Hooks: api.Hooks{
 		OnIndex: func(registry, result string, _ time.Duration) {
@@ -156,7 +158,7 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 	for _, spec := range cfg.Registries {
 		g, err := api.OpenRegistry(spec, setup)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if g.CacheDir != "" {
 			_ = g.Load() // a persisted snapshot serves until the first refresh
@@ -165,10 +167,11 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 		api.KeepIndexed(ctx, wg, g, cfg.Refresh, log)
 	}
 	so := cfg.Sandbox
-	so.Resolver, so.Logger = resolve.New(def, regs...), log
+	resolver := resolve.New(def, regs...)
+	so.Resolver, so.Logger = resolver, log
 	pool, err := sandbox.New(so)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	wg.Add(1)
 	go func() {
@@ -177,7 +180,7 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 			log.Error("starting expansion workers", "err", err)
 		}
 	}()
-	return pool, nil
+	return pool, resolver, nil
 }
 
 func ptr[T any](v T) *T { return &v }
