@@ -134,6 +134,8 @@ func start(env *kubetest.Env) (*harness, error) {
 			"{% if properties.get('greeting') == 'wait' %}\nready: false\nmessage: waiting for a greeting\n{% endif %}\n",
 		"broken": "ok: yes\nnope: {{ 1 // 0 }}\n",
 	}
+	statusTemplates["gweb"] = "greeting: {{ .resources.cm.data.greeting }}\nname: {{ .instance.metadata.name }}\n"
+	statusTemplates["gbroken"] = "ok: yes\nnope: {{ .nothing.at.all }}\n"
 	for name, st := range statusTemplates {
 		d := filepath.Join(dir, name, "v1.0.0")
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -142,7 +144,11 @@ func start(env *kubetest.Env) (*harness, error) {
 		if err := os.WriteFile(filepath.Join(d, name+".jinja"), []byte(cmTemplate("1.0.0")), 0o644); err != nil {
 			return nil, err
 		}
-		if err := os.WriteFile(filepath.Join(d, name+".status.jinja"), []byte(st), 0o644); err != nil {
+		ext := ".status.jinja"
+		if name[0] == 'g' {
+			ext = ".status.gotmpl"
+		}
+		if err := os.WriteFile(filepath.Join(d, name+ext), []byte(st), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -583,5 +589,24 @@ func TestStatusTemplate(t *testing.T) {
 	// template is one statement inside the capture that runs it: line 1.
 	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:1: integer division or modulo by zero") {
 		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
+	}
+}
+
+// A Go template status template works the same, with its inputs as its
+// dot, and its errors name the file and line.
+func TestStatusTemplateGoTmpl(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "gsite", v1alpha1.TemplateInstanceSpec{Template: "gweb:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"hey"}`)})
+	ti := h.condition(t, ns, "gsite", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != `{"greeting":"hey","name":"gsite"}` {
+		t.Errorf("status.outputs = %v, want greeting hey and name gsite", ti.Status.Outputs)
+	}
+	h.instance(t, ns, "goops", v1alpha1.TemplateInstanceSpec{Template: "gbroken:v1", ServiceAccountName: "deployer"})
+	ti = h.condition(t, ns, "goops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "gbroken.status.gotmpl:2:17: executing") {
+		t.Errorf("Stalled %s: %s; want StatusTemplateError naming gbroken.status.gotmpl line 2", c.Reason, c.Message)
 	}
 }

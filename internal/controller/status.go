@@ -42,6 +42,21 @@ resources:
 `
 )
 
+// gotmplPrefix and gotmplSuffix do the same for a Go template status
+// template: it becomes a named template, rendered by include with its three
+// inputs as its dot (.resources, .instance, .properties).
+const (
+	gotmplPrefix = `{{- define "dm-status" -}}`
+	gotmplSuffix = `{{- end -}}
+{{- $out := include "dm-status" (dict "resources" .properties.resources "instance" .properties.instance "properties" .properties.properties) -}}
+resources:
+- name: status
+  type: dm.io/v1alpha1/StatusOutput
+  properties:
+    text: {{ toJson $out }}
+`
+)
+
 // statusOutcome is what a status template made: the outputs, and whether
 // it holds Ready back (ready: false) with its message.
 type statusOutcome struct {
@@ -59,20 +74,32 @@ func templateName(resolved string) string {
 }
 
 // runStatus renders the status template shipped next to the instance's
-// template (<template>.status.jinja), if any, over the live objects; nil
+// template (<template>.status.jinja, else .status.gotmpl), if any, over the live objects; nil
 // when there is none.
 func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any) (*statusOutcome, error) {
 	if r.opts.Files == nil || resolved == "" || digest == "" {
 		return nil, nil
 	}
-	file := templateName(resolved) + ".status.jinja"
-	// The digest reads the very version applied, not a newer patch.
-	src, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", file)
-	if errors.Is(err, derrors.NotFound) {
-		return nil, nil
+	var file, prefix, suffix string
+	var src []byte
+	for _, lang := range []struct{ ext, prefix, suffix string }{
+		{".status.jinja", statusPrefix, statusSuffix},
+		{".status.gotmpl", gotmplPrefix, gotmplSuffix},
+	} {
+		name := templateName(resolved) + lang.ext
+		// The digest reads the very version applied, not a newer patch.
+		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the status template %s: %w", name, err)
+		}
+		file, prefix, suffix, src = name, lang.prefix, lang.suffix, b
+		break
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the status template %s: %w", file, err)
+	if file == "" {
+		return nil, nil
 	}
 	live := map[string]any{}
 	for _, res := range rec.Resources {
@@ -96,7 +123,7 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 	config := "imports:\n- path: " + file + "\nresources:\n- name: status\n  type: " + file + "\n  properties: " + string(in) + "\n"
 	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
 		Config: config, ConfigName: "status of " + controllerName(ti),
-		Imports: map[string]string{file: statusPrefix + string(src) + statusSuffix},
+		Imports: map[string]string{file: prefix + string(src) + suffix},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("status template %s: %w", file, err)
