@@ -1,11 +1,12 @@
 # Makefile for dm and registryd. `make run` serves registry-example at
-# http://127.0.0.1:8080; `make test` runs everything CI runs.
+# http://127.0.0.1:8080; `make test` sets up what the tests need and runs
+# everything CI runs; `make test-short` runs what needs no set-up.
 GO        ?= go
 BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
+.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
@@ -15,7 +16,21 @@ build:
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example
 
-test: vet fmt-check generate-check unit fuzz
+# hack/test.sh: builds .testenv/bin (kube-apiserver, kube-controller-manager,
+# kubectl, etcd) if missing or outdated, installs Chromium with apt-get when
+# run as root (else stops with the command to run), then go vet, gofmt,
+# go test -race ./..., the sandbox's memory limits without -race, and the
+# fuzz targets; every test and subtest is counted from go test -json and
+# the last line is "N passed, M failed, K skipped". A suite that cannot
+# run fails it. generate-check first: the controller's committed CRDs and
+# deepcopy code must be what its Go types generate.
+test: generate-check
+	@FUZZ_TARGETS="$(FUZZ_TARGETS)" GO="$(GO)" ./hack/test.sh full
+
+# No set-up: go vet, gofmt and go test -short -race ./... (no apiserver, no
+# browser, no fuzzing); the last line says what it left out.
+test-short:
+	@GO="$(GO)" ./hack/test.sh short
 
 vet:
 	$(GO) vet ./...
@@ -54,6 +69,7 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzPythonRewrites:50000x \
 	./internal/expand:FuzzPyPercent:20000x \
 	./internal/expand:FuzzJinjaTagNewlines:50000x \
+	./internal/expand:FuzzJinjaTagLiterals:20000x \
 	./internal/expand:FuzzPyYAMLDump:20000x \
 	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
@@ -87,10 +103,10 @@ bench-http: build
 bench-e2e: build
 	./scripts/bench-e2e.sh
 
-# kube-apiserver and kubectl for the deploy tests, `make dev-cluster` and
-# `make bench-deploy`, built once from the tools module hack/kube (the main
-# module never requires k8s.io/kubernetes) into .testenv/bin. etcd comes
-# from Debian: apt-get install etcd-server.
+# kube-apiserver, kube-controller-manager, kubectl and etcd for the cluster
+# tests, `make dev-cluster` and `make bench-deploy`, built once from the
+# tools module hack/kube (the main module never requires k8s.io/kubernetes)
+# into .testenv/bin; a stamp makes a second run do nothing.
 testenv:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin
 

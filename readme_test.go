@@ -737,7 +737,7 @@ func (r *readmeRunner) runFile(t *testing.T) {
 	}
 	t.Run("cluster", func(t *testing.T) {
 		cr := *r
-		cr.cluster = kubetest.Shared(t) // skips (fails with CI=true) without the programs
+		cr.cluster = kubetest.Shared(t) // skips with -short, fails without the programs
 		// In README order, one after another: a reader runs them so, and
 		// they may name the same namespaces.
 		for _, f := range cluster {
@@ -858,7 +858,7 @@ func (r *readmeRunner) checkMechanism(t *testing.T) {
 				r := *r
 				r.cluster = kubetest.Shared(t)
 				if r.cluster.Kubectl == "" {
-					t.Skip("kubetest found no kubectl (make testenv builds it)")
+					t.Fatal("kubetest found no kubectl (make testenv builds it)")
 				}
 				check(t, &r, f)
 			})

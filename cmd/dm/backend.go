@@ -38,6 +38,9 @@ type globals struct {
 	allowURLs bool
 	// noSandbox expands GitHub registries' templates in-process too.
 	noSandbox bool
+	// noPrompt: missing required properties are an error even on a
+	// terminal.
+	noPrompt bool
 	// kube are the cluster flags (--kubeconfig, --context, -n).
 	kube kubeFlags
 

@@ -37,6 +37,8 @@ type applyFlags struct {
 	pruneCRDs       bool
 	reuseProperties bool
 	strict          bool
+	// ask: required properties without a value are asked for (dm deploy).
+	ask bool
 }
 
 func (f *applyFlags) options() deploy.ApplyOptions {
@@ -67,6 +69,7 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs.BoolVar(&f.createNamespace, "create-namespace", false, "create the namespace if it does not exist")
 	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	if install {
+		f.ask = true
 		fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
 		fs.BoolVar(&f.upgrade, "upgrade", false, "update the deployment if it exists")
 	} else {
@@ -109,7 +112,7 @@ func (g *globals) expandSource(ctx context.Context, src deploy.Source) (*expand.
 		Config: src.Input.Config, ConfigName: src.Input.ConfigName, Imports: src.Input.Imports,
 		Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Env: src.Env, Strict: src.Strict,
+		Env: src.Env, Strict: src.Strict, SkipSchemaValidation: src.SkipSchemaValidation,
 	}
 	return b.Expand(ctx, req)
 }
@@ -129,7 +132,7 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	if server == "" {
 		server = g.getenv("DM_SERVER")
 	}
-	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, Input: release.Input{Server: server}}
+	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema, Input: release.Input{Server: server}}
 	if arg == "" {
 		return src, nil
 	}
@@ -138,6 +141,15 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	case isConfigArg(arg):
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return src, err
+		}
+		if f.ask {
+			b, err := g.backend()
+			if err != nil {
+				return src, err
+			}
+			if src.Properties, err = g.configProperties(ctx, b, req, props, stdin); err != nil {
+				return src, err
+			}
 		}
 	case looksLikeConfigFile(arg):
 		_, err := os.Stat(arg)
@@ -148,9 +160,9 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 		if err != nil {
 			return src, err
 		}
-		// Properties a schema types as strings keep their text, as for
-		// dm expand.
-		if err := typeByText(ctx, b, arg, g.registry, props, text); err != nil {
+		// Properties a schema types as strings keep their text, and a
+		// deployment asks for the required ones, as dm expand does.
+		if src.Properties, err = g.refProperties(ctx, b, arg, props, text, f.ask, stdin); err != nil {
 			return src, err
 		}
 	}
@@ -247,6 +259,7 @@ are pruned (only those that carry this deployment's labels).`,
 	rollbackCmd.Flags().MarkHidden("reuse-properties")
 	rollbackCmd.Flags().MarkHidden("values")
 	rollbackCmd.Flags().MarkHidden("strict")
+	rollbackCmd.Flags().MarkHidden("skip-schema-validation")
 	rollbackCmd.Flags().MarkHidden("env")
 	rollbackCmd.Flags().MarkHidden("import-root")
 

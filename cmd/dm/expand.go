@@ -24,7 +24,6 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
-	"github.com/dmhq/dm/internal/index"
 )
 
 // maxInputFile bounds a configuration, values or template file dm reads.
@@ -41,15 +40,18 @@ type expandFlags struct {
 }
 
 // configFlags are the flags of every command that reads a configuration
-// (dm expand, and dm deploy): extra env keys and the import root.
+// (dm expand, and dm deploy): extra env keys, the import root and
+// whether schemas validate.
 type configFlags struct {
 	env        []string
 	importRoot string
+	skipSchema bool
 }
 
 // addConfigFlags registers --env and --import-root on fs.
 func addConfigFlags(fs *pflag.FlagSet, f *configFlags) {
 	fs.StringArrayVar(&f.env, "env", nil, "add or override a key of every template's env (`KEY=VALUE`, repeatable)")
+	fs.BoolVar(&f.skipSchema, "skip-schema-validation", false, "apply schemas' defaults without validating properties (violations are warnings), for templates whose schema and code disagree")
 	fs.StringVar(&f.importRoot, "import-root", "", "`directory` imports may reach with ../ (default: the configuration's git work tree, else its directory)")
 }
 
@@ -89,7 +91,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	if ns == "" {
 		ns = "default"
 	}
-	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict}
+	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
 			return err
@@ -110,9 +112,12 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		return err
 	}
 	if req.Ref != "" {
-		if err := typeByText(ctx, b, req.Ref, g.registry, props, text); err != nil {
-			return err
-		}
+		req.Properties, err = g.refProperties(ctx, b, req.Ref, props, text, true, stdin)
+	} else {
+		req.Properties, err = g.configProperties(ctx, b, req, props, stdin)
+	}
+	if err != nil {
+		return err
 	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
@@ -217,17 +222,16 @@ func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot
 	if err != nil {
 		return err
 	}
-	ir := &importReader{req: req, dir: dir, root: root}
-	for _, imp := range cfg.Imports {
-		if err := ir.read(imp.Path, req.ConfigName); err != nil {
-			return err
-		}
+	files, err := expand.ReadImports(cfg, req.ConfigName, func(key string) ([]byte, error) {
+		return readImport(dir, root, key)
+	})
+	if err != nil {
+		return err
 	}
-	for len(ir.todo) > 0 {
-		t := ir.todo[0]
-		ir.todo = ir.todo[1:]
-		if err := ir.schema(t); err != nil {
-			return err
+	if len(files) > 0 {
+		req.Imports = make(map[string]string, len(files))
+		for k, b := range files {
+			req.Imports[k] = string(b)
 		}
 	}
 	return nil
@@ -263,71 +267,25 @@ func importRootOf(dir, flag string) (string, error) {
 	return real, nil
 }
 
-// importReader reads a configuration's imports into req.Imports, keyed by
-// their path relative to the configuration (as written for the
-// configuration's own imports).
-type importReader struct {
-	req  *api.ExpandRequest
-	dir  string // the configuration's directory
-	root string // the import root, absolute and without symlinks
-	todo []string
-}
-
-// read reads the import at key (a slash path relative to the
-// configuration's directory); from names who asked, for errors.
-func (ir *importReader) read(key, from string) error {
-	if _, done := ir.req.Imports[key]; done {
-		return nil
+// readImport reads the import at key (a slash path relative to the
+// configuration's directory dir), which must stay inside the import root,
+// symlinks included.
+func readImport(dir, root, key string) ([]byte, error) {
+	if filepath.IsAbs(key) {
+		return nil, fmt.Errorf("imports are paths relative to the configuration: %w", derrors.InvalidArgument)
 	}
-	p := path.Clean(key)
-	if path.IsAbs(p) || filepath.IsAbs(key) {
-		return fmt.Errorf("%s: import %q: imports are paths relative to the configuration: %w", from, key, derrors.InvalidArgument)
-	}
-	full, err := filepath.Abs(filepath.Join(ir.dir, filepath.FromSlash(p)))
+	full, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(path.Clean(key))))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
-		return fmt.Errorf("%s: import %q: %w", from, key, err)
+		return nil, err
 	}
-	if rel, err := filepath.Rel(ir.root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return fmt.Errorf("%s: import %q (%s) is outside the import root %s (set it with --import-root): %w", from, key, real, ir.root, derrors.InvalidArgument)
+	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil, fmt.Errorf("%s is outside the import root %s (set it with --import-root): %w", real, root, derrors.InvalidArgument)
 	}
-	content, err := readFileLimited(real)
-	if err != nil {
-		return fmt.Errorf("%s: import %q: %w", from, key, err)
-	}
-	if ir.req.Imports == nil {
-		ir.req.Imports = map[string]string{}
-	}
-	ir.req.Imports[key] = string(content)
-	if _, ok := index.LanguageOf(key); ok {
-		ir.todo = append(ir.todo, key)
-	}
-	return nil
-}
-
-// schema reads template key's schema, if it has one, and what the schema
-// imports.
-func (ir *importReader) schema(key string) error {
-	sk := key + index.SchemaSuffix
-	if _, err := os.Stat(filepath.Join(ir.dir, filepath.FromSlash(path.Clean(sk)))); err != nil {
-		return nil // no schema
-	}
-	if err := ir.read(sk, key); err != nil {
-		return err
-	}
-	imps, err := expand.SchemaImports([]byte(ir.req.Imports[sk]), sk)
-	if err != nil {
-		return err
-	}
-	for _, imp := range imps {
-		if err := ir.read(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
-			return err
-		}
-	}
-	return nil
+	return readFileLimited(real)
 }
 
 func readFileLimited(name string) ([]byte, error) {
@@ -419,17 +377,10 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 }
 
 // typeByText gives the top-level --properties values that the schema of
-// the template ref resolves to says are strings their text as written:
-// tag=1.27 is the string "1.27" (YAML would make it a number, and 1.10
-// would lose its zero), as oc process and helm --set-string users expect.
-func typeByText(ctx context.Context, b api.Backend, ref, registry string, props map[string]any, text map[string]string) error {
-	if len(text) == 0 {
-		return nil
-	}
-	tv, err := b.Template(ctx, ref, registry)
-	if err != nil {
-		return err
-	}
+// template version tv says are strings their text as written: tag=1.27
+// is the string "1.27" (YAML would make it a number, and 1.10 would lose
+// its zero), as oc process and helm --set-string users expect.
+func typeByText(tv *api.TemplateVersion, props map[string]any, text map[string]string) {
 	for _, p := range tv.Properties {
 		t, ok := text[p.Name]
 		if !ok || !isStringType(p.Type) {
@@ -439,7 +390,6 @@ func typeByText(ctx context.Context, b api.Backend, ref, registry string, props 
 			props[p.Name] = t
 		}
 	}
-	return nil
 }
 
 // isStringType reports whether a schema type (as schema.PropertyDoc has
@@ -623,6 +573,9 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 			t.Labels = map[string]string{}
 		}
 		maps.Copy(t.Labels, kv)
+	}
+	if err := g.ask(t.Missing(params), "parameter", "NAME=VALUE or -p NAME=VALUE", stdin, func(name string, v any) { params[name] = fmt.Sprint(v) }); err != nil {
+		return fmt.Errorf("%s: %w", source, err)
 	}
 	out, err := t.Process(params, openshift.Options{})
 	if err != nil {

@@ -281,7 +281,9 @@ func TestExpandErrors(t *testing.T) {
 	}{
 		{[]string{"expand", "redis:v1.3"}, "v1.3 not found; available:"},
 		{[]string{"expand", "redis:v1", "--properties", "port=x"}, "properties.port: expected integer, got string"},
-		{[]string{"expand", "apps/gitea:v1"}, `missing required property "domain"`},
+		// Without a terminal the missing required properties are listed
+		// with their descriptions (TestPrompt has the terminal).
+		{[]string{"expand", "apps/gitea:v1"}, "1 required property without a value (give them with --properties KEY=VALUE or --values FILE, or run on a terminal to be asked):\n  domain (string): Host name Gitea is served at"},
 		{[]string{"expand", "redis:v1", "--properties", "nokey"}, "want KEY=VALUE"},
 		{[]string{"expand", "redis:v1", "--values", "/nonexistent.yaml"}, "--values"},
 	}
@@ -374,6 +376,9 @@ func TestLintContent(t *testing.T) {
 		"broken/v1/example.yaml":              "resources:\n- name: b\n  type: broken:v1\n",
 		"good/v1/good.jinja":                  "resources:\n- name: {{ env['name'] }}\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}\n",
 		"good/v1/example.yaml":                "resources:\n- name: g\n  type: good:v1\n",
+		"dupkeys/v1/dupkeys.jinja":            "resources: []\n",
+		"dupkeys/v1/dupkeys.jinja.schema":     "properties:\n  a: {type: string}\n  a: {type: integer}\n",
+		"dupkeys/v1/example.yaml":             "resources: []\nresources: []\n",
 	})
 	r := dmRun(t, nil, "lint", dir)
 	if r.code != 1 {
@@ -383,6 +388,8 @@ func TestLintContent(t *testing.T) {
 		"badschema/v1: error: badschema.jinja.schema",
 		"notatemplate/v1: error: notatemplate.yaml is not a kind: Template",
 		"badexample/v1: error: example.yaml",
+		`dupkeys/v1: warning: dupkeys.jinja.schema:3: mapping key "a" is repeated; the last value is kept, as PyYAML does`,
+		`dupkeys/v1: warning: example.yaml:2: mapping key "resources" is repeated`,
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("lint output lacks %q:\n%s", want, r.stdout)
@@ -674,5 +681,38 @@ func TestIsStringType(t *testing.T) {
 		if got := isStringType(typ); got != want {
 			t.Errorf("isStringType(%q) = %v, want %v", typ, got, want)
 		}
+	}
+}
+
+// TestExpandEmptyConfig: a configuration without resources (an empty file,
+// comments only, resources absent, null or empty) expands to nothing, as
+// DM did; --properties given with a configuration says how to key them.
+func TestExpandEmptyConfig(t *testing.T) {
+	dir := t.TempDir()
+	for i, content := range []string{"", "# nothing yet\n", "resources:\n", "resources: []\n", "imports: []\n", "{}\n"} {
+		p := filepath.Join(dir, fmt.Sprintf("empty%d.yaml", i))
+		os.WriteFile(p, []byte(content), 0o644)
+		r := dmRun(t, nil, "expand", p)
+		if r.code != 0 || r.stdout != "resources: []\n" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want resources: []", content, r.code, r.stdout, r.stderr)
+		}
+	}
+	p := filepath.Join(dir, "web.yaml")
+	os.WriteFile(p, []byte("resources:\n- {name: web, type: ConfigMap, properties: {data: {a: '1'}}}\n"), 0o644)
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--properties", "replicas=3"}, `--properties "replicas": the configuration has no resource "replicas"; with a configuration, --properties and --values are keyed by resource name (--properties web.replicas=VALUE`},
+		{[]string{"--properties", "web=3"}, `--properties "web": resource web takes a mapping of its properties, got a number (--properties web.KEY=VALUE)`},
+	} {
+		r := dmRun(t, nil, append([]string{"expand", p}, tt.args...)...)
+		if r.code == 0 || !strings.Contains(r.stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %q", tt.args, r.code, r.stderr, tt.want)
+		}
+	}
+	r := dmRun(t, nil, "expand", p, "--properties", "web.data.b=2")
+	if r.code != 0 || !strings.Contains(r.stdout, "b: 2") {
+		t.Errorf("keyed --properties: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }

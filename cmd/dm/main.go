@@ -114,6 +114,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")
 	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log what dm does to stderr")
+	pf.BoolVar(&g.noPrompt, "no-prompt", false, "never ask for required properties without a value (deploy, expand, process): list them in an error, as without a terminal")
 	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
 	addKubeFlags(pf, &g.kube)
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")

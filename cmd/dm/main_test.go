@@ -22,7 +22,7 @@ import (
 	"github.com/dmhq/dm/internal/server"
 )
 
-const schema = `info:
+const redisSchema = `info:
   title: Redis cache
   description: A Redis master and replicas.
 required: [name]
@@ -40,8 +40,8 @@ var fixture = map[string]string{
 	"redis/v1.0.0/redis.jinja":             "kind: a\n",
 	"redis/v1.0.0/example.yaml":            "resources: []\n",
 	"redis/v1.0.3/redis.jinja":             "kind: b\n",
-	"redis/v1.0.3/redis.jinja.schema":      schema,
-	"redis/v1.0.3/example.yaml":            "resources:\n- name: cache\n  type: redis:v1.0\n",
+	"redis/v1.0.3/redis.jinja.schema":      redisSchema,
+	"redis/v1.0.3/example.yaml":            "resources:\n- name: cache\n  type: redis:v1.0\n  properties: {name: cache}\n",
 	"redis/v1.1.0/redis.jinja":             "kind: c\n",
 	"redis/v1.1.0/example.yaml":            "resources: []\n",
 	"redis/v2.0.0-rc.1/redis.jinja":        "kind: rc\n",

@@ -196,6 +196,8 @@ type settings struct {
 	// registries' own, by prefix.
 	webhookSecret string
 	hookSecrets   map[string]string
+	// webhookMaxBody is WebhookOptions.MaxBody.
+	webhookMaxBody int64
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.

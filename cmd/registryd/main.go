@@ -8,7 +8,7 @@
 //	          [--registry-dir PREFIX=DIR ...] [--github OWNER/REPO[@BRANCH] ...]
 //	          [--github-api URL] [--refresh DURATION] [--cache-dir DIR]
 //	          [--default-registry [HOST/]OWNER/REPO[/COLLECTION]] [--admin-token TOKEN]
-//	          [--webhook-secret SECRET]
+//	          [--webhook-secret SECRET] [--webhook-max-body BYTES]
 //
 // With no registry configured it serves the embedded example registry as
 // github.com/acme/templates. GITHUB_TOKEN is the token for GitHub
@@ -83,6 +83,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		defaultReg string
 		adminToken string
 		hookSecret string
+		hookMax    string
 		refresh    time.Duration
 		readyWait  time.Duration
 		cacheDir   string
@@ -168,6 +169,11 @@ func newCommand(e env, s *settings) *cobra.Command {
 				s.adminToken = e.getenv(name)
 			}
 			s.webhookSecret = hookSecret
+			maxBody, err := sandbox.ParseBytes(hookMax)
+			if err != nil {
+				return fmt.Errorf("--webhook-max-body: %w", err)
+			}
+			s.webhookMaxBody = int64(maxBody)
 			if !f.Changed("webhook-secret") {
 				name := cfg.WebhookSecretEnv
 				if name == "" {
@@ -196,6 +202,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&defaultReg, "default-registry", "", "registry (and collection) short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
 	f.StringVar(&adminToken, "admin-token", "", "bearer `token` for POST /v1/registries/{name}/refresh (prefer the REGISTRYD_ADMIN_TOKEN environment variable)")
 	f.StringVar(&hookSecret, "webhook-secret", "", "`secret` of GitHub webhooks (POST /v1/webhooks/github); pushes to a --github registry's branch refresh it (prefer REGISTRYD_WEBHOOK_SECRET)")
+	f.StringVar(&hookMax, "webhook-max-body", "5MiB", "largest webhook body registryd reads (`BYTES`: 65536, 1MiB); larger deliveries get 413")
 	f.DurationVar(&readyWait, "ready-wait", 30*time.Second, "at start, wait this long for registries without a persisted snapshot to be indexed before listening")
 	f.StringVar(&logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	f.BoolVar(&allowURLs, "allow-url-types", false, "let POST /v1/expand accept raw GitHub URLs of template files as resource types")

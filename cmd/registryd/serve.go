@@ -141,7 +141,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 			*p.out = pool
 		}
 	}
-	hooks := server.WebhookOptions{Secret: s.webhookSecret}
+	hooks := server.WebhookOptions{Secret: s.webhookSecret, MaxBody: s.webhookMaxBody}
 	for _, spec := range s.registries {
 		if gh := spec.GitHub; gh != nil {
 			hooks.Registries = append(hooks.Registries, server.WebhookRegistry{Registry: spec.Prefix, Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: s.hookSecrets[spec.Prefix]})

@@ -96,3 +96,31 @@ func TestWebhookConfig(t *testing.T) {
 		t.Errorf("unset variable: %v", err)
 	}
 }
+
+// TestWebhookMaxBodyFlag: --webhook-max-body sets the largest webhook
+// body; a larger one is answered 413, and a malformed size is an error.
+func TestWebhookMaxBodyFlag(t *testing.T) {
+	repo := githubtest.NewRepoFS(t, mapFS(t, fixture))
+	gh := githubtest.New(map[string]string{"acme/tpl": repo})
+	defer gh.Close()
+	args := []string{"--github", "acme/tpl@main", "--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir()}
+	d := start(t, append(args, "--webhook-max-body", "1KiB"), map[string]string{"REGISTRYD_WEBHOOK_SECRET": "s"})
+	body := bytes.Repeat([]byte(" "), 2<<10)
+	req, _ := http.NewRequest("POST", d.url+"/v1/webhooks/github", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(b), "1024-byte limit") {
+		t.Errorf("2 KiB over --webhook-max-body 1KiB: %d %s, want 413", resp.StatusCode, b)
+	}
+	d.stop()
+	err = run(t.Context(), append(args, "--webhook-max-body", "lots"), env{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }})
+	if err == nil || !strings.Contains(err.Error(), "--webhook-max-body") {
+		t.Errorf("--webhook-max-body lots: %v", err)
+	}
+}

@@ -17,7 +17,9 @@ import (
 // files it imports, or a reference (or import path) with properties.
 type ExpandRequest struct {
 	// Config is a configuration as YAML or JSON text, or a kind: Template
-	// document (then Properties are its parameters).
+	// document (then Properties are its parameters). Empty with a
+	// ConfigName (an empty file) it is an empty configuration, which
+	// expands to nothing as in DM.
 	Config     string `json:"config,omitempty"`
 	ConfigName string `json:"config_name,omitempty"`
 	// Imports are the files the configuration imports, path -> content.
@@ -42,6 +44,9 @@ type ExpandRequest struct {
 	// Strict makes properties a schema does not define an error; they are
 	// warnings (the answer's `warnings`) otherwise.
 	Strict bool `json:"strict,omitempty"`
+	// SkipSchemaValidation applies schemas' defaults without validating
+	// properties; violations are warnings (Helm's --skip-schema-validation).
+	SkipSchemaValidation bool `json:"skip_schema_validation,omitempty"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -64,20 +69,22 @@ func (s *Service) Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult
 // EngineRequest converts req into the engine's request, checking that it
 // names either a configuration or a reference.
 func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
-	if (req.Config == "") == (req.Ref == "") {
+	isConfig := req.Config != "" || (req.ConfigName != "" && req.Ref == "")
+	if isConfig == (req.Ref != "") {
 		return expand.Request{}, fmt.Errorf("expand: give either config or ref: %w", derrors.InvalidArgument)
 	}
 	r := expand.Request{
-		ConfigName: req.ConfigName,
-		Ref:        req.Ref,
-		Properties: req.Properties,
-		Name:       req.Name,
-		Deployment: req.Deployment,
-		Namespace:  req.Namespace,
-		Strict:     req.Strict,
-		Env:        req.Env,
+		ConfigName:           req.ConfigName,
+		Ref:                  req.Ref,
+		Properties:           req.Properties,
+		Name:                 req.Name,
+		Deployment:           req.Deployment,
+		Namespace:            req.Namespace,
+		Strict:               req.Strict,
+		SkipSchemaValidation: req.SkipSchemaValidation,
+		Env:                  req.Env,
 	}
-	if req.Config != "" {
+	if isConfig {
 		r.Config = []byte(req.Config)
 	}
 	if len(req.Imports) > 0 {

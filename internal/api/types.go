@@ -94,6 +94,15 @@ type Registry struct {
 	Findings []Finding `json:"findings,omitempty"`
 }
 
+// HideLocalPath clears Location when it is a directory on registryd's
+// host (a --registry-dir registry): the path says how the host is laid
+// out, which only an administrator needs to know.
+func (r *Registry) HideLocalPath() {
+	if r.Kind == KindLocal {
+		r.Location = ""
+	}
+}
+
 // RegistryList answers GET /v1/registries.
 type RegistryList struct {
 	// Default is the default registry, [host/]owner/repo[/collection], or

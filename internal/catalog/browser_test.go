@@ -3,7 +3,6 @@ package catalog
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,68 +10,12 @@ import (
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
+
+	"github.com/dmhq/dm/internal/browsertest"
 )
 
-// chromium returns the path of Debian's chromium; with CI=true a missing
-// one fails the test, elsewhere it skips.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "/usr/bin/chromium"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is missing (apt-get install chromium)")
-	}
-	t.Skip("chromium not installed: apt-get install chromium")
-	return ""
-}
-
-// browser starts a headless chromium with a fresh profile and no network
-// beyond loopback.
-func browser(t *testing.T) context.Context {
-	t.Helper()
-	// Not t.TempDir: chromium's helper processes may still write to the
-	// profile for a moment after the browser exits, which fails its
-	// cleanup.
-	profile, err := os.MkdirTemp("", "dm-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(chromium(t)),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1200, 900),
-	}
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelB := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() {
-		cancelT()
-		cancelB()
-		cancelA()
-		for range 20 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	if err := chromedp.Run(ctx); err != nil {
-		t.Fatalf("starting chromium: %v", err)
-	}
-	return ctx
-}
+// browser starts a headless chromium (browsertest.New).
+func browser(t *testing.T) context.Context { return browsertest.New(t) }
 
 // artifacts is where screenshots go: $DM_ARTIFACTS, or the test's
 // artifact directory (kept with go test -artifacts).
@@ -148,8 +91,11 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#f-replicas`, chromedp.ByQuery),
 		chromedp.SendKeys(`#f-replicas`, "5", chromedp.ByQuery),
 		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
-		chromedp.WaitVisible(`#objects`, chromedp.ByQuery),
-		chromedp.Text(`#objects`, &text, chromedp.ByQuery),
+		// The live preview replaces #objects as the input changes and
+		// again on submit: wait for the answer to the last input, and
+		// read it in one step, not through a node that may be gone.
+		chromedp.Poll(`(document.querySelector("#objects")?.textContent || "").includes("replicas: 5")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`document.querySelector("#objects").textContent`, &text),
 		screenshot(t, "6-preview"),
 	)
 	if err != nil {
@@ -165,7 +111,7 @@ func TestBrowser(t *testing.T) {
 		chromedp.WaitVisible(`#f-owner`, chromedp.ByQuery),
 		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
 		chromedp.WaitVisible(`#f-owner + #e-owner`, chromedp.ByQuery),
-		chromedp.Text(`#e-owner`, &text, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("#e-owner").textContent`, &text),
 		screenshot(t, "7-required"),
 	)
 	if err != nil {

@@ -176,7 +176,14 @@ func (c *Catalog) Mount(r chi.Router) {
 	r.Get("/search", c.handleSearch)
 	r.Get("/r/*", c.handleRegistry)
 	r.Get("/t/*", c.handleTemplate)
-	r.Post("/t/*", c.handlePreview)
+	// A preview runs templates: a page of another site must not make its
+	// visitors' browsers start one (a cross-site form POST needs no
+	// preflight). Fetch metadata and Origin tell such a POST apart.
+	csrf := http.NewCrossOriginProtection()
+	csrf.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c.renderError(w, r, derrors.Errorf(derrors.Forbidden, "a preview is started from registryd's own pages, not from another site"), "")
+	}))
+	r.Method(http.MethodPost, "/t/*", csrf.Handler(http.HandlerFunc(c.handlePreview)))
 	r.Get("/static/*", c.static.ServeHTTP)
 }
 
@@ -235,10 +242,11 @@ type errorPage struct {
 // renderError answers err as a page with its status.
 func (c *Catalog) renderError(w http.ResponseWriter, r *http.Request, err error, search string) {
 	status := derrors.HTTPStatus(err)
+	msg := derrors.Message(err)
 	if status >= 500 {
-		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", err)
+		c.log.Error("catalog request failed", "path", r.URL.Path, "status", status, "err", msg)
 	}
-	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: err.Error(), Search: search})
+	c.render(w, r, status, "error", http.StatusText(status), errorPage{Status: status, Message: msg, Search: search})
 }
 
 // NotFound answers a path no route matches with the 404 page.
@@ -264,6 +272,10 @@ func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		c.renderError(w, r, err, "")
 		return
+	}
+	// The catalog is public: no host paths on it.
+	for i := range regs.Registries {
+		regs.Registries[i].HideLocalPath()
 	}
 	p := homePage{Registries: regs.Registries, Examples: c.examples != nil}
 	if c.examples != nil {
@@ -390,6 +402,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, err, "")
 		return
 	}
+	reg.HideLocalPath()
 	// The page changes only with the registry's state, its snapshot and
 	// the examples' results: keep it until one of them does.
 	var snap *index.Snapshot
@@ -531,9 +544,13 @@ func (c *Catalog) handleFile(w http.ResponseWriter, r *http.Request, ref, file s
 	}
 	data := struct {
 		Resolved, Path, Content string
-		Size                    int64
-		Binary                  bool
-	}{Resolved: f.Resolved, Path: f.File.Path, Size: f.File.Size, Content: string(f.Content), Binary: bytes.IndexByte(f.Content, 0) >= 0}
+		// Raw is the file through GET /v1/file, which serves it as inert
+		// data (text/plain or application/octet-stream, CSP sandbox).
+		Raw    string
+		Size   int64
+		Binary bool
+	}{Resolved: f.Resolved, Path: f.File.Path, Size: f.File.Size, Content: string(f.Content), Binary: bytes.IndexByte(f.Content, 0) >= 0,
+		Raw: "/v1/file?ref=" + url.QueryEscape(ref) + "&path=" + url.QueryEscape(file)}
 	if data.Binary {
 		data.Content = ""
 	}

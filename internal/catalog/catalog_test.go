@@ -51,17 +51,27 @@ func newTestEnv(t testing.TB) *testEnv {
 	if err := os.CopyFS(dir, dm.ExampleRegistry()); err != nil {
 		t.Fatal(err)
 	}
-	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, api.Setup{})
+	e := serveRegistry(t, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, 0)
+	e.dir = dir
+	return e
+}
+
+// serveRegistry serves the registry spec describes, with the catalog
+// mounted and the examples tested in the background, a GitHub registry's
+// once its index has stayed the same for settle (negative: at once).
+func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *testEnv {
+	t.Helper()
+	reg, err := api.OpenRegistry(spec, api.Setup{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := reg.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	def, _ := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	def, _ := resolve.ParseRegistry(spec.Prefix)
 	svc := api.NewService(resolve.New(def, reg), expand.Options{})
 	counter := &countingExpander{next: svc}
-	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond})
+	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond, RemoteSettle: settle})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { ex.Run(ctx); close(done) }()
@@ -72,7 +82,7 @@ func newTestEnv(t testing.TB) *testEnv {
 	r.NotFound(c.NotFound)
 	hs := httptest.NewServer(r)
 	t.Cleanup(hs.Close)
-	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL, dir: dir}
+	return &testEnv{svc: svc, reg: reg, examples: ex, counter: counter, url: hs.URL}
 }
 
 // settle waits until no example is pending.
@@ -149,7 +159,7 @@ func TestPages(t *testing.T) {
 		{"/t/redis", 200, []string{"github.com/acme/templates/redis:v2.0.0", "no version given"}, nil},
 		{"/t/redis:v1/diff?from=v1.0.0", 200, []string{"v1.0.0 → v1.0.2", "redis.jinja", `class="d del"`, `class="d add"`, "@@ -"}, nil},
 		{"/t/redis:v1/diff", 400, []string{"?from=VERSION"}, nil},
-		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%"}, nil},
+		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%", `href="/v1/file?ref=redis%3Av1&amp;path=redis.jinja"`}, nil},
 		{"/t/redis:v1/-/file/nope", 404, []string{"no file"}, nil},
 		{"/t/redis:v1.2", 404, []string{"v1.2 not found", "available: v1.0.0", "try github.com/acme/templates/redis:v1.1"}, nil},
 		{"/t/github.com/acme/templates/rediss:v1", 404, []string{"did you mean github.com/acme/templates/redis:v1?", `/search?q=rediss`}, nil},
@@ -191,7 +201,10 @@ func TestPreview(t *testing.T) {
 		{"defaults", "redis:v1", url.Values{}, 200, []string{"6379"}},
 		{"not an integer", "redis:v1", url.Values{"replicas": {"three"}}, 422, []string{`class="field-error" id="e-replicas"`, `replicas: &#34;three&#34; is not an integer`, `aria-invalid="true"`}},
 		{"nested", "apps/guestbook:v1.1", url.Values{"frontend.replicas": {"4"}, "redis.maxmemory": {"32mb"}}, 200, []string{"replicas: 4", "32mb"}},
-		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`}},
+		{"schema violation", "redis:v1", url.Values{"port": {"70000"}}, 422, []string{"properties.port", `id="e-port"`, "--skip-schema-validation"}},
+		// The checkbox expands without validating: defaults still apply,
+		// the violation is a warning, and the box stays checked.
+		{"schema not validated", "redis:v1", url.Values{"port": {"70000"}, ".skip_schema_validation": {"on"}}, 200, []string{"70000", `class="warning"`, "properties.port", `name=".skip_schema_validation" checked`, "replicas: 2"}},
 		// postgres is an OpenShift template whose parameters are the form.
 		{"openshift", "postgres:v1.1", url.Values{"DATABASE_SERVICE_NAME": {"db"}}, 200, []string{"name: db"}},
 	}
@@ -407,5 +420,47 @@ func TestExamplesPanic(t *testing.T) {
 	res, _ := e.svc.Resolve(context.Background(), "redis:v1", "")
 	if st := ex.Status(res.Registry, res.Digest); st == nil || st.Status != StatusError || !strings.Contains(st.Error, "engine bug") {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestPreviewCrossSite: a preview POST from another site's page (as
+// Sec-Fetch-Site or Origin tell) is refused with 403 and expands nothing;
+// one from the catalog's own page, or from a client that is no browser,
+// goes on.
+func TestPreviewCrossSite(t *testing.T) {
+	e := newTestEnv(t)
+	e.settle(t)
+	tests := []struct {
+		name   string
+		header http.Header
+		status int
+	}{
+		{"cross-site fetch metadata", http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"same-site, other origin", http.Header{"Sec-Fetch-Site": {"same-site"}}, http.StatusForbidden},
+		{"foreign Origin", http.Header{"Origin": {"https://evil.example"}}, http.StatusForbidden},
+		{"same origin", http.Header{"Sec-Fetch-Site": {"same-origin"}}, http.StatusOK},
+		{"no browser", nil, http.StatusOK},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := e.counter.n.Load()
+			req, _ := http.NewRequest("POST", e.url+"/t/redis:v1/preview", strings.NewReader("replicas=3"))
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			for k, v := range tt.header {
+				req.Header[k] = v
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Errorf("status %d, want %d\n%.300s", resp.StatusCode, tt.status, b)
+			}
+			if ran := e.counter.n.Load() - before; tt.status == http.StatusForbidden && ran != 0 {
+				t.Errorf("%d expansions for a refused preview", ran)
+			}
+		})
 	}
 }

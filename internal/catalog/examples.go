@@ -14,6 +14,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
@@ -112,6 +113,9 @@ type ExampleResult struct {
 	// example expanded through, the template itself excluded.
 	Uses   []string
 	Tested time.Time
+	// held: pending, but not queued until its GitHub registry's index
+	// settles.
+	held bool
 }
 
 // Use is one version whose example expands through a template.
@@ -208,31 +212,43 @@ func (e *Examples) walk() {
 		if snap == nil || e.seen[g.Name] == snap {
 			continue
 		}
+		ready := true
 		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
 			st := e.settle[g.Name]
-			if st.snap != snap {
+			switch {
+			case st.snap != snap:
+				// A new snapshot: its new versions are pending from now
+				// on, tested once it has settled.
 				e.settle[g.Name] = settling{snap, time.Now()}
-				continue
-			}
-			if time.Since(st.since) < e.opts.RemoteSettle {
+				ready = false
+			case time.Since(st.since) < e.opts.RemoteSettle:
 				continue
 			}
 		}
 		first := e.seen[g.Name] == nil
-		e.seen[g.Name] = snap
+		if ready {
+			e.seen[g.Name] = snap
+		}
 		changed = true
 		now := time.Now()
 		for _, t := range snap.AllTemplates() {
 			for i, v := range t.Versions {
 				key := exampleKey{g.Name, v.Digest}
-				if _, ok := e.results[key]; ok {
+				r, ok := e.results[key]
+				if ok && !r.held {
 					continue
 				}
-				r := &ExampleResult{Ref: v.Ref}
-				if v.Example != "" && v.Problem == "" {
-					r.Status = StatusPending
+				if !ok {
+					r = &ExampleResult{Ref: v.Ref}
+					if v.Example != "" && v.Problem == "" {
+						r.Status = StatusPending
+					}
+					e.results[key] = r
 				}
-				e.results[key] = r
+				r.held = !ready
+				if !ready {
+					continue
+				}
 				e.queue = append(e.queue, exampleJob{key: key, g: g, version: v})
 				// On a registry's first index every version is new: list
 				// each template's highest version only.
@@ -349,7 +365,7 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 	read := func(rel string) ([]byte, error) {
 		f, ok := v.File(rel)
 		if !ok {
-			return nil, fmt.Errorf("%s: no file %s", v.Path, rel)
+			return nil, fmt.Errorf("%s: no file %s: %w", v.Path, rel, derrors.NotFound)
 		}
 		return j.g.Blob(ctx, f.SHA)
 	}
@@ -378,14 +394,33 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 		r.Status, r.Error = StatusError, fmt.Sprintf("reading %s: %v", v.Example, err)
 		return r
 	}
-	tctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
-	defer cancel()
-	res, err := e.opts.Expander.Expand(tctx, &api.ExpandRequest{
+	req := &api.ExpandRequest{
 		Config:     string(b),
 		ConfigName: v.Path + "/" + v.Example,
 		Deployment: "example",
 		Registry:   j.g.Name,
-	})
+	}
+	// The example's imports (the template beside it, its schema and what
+	// that imports) are sent along as dm sends a configuration's, read from
+	// the version's files. A document that is not a configuration is left
+	// to the expander to report.
+	if cfg, err := expand.ParseConfig(b, v.Example); err == nil {
+		files, err := expand.ReadVersionImports(cfg, v.Example, read)
+		if errors.Is(err, derrors.Unavailable) {
+			return nil
+		}
+		if err != nil {
+			r.Status, r.Error = StatusError, fmt.Sprintf("%s/%v", v.Path, err)
+			return r
+		}
+		req.Imports = make(map[string]string, len(files))
+		for p, c := range files {
+			req.Imports[p] = string(c)
+		}
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.opts.Timeout)
+	defer cancel()
+	res, err := e.opts.Expander.Expand(tctx, req)
 	if err == nil {
 		err = tctx.Err()
 	}
@@ -448,6 +483,19 @@ func (e *Examples) Status(registry, digest string) *api.ExampleStatus {
 		return nil
 	}
 	return &api.ExampleStatus{Status: r.Status, Error: r.Error, Uses: r.Uses}
+}
+
+// Of returns the example status of v for GET /v1/template: the test of
+// its example, pending until it is done; nil when v has no example.
+func (e *Examples) Of(v *api.TemplateVersion) *api.ExampleStatus {
+	if v.ExampleFile == "" {
+		return nil
+	}
+	if st := e.Status(v.Registry, v.Digest); st != nil {
+		return st
+	}
+	// Not seen yet: the tester has not walked this index.
+	return &api.ExampleStatus{Status: StatusPending}
 }
 
 // UsedBy returns the versions whose examples expand through any version of

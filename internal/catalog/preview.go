@@ -16,8 +16,12 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 )
 
-// maxForm bounds a preview form's body.
-const maxForm = 1 << 20
+// MaxForm bounds a preview form's body; registryd holds that many bytes
+// of its request-body budget for a preview whose length is unannounced.
+const MaxForm = 1 << 20
+
+// skipField is the preview form's checkbox for SkipSchemaValidation.
+const skipField = ".skip_schema_validation"
 
 func yamlMarshal(v any) ([]byte, error) { return yaml.Marshal(v) }
 
@@ -45,7 +49,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		c.renderError(w, r, fmt.Errorf("POST %s: only /t/{reference}/preview takes a POST: %w", r.URL.Path, derrors.NotFound), "")
 		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxForm)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxForm)
 	if err := r.ParseForm(); err != nil {
 		c.renderError(w, r, fmt.Errorf("reading the form: %v: %w", err, derrors.InvalidArgument), "")
 		return
@@ -56,15 +60,22 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st := &previewState{values: map[string]string{}, fieldErrors: map[string]string{}, result: &preview{}}
+	// The checkbox's name cannot be a property path (its first part is
+	// empty), so no property is lost to it.
+	skip := r.PostForm.Get(skipField) != ""
+	if skip {
+		st.values[skipField] = "on"
+	}
+	r.PostForm.Del(skipField)
 	props, ok := formProperties(vp.Fields, r.PostForm, st)
 	if !ok {
 		st.result.Errors = append(st.result.Errors, "fix the fields marked below")
 		c.renderVersion(w, r, http.StatusUnprocessableEntity, vp, "", st)
 		return
 	}
-	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview"})
+	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview", SkipSchemaValidation: skip})
 	if err != nil {
-		msg := err.Error()
+		msg := derrors.Message(err)
 		st.result.Errors = append(st.result.Errors, msg)
 		for _, f := range vp.Fields {
 			if mentions(msg, f.Name) {
@@ -97,6 +108,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		b.Write(y)
 	}
 	st.result.YAML, st.result.Count = b.String(), len(res.Config.Resources)
+	st.result.Warnings = res.Warnings
 	c.renderVersion(w, r, http.StatusOK, vp, "", st)
 }
 

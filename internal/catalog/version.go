@@ -325,9 +325,10 @@ type versionView struct {
 
 // preview is the outcome of a preview: objects as YAML, or errors.
 type preview struct {
-	YAML   string
-	Count  int
-	Errors []string
+	YAML     string
+	Count    int
+	Errors   []string
+	Warnings []string
 }
 
 func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status int, vp *versionPage, note string, pv *previewState) {

@@ -83,6 +83,9 @@ type Source struct {
 	// Strict makes properties a template's schema does not define an
 	// error rather than a warning.
 	Strict bool
+	// SkipSchemaValidation applies schemas' defaults without validating
+	// properties (--skip-schema-validation).
+	SkipSchemaValidation bool
 }
 
 // Expander expands a Source. cmd/dm expands in-process or asks a

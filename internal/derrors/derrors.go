@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"unicode/utf8"
 )
 
 var (
@@ -28,6 +29,9 @@ var (
 	NotModified = errors.New("not modified")
 	// Unauthorized means a write request lacked a valid token.
 	Unauthorized = errors.New("unauthorized")
+	// Forbidden means the request may not be made from where it came,
+	// such as a cross-site form.
+	Forbidden = errors.New("forbidden")
 	// LimitExceeded means a configured limit (size, depth, steps, time) was
 	// reached.
 	LimitExceeded = errors.New("limit exceeded")
@@ -52,6 +56,8 @@ func HTTPStatus(err error) int {
 		return http.StatusConflict
 	case errors.Is(err, Unauthorized):
 		return http.StatusUnauthorized
+	case errors.Is(err, Forbidden):
+		return http.StatusForbidden
 	case errors.Is(err, LimitExceeded):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, Unavailable):
@@ -133,4 +139,38 @@ func editDistance(a, b string) int {
 		}
 	}
 	return d[len(a)][len(b)]
+}
+
+// MaxMessageBytes bounds the error messages dm answers and logs (Message):
+// an error quotes its input, and the input may be megabytes long.
+const MaxMessageBytes = 512
+
+// Message returns err's text, shortened to at most about MaxMessageBytes:
+// its beginning and its end, which say what failed and why, around a note
+// of how many bytes were left out. Every message registryd answers goes
+// through it, so that no error echoes more than a few hundred bytes of
+// whatever input it quotes.
+func Message(err error) string {
+	if err == nil {
+		return ""
+	}
+	return Clip(err.Error(), MaxMessageBytes)
+}
+
+// Clip shortens s to about limit bytes (at least 64), keeping its first
+// two thirds and last third on UTF-8 boundaries.
+func Clip(s string, limit int) string {
+	limit = max(limit, 64)
+	if len(s) <= limit {
+		return s
+	}
+	head, tail := limit*2/3, limit/3
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	start := len(s) - tail
+	for start < len(s) && !utf8.RuneStart(s[start]) {
+		start++
+	}
+	return fmt.Sprintf("%s … [%d bytes left out] … %s", s[:head], start-head, s[start:])
 }

@@ -2,8 +2,11 @@ package derrors
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestNear(t *testing.T) {
@@ -33,5 +36,26 @@ func TestErrorf(t *testing.T) {
 	}
 	if HTTPStatus(err) != 404 {
 		t.Errorf("HTTPStatus = %d, want 404", HTTPStatus(err))
+	}
+}
+
+func TestMessage(t *testing.T) {
+	long := strings.Repeat("é", 1<<20) // 2 MB of two-byte runes
+	tests := []struct {
+		name string
+		err  error
+		want func(string) bool
+	}{
+		{"nil", nil, func(s string) bool { return s == "" }},
+		{"short", errors.New("ref x: not found"), func(s string) bool { return s == "ref x: not found" }},
+		{"long input kept at both ends", fmt.Errorf("reference %q: %w", "start"+long+"end", InvalidArgument), func(s string) bool {
+			return len(s) <= MaxMessageBytes+64 && strings.HasPrefix(s, `reference "startéé`) &&
+				strings.HasSuffix(s, `end": invalid argument`) && strings.Contains(s, "bytes left out") && utf8.ValidString(s)
+		}},
+	}
+	for _, tt := range tests {
+		if got := Message(tt.err); !tt.want(got) {
+			t.Errorf("%s: Message = %.200q (%d bytes)", tt.name, got, len(got))
+		}
 	}
 }

@@ -47,8 +47,9 @@ type Resource struct {
 }
 
 // ParseConfig parses a configuration in YAML or JSON. file names the
-// configuration in errors. The checks are strict: unknown fields, duplicate
-// keys, resources without name or type and duplicate names are errors.
+// configuration in errors. The checks are strict: unknown fields and
+// resources without name or type are errors. A repeated mapping key keeps
+// its last value, as PyYAML does (Expand warns about it).
 func ParseConfig(data []byte, file string) (*Config, error) {
 	return parseConfig(data, file, yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases})
 }
@@ -263,21 +264,29 @@ func checkResource(i int, r Resource) error {
 
 var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 
-// configFromValue reads a template's output: a mapping with resources (a
-// Starlark dict or decoded YAML).
-func configFromValue(v any) ([]Resource, error) {
+// Output is one of a template's outputs (DM's outputs: [{name, value}]):
+// $(ref.RESOURCE.NAME) elsewhere in the deployment, RESOURCE being the
+// template's resource, is Value. Value may itself hold value references.
+type Output struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+}
+
+// configFromValue reads a template's output: a mapping with resources and
+// outputs (a Starlark dict or decoded YAML).
+func configFromValue(v any) ([]Resource, []Output, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
-			return nil, invalid("output is empty; want a mapping with resources")
+			return nil, nil, invalid("output is empty; want a mapping with resources")
 		}
-		return nil, invalid("output is %s; want a mapping with resources", kindOf(v))
+		return nil, nil, invalid("output is %s; want a mapping with resources", kindOf(v))
 	}
 	for k := range m {
 		switch k {
 		case "resources", "outputs", "imports":
 		default:
-			return nil, invalid("output has unknown field %q; want resources", k)
+			return nil, nil, invalid("output has unknown field %q; want resources", k)
 		}
 	}
 	noLine := func(...any) int { return 0 }
@@ -285,11 +294,50 @@ func configFromValue(v any) ([]Resource, error) {
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, l.err
+			return nil, nil, l.err
 		}
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	outs, err := outputsFromValue(m["outputs"])
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, outs, nil
+}
+
+// outputsFromValue reads a template's outputs: a list of mappings with a
+// unique name and a value.
+func outputsFromValue(v any) ([]Output, error) {
+	list, ok := v.([]any)
+	if !ok && v != nil {
+		return nil, invalid("outputs is %s; want a list of {name, value}", kindOf(v))
+	}
+	var outs []Output
+	seen := map[string]bool{}
+	for i, e := range list {
+		m, ok := e.(map[string]any)
+		if !ok {
+			return nil, invalid("outputs[%d] is %s; want a mapping with name and value", i, kindOf(e))
+		}
+		for k := range m {
+			if k != "name" && k != "value" {
+				return nil, invalid("outputs[%d]: field %s not found in an output (want name, value)", i, k)
+			}
+		}
+		name, ok := m["name"].(string)
+		switch {
+		case !ok || name == "":
+			return nil, invalid("outputs[%d]: missing name", i)
+		case seen[name]:
+			return nil, invalid("outputs[%d]: two outputs named %q", i, name)
+		}
+		if _, ok := m["value"]; !ok {
+			return nil, invalid("outputs[%d] (%s): missing value", i, name)
+		}
+		seen[name] = true
+		outs = append(outs, Output{Name: name, Value: m["value"]})
+	}
+	return outs, nil
 }
 
 // kindOf names a plain value's kind for messages.

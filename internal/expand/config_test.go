@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 		{name: "missing name", in: "resources:\n- type: Service\n", err: "resources[0]: missing name"},
 		{name: "missing type", in: "resources:\n- name: x\n", err: "resources[0] (x): missing type"},
 		{name: "properties not a mapping", in: "resources:\n- {name: x, type: S, properties: [1]}\n", err: "want a mapping, got a list"},
-		{name: "duplicate key", in: "resources: []\nresources: []\n", err: "already set"},
+		{name: "duplicate key keeps the last", in: "resources: [{name: a, type: S}]\nresources: []\n"},
 		{name: "syntax", in: "resources:\n  - name: x\n - type: y\n", err: "config.yaml:2"},
 		{name: "json syntax", in: "{\"resources\": [\n}", err: "config.yaml:2"},
 		{name: "import without path", in: "imports: [{name: a}]\nresources: []\n", err: "imports[0]: missing path"},
@@ -137,12 +137,55 @@ func TestConfigValues(t *testing.T) {
 		values map[string]any
 		want   string
 	}{
-		{map[string]any{"aplha": map[string]any{}}, `no resource "aplha" (values given with a configuration are keyed by resource name: alpha, beta); did you mean alpha?`},
-		{map[string]any{"alpha": 3}, `values for "alpha": want a mapping`},
+		{map[string]any{"aplha": map[string]any{}}, `--properties "aplha": the configuration has no resource "aplha"; with a configuration, --properties and --values are keyed by resource name (--properties alpha.aplha=VALUE sets property aplha of resource alpha; resources: alpha, beta); did you mean alpha?`},
+		{map[string]any{"replicas": 3}, `--properties "replicas": the configuration has no resource "replicas"; with a configuration, --properties and --values are keyed by resource name (--properties alpha.replicas=VALUE sets property replicas of resource alpha; resources: alpha, beta)`},
+		{map[string]any{"alpha": 3}, `--properties "alpha": resource alpha takes a mapping of its properties, got a number (--properties alpha.KEY=VALUE)`},
 	} {
 		_, err := x.Expand(context.Background(), Request{Config: cfg, Properties: tt.values})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("values %v: %v, want %q", tt.values, err, tt.want)
 		}
+	}
+}
+
+// TestDuplicateKeys: a repeated mapping key in a configuration or a
+// schema keeps the last value, as PyYAML did for DM, and is a warning
+// naming the file and line.
+func TestDuplicateKeys(t *testing.T) {
+	tmpl := []byte("resources:\n- name: cm\n  type: ConfigMap\n  properties: {data: {size: '{{ properties.size }}', zone: '{{ properties.zone }}'}}\n")
+	for _, tc := range []struct {
+		name, config, schema string
+		want                 map[string]any // the ConfigMap's data
+		warnings             []string
+	}{
+		{name: "configuration",
+			config:   "imports: [t.jinja]\nresources:\n- name: a\n  type: t.jinja\n  properties:\n    size: 1\n    zone: us-a\n    size: 2\n",
+			want:     map[string]any{"size": "2", "zone": "us-a"},
+			warnings: []string{`config.yaml:8: mapping key "size" is repeated; the last value is kept, as PyYAML does`}},
+		{name: "schema, used twice",
+			config: "imports: [t.jinja]\nresources:\n- {name: a, type: t.jinja}\n- {name: b, type: t.jinja}\n",
+			schema: "properties:\n  size: {type: integer, default: 1}\n  zone: {type: string, default: us-a}\n  size: {type: integer, default: 3}\n",
+			want:   map[string]any{"size": "3", "zone": "us-a"},
+			warnings: []string{
+				`a (t.jinja): t.jinja.schema:4: mapping key "size" is repeated; the last value is kept, as PyYAML does`,
+				`b (t.jinja): t.jinja.schema:4: mapping key "size" is repeated; the last value is kept, as PyYAML does`,
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			imports := map[string][]byte{"t.jinja": tmpl}
+			if tc.schema != "" {
+				imports["t.jinja.schema"] = []byte(tc.schema)
+			}
+			res, err := New(Options{}).Expand(context.Background(), Request{Config: []byte(tc.config), Imports: imports})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := res.Config.Resources[0].Properties["data"]; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("data = %v, want %v", got, tc.want)
+			}
+			if !reflect.DeepEqual(res.Warnings, tc.warnings) {
+				t.Errorf("warnings:\n%q\nwant\n%q", res.Warnings, tc.warnings)
+			}
+		})
 	}
 }

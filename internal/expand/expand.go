@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -206,6 +207,10 @@ type Request struct {
 	// Strict makes properties a template's schema does not define an
 	// error instead of a warning.
 	Strict bool
+	// SkipSchemaValidation applies schemas' defaults without validating
+	// properties (Helm's --skip-schema-validation): violations are
+	// warnings. For templates whose schema and code disagree.
+	SkipSchemaValidation bool
 	// Env adds keys to, or overrides keys of, every template's env (dm's
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
@@ -252,6 +257,8 @@ type LayoutResource struct {
 	Type       string            `json:"type"`
 	Properties map[string]any    `json:"properties,omitzero"`
 	Resources  []*LayoutResource `json:"resources,omitzero"`
+	// Outputs are a template's outputs as it rendered them.
+	Outputs []Output `json:"outputs,omitzero"`
 	// Metadata (dependsOn) and AccessControl are kept as written.
 	Metadata      map[string]any `json:"metadata,omitzero"`
 	AccessControl map[string]any `json:"accessControl,omitzero"`
@@ -321,17 +328,32 @@ type run struct {
 	refType    string            // Request.Ref: a registry reference even without a version
 	order      *keyOrder
 	config     []Resource
-	paths      [][]string // layout path of each config resource
+	paths      [][]string  // layout path of each config resource
+	composites []composite // template resources with outputs
 	refs       []Reference
 	seenRefs   map[string]bool
 	count      int
 	strict     bool
+	skipSchema bool
 	warnings   []string
+	warned     map[string]bool
+}
+
+// warn adds a warning to the result, once.
+func (r *run) warn(msg string) {
+	if r.warned[msg] {
+		return
+	}
+	if r.warned == nil {
+		r.warned = map[string]bool{}
+	}
+	r.warned[msg] = true
+	r.warnings = append(r.warnings, msg)
 }
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict, skipSchema: req.SkipSchemaValidation}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -385,6 +407,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		var err error
 		lim := x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes)
 		lim.order = r.order
+		lim.duplicate = func(line int, key string) { r.warn(pyyaml.DuplicateKeyWarning(name, line, key)) }
 		cfg, err = parseConfig(req.Config, name, lim)
 		if err != nil {
 			return nil, &Error{Err: err}
@@ -417,6 +440,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Outputs first: what they hold may be references to primitives,
+	// resolved or deferred below as any other.
+	if err := inlineOutputs(r.config, r.paths, r.composites); err != nil {
+		return nil, err
+	}
 	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
 	for _, c := range res.Config.Resources {
 		finite(c.Properties)
@@ -443,9 +471,11 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	return res, nil
 }
 
-// overrideProperties merges values given with a configuration (dm expand
-// app.yaml --values prod.yaml) into its resources' properties: values are
-// keyed by resource name, as Helm keys a subchart's values by its name.
+// overrideProperties merges properties given with a configuration (dm
+// expand app.yaml --properties web.replicas=3, --values prod.yaml) into its
+// resources' properties: they are keyed by resource name, as Helm keys a
+// subchart's values by its name. The errors speak of --properties, the
+// flag people reach for first, and show the keyed form.
 func overrideProperties(cfg *Config, values map[string]any) error {
 	byName := make(map[string]int, len(cfg.Resources))
 	names := make([]string, len(cfg.Resources))
@@ -455,15 +485,23 @@ func overrideProperties(cfg *Config, values map[string]any) error {
 	for _, k := range sortedKeys(values) {
 		i, ok := byName[k]
 		if !ok {
-			msg := fmt.Sprintf("values for %q: the configuration has no resource %q (values given with a configuration are keyed by resource name: %s)", k, k, strings.Join(names, ", "))
-			if near := derrors.Near(k, names); len(near) > 0 {
+			if len(names) == 0 {
+				return invalid("--properties %q: the configuration has no resources to give properties to", k)
+			}
+			near := derrors.Near(k, names)
+			example := names[0]
+			if len(near) > 0 {
+				example = near[0]
+			}
+			msg := fmt.Sprintf("--properties %q: the configuration has no resource %q; with a configuration, --properties and --values are keyed by resource name (--properties %s.%s=VALUE sets property %s of resource %s; resources: %s)", k, k, example, k, k, example, strings.Join(names, ", "))
+			if len(near) > 0 {
 				msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
 			}
 			return derrors.Errorf(derrors.InvalidArgument, "%s", msg)
 		}
 		m, ok := values[k].(map[string]any)
 		if !ok {
-			return invalid("values for %q: want a mapping of its properties, got %s", k, kindOf(values[k]))
+			return invalid("--properties %q: resource %s takes a mapping of its properties, got %s (--properties %s.KEY=VALUE)", k, k, kindOf(values[k]), k)
 		}
 		cfg.Resources[i].Properties = value.Merge(cfg.Resources[i].Properties, m)
 	}
@@ -691,32 +729,42 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if schemaFile != "" {
 		orig := props
-		var unknown []string
+		var unknown, warns []string
 		var err error
-		props, unknown, err = x.applySchema(ctx, inv.sc.b, schemaFile, props)
+		var violations error
+		props, unknown, warns, violations, err = x.applySchema(ctx, inv.sc.b, schemaFile, props, r.skipSchema)
 		if err != nil {
 			return nil, fail(err)
+		}
+		if violations != nil {
+			r.warn(fmt.Sprintf("%s (%s): not validated (--skip-schema-validation): %v", strings.Join(p, " > "), inv.label, violations))
+		}
+		for _, w := range warns {
+			r.warn(fmt.Sprintf("%s (%s): %s", strings.Join(p, " > "), inv.label, w))
 		}
 		if len(unknown) > 0 && r.strict {
 			return nil, fail(invalid("%s: %s (--strict)", schemaFile, strings.Join(unknown, "; ")))
 		}
 		for _, u := range unknown {
-			r.warnings = append(r.warnings, fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
+			r.warn(fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
 		r.order.inherit(props, orig)
 	}
 	inv.props = props
 	inv.order = r.order
-	children, err := x.render(ctx, inv)
+	children, outputs, err := x.render(ctx, inv)
 	if err != nil {
 		return nil, fail(err)
+	}
+	if len(outputs) > 0 {
+		r.composites = append(r.composites, composite{name: res.Name, path: p, outputs: outputs})
 	}
 	x.opts.Logger.DebugContext(ctx, "expanded template", "path", strings.Join(p, " > "), "template", inv.label, "resources", len(children))
 	nodes, err := r.expandList(ctx, inv.sc, p, append(chain[:len(chain):len(chain)], id), inv.label, children)
 	if err != nil {
 		return nil, err
 	}
-	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
+	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Outputs: outputs, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
 }
 
 // bundle returns the files of a resolved version, cached by digest.
@@ -747,13 +795,13 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	return b, nil
 }
 
-// render runs a template and returns its resources.
-func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, error) {
+// render runs a template and returns its resources and outputs.
+func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, error) {
 	if inv.src == nil {
-		return nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
+		return nil, nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
 	}
 	if len(inv.src) > x.opts.MaxInputBytes {
-		return nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
+		return nil, nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
@@ -772,7 +820,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 	case index.OpenShift:
 		out, err = x.renderOpenShift(ctx, inv)
 	default:
-		return nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
+		return nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
@@ -780,7 +828,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 			// the expansion's TotalTimeout or the caller's.
 			err = stopped(ctx)
 		}
-		return nil, classify(err)
+		return nil, nil, classify(err)
 	}
 	var v any
 	switch o := out.(type) {
@@ -799,20 +847,20 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, err
 				msg += fmt.Sprintf(" (output line %d: %q)", n, ex)
 			}
 			if errors.Is(err, derrors.LimitExceeded) {
-				return nil, err
+				return nil, nil, err
 			}
-			return nil, at(inv.file, 0, invalid("%s", msg))
+			return nil, nil, at(inv.file, 0, invalid("%s", msg))
 		}
 	case *[]Resource:
-		return *o, nil
+		return *o, nil, nil
 	default:
 		v = o
 	}
-	list, err := configFromValue(v)
+	list, outs, err := configFromValue(v)
 	if err != nil {
-		return nil, at(inv.file, 0, err)
+		return nil, nil, at(inv.file, 0, err)
 	}
-	return list, nil
+	return list, outs, nil
 }
 
 // stopped is the error of a done context: the limit whose deadline fired

@@ -1,8 +1,13 @@
 package expand
 
 import (
+	"errors"
+	"fmt"
+	"io/fs"
 	"path"
+	"strings"
 
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/index"
 )
 
@@ -123,6 +128,87 @@ func schemaImports(data []byte, file string, lim yamlLimits) ([]Import, error) {
 func finiteLayout(l []*LayoutResource) {
 	for _, n := range l {
 		finite(n.Properties)
+		for i := range n.Outputs {
+			n.Outputs[i].Value = finite(n.Outputs[i].Value)
+		}
 		finiteLayout(n.Resources)
 	}
+}
+
+// ReadImports reads the files a configuration imports, as Deployment
+// Manager's client gathered them to send along: each import by its path
+// as written, a template's schema (<file>.schema) when there is one, and
+// the files a schema lists under imports (relative to the schema's
+// directory), recursively. read reads a slash path relative to the
+// configuration's directory; an error wrapping fs.ErrNotExist or
+// derrors.NotFound for a schema means the template has none. dm reads a configuration's imports
+// from disk with it, and registryd a tested example's from the version's
+// files.
+func ReadImports(cfg *Config, name string, read func(p string) ([]byte, error)) (map[string][]byte, error) {
+	files := map[string][]byte{}
+	var todo []string
+	get := func(key, from string) error {
+		if _, done := files[key]; done {
+			return nil
+		}
+		if path.IsAbs(key) {
+			return fmt.Errorf("%s: import %q: imports are paths relative to the configuration: %w", from, key, derrors.InvalidArgument)
+		}
+		b, err := read(key)
+		if err != nil {
+			return fmt.Errorf("%s: import %q: %w", from, key, err)
+		}
+		files[key] = b
+		if _, ok := index.LanguageOf(key); ok {
+			todo = append(todo, key)
+		}
+		return nil
+	}
+	for _, imp := range cfg.Imports {
+		if err := get(imp.Path, name); err != nil {
+			return nil, err
+		}
+	}
+	for len(todo) > 0 {
+		key := todo[0]
+		todo = todo[1:]
+		sk := key + index.SchemaSuffix
+		if _, done := files[sk]; done {
+			continue
+		}
+		b, err := read(sk)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, derrors.NotFound) {
+			continue // no schema
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: schema %q: %w", key, sk, err)
+		}
+		files[sk] = b
+		imps, err := SchemaImports(b, sk)
+		if err != nil {
+			return nil, err
+		}
+		for _, imp := range imps {
+			if err := get(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return files, nil
+}
+
+// ReadVersionImports is ReadImports for a configuration that is a file of
+// a registry version (its example), at example relative to the version
+// directory: imports are read with read, by their path relative to the
+// version directory, and may not leave it, since a version is
+// self-contained.
+func ReadVersionImports(cfg *Config, example string, read func(rel string) ([]byte, error)) (map[string][]byte, error) {
+	dir := path.Dir(example)
+	return ReadImports(cfg, example, func(key string) ([]byte, error) {
+		rel := path.Join(dir, key)
+		if rel == ".." || strings.HasPrefix(rel, "../") {
+			return nil, fmt.Errorf("leaves the version directory: %w", derrors.InvalidArgument)
+		}
+		return read(rel)
+	})
 }

@@ -291,7 +291,7 @@ func (l *bundleLoader) Read(name string) (io.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return bytes.NewReader(jinjaTagNewlines(l.files[p])), nil
+	return bytes.NewReader(jinjaSource(l.files[p])), nil
 }
 
 func (l *bundleLoader) Resolve(name string) (string, error) {

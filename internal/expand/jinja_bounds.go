@@ -102,6 +102,10 @@ func boundedMethods(limit int) exec.Methods {
 			if err := checkStrMethod(name, self, args, limit); err != nil {
 				return nil, err
 			}
+			if name == "replace" && len(args.Args) == 2 && args.KwArgs["count"] == nil {
+				// Python's count is optional (every occurrence); gonja's is not.
+				args = &exec.VarArgs{Args: []*exec.Value{args.Args[0], args.Args[1], exec.AsValue(-1)}, KwArgs: args.KwArgs}
+			}
 			return fn(self, sv, args)
 		}
 	}

@@ -434,6 +434,12 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 	}
 }
 
+// jinjaSource prepares a Jinja file for gonja's lexer, where it reads
+// differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
+func jinjaSource(src []byte) []byte {
+	return jinjaTagNewlines(jinjaTagLiterals(src))
+}
+
 // jinjaTagNewlines puts a space after every line break inside a tag
 // ({{ }} and {% %}, outside string literals) that is directly followed
 // by something other than a blank. gonja's lexer does not count a line
@@ -448,76 +454,258 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 // space, gonja lexes the break into a whitespace token. Lines stay as
 // they were; {% raw %} blocks and comments are left alone.
 func jinjaTagNewlines(src []byte) []byte {
-	s := string(src)
-	var sb strings.Builder
-	inTag, raw := false, false
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case raw:
-			if c == '{' && i+1 < len(s) && s[i+1] == '%' && isEndRaw(s[i+2:]) {
-				raw = false
-			}
-		case !inTag:
-			if c == '{' && i+1 < len(s) {
-				switch s[i+1] {
-				case '{', '%':
-					if s[i+1] == '%' && isRaw(s[i+2:]) {
-						raw = true
-						break
-					}
-					inTag = true
-					sb.WriteString(s[i : i+2])
+	return jinjaTagBodies(src, func(body string) string {
+		var sb strings.Builder
+		var quote byte
+		for i := 0; i < len(body); i++ {
+			c := body[i]
+			switch {
+			case quote != 0:
+				if c == '\\' && i+1 < len(body) {
+					sb.WriteString(body[i : i+2])
 					i++
 					continue
-				case '#':
-					end := strings.Index(s[i+2:], "#}")
-					if end < 0 {
-						end = len(s) - i - 2
-					} else {
-						end += 2
-					}
-					sb.WriteString(s[i : i+2+end])
-					i += 1 + end
-					continue
 				}
-			}
-		case quote != 0:
-			if c == '\\' && i+1 < len(s) {
-				sb.WriteString(s[i : i+2])
-				i++
-				continue
-			}
-			if c == quote {
-				quote = 0
-			}
-		default: // in a tag
-			switch {
+				if c == quote {
+					quote = 0
+				}
 			case c == '\'' || c == '"':
 				quote = c
-			case (c == '}' || c == '%') && i+1 < len(s) && s[i+1] == '}':
-				inTag = false
-			case c == '\n' && i+1 < len(s) && s[i+1] != ' ' && s[i+1] != '\t' && s[i+1] != '\n' && s[i+1] != '\r':
+			case c == '\n' && (i+1 == len(body) || !isJinjaBlank(body[i+1])):
 				sb.WriteString("\n ")
 				continue
 			}
+			sb.WriteByte(c)
+		}
+		return sb.String()
+	})
+}
+
+func isJinjaBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// jinjaTagLiterals rewrites, inside tags, what jinja2's parser accepts and
+// gonja's does not, keeping every line break where it was:
+//
+//   - adjacent string literals, which jinja2 joins as Python does
+//     ('a' 'b', also across lines): ('a' ~'b');
+//   - a backslash-newline inside a string literal, which jinja2 drops
+//     ('ab\<newline>cd' is 'abcd'): ('ab' ~<newline>'cd');
+//   - a trailing comma before the ) of a call or the ] or } of a list or
+//     dict (m(a,<newline>b,<newline>)): a blank. A tuple's (1,) keeps it.
+func jinjaTagLiterals(src []byte) []byte {
+	return jinjaTagBodies(src, func(body string) string {
+		if !strings.ContainsAny(body, "'\",") {
+			return body
+		}
+		var sb strings.Builder
+		var stack []byte // open brackets: '(' of a call, 't' of a tuple or group, '[' and '{'
+		prev := byte(0)  // the last non-blank byte written outside literals
+		for i := 0; i < len(body); {
+			c := body[i]
+			switch {
+			case c == '\'' || c == '"':
+				end, ok := jinjaLiteralGroup(body, i)
+				if !ok { // unterminated: gonja reports it
+					sb.WriteString(body[i:])
+					return sb.String()
+				}
+				sb.WriteString(joinJinjaLiterals(body[i:end]))
+				i, prev = end, c
+				continue
+			case c == '(':
+				if prev != 0 && (prev == '_' || prev == ')' || prev == ']' || isAlnum(prev)) {
+					stack = append(stack, '(')
+				} else {
+					stack = append(stack, 't')
+				}
+			case c == '[' || c == '{':
+				stack = append(stack, c)
+			case c == ')' || c == ']' || c == '}':
+				if len(stack) > 0 {
+					stack = stack[:len(stack)-1]
+				}
+			case c == ',' && len(stack) > 0:
+				k := i + 1
+				for k < len(body) && isJinjaBlank(body[k]) {
+					k++
+				}
+				top := stack[len(stack)-1]
+				if k < len(body) && (top == '(' && body[k] == ')' || top == '[' && body[k] == ']' || top == '{' && body[k] == '}') {
+					c = ' ' // a trailing comma
+				}
+			}
+			sb.WriteByte(c)
+			if !isJinjaBlank(c) {
+				prev = c
+			}
+			i++
+		}
+		return sb.String()
+	})
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// jinjaLiteralGroup returns the end of the string literals that start at
+// s[i] and follow each other separated by blanks only; ok is false when
+// the last is not terminated.
+func jinjaLiteralGroup(s string, i int) (end int, ok bool) {
+	end = i
+	for i < len(s) && (s[i] == '\'' || s[i] == '"') {
+		q := s[i]
+		k := i + 1
+		for k < len(s) && s[k] != q {
+			if s[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		if k >= len(s) {
+			return len(s), false
+		}
+		end = k + 1
+		for i = end; i < len(s) && isJinjaBlank(s[i]); i++ {
+		}
+	}
+	return end, true
+}
+
+// joinJinjaLiterals rewrites a group of adjacent literals, each possibly
+// broken by backslash-newlines, into one parenthesised ~ concatenation.
+// A single plain literal is returned as it is.
+func joinJinjaLiterals(g string) string {
+	var sb strings.Builder
+	pieces := 0
+	for i := 0; i < len(g); {
+		c := g[i]
+		if isJinjaBlank(c) {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		// A literal from its opening quote.
+		if pieces > 0 {
+			sb.WriteByte('~')
+		}
+		pieces++
+		sb.WriteByte(c)
+		k := i + 1
+		for ; g[k] != c; k++ {
+			if g[k] != '\\' {
+				sb.WriteByte(g[k])
+				continue
+			}
+			nl := k + 1
+			if nl < len(g) && g[nl] == '\r' && nl+1 < len(g) && g[nl+1] == '\n' {
+				nl++
+			}
+			if g[nl] == '\n' {
+				// Close, concatenate, break the line, reopen.
+				sb.WriteString(string(c) + " ~" + g[k+1:nl+1] + string(c))
+				pieces++
+				k = nl
+				continue
+			}
+			sb.WriteString(g[k : k+2])
+			k++
 		}
 		sb.WriteByte(c)
+		i = k + 1
 	}
-	if sb.Len() == len(s) {
+	if pieces == 1 {
+		return g
+	}
+	return "(" + strings.TrimRight(sb.String(), " \t\r\n") + ")" + g[len(strings.TrimRight(g, " \t\r\n")):]
+}
+
+// jinjaTagBodies replaces the inside of every {{ }} and {% %} tag of src
+// (between the opener and the closer, whitespace control included) by
+// what f returns for it. Text, comments and {% raw %} blocks are left
+// alone. A }} closes an expression only outside brackets and string
+// literals, as in jinja2.
+func jinjaTagBodies(src []byte, f func(body string) string) []byte {
+	s := string(src)
+	var sb strings.Builder
+	changed := false
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		switch s[i+1] {
+		case '#':
+			end := strings.Index(s[i+2:], "#}")
+			if end < 0 {
+				i = len(s)
+				continue
+			}
+			i += 2 + end + 1
+		case '%', '{':
+			start := i + 2
+			if s[i+1] == '%' && isRaw(s[start:]) {
+				loc := rawEndTagRE.FindStringIndex(s[start:])
+				if loc == nil {
+					i = len(s)
+					continue
+				}
+				i = start + loc[1] - 1
+				continue
+			}
+			end := jinjaTagEnd(s, start, s[i+1])
+			body := s[start:end]
+			if nb := f(body); nb != body {
+				sb.WriteString(s[last:start])
+				sb.WriteString(nb)
+				last, changed = end, true
+			}
+			i = end + 1
+		}
+	}
+	if !changed {
 		return src
 	}
+	sb.WriteString(s[last:])
 	return []byte(sb.String())
 }
 
+// jinjaTagEnd returns where the closer of a tag whose body starts at
+// s[start] is (len(s) if there is none): }} for an expression (kind '{'),
+// %} for a statement.
+func jinjaTagEnd(s string, start int, kind byte) int {
+	depth := 0
+	var quote byte
+	for k := start; k < len(s); k++ {
+		c := s[k]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				k++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case kind == '%' && c == '%' && k+1 < len(s) && s[k+1] == '}':
+			return k
+		case kind == '{' && c == '}' && depth == 0 && k+1 < len(s) && s[k+1] == '}':
+			return k
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case (c == ')' || c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+	}
+	return len(s)
+}
+
 var (
-	rawStartRE = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?%}`)
-	rawEndRE   = regexp.MustCompile(`^[-+]?\s*endraw\s*[-+]?%}`)
+	rawStartRE  = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?%}`)
+	rawEndTagRE = regexp.MustCompile(`\{%[-+]?\s*endraw\s*[-+]?%}`)
 )
 
-func isRaw(s string) bool    { return rawStartRE.MatchString(s) }
-func isEndRaw(s string) bool { return rawEndRE.MatchString(s) }
+func isRaw(s string) bool { return rawStartRE.MatchString(s) }
 
 // Dict order. gonja iterates a Go map, and its keys(), values() and
 // items() list it, in sorted key order; jinja2's dicts keep insertion

@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzPythonRewrites runs the source shims of .py templates (classes,
-// literals, is, yaml.load) on arbitrary input: no panic, and every line
+// literals, is, yaml.load, global) on arbitrary input: no panic, and every line
 // stays on its line (errors must point at the template's own lines).
 func FuzzPythonRewrites(f *testing.F) {
 	for _, s := range []string{
@@ -20,6 +20,7 @@ func FuzzPythonRewrites(f *testing.F) {
 		"class A:\n\n",
 		"x = '\\\n'\n",
 		"if x:\n    raise ValueError('a, b' % (1, 2))\nassert x, 'm'\nassert (x,\n 2)\n",
+		"N = 0\ndef f(N2):\n    global N, M\n    N += 1\n    M = [N for N2 in 'é']\n    return f(k=N).N\nglobal N\n",
 	} {
 		f.Add(s)
 	}
@@ -38,6 +39,13 @@ func FuzzPythonRewrites(f *testing.F) {
 		out2 = rewriteStatements(out2)
 		if n, m := strings.Count(string(out), "\n"), strings.Count(string(out2), "\n"); n != m {
 			t.Fatalf("rewritePython changed the line count: %d -> %d\n%s", n, m, out2)
+		}
+		out3, _, err := rewriteGlobals("f.py", out2)
+		if err != nil {
+			return
+		}
+		if n, m := strings.Count(string(out2), "\n"), strings.Count(string(out3), "\n"); n != m {
+			t.Fatalf("rewriteGlobals changed the line count: %d -> %d\n%s", n, m, out3)
 		}
 	})
 }
@@ -80,6 +88,24 @@ func FuzzJinjaTagNewlines(f *testing.F) {
 		}
 		if strings.ReplaceAll(out, "\n ", "\n") != strings.ReplaceAll(src, "\n ", "\n") && len(out) != len(src) {
 			t.Fatalf("more than blanks added: %q -> %q", src, out)
+		}
+	})
+}
+
+// FuzzJinjaTagLiterals checks the rewrite of adjacent literals,
+// backslash-newlines and trailing commas: no panic, lines kept, and the
+// text outside tags untouched.
+func FuzzJinjaTagLiterals(f *testing.F) {
+	for _, s := range []string{"{{ 'a'\n 'b' }}", "{{ 'ab\\\ncd' }}", "{{ m(1,\n) }}", "{{ {'a': 1,} }}", "{{ (1,) }}", "{{ 'a", "{{ 'a' '", "x{% raw %}{{ 'a' 'b' }}{% endraw %}", "{# 'a' 'b' #}", "{{ \"\\\r\n\" }}"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		out := string(jinjaSource([]byte(src)))
+		if strings.Count(out, "\n") != strings.Count(src, "\n") {
+			t.Fatalf("line count changed: %q -> %q", src, out)
+		}
+		if !strings.Contains(src, "{") && out != src {
+			t.Fatalf("text without tags changed: %q -> %q", src, out)
 		}
 	})
 }

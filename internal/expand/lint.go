@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 
 	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -17,7 +19,8 @@ import (
 // line), that its schema compiles, that a .yaml/.yml/.json template is a kind: Template, and
 // that example.yaml parses as a configuration; with expandExamples, also
 // that every example expands (short references against reg). Findings are
-// errors at the version directory.
+// errors at the version directory, and warnings for mapping keys a schema
+// or example repeats.
 func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index.Finding {
 	snap := reg.Snapshot()
 	if snap == nil {
@@ -29,6 +32,9 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 	var out []index.Finding
 	note := func(v *index.Version, format string, args ...any) {
 		out = append(out, index.Finding{Path: v.Path, Severity: index.Error, Message: fmt.Sprintf(format, args...)})
+	}
+	warn := func(v *index.Version, msg string) {
+		out = append(out, index.Finding{Path: v.Path, Severity: index.Warning, Message: msg})
 	}
 	for _, t := range snap.AllTemplates() {
 		for _, v := range t.Versions {
@@ -74,8 +80,13 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			}
 			if v.Schema != "" {
 				if b, ok := read(v.Schema); ok {
-					if _, err := schema.Parse(b, v.Schema); err != nil {
+					s, err := schema.Parse(b, v.Schema)
+					if err != nil {
 						note(v, "%v", err)
+					} else {
+						for _, w := range s.Warnings() {
+							warn(v, w)
+						}
 					}
 				}
 			}
@@ -86,12 +97,41 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 			if !ok {
 				continue
 			}
-			if _, err := ParseConfig(b, v.Example); err != nil {
+			lim := yamlLimits{maxBytes: defaultMaxInputBytes, bytesField: "MaxInputBytes", maxAliases: defaultMaxYAMLAliases,
+				duplicate: func(line int, key string) { warn(v, pyyaml.DuplicateKeyWarning(v.Example, line, key)) }}
+			cfg, err := parseConfig(b, v.Example, lim)
+			if err != nil {
 				note(v, "%v", err)
 				continue
 			}
+			// An example that its own schema refuses: the template's code
+			// and schema disagree, or the example is out of date.
+			var sc *schema.Schema
+			if v.Schema != "" {
+				if b, err := res.ReadFile(ctx, v.Schema); err == nil {
+					sc, _ = schema.Parse(b, v.Schema)
+				}
+			}
+			if sc != nil {
+				bad := false
+				for _, i := range selfResources(ctx, r, def, t, v, cfg) {
+					rs := cfg.Resources[i]
+					if _, err := sc.Apply(rs.Properties); err != nil {
+						note(v, "%s: resources[%d] (%s) violates the template's own schema: %v", v.Example, i, rs.Name, err)
+						bad = true
+					}
+				}
+				if bad {
+					continue // expanding it fails the same way
+				}
+			}
 			if expandExamples {
-				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Deployment: "lint", Registry: def}); err != nil {
+				imports, err := ReadVersionImports(cfg, v.Example, func(rel string) ([]byte, error) { return res.ReadFile(ctx, rel) })
+				if err != nil {
+					note(v, "%v", err)
+					continue
+				}
+				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Imports: imports, Deployment: "lint", Registry: def}); err != nil {
 					note(v, "%s does not expand: %v", v.Example, err)
 				}
 			}
@@ -111,4 +151,31 @@ func readAll(ctx context.Context, res *resolve.Resolution, v *index.Version) map
 		}
 	}
 	return files
+}
+
+// selfResources returns the indexes of the resources of an example that instantiate the
+// version's own template: through an import of its template file, or by
+// a registry reference that resolves to the template (any version: an
+// example names its template by a floating version).
+func selfResources(ctx context.Context, r *resolve.Resolver, def resolve.Registry, t *index.Template, v *index.Version, cfg *Config) []int {
+	self := map[string]bool{}
+	for _, imp := range cfg.Imports {
+		if path.Join(path.Dir(v.Example), imp.Path) == v.Template {
+			self[imp.Path] = true
+			if imp.Name != "" {
+				self[imp.Name] = true
+			}
+		}
+	}
+	var out []int
+	for i, rs := range cfg.Resources {
+		if self[rs.Type] {
+			out = append(out, i)
+			continue
+		}
+		if res, err := r.ResolveIn(ctx, rs.Type, def); err == nil && res.Template == t {
+			out = append(out, i)
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ func decodeYAMLNode(data []byte, lim yamlLimits) (any, *yaml3.Node, error) {
 	if lim.order != nil {
 		opts.Record = lim.order.record
 	}
+	opts.Duplicate = lim.duplicate
 	v, n, err := pyyaml.Decode(data, opts)
 	var le *pyyaml.LimitError
 	if errors.As(err, &le) {

@@ -21,7 +21,7 @@ func TestDecodeYAMLPy(t *testing.T) {
 		{name: "merge list", in: "a: &a {x: 1}\nb: &b {x: 2, z: 2}\nd:\n  <<: [*a, *b]\n", want: map[string]any{"a": map[string]any{"x": int64(1)}, "b": map[string]any{"x": int64(2), "z": int64(2)}, "d": map[string]any{"x": int64(1), "z": int64(2)}}},
 		{name: "unknown tag", in: "a: !foo 1\n", err: "tag !foo"},
 		{name: "two documents", in: "a: 1\n---\nb: 2\n", err: "single document"},
-		{name: "duplicate key", in: "a: 1\na: 2\n", err: "already set"},
+		{name: "duplicate key keeps the last", in: "a: 1\na: 2\n", want: map[string]any{"a": int64(2)}},
 		{name: "empty", in: "", want: nil},
 	}
 	for _, tt := range tests {

@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/value"
 )
 
 // refRE matches a value reference $(ref.NAME.PATH), PATH made of .field and
@@ -174,12 +176,8 @@ type substitution struct {
 // value returns v with references replaced, copying only what changes.
 // ptr is v's JSON Pointer in the resource's properties.
 func (s *substitution) value(v any, ptr string) (any, error) {
-	switch v := v.(type) {
-	case string:
-		if !strings.Contains(v, "$(ref.") {
-			return v, nil
-		}
-		out, err := FillRefs(v, func(text, name, path string) (any, bool, error) {
+	out, _, err := rewriteStrings(v, ptr, func(str, ptr string) (any, error) {
+		return FillRefs(str, func(text, name, path string) (any, bool, error) {
 			val, err := lookupRef(text, name, path, s.res, s.byName)
 			if errors.Is(err, errAbsent) {
 				s.deferred = append(s.deferred, Deferred{Field: ptr, Ref: text, Target: name, Path: strings.TrimPrefix(path, ".")})
@@ -187,47 +185,193 @@ func (s *substitution) value(v any, ptr string) (any, error) {
 			}
 			return val, err == nil, err
 		})
-		if err != nil {
-			return nil, err
+	})
+	return out, err
+}
+
+// rewriteStrings returns v with each string holding a value reference
+// replaced by f(string, its JSON Pointer), copying only the mappings and
+// lists that change (properties may be shared with the layout). ptr is
+// v's pointer; changed says whether anything did.
+func rewriteStrings(v any, ptr string, f func(s, ptr string) (any, error)) (out any, changed bool, err error) {
+	switch v := v.(type) {
+	case string:
+		if !strings.Contains(v, "$(ref.") {
+			return v, false, nil
 		}
-		return out, nil
+		nv, err := f(v, ptr)
+		if err != nil {
+			return nil, false, err
+		}
+		if ns, ok := nv.(string); ok && ns == v {
+			return v, false, nil
+		}
+		return nv, true, nil
 	case map[string]any:
 		var out map[string]any
 		for k, e := range v {
-			ne, err := s.value(e, ptr+"/"+escapePointer(k))
+			ne, changed, err := rewriteStrings(e, ptr+"/"+escapePointer(k), f)
 			if err != nil {
-				return nil, err
+				return nil, false, err
 			}
-			if es, ok := e.(string); ok {
-				if ns, ok := ne.(string); ok && ns == es {
-					continue
-				}
-			} else if !isContainer(e) {
+			if !changed {
 				continue
 			}
 			if out == nil {
-				out = make(map[string]any, len(v))
-				for kk, vv := range v {
-					out[kk] = vv
-				}
+				out = maps.Clone(v)
 			}
 			out[k] = ne
 		}
 		if out == nil {
-			return v, nil
+			return v, false, nil
 		}
-		return out, nil
+		return out, true, nil
 	case []any:
-		out := make([]any, len(v))
+		var out []any
 		for i, e := range v {
-			ne, err := s.value(e, ptr+"/"+strconv.Itoa(i))
+			ne, changed, err := rewriteStrings(e, ptr+"/"+strconv.Itoa(i), f)
 			if err != nil {
-				return nil, err
+				return nil, false, err
+			}
+			if !changed {
+				continue
+			}
+			if out == nil {
+				out = slices.Clone(v)
 			}
 			out[i] = ne
 		}
-		return out, nil
+		if out == nil {
+			return v, false, nil
+		}
+		return out, true, nil
 	}
+	return v, false, nil
+}
+
+// composite is a template resource whose template returned outputs.
+type composite struct {
+	name    string
+	path    []string
+	outputs []Output
+}
+
+// inlineOutputs replaces, in the primitives' properties, each reference
+// $(ref.NAME.OUTPUT[.PATH]) where NAME is a template resource with an
+// output OUTPUT (DM's template outputs) by that output's value (at PATH).
+// The value may hold references itself: to other outputs, replaced in
+// turn, and to primitives, which stay in place for resolveValueRefs to
+// resolve or defer as any other. When a primitive has NAME too, the
+// reference is to the output if OUTPUT names one, else to the primitive.
+func inlineOutputs(res []Resource, paths [][]string, comps []composite) error {
+	if len(comps) == 0 {
+		return nil
+	}
+	in := &outputInliner{comps: comps, prims: map[string]bool{}, byName: map[string]int{}, dup: map[string]bool{},
+		state: map[[2]int]int8{}, vals: map[[2]int]any{}}
+	for _, r := range res {
+		in.prims[r.Name] = true
+	}
+	for i, c := range comps {
+		if _, ok := in.byName[c.name]; ok {
+			in.dup[c.name] = true
+		}
+		in.byName[c.name] = i
+	}
+	for i := range res {
+		v, changed, err := rewriteStrings(res[i].Properties, "", in.fill)
+		if err != nil {
+			return &Error{Path: paths[i], Err: err}
+		}
+		if changed {
+			res[i].Properties = v.(map[string]any)
+		}
+	}
+	return nil
+}
+
+// outputInliner resolves template outputs on demand, each once.
+type outputInliner struct {
+	comps  []composite
+	prims  map[string]bool
+	byName map[string]int
+	dup    map[string]bool
+	// state and vals are keyed by composite and output index: 1 while
+	// the output is being resolved (a cycle if met again), 2 once vals
+	// holds its value.
+	state map[[2]int]int8
+	vals  map[[2]int]any
+	stack []string
+}
+
+// fill replaces the output references of one string.
+func (in *outputInliner) fill(s, _ string) (any, error) {
+	return FillRefs(s, func(text, name, path string) (any, bool, error) {
+		j, ok := in.byName[name]
+		if !ok || !strings.HasPrefix(path, ".") {
+			return nil, false, nil
+		}
+		c := in.comps[j]
+		out, rest := path, ""
+		if k := strings.IndexAny(path[1:], ".["); k >= 0 {
+			out, rest = path[:k+1], path[k+1:]
+		}
+		out = strings.TrimPrefix(out, ".")
+		k := slices.IndexFunc(c.outputs, func(o Output) bool { return o.Name == out })
+		switch {
+		case k < 0 && in.prims[name]:
+			return nil, false, nil // the primitive of the same name
+		case k < 0:
+			names := make([]string, len(c.outputs))
+			for i, o := range c.outputs {
+				names[i] = o.Name
+			}
+			return nil, false, invalid("%s: template resource %s (%s) has no output %q (outputs: %s)", text, name, strings.Join(c.path, " > "), out, strings.Join(names, ", "))
+		case in.dup[name]:
+			return nil, false, invalid("%s: several template resources are named %q; a referenced name must be unique in the deployment", text, name)
+		}
+		v, err := in.output(j, k)
+		if err != nil {
+			return nil, false, err
+		}
+		if rest == "" {
+			return value.Copy(v), true, nil
+		}
+		if s, ok := v.(string); ok {
+			if m := refRE.FindStringIndex(s); m != nil && m[0] == 0 && m[1] == len(s) {
+				// The output is one reference: the rest of the path goes on
+				// from where it points ($(ref.vm.status) + .ip).
+				return s[:len(s)-1] + rest + ")", true, nil
+			}
+		}
+		cur, walked, err := walkPath(v, rest)
+		if err != nil {
+			return nil, false, invalid("%s: output %s of %s has no %s", text, out, name, walked)
+		}
+		return value.Copy(cur), true, nil
+	})
+}
+
+// output returns output k of composite j with the references to outputs
+// in it replaced.
+func (in *outputInliner) output(j, k int) (any, error) {
+	key := [2]int{j, k}
+	label := in.comps[j].name + "." + in.comps[j].outputs[k].Name
+	switch in.state[key] {
+	case 2:
+		return in.vals[key], nil
+	case 1:
+		i := slices.Index(in.stack, label)
+		return nil, invalid("output reference cycle: %s -> %s", strings.Join(in.stack[i:], " -> "), label)
+	}
+	in.state[key] = 1
+	in.stack = append(in.stack, label)
+	v, _, err := rewriteStrings(in.comps[j].outputs[k].Value, "", in.fill)
+	if err != nil {
+		return nil, err
+	}
+	in.stack = in.stack[:len(in.stack)-1]
+	in.state[key], in.vals[key] = 2, v
 	return v, nil
 }
 
@@ -290,14 +434,6 @@ func escapePointer(k string) string {
 
 // errAbsent marks a reference to a field the resource does not have.
 var errAbsent = errors.New("absent")
-
-func isContainer(v any) bool {
-	switch v.(type) {
-	case map[string]any, []any:
-		return true
-	}
-	return false
-}
 
 // lookupRef returns the value at path (".a.b[0]") in resource name. A
 // field that is absent (rather than a step into a value of the wrong

@@ -3,6 +3,8 @@ package expand
 import (
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +66,107 @@ func TestLookupPath(t *testing.T) {
 		if ok != tc.ok || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("LookupPath(%q) = %v, %v; want %v, %v", tc.path, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// TestTemplateOutputs: $(ref.NAME.OUTPUT) where NAME is a template resource
+// is the value of the template's output OUTPUT (DM's outputs), itself
+// resolved or deferred as any other reference.
+func TestTemplateOutputs(t *testing.T) {
+	db := `resources:
+- name: {{ env["name"] }}-svc
+  type: Service
+  properties:
+    metadata: {name: {{ env["name"] }}-svc}
+    spec: {ports: [{port: 5432}]}
+outputs:
+- name: host
+  value: $(ref.{{ env["name"] }}-svc.metadata.name)
+- name: port
+  value: $(ref.{{ env["name"] }}-svc.spec.ports[0].port)
+- name: ip
+  value: $(ref.{{ env["name"] }}-svc.spec.clusterIP)
+- name: spec
+  value: $(ref.{{ env["name"] }}-svc.spec)
+- name: conn
+  value: {user: admin, ports: [5432, 5433]}
+- name: self
+  value: $(ref.{{ env["name"] }}.host)
+`
+	wrap := `resources:
+- name: inner
+  type: db.jinja
+outputs:
+- name: url
+  value: pg://$(ref.inner.host):$(ref.inner.port)
+`
+	py := `def GenerateConfig(context):
+    return {"resources": [{"name": "cm", "type": "ConfigMap", "properties": {"data": {"a": "1"}}}],
+            "outputs": [{"name": "data", "value": "$(ref.cm.data)"}, {"name": "n", "value": 3}]}
+`
+	cyc := `resources: []
+outputs:
+- name: a
+  value: $(ref.{{ env["name"] }}.b)
+- name: b
+  value: x-$(ref.{{ env["name"] }}.a)
+`
+	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc)}
+	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja]\nresources:\n"
+	for _, tc := range []struct {
+		name     string
+		uses     string // the ConfigMap app's data, YAML
+		extra    string // more resources
+		want     map[string]any
+		deferred []Deferred
+		err      string
+	}{
+		{name: "resolved", uses: `{host: $(ref.db.host), port: $(ref.db.port), url: "pg://$(ref.db.host):$(ref.db.port)"}`,
+			want: map[string]any{"host": "db-svc", "port": int64(5432), "url": "pg://db-svc:5432"}},
+		{name: "deferred to the primitive", uses: `{ip: $(ref.db.ip), addr: "$(ref.db.ip):1"}`,
+			want: map[string]any{"ip": "$(ref.db-svc.spec.clusterIP)", "addr": "$(ref.db-svc.spec.clusterIP):1"},
+			deferred: []Deferred{
+				{Resource: "app", Field: "/data/addr", Ref: "$(ref.db-svc.spec.clusterIP)", Target: "db-svc", Path: "spec.clusterIP"},
+				{Resource: "app", Field: "/data/ip", Ref: "$(ref.db-svc.spec.clusterIP)", Target: "db-svc", Path: "spec.clusterIP"},
+			}},
+		{name: "path beyond the output", uses: `{p: "$(ref.db.spec.ports[0].port)", u: $(ref.db.conn.user), q: "$(ref.db.conn.ports[1])"}`,
+			want: map[string]any{"p": int64(5432), "u": "admin", "q": int64(5433)}},
+		{name: "whole output keeps its type", uses: `{c: $(ref.db.conn)}`,
+			want: map[string]any{"c": map[string]any{"user": "admin", "ports": []any{int64(5432), int64(5433)}}}},
+		{name: "output of an output", uses: `{h: $(ref.db.self)}`, want: map[string]any{"h": "db-svc"}},
+		{name: "nested templates", extra: "- {name: w, type: wrap.jinja}\n", uses: `{url: $(ref.w.url)}`,
+			want: map[string]any{"url": "pg://inner-svc:5432"}},
+		{name: "python", extra: "- {name: g, type: gen.py}\n", uses: `{d: $(ref.g.data), n: "n=$(ref.g.n)"}`,
+			want: map[string]any{"d": map[string]any{"a": "1"}, "n": "n=3"}},
+		{name: "no such output", uses: `{x: $(ref.db.hots)}`, err: `$(ref.db.hots): template resource db (db) has no output "hots" (outputs: host, port, ip, spec, conn, self)`},
+		{name: "cycle", extra: "- {name: c, type: cyc.jinja}\n", uses: `{x: $(ref.c.a)}`, err: "output reference cycle: c.a -> c.b -> c.a"},
+		{name: "no such path", uses: `{x: $(ref.db.conn.pass)}`, err: "$(ref.db.conn.pass): output conn of db has no .pass"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := head + "- {name: db, type: db.jinja}\n" + tc.extra + "- {name: app, type: ConfigMap, properties: {data: " + tc.uses + "}}\n"
+			res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(cfg), Imports: imports})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := res.Config.Resources[len(res.Config.Resources)-1]
+			if got := app.Properties["data"]; !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("app's data = %#v, want %#v", got, tc.want)
+			}
+			if !reflect.DeepEqual(res.Deferred, tc.deferred) {
+				t.Errorf("deferred = %+v, want %+v", res.Deferred, tc.deferred)
+			}
+			if i, j := slices.Index(res.Order, "db-svc"), slices.Index(res.Order, "app"); strings.Contains(tc.uses, "ref.db.") && i > j {
+				t.Errorf("order %v: app before db-svc", res.Order)
+			}
+			if outs := res.Layout.Resources[0].Outputs; len(outs) != 6 || outs[0].Value != "$(ref.db-svc.metadata.name)" {
+				t.Errorf("layout outputs of db = %+v, want them as rendered", outs)
+			}
+		})
 	}
 }

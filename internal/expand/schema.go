@@ -25,9 +25,27 @@ type unknownNamer interface {
 	Unknown(props map[string]any) []string
 }
 
+// schemaWarner is a Schema with warnings about its own text (schema.Schema
+// names its repeated mapping keys).
+type schemaWarner interface {
+	Warnings() []string
+}
+
+// defaulter is a Schema that can fill in defaults without validating
+// (schema.Schema can).
+type defaulter interface {
+	Defaults(props map[string]any) map[string]any
+}
+
+// SkipSchemaHint says, in every schema violation's error, how to expand
+// regardless: published templates exist whose schema and code disagree.
+const SkipSchemaHint = "--skip-schema-validation (API: skip_schema_validation) expands without validating"
+
 // applySchema validates and defaults props with the schema file of b, and
-// lists the properties it does not define.
-func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any) (map[string]any, []string, error) {
+// lists the properties it does not define and the schema's own warnings.
+// With skip, defaults are applied and a violation is returned as
+// violations instead of failing.
+func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, props map[string]any, skip bool) (out map[string]any, unknown, warns []string, violations, err error) {
 	v, err := x.cached("schema:"+b.key+":"+file, func() (any, error) {
 		data, ok := b.files[file]
 		if !ok {
@@ -40,17 +58,26 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 		return s, nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	out, err := v.(Schema).Apply(props)
+	out, err = v.(Schema).Apply(props)
 	if err != nil {
-		return nil, nil, classify(fmt.Errorf("properties do not match the schema: %w", err))
+		if !skip {
+			return nil, nil, nil, nil, classify(fmt.Errorf("properties do not match the schema: %w; %s", err, SkipSchemaHint))
+		}
+		violations = err
+		out = props
+		if d, ok := v.(defaulter); ok {
+			out = d.Defaults(props)
+		}
 	}
-	var unknown []string
 	if u, ok := v.(unknownNamer); ok {
 		unknown = u.Unknown(props)
 	}
-	return out, unknown, nil
+	if w, ok := v.(schemaWarner); ok {
+		warns = w.Warnings()
+	}
+	return out, unknown, warns, violations, nil
 }
 
 // defaultSchemaCompiler compiles with the schema package: JSON Schema

@@ -44,7 +44,7 @@ var (
 	fromImportRE = regexp.MustCompile(`^from\s+([\w.]+)\s+import\s+\(?\s*(.+?)\s*\)?\s*(#.*)?$`)
 	indentedRE   = regexp.MustCompile(`^\s+(import\s+[\w.]+|from\s+[\w.]+\s+import\s)`)
 	dottedRE     = regexp.MustCompile(`^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$`)
-	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|assert|global|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
+	unsupported  = regexp.MustCompile(`^\s*(class|try|except|finally|with|raise|assert|nonlocal|yield|async|await|del|print\s+[^(\s=])\b`)
 )
 
 // pyImport is one name an import statement binds.
@@ -128,7 +128,7 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			if m[1] == "class" {
 				return nil, at(file, i+1, invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
 			}
-			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, global, yield, del or print statements)", strings.TrimSpace(m[1])))
+			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, yield, del or print statements)", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
@@ -196,9 +196,16 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 		if err != nil {
 			return nil, err
 		}
+		rewritten, hasGlobals, err := rewriteGlobals(file, rewritten)
+		if err != nil {
+			return nil, err
+		}
 		f, err := starlarkOptions().Parse(file, rewritten, 0)
 		if err != nil {
 			return nil, starlarkSyntaxError(file, src, err)
+		}
+		if hasGlobals {
+			declareGlobalsDict(f)
 		}
 		boundStarlark(f)
 		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := x.starBounds[name]; return ok })
@@ -310,7 +317,9 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			if err != nil {
 				return nil, err
 			}
-			g.Freeze()
+			// Not frozen: as in Python, a helper may keep state in its
+			// module (a dict it fills, names it declares global). The
+			// module lives for this invocation only.
 			d = g
 		}
 		m := make(starlark.StringDict, len(d)+1)

@@ -21,12 +21,15 @@ type yamlLimits struct {
 	maxAliasBytes int // Options.MaxYAMLAliasBytes
 	// order, if set, records the key order of every decoded mapping.
 	order *keyOrder
+	// duplicate, if set, hears of every repeated mapping key (the last
+	// value is kept, as PyYAML does).
+	duplicate func(line int, key string)
 }
 
 // decodeYAML decodes a YAML (or JSON) document into plain Go values:
 // map[string]any, []any, string, bool, int64, float64 and nil, resolving
-// scalars as PyYAML's safe_load does (ResolvePlain). Duplicate keys are
-// errors. An alias bomb fails fast: the document's aliases are counted
+// scalars as PyYAML's safe_load does (ResolvePlain). A repeated key keeps
+// its last value, as in PyYAML. An alias bomb fails fast: the document's aliases are counted
 // before decoding (cheap, one byte scan), and what aliases add once
 // expanded is counted against Options.MaxYAMLAliasBytes.
 func decodeYAML(data []byte, lim yamlLimits) (any, error) {

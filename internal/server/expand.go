@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"mime"
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
@@ -23,13 +25,20 @@ const (
 	maxTemplateBody = 4 << 20
 )
 
-// handleExpand serves POST /v1/expand.
+// handleExpand serves POST /v1/expand. It takes only application/json: a
+// type that a cross-site form or a text/plain fetch can send would let any
+// web page have its visitors' browsers start expansions.
 func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
+	if !contentType(w, r, "POST /v1/expand", "application/json") {
+		return
+	}
 	var req api.ExpandRequest
-	if err := decodeBody(w, r, maxExpandBody, &req); err != nil {
+	release, err := s.decodeBody(w, r, maxExpandBody, &req)
+	if err != nil {
 		s.writeBodyError(w, r, err)
 		return
 	}
+	defer release()
 	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
 	// Expansions run other people's code: only so many at once.
 	wait := time.NewTimer(s.queueWait)
@@ -47,10 +56,7 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
 	defer cancel()
-	var (
-		res any
-		err error
-	)
+	var res any
 	if jx, ok := s.expander.(jsonExpander); ok {
 		res, err = jx.ExpandJSON(ctx, &req)
 	} else {
@@ -70,11 +76,17 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 // Template out, still a Template, with parameters generated, substituted
 // and labels applied.
 func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, maxTemplateBody)
+	// JSON or YAML, never a type a cross-site form can send without a
+	// preflight.
+	if !contentType(w, r, "POST /processedTemplates", "application/json", "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml") {
+		return
+	}
+	body, release, err := s.readBudgeted(w, r, maxTemplateBody)
 	if err != nil {
 		s.writeBodyError(w, r, err)
 		return
 	}
+	defer release()
 	if tp, ok := s.expander.(templateProcessor); ok {
 		ctx, cancel := context.WithTimeout(r.Context(), expandTimeout)
 		defer cancel()
@@ -91,36 +103,38 @@ func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request
 	s.answer(w, r, out, err)
 }
 
-// readBody reads a request body of at most max bytes.
-func readBody(w http.ResponseWriter, r *http.Request, max int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-	if err != nil {
-		return nil, err
+// contentType answers 415 and reports false unless the request's media
+// type is one of types.
+func contentType(w http.ResponseWriter, r *http.Request, route string, types ...string) bool {
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err == nil && slices.Contains(types, ct) {
+		return true
 	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return nil, fmt.Errorf("request body is empty: %w", derrors.InvalidArgument)
-	}
-	return b, nil
+	writeJSON(w, http.StatusUnsupportedMediaType, api.Error{Error: fmt.Sprintf("%s takes Content-Type %s, not %q", route, strings.Join(types, " or "), derrors.Clip(r.Header.Get("Content-Type"), 100))})
+	return false
 }
 
 // decodeBody decodes a JSON request body of at most max bytes into v,
 // strictly: unknown fields and trailing data are errors, and numbers stay
-// json.Number for the caller to type.
-func decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) error {
-	b, err := readBody(w, r, max)
+// json.Number for the caller to type. The body's bytes stay reserved in
+// the budget until release is called.
+func (s *Server) decodeBody(w http.ResponseWriter, r *http.Request, max int64, v any) (release func(), err error) {
+	b, release, err := s.readBudgeted(w, r, max)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("request body: %v: %w", err, derrors.InvalidArgument)
+		release()
+		return nil, fmt.Errorf("request body: %v: %w", err, derrors.InvalidArgument)
 	}
 	if dec.More() {
-		return fmt.Errorf("request body: data after the JSON object: %w", derrors.InvalidArgument)
+		release()
+		return nil, fmt.Errorf("request body: data after the JSON object: %w", derrors.InvalidArgument)
 	}
-	return nil
+	return release, nil
 }
 
 // writeBodyError answers a body that could not be read: 413 when it was
@@ -129,6 +143,11 @@ func (s *Server) writeBodyError(w http.ResponseWriter, r *http.Request, err erro
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		writeJSON(w, http.StatusRequestEntityTooLarge, api.Error{Error: fmt.Sprintf("request body is over the %d-byte limit", tooBig.Limit)})
+		return
+	}
+	if errors.Is(err, errBudget) {
+		w.Header().Set("Retry-After", "1")
+		s.writeError(w, r, err)
 		return
 	}
 	if !errors.Is(err, derrors.InvalidArgument) {

@@ -30,6 +30,8 @@ type Metrics struct {
 	resolveDuration prometheus.Histogram
 	httpRequests    *prometheus.CounterVec
 	workerExits     *prometheus.CounterVec
+	adminFailures   prometheus.Counter
+	shed            *prometheus.CounterVec
 
 	registries *registryCollector
 	examples   *exampleCollector
@@ -81,12 +83,22 @@ func NewMetrics() *Metrics {
 			Name:      "expansion_worker_exits_total",
 			Help:      "Expansion worker processes retired, by reason (recycled, memory, timeout, cpu, answer_size, canceled, crashed).",
 		}, []string{"reason"}),
+		adminFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "admin_auth_failures_total",
+			Help:      "Requests with a wrong admin token (or Authorization scheme).",
+		}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "requests_shed_total",
+			Help:      "Requests turned away before their body was read, by reason (body_budget, webhook_reads, body_too_large, replay).",
+		}, []string{"reason"}),
 		registries: &registryCollector{},
 		examples:   &exampleCollector{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
-		m.resolveDuration, m.httpRequests, m.workerExits, m.registries, m.examples,
+		m.resolveDuration, m.httpRequests, m.workerExits, m.adminFailures, m.shed, m.registries, m.examples,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)

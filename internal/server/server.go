@@ -17,7 +17,8 @@
 //	GET  /v1/templates?registry=&collection=&q=   api.TemplateList
 //	GET  /v1/versions?ref=&registry=         api.Template
 //	GET  /v1/template?ref=&registry=         api.TemplateVersion
-//	GET  /v1/file?ref=&path=&registry=       raw file content, ETag "<blob sha>"
+//	GET  /v1/file?ref=&path=&registry=[&download=1]  raw file content as inert data (text/plain or
+//	                                         application/octet-stream, CSP sandbox), ETag "<blob sha>"
 //	GET  /v1/resolve?ref=&registry=          api.Resolution
 //	GET  /v1/search?q=&registry=             api.SearchResults
 //	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
@@ -27,7 +28,12 @@
 // Errors are {"error": "..."} with the status of derrors.HTTPStatus: 400 for
 // a malformed reference, 404 for what does not exist (unknown routes too),
 // 405 for a wrong method, 409 for an ambiguous version, 503 while a
-// registry has no index.
+// registry has no index; their messages are derrors.Message, at most a few
+// hundred bytes of any input. Clients without credentials are bounded:
+// POST /v1/expand takes only application/json (415), request bodies share
+// a byte budget (BodyBudget; past it 503 with Retry-After), webhook
+// signatures are checked for form before the body is read, and a wrong
+// admin token slows its client down (adminGate).
 //
 // GET /v1/resolve is the hot path: it bypasses the router's middleware,
 // caches the encoded answer per version and builds the rest by hand, so it
@@ -35,9 +41,8 @@
 package server
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -50,6 +55,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -66,9 +72,19 @@ import (
 type Options struct {
 	// Resolver holds the registries to serve. Required.
 	Resolver *resolve.Resolver
-	// AdminToken authorises POST /v1/registries/{name}/refresh. Empty
-	// disables refresh over HTTP (403).
+	// AdminToken authorises POST /v1/registries/{name}/refresh and shows
+	// local registries' directories in /v1/registries. Empty disables
+	// refresh over HTTP (403).
 	AdminToken string
+	// AdminFailureDelay is how long a client that sent a wrong admin
+	// token waits before its next one is checked (429 until then); zero
+	// means DefaultAdminFailureDelay.
+	AdminFailureDelay time.Duration
+	// BodyBudget bounds the request body bytes that POST /v1/expand, POST
+	// /processedTemplates and the catalog's previews hold at once, across
+	// requests; past it they answer 503 with Retry-After. Zero means
+	// DefaultBodyBudget.
+	BodyBudget int64
 	// Logger receives error and slow-request logs; nil discards them.
 	Logger *slog.Logger
 	// Metrics to record into and serve; nil creates new ones.
@@ -120,8 +136,9 @@ type templateProcessor interface {
 type Server struct {
 	svc        *api.Service
 	resolver   *resolve.Resolver
-	adminHash  [sha256.Size]byte
+	admin      *adminGate
 	hasAdmin   bool
+	bodies     *byteBudget
 	log        *slog.Logger
 	metrics    *Metrics
 	slow       time.Duration
@@ -150,17 +167,14 @@ func New(opts Options) *Server {
 		refreshTTL: opts.RefreshTimeout,
 	}
 	s.expander = opts.Expander
-	if s.hasAdmin {
-		// Comparing hashes makes the comparison constant-time whatever the
-		// lengths, and keeps no copy of the token itself.
-		s.adminHash = sha256.Sum256([]byte(opts.AdminToken))
-	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.metrics == nil {
 		s.metrics = NewMetrics()
 	}
+	s.admin = newAdminGate(opts.AdminToken, opts.AdminFailureDelay, s.log, s.metrics.adminFailures)
+	s.bodies = newByteBudget(opts.BodyBudget)
 	if s.slow <= 0 {
 		s.slow = time.Second
 	}
@@ -185,7 +199,7 @@ func New(opts Options) *Server {
 	}
 	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
-	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log)
+	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log, s.metrics.shed)
 	s.metrics.watch(opts.Resolver)
 	s.metrics.watchExamples(s.examples)
 	s.hot = newResolveHandler(s)
@@ -203,7 +217,10 @@ func (s *Server) routes() chi.Router {
 	r.Get(resolveRoute, s.hot.ServeHTTP)
 	r.Group(func(r chi.Router) {
 		r.Use(s.instrument)
-		s.catalog.Mount(r)
+		r.Group(func(r chi.Router) {
+			r.Use(s.budgetForms)
+			s.catalog.Mount(r)
+		})
 		r.Get("/v1/", s.handleIndex)
 		r.Get("/v1", s.handleIndex)
 		r.Get("/healthz", s.handleHealth)
@@ -419,10 +436,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // are logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := derrors.HTTPStatus(err)
+	msg := derrors.Message(err)
 	if status >= 500 {
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", err)
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, api.Error{Error: err.Error()})
+	writeJSON(w, status, api.Error{Error: msg})
 }
 
 // answer writes v, or err.
@@ -480,7 +498,19 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleRegistries(w http.ResponseWriter, r *http.Request) {
 	v, err := s.svc.Registries(r.Context())
+	if err == nil && !s.isAdmin(r) {
+		for i := range v.Registries {
+			v.Registries[i].HideLocalPath()
+		}
+	}
 	s.answer(w, r, v, err)
+}
+
+// isAdmin reports whether r carries the admin token. A wrong token counts
+// as a failed attempt; a throttled client is simply not an admin.
+func (s *Server) isAdmin(r *http.Request) bool {
+	res, _ := s.admin.check(r)
+	return res == authOK
 }
 
 // registryParam returns the registry name of a /v1/registries/* route,
@@ -510,17 +540,10 @@ func (s *Server) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	v, err := s.svc.Registry(r.Context(), name)
-	s.answer(w, r, v, err)
-}
-
-// authorized checks the bearer token in constant time.
-func (s *Server) authorized(r *http.Request) bool {
-	scheme, tok, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+	if err == nil && !s.isAdmin(r) {
+		v.HideLocalPath()
 	}
-	got := sha256.Sum256([]byte(strings.TrimSpace(tok)))
-	return subtle.ConstantTimeCompare(got[:], s.adminHash[:]) == 1
+	s.answer(w, r, v, err)
 }
 
 func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
@@ -538,7 +561,13 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, api.Error{Error: "refresh over HTTP is disabled: registryd has no admin token (set REGISTRYD_ADMIN_TOKEN)"})
 		return
 	}
-	if !s.authorized(r) {
+	switch res, wait := s.admin.check(r); res {
+	case authOK:
+	case authThrottled:
+		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
+		writeJSON(w, http.StatusTooManyRequests, api.Error{Error: fmt.Sprintf("a wrong admin token came from this client: the next one is checked in %s", wait.Round(time.Millisecond))})
+		return
+	default:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="registryd"`)
 		s.writeError(w, r, fmt.Errorf("refresh needs Authorization: Bearer <admin token>: %w", derrors.Unauthorized))
 		return
@@ -603,7 +632,7 @@ func (s *Server) handleTemplate(w http.ResponseWriter, r *http.Request) {
 	}
 	v, err := s.svc.Template(r.Context(), ref, reg)
 	if err == nil {
-		v.ExampleTest = s.examples.Status(v.Registry, v.Digest)
+		v.ExampleTest = s.examples.Of(v)
 	}
 	s.answer(w, r, v, err)
 }
@@ -614,22 +643,20 @@ func (s *Server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	s.answer(w, r, v, err)
 }
 
-// contentType returns the media type of a registry file by its name.
-func contentType(name string) string {
-	switch ext := path.Ext(name); ext {
-	case ".yaml", ".yml", ".schema":
-		return "application/yaml; charset=utf-8"
-	case ".json":
-		return "application/json"
-	case ".jinja", ".py", ".gotmpl", ".md", ".txt", ".tmpl", "":
+// fileType returns the media type registry files are served as: data,
+// never active content, whatever their names say. A registry author's
+// helper.html, logo.svg or x.js served as what it is would run in the
+// catalog's origin.
+func fileType(content []byte) string {
+	if utf8.Valid(content) && bytes.IndexByte(content, 0) < 0 {
 		return "text/plain; charset=utf-8"
-	default:
-		if t := mime.TypeByExtension(ext); t != "" {
-			return t
-		}
-		return "application/octet-stream"
 	}
+	return "application/octet-stream"
 }
+
+// fileCSP is on every answer of GET /v1/file, 304 included, with
+// nosniff: a browser that opens a file runs nothing of it.
+var fileCSP = []string{"sandbox; default-src 'none'"}
 
 func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
 	p := query(r, "ref", "registry", "path")
@@ -645,13 +672,17 @@ func (s *Server) handleFile(w http.ResponseWriter, r *http.Request) {
 	etag := `"` + f.File.SHA + `"`
 	h := w.Header()
 	h.Set("ETag", etag)
-	h.Set("X-Content-Type-Options", "nosniff")
+	h["X-Content-Type-Options"] = nosniff
+	h["Content-Security-Policy"] = fileCSP
 	h.Set("X-Resolved", f.Resolved)
+	if r.URL.Query().Has("download") {
+		h.Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(f.File.Path)}))
+	}
 	if match := r.Header.Get("If-None-Match"); match != "" && etagMatch(match, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	h.Set("Content-Type", contentType(f.File.Path))
+	h.Set("Content-Type", fileType(f.Content))
 	h.Set("Content-Length", strconv.Itoa(len(f.Content)))
 	w.WriteHeader(http.StatusOK)
 	w.Write(f.Content)

@@ -3,18 +3,28 @@ package server
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/go-github/v57/github"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -34,6 +44,17 @@ type WebhookOptions struct {
 	// RefreshTimeout bounds a refresh a push started; zero means 50
 	// seconds.
 	RefreshTimeout time.Duration
+	// MaxBody bounds a delivery's body: a larger one is answered 413,
+	// before it is read when it announces its length. Zero means
+	// DefaultWebhookMaxBody.
+	MaxBody int64
+	// MaxReads bounds the deliveries read at once; more are answered 503
+	// with Retry-After. Zero means 4.
+	MaxReads int
+	// Deliveries is how many recent X-GitHub-Delivery IDs are remembered,
+	// so that a replayed delivery is answered without a refresh; zero
+	// means 4096.
+	Deliveries int
 }
 
 // WebhookRegistry is a GitHub registry that push events refresh.
@@ -48,22 +69,32 @@ type WebhookRegistry struct {
 	Secret string
 }
 
-// maxWebhookBody is GitHub's own cap on a delivery's payload.
-const maxWebhookBody = 25 << 20
+// DefaultWebhookMaxBody is WebhookOptions.MaxBody's default. GitHub caps
+// a payload at 25 MB, but push payloads are kilobytes.
+const DefaultWebhookMaxBody = 5 << 20
+
+// webhookReadTimeout bounds the reading of one delivery's body, so that a
+// slow client cannot hold one of the few reads for long.
+const webhookReadTimeout = 10 * time.Second
 
 // webhooks serves POST /v1/webhooks/github.
 type webhooks struct {
 	opts     WebhookOptions
 	resolver *resolve.Resolver
 	log      *slog.Logger
+	shed     *prometheus.CounterVec
 	// secrets are the distinct configured secrets.
 	secrets []string
+	// reads is the semaphore of the bodies being read.
+	reads chan struct{}
+	// seen holds the IDs of recent deliveries with a good signature.
+	seen *lru.Cache[string, struct{}]
 
 	mu      sync.Mutex
-	pending map[string]*pendingRefresh // registry -> the refresh waiting to start
+	pending map[string]*hookRefresh // registry -> its scheduled or running refresh
 }
 
-func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger) *webhooks {
+func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, shed *prometheus.CounterVec) *webhooks {
 	if opts.Window <= 0 {
 		opts.Window = 500 * time.Millisecond
 	}
@@ -73,11 +104,22 @@ func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger) *we
 	if opts.RefreshTimeout <= 0 {
 		opts.RefreshTimeout = 50 * time.Second
 	}
-	h := &webhooks{opts: opts, resolver: r, log: log, pending: map[string]*pendingRefresh{}}
-	seen := map[string]bool{}
+	if opts.MaxBody <= 0 {
+		opts.MaxBody = DefaultWebhookMaxBody
+	}
+	if opts.MaxReads <= 0 {
+		opts.MaxReads = 4
+	}
+	if opts.Deliveries <= 0 {
+		opts.Deliveries = 4096
+	}
+	seen, _ := lru.New[string, struct{}](opts.Deliveries)
+	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[string]*hookRefresh{},
+		reads: make(chan struct{}, opts.MaxReads), seen: seen}
+	seenSecret := map[string]bool{}
 	add := func(s string) {
-		if s != "" && !seen[s] {
-			seen[s] = true
+		if s != "" && !seenSecret[s] {
+			seenSecret[s] = true
 			h.secrets = append(h.secrets, s)
 		}
 	}
@@ -104,44 +146,124 @@ type webhookAnswer struct {
 	Reason     string   `json:"reason,omitempty"`
 }
 
-// ServeHTTP answers one GitHub delivery: 404 without a secret, 401 for a
-// missing or bad signature, 200 for a ping, 202 for everything else (a
-// push to a tracked branch schedules a refresh).
+// parseSignature returns the HMAC of an X-Hub-Signature-256 header:
+// "sha256=" and 64 hex digits, nothing else. The algorithm is never taken
+// from the header.
+func parseSignature(header string) ([]byte, bool) {
+	hexSum, ok := strings.CutPrefix(header, "sha256=")
+	if !ok || len(hexSum) != 2*sha256.Size {
+		return nil, false
+	}
+	sum, err := hex.DecodeString(hexSum)
+	return sum, err == nil
+}
+
+// ServeHTTP answers one GitHub delivery: 404 without a secret; 401 for a
+// missing, malformed or wrong signature, checked for presence and form
+// before the body is read; 413 for a body over MaxBody; 503 while MaxReads
+// bodies are being read; 200 for a ping or a delivery already handled;
+// 202 for everything else (a push to a tracked branch schedules a
+// refresh).
 func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.enabled() {
 		writeJSON(w, http.StatusNotFound, api.Error{Error: "webhooks are disabled: registryd has no webhook secret (set REGISTRYD_WEBHOOK_SECRET or --webhook-secret)"})
 		return
 	}
-	sig := r.Header.Get(github.SHA256SignatureHeader)
-	if sig == "" {
+	header := r.Header.Get(github.SHA256SignatureHeader)
+	if header == "" {
 		writeJSON(w, http.StatusUnauthorized, api.Error{Error: "missing " + github.SHA256SignatureHeader + " header"})
 		return
 	}
-	if ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || (ct != "application/json" && ct != "application/x-www-form-urlencoded") {
+	want, ok := parseSignature(header)
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, api.Error{Error: github.SHA256SignatureHeader + " must be sha256= and 64 hex digits"})
+		return
+	}
+	ct, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || (ct != "application/json" && ct != "application/x-www-form-urlencoded") {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: "webhook Content-Type must be application/json or application/x-www-form-urlencoded"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxWebhookBody))
-	if err != nil {
-		writeJSON(w, http.StatusRequestEntityTooLarge, api.Error{Error: "reading the webhook body: " + err.Error()})
+	if r.ContentLength > h.opts.MaxBody {
+		h.shed.WithLabelValues("body_too_large").Inc()
+		writeJSON(w, http.StatusRequestEntityTooLarge, api.Error{Error: fmt.Sprintf("webhook body of %d bytes is over the %d-byte limit (--webhook-max-body)", r.ContentLength, h.opts.MaxBody)})
 		return
 	}
-	// The secret that signed the delivery decides which registries it may
-	// refresh.
-	var payload []byte
-	secret := ""
-	for _, s := range h.secrets {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if p, err := github.ValidatePayload(r, []byte(s)); err == nil {
-			payload, secret = p, s
-			break
-		}
+	select {
+	case h.reads <- struct{}{}:
+		defer func() { <-h.reads }()
+	default:
+		h.shed.WithLabelValues("webhook_reads").Inc()
+		w.Header().Set("Retry-After", "5")
+		writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: fmt.Sprintf("%d webhook deliveries are being read; try again shortly", cap(h.reads))})
+		return
 	}
+	body, secret, err := h.read(w, r, want)
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.shed.WithLabelValues("body_too_large").Inc()
+			writeJSON(w, http.StatusRequestEntityTooLarge, api.Error{Error: fmt.Sprintf("webhook body is over the %d-byte limit (--webhook-max-body)", tooBig.Limit)})
+			return
+		}
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: "reading the webhook body: " + derrors.Clip(err.Error(), 200)})
+		return
+	}
+	delivery := r.Header.Get("X-GitHub-Delivery")
 	if secret == "" {
-		h.log.Warn("webhook with a bad signature", "event", github.WebHookType(r), "delivery", r.Header.Get("X-GitHub-Delivery"))
+		h.log.Warn("webhook with a bad signature", "event", derrors.Clip(github.WebHookType(r), 100), "delivery", derrors.Clip(delivery, 100))
 		writeJSON(w, http.StatusUnauthorized, api.Error{Error: "signature does not match the payload"})
 		return
 	}
+	// Only signed deliveries are remembered, so that nobody without the
+	// secret can make registryd ignore a real one.
+	if delivery != "" {
+		if dup, _ := h.seen.ContainsOrAdd(delivery, struct{}{}); dup {
+			h.shed.WithLabelValues("replay").Inc()
+			writeJSON(w, http.StatusOK, webhookAnswer{Status: "duplicate", Reason: "delivery " + derrors.Clip(delivery, 100) + " was already handled"})
+			return
+		}
+	}
+	payload := body
+	if ct == "application/x-www-form-urlencoded" {
+		form, err := url.ParseQuery(string(body))
+		if err != nil {
+			writeJSON(w, http.StatusBadRequest, api.Error{Error: "webhook form: " + derrors.Clip(err.Error(), 200)})
+			return
+		}
+		payload = []byte(form.Get("payload"))
+	}
+	h.handle(w, r, payload, secret)
+}
+
+// read reads the body, at most MaxBody bytes, hashing it with every
+// secret as it streams; secret is the one whose HMAC is want, or "".
+func (h *webhooks) read(w http.ResponseWriter, r *http.Request, want []byte) (body []byte, secret string, err error) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(webhookReadTimeout))
+	macs := make([]hash.Hash, len(h.secrets))
+	sinks := make([]io.Writer, 0, len(h.secrets)+1)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	sinks = append(sinks, &buf)
+	for i, s := range h.secrets {
+		macs[i] = hmac.New(sha256.New, []byte(s))
+		sinks = append(sinks, macs[i])
+	}
+	if _, err := io.Copy(io.MultiWriter(sinks...), http.MaxBytesReader(w, r.Body, h.opts.MaxBody)); err != nil {
+		return nil, "", err
+	}
+	for i, m := range macs {
+		if hmac.Equal(m.Sum(nil), want) {
+			return buf.Bytes(), h.secrets[i], nil
+		}
+	}
+	return buf.Bytes(), "", nil
+}
+
+// handle answers a delivery signed with secret.
+func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte, secret string) {
 	event := github.WebHookType(r)
 	switch event {
 	case "ping":
@@ -149,13 +271,13 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "push":
 	default:
-		writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "ignored", Reason: fmt.Sprintf("event %q does not change registries", event)})
+		writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "ignored", Reason: fmt.Sprintf("event %q does not change registries", derrors.Clip(event, 100))})
 		return
 	}
 	ev, err := github.ParseWebHook(event, payload)
 	push, ok := ev.(*github.PushEvent)
 	if err != nil || !ok {
-		writeJSON(w, http.StatusBadRequest, api.Error{Error: fmt.Sprintf("push event payload: %v", err)})
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: derrors.Clip(fmt.Sprintf("push event payload: %v", err), 300)})
 		return
 	}
 	full := push.GetRepo().GetFullName()
@@ -177,52 +299,86 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		if g, ok := h.resolver.Registry(reg.Registry); ok {
-			h.request(g.Name, g.Refresh)
+			h.request(g)
 			names = append(names, g.Name)
 		}
 	}
 	if len(names) == 0 {
-		writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "ignored", Reason: fmt.Sprintf("no registry tracks %s of %s", ref, full)})
+		writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "ignored", Reason: derrors.Clip(fmt.Sprintf("no registry tracks %s of %s", ref, full), 300)})
 		return
 	}
 	h.log.Info("push event: refreshing", "registries", names, "ref", ref, "after", push.GetAfter())
 	writeJSON(w, http.StatusAccepted, webhookAnswer{Status: "refresh scheduled", Registries: names})
 }
 
-// request schedules a refresh of the named registry once pushes to it
-// have paused for the window (at most MaxWait after the first): pushes
-// that arrive before it starts are served by it, later ones schedule the
-// next.
-func (h *webhooks) request(name string, refresh func(context.Context) error) {
+// hookRefresh is a registry's push-triggered refresh: scheduled (waiting
+// for pushes to pause, or for the source's back-off to end), running, and
+// at most one more queued behind a running one.
+type hookRefresh struct {
+	first, last time.Time
+	scheduled   bool
+	running     bool
+	queued      bool
+}
+
+// request schedules a refresh of g once pushes to it have paused for the
+// window (at most MaxWait after the first) and no sooner than the source
+// asked to be left alone until (Status.RetryAt, as timed refreshes obey):
+// pushes that arrive before it starts are served by it; pushes while it
+// runs queue one more, never more.
+func (h *webhooks) request(g *index.Registry) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	if p, ok := h.pending[name]; ok {
-		p.last = now
-		return
+	p, ok := h.pending[g.Name]
+	if !ok {
+		p = &hookRefresh{}
+		h.pending[g.Name] = p
 	}
-	p := &pendingRefresh{first: now, last: now}
-	h.pending[name] = p
-	var fire func()
-	fire = func() {
-		h.mu.Lock()
-		wait := min(time.Until(p.last.Add(h.opts.Window)), time.Until(p.first.Add(h.opts.MaxWait)))
-		if wait > 0 {
-			// Pushes kept coming: wait for them to pause.
-			time.AfterFunc(wait, fire)
-			h.mu.Unlock()
-			return
-		}
-		delete(h.pending, name)
-		h.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
-		defer cancel()
-		if err := refresh(ctx); err != nil {
-			h.log.Warn("refresh after a push failed", "registry", name, "err", err)
-		}
+	p.last = now
+	switch {
+	case p.running:
+		p.queued = true
+	case !p.scheduled:
+		p.first, p.scheduled = now, true
+		h.schedule(g, p, h.opts.Window)
 	}
-	time.AfterFunc(h.opts.Window, fire)
 }
 
-// pendingRefresh is a refresh waiting for pushes to pause.
-type pendingRefresh struct{ first, last time.Time }
+// schedule fires p's refresh after d; h.mu is held.
+func (h *webhooks) schedule(g *index.Registry, p *hookRefresh, d time.Duration) {
+	time.AfterFunc(d, func() { h.fire(g, p) })
+}
+
+// fire starts p's refresh, unless pushes kept coming or the source's
+// back-off has not ended: then it waits for them.
+func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
+	h.mu.Lock()
+	wait := min(time.Until(p.last.Add(h.opts.Window)), time.Until(p.first.Add(h.opts.MaxWait)))
+	wait = max(wait, time.Until(g.Status().RetryAt))
+	if wait > 0 {
+		h.schedule(g, p, wait)
+		h.mu.Unlock()
+		return
+	}
+	p.scheduled, p.running = false, true
+	h.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
+	if err := g.Refresh(ctx); err != nil {
+		h.log.Warn("refresh after a push failed", "registry", g.Name, "err", err)
+	}
+	cancel()
+
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p.running = false
+	if !p.queued {
+		delete(h.pending, g.Name)
+		return
+	}
+	p.queued = false
+	now := time.Now()
+	p.first, p.last, p.scheduled = now, now, true
+	h.schedule(g, p, h.opts.Window)
+}

@@ -2,23 +2,24 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
+	"crypto/sha1"
 	"crypto/sha256"
+	"crypto/sha512"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
-	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -27,10 +28,13 @@ import (
 const hookSecret = "hook-secret-789"
 
 // sign computes X-Hub-Signature-256 as GitHub does.
-func sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
+func sign(secret string, body []byte) string { return signWith(sha256.New, "sha256=", secret, body) }
+
+// signWith computes an HMAC signature header with any hash.
+func signWith(h func() hash.Hash, prefix, secret string, body []byte) string {
+	m := hmac.New(h, []byte(secret))
 	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return prefix + hex.EncodeToString(m.Sum(nil))
 }
 
 type hookEnv struct {
@@ -39,6 +43,9 @@ type hookEnv struct {
 	reg  *index.Registry
 	http *httptest.Server
 	log  *lockedBuffer
+	srv  *Server
+	// deliveries numbers the deliveries post sends.
+	deliveries atomic.Int64
 }
 
 // lockedBuffer is a log sink that refreshes in the background may write
@@ -64,35 +71,31 @@ func (b *lockedBuffer) String() string {
 // GitHub test server, with webhooks configured by opts.
 func newHookEnv(t *testing.T, opts WebhookOptions) *hookEnv {
 	t.Helper()
-	fsys := fstest.MapFS{}
-	for name, content := range fixture {
-		fsys[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
-	}
-	repo := githubtest.NewRepoFS(t, fsys)
-	gh := githubtest.New(map[string]string{"acme/tpl": repo})
-	t.Cleanup(gh.Close)
-	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, GitHub: &api.GitHubSpec{Owner: "acme", Repo: "tpl", Branch: "main", APIURL: gh.URL}}, api.Setup{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := reg.Refresh(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	gh, repo, reg := githubFixture(t)
 	def, _ := resolve.ParseRegistry(prefix)
 	log := &lockedBuffer{}
 	s := New(Options{Resolver: resolve.New(def, reg), Webhooks: opts, Logger: newTestLogger(log)})
 	hs := httptest.NewServer(s)
 	t.Cleanup(hs.Close)
-	return &hookEnv{gh: gh, repo: repo, reg: reg, http: hs, log: log}
+	return &hookEnv{gh: gh, repo: repo, reg: reg, http: hs, log: log, srv: s}
 }
 
-// post sends a webhook delivery; sig "" sends none.
+// post sends a webhook delivery with a new delivery ID; sig "" sends
+// none.
 func (e *hookEnv) post(t *testing.T, event, sig string, body []byte) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest("POST", e.http.URL+"/v1/webhooks/github", bytes.NewReader(body))
+	resp, b := e.send(t, event, sig, fmt.Sprintf("d-%d", e.deliveries.Add(1)), bytes.NewReader(body))
+	return resp.StatusCode, b
+}
+
+// send sends a webhook delivery whose body is read from body: with a
+// length for a *bytes.Reader, chunked for other readers.
+func (e *hookEnv) send(t *testing.T, event, sig, delivery string, body io.Reader) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", e.http.URL+"/v1/webhooks/github", body)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", event)
-	req.Header.Set("X-GitHub-Delivery", "d-1")
+	req.Header.Set("X-GitHub-Delivery", delivery)
 	if sig != "" {
 		req.Header.Set("X-Hub-Signature-256", sig)
 	}
@@ -102,7 +105,7 @@ func (e *hookEnv) post(t *testing.T, event, sig string, body []byte) (int, strin
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return resp, string(b)
 }
 
 func pushBody(repo, ref, after string) []byte {
@@ -140,7 +143,10 @@ func TestWebhookSignatures(t *testing.T) {
 		{"ping", "ping", sign(hookSecret, ping), ping, 200, "pong"},
 		{"missing signature", "push", "", push, 401, "missing X-Hub-Signature-256"},
 		{"bad signature", "push", sign("wrong", push), push, 401, "does not match"},
-		{"malformed signature", "push", "sha256=zz", push, 401, "does not match"},
+		{"malformed signature", "push", "sha256=zz", push, 401, "must be sha256= and 64 hex digits"},
+		{"SHA-1 in the SHA-256 header", "push", signWith(sha1.New, "sha1=", hookSecret, push), push, 401, "must be sha256="},
+		{"SHA-512 in the SHA-256 header", "push", signWith(sha512.New, "sha512=", hookSecret, push), push, 401, "must be sha256="},
+		{"upper-case prefix", "push", "SHA256=" + sign(hookSecret, push)[len("sha256="):], push, 401, "must be sha256="},
 		{"signature of another body", "push", sign(hookSecret, ping), push, 401, "does not match"},
 		{"other event", "issues", sign(hookSecret, ping), ping, 202, "ignored"},
 		{"other branch", "push", sign(hookSecret, pushBody("acme/tpl", "refs/heads/dev", "x")), pushBody("acme/tpl", "refs/heads/dev", "x"), 202, "no registry tracks refs/heads/dev"},
@@ -213,6 +219,133 @@ func TestWebhookPushRefreshes(t *testing.T) {
 	time.Sleep(600 * time.Millisecond)
 	if n := e.gh.RequestsTo("commit"); n != 1 {
 		t.Errorf("a burst of 20 pushes: %d commit requests to GitHub, want 1 (one refresh)", n)
+	}
+}
+
+// TestWebhookLimits: a body over MaxBody is refused (413), before it is
+// read when it announces its length; with every read slot taken a
+// delivery is turned away (503 with Retry-After) unread.
+func TestWebhookLimits(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, MaxBody: 1 << 10, MaxReads: 1, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	big := bytes.Repeat([]byte(" "), 2<<10)
+	sig := sign(hookSecret, big)
+	if resp, body := e.send(t, "push", sig, "big-1", bytes.NewReader(big)); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "1024-byte limit") {
+		t.Errorf("announced body over the limit: %d %s, want 413", resp.StatusCode, body)
+	}
+	if resp, body := e.send(t, "push", sig, "big-2", io.MultiReader(bytes.NewReader(big))); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("chunked body over the limit: %d %s, want 413", resp.StatusCode, body)
+	}
+	// Without a signature, 24 MiB are not read: 401.
+	if resp, body := e.send(t, "push", "", "big-3", io.LimitReader(zeros{}, 24<<20)); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("unsigned 24 MiB: %d %s, want 401", resp.StatusCode, body)
+	}
+	e.srv.webhooks.reads <- struct{}{} // the only read slot is taken
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	resp, body := e.send(t, "push", sign(hookSecret, push), "busy", bytes.NewReader(push))
+	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("no read slot: %d (Retry-After %q) %s, want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	<-e.srv.webhooks.reads
+	if resp, body := e.send(t, "push", sign(hookSecret, push), "free", bytes.NewReader(push)); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("with a free slot: %d %s", resp.StatusCode, body)
+	}
+}
+
+// zeros reads zero bytes without end.
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) {
+	clear(p)
+	return len(p), nil
+}
+
+// TestWebhookReplays: one signed delivery sent 100 times refreshes once:
+// repeats answer 200 without a refresh, and GitHub sees at most 2
+// requests (the refresh's commit and tree).
+func TestWebhookReplays(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Window: 50 * time.Millisecond, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	head := githubtest.Commit(t, e.repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+	e.gh.ResetCounts()
+	push := pushBody("acme/tpl", "refs/heads/main", head)
+	sig := sign(hookSecret, push)
+	for i := range 100 {
+		resp, body := e.send(t, "push", sig, "replayed-delivery", bytes.NewReader(push))
+		want := http.StatusOK
+		if i == 0 {
+			want = http.StatusAccepted
+		}
+		if resp.StatusCode != want {
+			t.Fatalf("delivery %d: %d %s, want %d", i, resp.StatusCode, body, want)
+		}
+	}
+	e.waitVersion(t, head)
+	// Let a second refresh, if one was wrongly scheduled, happen.
+	time.Sleep(300 * time.Millisecond)
+	if n := e.gh.Requests(); n > 2 {
+		t.Errorf("100 replays of one delivery: %d GitHub requests, want at most 2", n)
+	}
+}
+
+// TestWebhookBackoff: while GitHub answers 5xx, pushes do not refresh
+// before the back-off GitHub's failure set (Status.RetryAt), as timed
+// refreshes do not.
+func TestWebhookBackoff(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Window: 20 * time.Millisecond, MaxWait: 50 * time.Millisecond, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	e.gh.SetFaults(githubtest.Faults{Status5xx: 1000})
+	e.gh.ResetCounts()
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.reg.Status().RetryAt.IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the refresh after the push did not meet GitHub's 5xx within 5s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for range 5 {
+		if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+			t.Fatalf("push: %d %s", code, body)
+		}
+		// Longer than the window and MaxWait: without the back-off, each
+		// push would refresh.
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := e.gh.Requests(); n != 1 {
+		t.Errorf("pushes while GitHub answers 5xx: %d GitHub requests, want 1 (then the back-off)", n)
+	}
+}
+
+// TestWebhookCoalesces: pushes that arrive while a push-triggered refresh
+// runs queue one more refresh between them, not one each.
+func TestWebhookCoalesces(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Window: 20 * time.Millisecond, MaxWait: 50 * time.Millisecond, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	e.gh.SetFaults(githubtest.Faults{Latency: 400 * time.Millisecond})
+	e.gh.ResetCounts()
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for e.gh.Requests() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no refresh reached GitHub within 5s of the push")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// While the refresh waits for GitHub: pushes further apart than the
+	// window, each of which would otherwise start a refresh of its own.
+	for range 8 {
+		if code, body := e.post(t, "push", sign(hookSecret, push), push); code != http.StatusAccepted {
+			t.Fatalf("push: %d %s", code, body)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	// Time for the queued refresh, and for any wrongly queued ones.
+	time.Sleep(1500 * time.Millisecond)
+	if n := e.gh.RequestsTo("commit"); n != 2 {
+		t.Errorf("9 pushes, 8 of them during a refresh: %d refreshes asked GitHub, want 2 (one running, one queued)", n)
 	}
 }
 

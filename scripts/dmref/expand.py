@@ -15,7 +15,8 @@ It writes, for each case directory given, want.json: {"resources": [...]}
 (plus configVersion when the configuration has one), what dm's
 Result.Config must equal as data. Value references $(ref.NAME.PATH) are
 replaced as dm replaces them when PATH exists in the rendered resource
-NAME, and left in place otherwise (deferred to deploy time).
+NAME, and left in place otherwise (deferred to deploy time); where NAME is
+a template resource, $(ref.NAME.OUTPUT) is the template's output first.
 
 Non-JSON values: .inf/-.inf/.nan become the strings ".inf", "-.inf",
 ".nan"; dates and times their YAML text (what dm keeps).
@@ -211,14 +212,19 @@ def expand_template(resource, imports, base_env):
         out = yaml.safe_load(out)
     if not isinstance(out, dict) or "resources" not in out:
         raise ExpansionError("%s: output has no resources" % name)
-    return out["resources"] or []
+    return out["resources"] or [], out.get("outputs") or []
 
 
-def process(resource, imports, base_env, out):
+def process(resource, imports, base_env, out, outputs):
+    """Appends resource's primitives to out; outputs collects the
+    templates' outputs: {resource name: {output name: value}}."""
     t = resource["type"]
     if t in imports and is_template(imports[t]["path"]):
-        for child in expand_template(resource, imports, base_env):
-            process(child, imports, base_env, out)
+        children, outs = expand_template(resource, imports, base_env)
+        if outs:
+            outputs[resource["name"]] = {o["name"]: o["value"] for o in outs}
+        for child in children:
+            process(child, imports, base_env, out, outputs)
     else:
         r = {"name": resource["name"], "type": t}
         for k in ("properties", "metadata", "accessControl"):
@@ -234,7 +240,17 @@ MISSING = object()
 def lookup(res, name, path):
     """The value at path in the rendered properties of resource name, as
     dm looks it up; MISSING for what only the live object will have."""
-    v = res[name].get("properties") or {}
+    return walk(res[name].get("properties") or {}, path)
+
+
+def scalar_string(v):
+    if isinstance(v, str):
+        return v
+    return json.dumps(v, separators=(",", ":"))
+
+
+def walk(v, path):
+    """The value at path (".a[0]") in v, or MISSING."""
     for step in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
         key, idx = step
         if key:
@@ -248,10 +264,50 @@ def lookup(res, name, path):
     return v
 
 
-def scalar_string(v):
-    if isinstance(v, str):
+def inline_outputs(resources, outputs):
+    """DM's template outputs: $(ref.NAME.OUTPUT[.PATH]), NAME a template
+    resource, is the output's value (at PATH), references in it kept for
+    resolve_refs. An output that is one reference followed by a PATH
+    becomes the longer reference."""
+    prims = {r["name"] for r in resources}
+
+    def target(m):
+        name, path = m.group(1), m.group(2)
+        step = re.match(r"\.([^.\[]+)", path)
+        if name not in outputs or not step:
+            return None
+        out = step.group(1)
+        if out not in outputs[name]:
+            if name in prims:
+                return None
+            raise ExpansionError("%s: no output %s" % (m.group(0), out))
+        return outputs[name][out], path[step.end():]
+
+    def value(m):
+        v, rest = target(m)
+        v = sub(v)
+        if rest and isinstance(v, str) and REF.fullmatch(v):
+            return v[:-1] + rest + ")"
+        got = walk(v, rest)
+        if got is MISSING:
+            raise ExpansionError("%s: no %s" % (m.group(0), rest))
+        return copy.deepcopy(got)
+
+    def sub(v):
+        if isinstance(v, str) and "$(ref." in v:
+            ms = list(REF.finditer(v))
+            if len(ms) == 1 and ms[0].start() == 0 and ms[0].end() == len(v):
+                return value(ms[0]) if target(ms[0]) else v
+            return REF.sub(lambda m: scalar_string(value(m)) if target(m) else m.group(0), v)
+        if isinstance(v, dict):
+            return {k: sub(e) for k, e in v.items()}
+        if isinstance(v, list):
+            return [sub(e) for e in v]
         return v
-    return json.dumps(v, separators=(",", ":"))
+
+    for r in resources:
+        if "properties" in r:
+            r["properties"] = sub(r["properties"])
 
 
 def resolve_refs(resources):
@@ -301,16 +357,17 @@ def find_config(case):
 def expand_case(case):
     cfg_path = find_config(case)
     with open(cfg_path) as f:
-        config = yaml.safe_load(f)
+        config = yaml.safe_load(f) or {}
     env = dict(BASE_ENV)
     env_file = os.path.join(case, "env.yaml")
     if os.path.exists(env_file):
         with open(env_file) as f:
             env.update(yaml.safe_load(f) or {})
     imports = read_imports(os.path.dirname(cfg_path), config)
-    out = []
+    out, outputs = [], {}
     for r in config.get("resources") or []:
-        process(r, imports, env, out)
+        process(r, imports, env, out, outputs)
+    inline_outputs(out, outputs)
     resolve_refs(out)
     result = {"resources": plain(out)}
     if "configVersion" in config:

@@ -46,10 +46,10 @@
 // CAData (PEM), Kubectl (path or ""), APIServerLog, EtcdLog.
 //
 // The programs come from $DM_KUBE_BIN, else from .testenv/bin of the
-// repository (`make testenv` builds kube-apiserver and kubectl there); etcd
-// from $DM_KUBE_BIN, $PATH or /usr/bin/etcd (apt-get install etcd-server).
-// When one is missing Shared and Start skip the test with how to get it, or
-// fail it when $CI is "true".
+// repository (`make testenv` builds kube-apiserver, kube-controller-manager,
+// kubectl and etcd there from the Go module proxy); etcd may also come from
+// $PATH or /usr/bin/etcd. When one is missing Shared and Start fail the test
+// with how to get it; with -short (make test-short) they skip it.
 //
 // Processes are killed by the kernel if the test binary dies (a -timeout
 // panic runs no cleanups), and Close removes the temporary directory; a

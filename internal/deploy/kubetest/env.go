@@ -48,7 +48,8 @@ func (e *MissingError) Error() string {
 	return "kubetest: " + strings.Join(e.Missing, "; ")
 }
 
-// FindBinaries finds kube-apiserver and kubectl in $DM_KUBE_BIN, else in
+// FindBinaries finds kube-apiserver, kube-controller-manager and kubectl in
+// $DM_KUBE_BIN, else in
 // .testenv/bin of the repository holding the working directory (where
 // `make testenv` builds them), and etcd in $DM_KUBE_BIN, on $PATH or at
 // /usr/bin/etcd. A missing kube-apiserver or etcd is a *MissingError naming
@@ -85,7 +86,7 @@ func FindBinaries() (Binaries, error) {
 	} else if isExecutable("/usr/bin/etcd") {
 		b.Etcd = "/usr/bin/etcd"
 	} else {
-		missing = append(missing, "etcd not found on $PATH (apt-get install etcd-server)")
+		missing = append(missing, fmt.Sprintf("etcd not found in %s, on $PATH or at /usr/bin/etcd (%s)", dir, how))
 	}
 	if len(missing) > 0 {
 		return b, &MissingError{Missing: missing}

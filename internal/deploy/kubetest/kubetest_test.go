@@ -97,6 +97,7 @@ func TestRestart(t *testing.T) {
 // TestClose checks that Close stops the processes and removes the
 // directory.
 func TestClose(t *testing.T) {
+	skipShort(t)
 	bins, err := FindBinaries()
 	if err != nil {
 		fail(t, err)
@@ -125,6 +126,7 @@ func TestClose(t *testing.T) {
 // TestLaunchPortTaken checks that an apiserver that cannot bind its port
 // fails Launch with its log, leaving nothing behind.
 func TestLaunchPortTaken(t *testing.T) {
+	skipShort(t)
 	bins, err := FindBinaries()
 	if err != nil {
 		fail(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -46,8 +45,9 @@ func Main(m *testing.M) {
 
 // Shared returns the package's apiserver, starting it on first use. It
 // needs a TestMain that calls Main; without one it gives the test an Env of
-// its own, as Start does. When kube-apiserver or etcd is missing the test
-// is skipped with how to get it, or fails when $CI is "true".
+// its own, as Start does. With -short (make test-short) the test is
+// skipped; otherwise a missing kube-apiserver or etcd fails it with how to
+// get them (make test builds them first).
 //
 // Tests that share an Env must not disturb one another: each takes its own
 // namespace (Namespace) and restarts the apiserver only if it does not run
@@ -62,6 +62,7 @@ func Shared(t testing.TB) *Env {
 // kube-controller-manager asks for it in every call.
 func SharedWith(t testing.TB, opts Options) *Env {
 	t.Helper()
+	skipShort(t)
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.inMain {
@@ -84,9 +85,9 @@ func SharedWith(t testing.TB, opts Options) *Env {
 	return shared.env
 }
 
-// Start returns an Env of the test's own, closed when the test ends. When
-// kube-apiserver or etcd is missing the test is skipped with how to get it,
-// or fails when $CI is "true".
+// Start returns an Env of the test's own, closed when the test ends. With
+// -short the test is skipped; otherwise a missing kube-apiserver or etcd
+// fails it with how to get them.
 func Start(t testing.TB) *Env {
 	t.Helper()
 	return StartWith(t, Options{})
@@ -95,6 +96,7 @@ func Start(t testing.TB) *Env {
 // StartWith is Start with opts (Binaries, when unset, from FindBinaries).
 func StartWith(t testing.TB, opts Options) *Env {
 	t.Helper()
+	skipShort(t)
 	env, err := launch(opts)
 	if err != nil {
 		fail(t, err)
@@ -119,14 +121,22 @@ func launch(opts Options) (*Env, error) {
 	return Launch(context.Background(), opts)
 }
 
-// fail skips the test when a program is missing outside CI, and fails it
-// otherwise.
+// SkipReason is why a test that needs an apiserver is skipped with -short.
+const SkipReason = "needs kube-apiserver and etcd: -short (make test-short) leaves the apiserver suites out"
+
+// skipShort skips the test with -short, the one deliberate way to run
+// without an apiserver: a missing program is never a silent skip.
+func skipShort(t testing.TB) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(SkipReason)
+	}
+}
+
+// fail fails the test: a suite that cannot run is a failure, not a skip,
+// so that `make test` never passes by leaving it out.
 func fail(t testing.TB, err error) {
 	t.Helper()
-	var missing *MissingError
-	if errors.As(err, &missing) && os.Getenv("CI") != "true" {
-		t.Skip(err)
-	}
 	t.Fatal(err)
 }
 

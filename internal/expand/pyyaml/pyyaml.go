@@ -197,6 +197,10 @@ type Options struct {
 	// Record, if set, is called with every decoded mapping and its keys in
 	// document order (merged keys first, as PyYAML orders them).
 	Record func(m map[string]any, keys []string)
+	// Duplicate, if set, is called for every mapping key written again in
+	// the same mapping, with the repetition's line. The last value is
+	// kept, in the first one's place, as PyYAML does.
+	Duplicate func(line int, key string)
 }
 
 // LimitError reports a document over one of the Options' limits; Field
@@ -452,8 +456,8 @@ func (d *yamlDecoder) mapping(n *yaml3.Node) (any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", kn.Line, err)
 		}
-		if explicit[k] {
-			return nil, fmt.Errorf("line %d: mapping key %q already set in map", kn.Line, k)
+		if explicit[k] && d.opts.Duplicate != nil {
+			d.opts.Duplicate(kn.Line, k)
 		}
 		explicit[k] = true
 		v, err := d.value(vn)
@@ -564,4 +568,11 @@ func CheckAliases(data []byte, opts Options) error {
 		return nil
 	}
 	return walk(&doc, 0)
+}
+
+// DuplicateKeyWarning is the warning about a mapping key written twice in
+// file at line: PyYAML kept the last value, so DM's configurations may
+// rely on it, but it is rarely meant.
+func DuplicateKeyWarning(file string, line int, key string) string {
+	return fmt.Sprintf("%s:%d: mapping key %q is repeated; the last value is kept, as PyYAML does", file, line, key)
 }

@@ -124,3 +124,49 @@ func FuzzDecode(f *testing.F) {
 		walk(v)
 	})
 }
+
+// TestDuplicateKeys: a repeated mapping key keeps the last value at the
+// first key's place, as PyYAML's safe_load does, and each repetition is
+// reported with its line.
+func TestDuplicateKeys(t *testing.T) {
+	type dup struct {
+		line int
+		key  string
+	}
+	for _, tc := range []struct {
+		name, in string
+		want     any
+		dups     []dup
+	}{
+		{name: "last wins", in: "a: 1\nb: 2\na: 3\n", want: map[string]any{"a": int64(3), "b": int64(2)}, dups: []dup{{3, "a"}}},
+		{name: "three times, nested", in: "x:\n  k: 1\n  k: 2\n  k: {z: 3}\n", want: map[string]any{"x": map[string]any{"k": map[string]any{"z": int64(3)}}}, dups: []dup{{3, "k"}, {4, "k"}}},
+		{name: "flow", in: "{a: 1, a: 2}", want: map[string]any{"a": int64(2)}, dups: []dup{{1, "a"}}},
+		{name: "resolved keys collide", in: "yes: 1\ntrue: 2\n", want: map[string]any{"true": int64(2)}, dups: []dup{{2, "true"}}},
+		{name: "over a merge is no repetition", in: "b: &b {x: 1}\nd:\n  <<: *b\n  x: 2\n", want: map[string]any{"b": map[string]any{"x": int64(1)}, "d": map[string]any{"x": int64(2)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []dup
+			var order []string
+			v, _, err := Decode([]byte(tc.in), Options{
+				Duplicate: func(line int, key string) { got = append(got, dup{line, key}) },
+				Record: func(m map[string]any, keys []string) {
+					if _, ok := m["b"]; ok && tc.name == "last wins" {
+						order = keys
+					}
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(v, tc.want) {
+				t.Errorf("value %#v, want %#v", v, tc.want)
+			}
+			if !reflect.DeepEqual(got, tc.dups) {
+				t.Errorf("repetitions %v, want %v", got, tc.dups)
+			}
+			if tc.name == "last wins" && !reflect.DeepEqual(order, []string{"a", "b"}) {
+				t.Errorf("key order %v, want [a b] (the first place, as a Python dict)", order)
+			}
+		})
+	}
+}

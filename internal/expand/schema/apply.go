@@ -135,6 +135,17 @@ func (s *Schema) Apply(props map[string]any) (map[string]any, error) {
 	return out, nil
 }
 
+// Defaults returns props with defaults filled in, as Apply does, without
+// validating. props is not modified.
+func (s *Schema) Defaults(props map[string]any) map[string]any {
+	if s.defaults == nil {
+		out := make(map[string]any, len(props))
+		maps.Copy(out, props)
+		return out
+	}
+	return applyObject(s.defaults, props)
+}
+
 // Validate checks props against the schema without applying defaults. The
 // zero Schema accepts anything.
 func (s *Schema) Validate(props map[string]any) error {

@@ -51,6 +51,7 @@ type Schema struct {
 	// modified.
 	Properties map[string]any
 
+	warnings []string // about the schema's text, see Warnings
 	compiled *jsonschema.Schema
 	root     map[string]any // the compiled document, for Unknown
 	defaults *node
@@ -95,7 +96,10 @@ func Parse(data []byte, file string) (*Schema, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), derrors.InvalidArgument)
 	}
-	doc, node, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 1000})
+	var warnings []string
+	doc, node, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 1000, Duplicate: func(line int, key string) {
+		warnings = append(warnings, pyyaml.DuplicateKeyWarning(file, line, key))
+	}})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -107,7 +111,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 		return nil, fail("schema is %s, want a mapping", typeName(doc))
 	}
 
-	s := &Schema{File: file}
+	s := &Schema{File: file, warnings: warnings}
 	var problems []string
 	if v, ok := top["info"]; ok && v != nil {
 		m, ok := v.(map[string]any)
@@ -321,3 +325,8 @@ func typeName(v any) string {
 	}
 	return fmt.Sprintf("%T", v)
 }
+
+// Warnings are what Parse read but is likely a mistake, each naming the
+// file and line: a mapping key written twice (the last value is kept, as
+// PyYAML, which DM read schemas with, keeps it).
+func (s *Schema) Warnings() []string { return s.warnings }

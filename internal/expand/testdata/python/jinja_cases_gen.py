@@ -34,5 +34,8 @@ cases = [
  "{{ properties.count > 2 and 'big' or 'small' }}|{{ 'yes' if properties.n is none else 'no' }}|{{ not properties.l }}",
  "{{ properties|length }}|{{ properties.d|length }}|{{ properties.ports[1].port }}|{{ properties['ports'][0]['name'] }}",
  "{{ {'a': [1, 2], 'b': {'c': None}} }}|{{ \"q'\" }}|{{ [\"q'\"] }}",
+ "{% macro m(a, b='d') %}{{ a }}-{{ b }}{% endmacro %}{{ m(1,\n2,\n) }}|{{ m(\n'x',\n  b='y'\n) }}|{{ [1,\n2,\n] }}|{{ {'k': 1,\n} }}|{{ dict(a=1,\n) }}|{{ m(1,\r\n 2) }}|{{ (1,)|length }}|{{ m(1, 2,) }}",
+ "{% macro m(a, b='d') %}{{ a }}={{ b }}{% endmacro %}{{ 'abc\\\ndef' }}|{{ 'ab'\n  'cd' }}|{{ 'x' 'y'|upper }}|{{ '%s-' '%s' % (1, 2) }}|{{ \"a\\\\\nb\" }}|{% set s = 'first \\\n  second' %}{{ s }}|{{ m('line one '\n      \"line two\",\n  b='z' ) }}|{{ {'k' 'ey': 'v'\n 'al'} }}|{{ 'q\\'s' \"-\\\"d\" }}",
+ "{{ 'abc'.replace('a',\n  'b') }}|{{ 'aaa'.replace('a', 'b', 2) }}|{% set r = 'x-y'.replace(\n  '-', '_') %}{{ r }}",
 ]
 print(json.dumps([[c, e.from_string(c).render(properties=props)] for c in cases], indent=1, ensure_ascii=False))

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/term"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/schema"
+)
+
+// Bounds of one answer: its length, and the attempts at a valid one.
+const (
+	maxAnswer   = 1 << 20
+	maxAttempts = 5
+)
+
+// refProperties prepares the properties of a template reference: values
+// --properties gave that its schema types as strings keep their text
+// (typeByText), and with ask, the required properties without a value or
+// default are asked for on a terminal or listed in one error.
+func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, props map[string]any, text map[string]string, ask bool, stdin io.Reader) (map[string]any, error) {
+	if len(text) == 0 && !ask {
+		return props, nil
+	}
+	tv, err := b.Template(ctx, ref, g.registry)
+	if err != nil {
+		return nil, err
+	}
+	typeByText(tv, props, text)
+	if !ask {
+		return props, nil
+	}
+	inputs, err := missingInputs(ctx, b, tv, props)
+	if err != nil || len(inputs) == 0 {
+		return props, err
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	what, how := "property", "--properties KEY=VALUE or --values FILE"
+	if tv.Language == "openshift" && tv.SchemaContent == "" {
+		what = "parameter"
+	}
+	err = g.ask(inputs, what, how, stdin, func(name string, v any) { props[name] = v })
+	return props, err
+}
+
+// missingInputs returns the required properties of tv that props lacks
+// and that have no default: from its schema, or for an OpenShift template
+// without one, its required parameters without value or generator.
+func missingInputs(ctx context.Context, b api.Backend, tv *api.TemplateVersion, props map[string]any) ([]schema.Input, error) {
+	switch {
+	case tv.SchemaContent != "":
+		sc, err := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
+		if err != nil {
+			return nil, nil // the expansion reports the schema's error
+		}
+		return sc.Missing(props), nil
+	case tv.Language == "openshift":
+		data, err := b.ReadFile(ctx, tv.Pinned(), "", tv.TemplateFile)
+		if err != nil {
+			return nil, err
+		}
+		t, err := openshift.Parse(data)
+		if err != nil {
+			return nil, nil // the expansion reports it
+		}
+		return t.Missing(textValues(props)), nil
+	}
+	return nil, nil
+}
+
+// textValues returns the parameter values of props as OpenShift takes
+// them: text.
+func textValues(props map[string]any) map[string]string {
+	out := make(map[string]string, len(props))
+	for k, v := range props {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// ask obtains every input: on a terminal (standard input one, and no
+// --no-prompt) it asks for each in turn, showing its description, type and
+// choices, reading secrets without echo, and asking again while the
+// answer does not fit the schema. Otherwise it fails with one error that
+// lists them all, so that a script learns every one at once.
+func (g *globals) ask(inputs []schema.Input, what, how string, stdin io.Reader, set func(name string, v any)) error {
+	if len(inputs) == 0 {
+		return nil
+	}
+	tty, ok := stdin.(*os.File)
+	if g.noPrompt || !ok || !term.IsTerminal(int(tty.Fd())) {
+		return &schema.MissingError{What: what, How: how, Inputs: inputs}
+	}
+	fmt.Fprintf(g.stderr, "%s without a value:\n", schema.Count(len(inputs), what))
+	for _, in := range inputs {
+		fmt.Fprintf(g.stderr, "\n%s\n", in.Describe())
+		var err error
+		for attempt := 1; ; attempt++ {
+			fmt.Fprintf(g.stderr, "%s: ", in.Name)
+			var line string
+			if in.Secret {
+				var b []byte
+				b, err = term.ReadPassword(int(tty.Fd()))
+				fmt.Fprintln(g.stderr) // the newline the terminal did not echo
+				line = string(b)
+			} else {
+				line, err = readLine(tty)
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", in.Name, err)
+			}
+			v, perr := in.Parse(line)
+			if perr == nil {
+				set(in.Name, v)
+				break
+			}
+			if attempt == maxAttempts {
+				return fmt.Errorf("%s: %w (after %d attempts)", in.Name, perr, maxAttempts)
+			}
+			fmt.Fprintf(g.stderr, "  %v; try again\n", perr)
+		}
+	}
+	fmt.Fprintln(g.stderr)
+	return nil
+}
+
+// readLine reads one line from the terminal a byte at a time, so that
+// nothing past it is taken from a later answer (a hidden one reads the
+// descriptor directly).
+func readLine(f *os.File) (string, error) {
+	var b strings.Builder
+	buf := make([]byte, 1)
+	for b.Len() <= maxAnswer {
+		n, err := f.Read(buf)
+		if n == 1 {
+			if buf[0] == '\n' {
+				return strings.TrimSuffix(b.String(), "\r"), nil
+			}
+			b.WriteByte(buf[0])
+			continue
+		}
+		if errors.Is(err, io.EOF) {
+			return "", fmt.Errorf("input ended: %w", io.ErrUnexpectedEOF)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("answer longer than %d bytes", maxAnswer)
+}
+
+// configProperties asks for (or lists) the required properties without a
+// value or default of the templates a configuration's resources
+// instantiate; answers join props keyed by resource name, as --values
+// keys a configuration's, and are returned.
+func (g *globals) configProperties(ctx context.Context, b api.Backend, req *api.ExpandRequest, props map[string]any, stdin io.Reader) (map[string]any, error) {
+	cfg, err := expand.ParseConfig([]byte(req.Config), req.ConfigName)
+	if err != nil {
+		return props, nil // the expansion reports it
+	}
+	imports := make(map[string][]byte, len(req.Imports))
+	for k, v := range req.Imports {
+		imports[k] = []byte(v)
+	}
+	missing := expand.MissingInConfig(cfg, imports, props, func(ref string) *schema.Schema {
+		tv, err := b.Template(ctx, ref, g.registry)
+		if err != nil || tv.SchemaContent == "" {
+			return nil
+		}
+		sc, _ := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
+		return sc
+	})
+	if len(missing) == 0 {
+		return props, nil
+	}
+	inputs := make([]schema.Input, len(missing))
+	owner := map[string][2]string{}
+	for i, m := range missing {
+		in := m.Input
+		in.Name = m.Resource + "." + m.Name
+		inputs[i] = in
+		owner[in.Name] = [2]string{m.Resource, m.Name}
+	}
+	if props == nil {
+		props = map[string]any{}
+	}
+	err = g.ask(inputs, "property", "--values FILE keyed by resource name", stdin, func(name string, v any) {
+		o := owner[name]
+		rp, _ := props[o[0]].(map[string]any)
+		if rp == nil {
+			rp = map[string]any{}
+			props[o[0]] = rp
+		}
+		rp[o[1]] = v
+	})
+	return props, err
+}

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The body of `make test` and `make test-short`.
+#
+#   hack/test.sh full    set up what the tests need (kube-apiserver,
+#                        kube-controller-manager, kubectl and etcd built into
+#                        .testenv/bin; Chromium from Debian), then go vet,
+#                        gofmt, every test with -race, the fuzz targets
+#   hack/test.sh short   go vet, gofmt and the tests with -short: no
+#                        apiserver, no browser, no fuzzing
+#
+# Every step runs even when one before it failed, so that one run shows
+# everything that is wrong; hack/testsum counts tests, subtests and checks
+# and prints the closing line "N passed, M failed, K skipped" last. A suite
+# that cannot run fails (kubetest and the browser tests fail without their
+# programs unless -short), and so does a set-up step.
+# FUZZ_TARGETS (from the Makefile) lists pkg:FuzzName:budget.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-full}"
+GO="${GO:-go}"
+out=".testenv/results"
+mkdir -p "$out"
+tally="$out/tally.json"
+rm -f "$tally"
+sum="$out/testsum"
+status=0
+start=$SECONDS
+step() { echo "== $1 (at $(( (SECONDS - start) / 60 ))m$(( (SECONDS - start) % 60 ))s)"; }
+
+if ! "$GO" build -o "$sum" ./hack/testsum; then
+  echo "make test: could not build hack/testsum" >&2
+  echo "0 passed, 1 failed, 0 skipped"
+  exit 1
+fi
+
+check() { # NAME COMMAND...: a step that is not a Go test
+  local name="$1"; shift
+  step "$name"
+  if "$@"; then
+    "$sum" -tally "$tally" -check "$name"
+  else
+    status=1
+    "$sum" -tally "$tally" -check "$name" -failed -detail "exit $?"
+  fi
+}
+
+gotest() { # go test arguments: its JSON goes through testsum
+  "$GO" test -json "$@" 2>&1 | "$sum" -tally "$tally" || status=1
+}
+
+fmt_check() {
+  local bad
+  bad=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.testenv/*'))
+  if [ -n "$bad" ]; then
+    echo "gofmt would change:"; echo "$bad"
+    return 1
+  fi
+}
+
+# A set-up step that fails stops the run before any test: the tests it
+# would serve cannot run, and running the rest would hide that.
+setup_failed() {
+  echo "make test: $1" >&2
+  "$sum" -tally "$tally" -check "set-up" -failed -detail "$1"
+  "$sum" -tally "$tally" -summary
+  exit 1
+}
+
+as_root() { [ "$(id -u)" = 0 ]; }
+
+apt_install() { # PACKAGE...
+  step "apt-get install $*"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends "$@"
+}
+
+setup() {
+  for tool in git gcc; do
+    command -v "$tool" >/dev/null 2>&1 && continue
+    # gcc: the race detector needs cgo.
+    pkg="$tool"; [ "$tool" = gcc ] && pkg=build-essential
+    if as_root; then
+      apt_install "$pkg" || setup_failed "apt-get install $pkg failed"
+    else
+      setup_failed "$tool is missing: run \`sudo apt-get install -y $pkg\`, then make test again"
+    fi
+  done
+  step "testenv"
+  ./hack/kube/build.sh "$PWD/.testenv/bin" ||
+    setup_failed "building kube-apiserver, kube-controller-manager, kubectl and etcd into .testenv/bin failed (make testenv)"
+  if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
+    if as_root; then
+      apt_install chromium || setup_failed "apt-get install chromium failed"
+    else
+      setup_failed "the catalog's browser tests need Chromium: run \`sudo apt-get install -y chromium\`, then make test again (or make test-short, which leaves them out)"
+    fi
+  fi
+}
+
+case "$mode" in
+full)
+  setup
+  # The tests find the programs here, whatever directory they run in.
+  export DM_KUBE_BIN="$PWD/.testenv/bin"
+  check "go vet" "$GO" vet ./...
+  check "gofmt" fmt_check
+  step "go test -race ./..."
+  gotest -race -count=1 ./...
+  # The memory limits of the sandbox's workers cannot be set under the
+  # race detector (its allocator reserves terabytes of address space):
+  # those tests are built without -race, and run here.
+  step "go test ./internal/sandbox (memory limits, without -race)"
+  gotest -count=1 -run '^TestMemory' ./internal/sandbox
+  # Budgets are counts of executions, about ten seconds each here: a
+  # duration -fuzztime can fail at its deadline with a bare "context
+  # deadline exceeded" (go.dev/issue/75804). FUZZTIME=30s overrides them.
+  for t in ${FUZZ_TARGETS:-}; do
+    pkg="${t%%:*}"; rest="${t#*:}"; fn="${rest%%:*}"; budget="${FUZZTIME:-${rest#*:}}"
+    step "fuzz $fn ($pkg, $budget)"
+    gotest -run '^$' -fuzz "^$fn\$" -fuzztime "$budget" "$pkg"
+  done
+  step "done"
+  "$sum" -tally "$tally" -summary || status=1
+  ;;
+short)
+  check "go vet" "$GO" vet ./...
+  check "gofmt" fmt_check
+  step "go test -short -race ./..."
+  gotest -short -race -count=1 ./...
+  step "done"
+  "$sum" -tally "$tally" -summary \
+    -left-out "the kube-apiserver suites, the Chromium tests, the built-binary contract and hostile-template suites, the sandbox memory limits, fuzzing (make test runs them all)" || status=1
+  ;;
+*)
+  echo "usage: hack/test.sh full|short" >&2
+  exit 2
+  ;;
+esac
+exit "$status"
