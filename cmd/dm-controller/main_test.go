@@ -262,3 +262,65 @@ func TestLeaderElection(t *testing.T) {
 		t.Fatalf("second leader after SIGTERM: %v", err)
 	}
 }
+
+// With --server and the registryd unreachable, an instance is Reconciling
+// (retried, nothing applied), not Stalled: it needs time, not a human.
+func TestRegistryUnreachable(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	nobody := "http://" + freeAddr(t) // nothing listens there
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", env.Kubeconfig, "--server", nobody,
+			"--health-addr", "0", "--metrics-addr", "0", "--default-service-account", "deployer"},
+			logs, logs, func(string) string { return "" })
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
+		"metadata": map[string]any{"name": "far"}, "spec": map[string]any{"template": "cm:v1"}}
+	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"
+	deadline := time.Now().Add(90 * time.Second)
+	for { // the CRDs are installed by the controller
+		code, body, err := env.Do(context.Background(), env.AdminToken, http.MethodPost, path, ti)
+		if err == nil && code == http.StatusCreated {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("POST %s: %d %s %v\n%s", path, code, body, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for {
+		_, body, err := env.Do(context.Background(), env.AdminToken, http.MethodGet, path+"/far", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Status struct {
+				Conditions []struct{ Type, Status, Reason, Message string } `json:"conditions"`
+			} `json:"status"`
+		}
+		if err := json.Unmarshal(body, &got); err != nil {
+			t.Fatal(err)
+		}
+		conds := map[string]string{}
+		for _, c := range got.Status.Conditions {
+			conds[c.Type] = c.Status + " " + c.Message
+		}
+		if strings.HasPrefix(conds["Reconciling"], "True") {
+			if _, stalled := conds["Stalled"]; stalled || !strings.HasPrefix(conds["Ready"], "False") || !strings.Contains(conds["Reconciling"], "retrying") {
+				t.Errorf("conditions %v; want Reconciling (retrying) and Ready False, not Stalled", conds)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no Reconciling condition after 90s: %v\n%s", conds, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
