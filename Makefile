@@ -6,12 +6,12 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test test-short vet fmt-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
+.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
 
 all: build
 
 build:
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-controller
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example
@@ -22,8 +22,9 @@ run: build
 # go test -race ./..., the sandbox's memory limits without -race, and the
 # fuzz targets; every test and subtest is counted from go test -json and
 # the last line is "N passed, M failed, K skipped". A suite that cannot
-# run fails it.
-test:
+# run fails it. generate-check first: the controller's committed CRDs and
+# deepcopy code must be what its Go types generate.
+test: generate-check
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" GO="$(GO)" ./hack/test.sh full
 
 # No set-up: go vet, gofmt and go test -short -race ./... (no apiserver, no
@@ -37,6 +38,20 @@ vet:
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+# The controller's CRDs and deepcopy functions, generated from its Go types
+# (internal/controller/api/v1alpha1) by controller-gen, pinned in the tools
+# module hack/tools. generate-check fails when the committed files are stale.
+CONTROLLER_GEN := $(CURDIR)/.testenv/bin/controller-gen
+$(CONTROLLER_GEN): hack/tools/go.mod hack/tools/go.sum
+	cd hack/tools && $(GO) build -o $(CONTROLLER_GEN) sigs.k8s.io/controller-tools/cmd/controller-gen
+
+generate: $(CONTROLLER_GEN)
+	$(CONTROLLER_GEN) object paths=./internal/controller/api/... crd:crdVersions=v1 output:crd:dir=./internal/controller/crds
+
+generate-check: generate
+	@git diff --exit-code -- internal/controller/crds internal/controller/api || \
+	  { echo "generated files are stale: run make generate and commit them"; exit 1; }
 
 unit:
 	$(GO) test -race -count=1 ./...

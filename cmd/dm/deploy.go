@@ -484,6 +484,7 @@ type deploymentView struct {
 	Status      string             `json:"status"`
 	Description string             `json:"description,omitempty"`
 	Template    string             `json:"template,omitempty"`
+	Controller  string             `json:"controller,omitempty"`
 	Updated     time.Time          `json:"updated"`
 	References  []expand.Reference `json:"references,omitempty"`
 	Resources   []resourceView     `json:"resources"`
@@ -492,7 +493,7 @@ type deploymentView struct {
 func viewOf(r *release.Record, st []kube.Status) deploymentView {
 	v := deploymentView{
 		Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, Status: string(r.Status),
-		Description: r.Description, Updated: r.Updated, References: r.References,
+		Description: r.Description, Updated: r.Updated, References: r.References, Controller: r.Controller,
 		Resources: make([]resourceView, len(r.Resources)),
 	}
 	if r.Input.Ref != "" {
@@ -525,6 +526,9 @@ func (p *printer) deployment(r *release.Record, st []kube.Status) error {
 		v.Name, v.Namespace, v.Revision, v.Status, orDash(v.Template), v.Updated.Format(time.RFC3339))
 	if v.Description != "" {
 		fmt.Fprintf(p.w, "DESCRIPTION:  %s\n", v.Description)
+	}
+	if v.Controller != "" {
+		fmt.Fprintf(p.w, "MANAGED BY:   %s (dm-controller; change the instance, not the deployment)\n", v.Controller)
 	}
 	fmt.Fprintln(p.w)
 	rows := make([][]string, len(v.Resources))
@@ -562,18 +566,29 @@ func (p *printer) list(recs []*release.Record) error {
 		Status    string    `json:"status"`
 		Template  string    `json:"template,omitempty"`
 		Updated   time.Time `json:"updated"`
+		// Controller names the instance managing the deployment.
+		Controller string `json:"controller,omitempty"`
 	}
 	items := make([]item, len(recs))
 	rows := make([][]string, len(recs))
 	for i, r := range recs {
 		v := viewOf(r, nil)
-		items[i] = item{r.Name, r.Namespace, r.Revision, string(r.Status), v.Template, r.Updated}
-		rows[i] = []string{r.Name, r.Namespace, strconv.Itoa(r.Revision), string(r.Status), orDash(v.Template), r.Updated.Format(time.RFC3339)}
+		items[i] = item{r.Name, r.Namespace, r.Revision, string(r.Status), v.Template, r.Updated, r.Controller}
+		rows[i] = []string{r.Name, r.Namespace, strconv.Itoa(r.Revision), statusCell(r), orDash(v.Template), r.Updated.Format(time.RFC3339)}
 	}
 	if ok, err := p.structured(map[string]any{"items": items}); ok {
 		return err
 	}
 	return p.table([]string{"NAME", "NAMESPACE", "REVISION", "STATUS", "TEMPLATE", "UPDATED"}, rows)
+}
+
+// statusCell is a revision's status as the tables show it: marked when
+// dm-controller manages the deployment.
+func statusCell(r *release.Record) string {
+	if r.Controller != "" {
+		return string(r.Status) + " (controller)"
+	}
+	return string(r.Status)
 }
 
 // history prints a deployment's revisions.
@@ -585,17 +600,18 @@ func (p *printer) history(hist []*release.Record) error {
 		Description string    `json:"description,omitempty"`
 		Updated     time.Time `json:"updated"`
 		DMVersion   string    `json:"dmVersion,omitempty"`
+		Controller  string    `json:"controller,omitempty"`
 	}
 	items := make([]item, len(hist))
 	rows := make([][]string, len(hist))
 	for i, r := range hist {
 		v := viewOf(r, nil)
-		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion}
+		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion, r.Controller}
 		desc := r.Description
 		if i := strings.IndexByte(desc, '\n'); i >= 0 {
 			desc = desc[:i] + " …"
 		}
-		rows[i] = []string{strconv.Itoa(r.Revision), r.Updated.Format(time.RFC3339), string(r.Status), orDash(v.Template), desc}
+		rows[i] = []string{strconv.Itoa(r.Revision), r.Updated.Format(time.RFC3339), statusCell(r), orDash(v.Template), desc}
 	}
 	if ok, err := p.structured(map[string]any{"items": items}); ok {
 		return err

@@ -4,6 +4,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dmhq/dm/internal/deploy/release"
 )
 
 // The deploy commands' usage errors, found before any cluster is
@@ -28,6 +30,21 @@ func TestDeployUsageErrors(t *testing.T) {
 		r := dmRun(t, nil, tt.args...)
 		if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("dm %v = %d %q, want exit %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// A deployment dm-controller manages is marked in list and history.
+func TestStatusCellMarksController(t *testing.T) {
+	for _, tt := range []struct {
+		rec  release.Record
+		want string
+	}{
+		{release.Record{Status: release.StatusDeployed}, "deployed"},
+		{release.Record{Status: release.StatusDeployed, Controller: "TemplateInstance ns/web"}, "deployed (controller)"},
+	} {
+		if got := statusCell(&tt.rec); got != tt.want {
+			t.Errorf("statusCell(%+v) = %q, want %q", tt.rec, got, tt.want)
 		}
 	}
 }

@@ -262,40 +262,16 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 // the only registry, or with none configured the embedded example
 // registry.
 func (s *settings) finish(defaultRegistry string) error {
-	seen := map[string]bool{}
-	for _, r := range s.registries {
-		if seen[r.Prefix] {
-			return fmt.Errorf("registry %s is configured twice: %w", r.Prefix, derrors.InvalidArgument)
-		}
-		seen[r.Prefix] = true
-	}
 	if len(s.registries) == 0 {
 		s.registries = []api.RegistrySpec{{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()}}
-		seen[dm.ExampleRegistryPrefix] = true
 		if defaultRegistry == "" {
 			defaultRegistry = dm.ExampleRegistryPrefix
 		}
 	}
-	if defaultRegistry == "" && len(s.registries) == 1 {
-		defaultRegistry = s.registries[0].Prefix
+	def, err := api.DefaultRegistry(s.registries, defaultRegistry)
+	if err != nil {
+		return err
 	}
-	if defaultRegistry != "" {
-		def, err := resolve.ParseRegistry(defaultRegistry)
-		if err != nil {
-			return fmt.Errorf("default registry: %w", err)
-		}
-		if !seen[def.Prefix()] {
-			return fmt.Errorf("default registry %s is not configured (configured: %s): %w", def.Prefix(), strings.Join(names(s.registries), ", "), derrors.InvalidArgument)
-		}
-		s.def = def
-	}
+	s.def = def
 	return nil
-}
-
-func names(specs []api.RegistrySpec) []string {
-	var out []string
-	for _, s := range specs {
-		out = append(out, s.Prefix)
-	}
-	return out
 }

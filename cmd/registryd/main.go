@@ -136,22 +136,11 @@ func newCommand(e env, s *settings) *cobra.Command {
 			}
 			if len(dirs) > 0 || len(githubs) > 0 {
 				cfg.Registries = nil
-				for _, d := range dirs {
-					spec, err := api.ParseDirSpec(d)
-					if err != nil {
-						return err
-					}
-					s.registries = append(s.registries, spec)
+				specs, err := api.FlagSpecs(dirs, githubs, cfg.GitHubAPI, e.getenv("GITHUB_TOKEN"))
+				if err != nil {
+					return err
 				}
-				for _, g := range githubs {
-					spec, err := api.ParseGitHubSpec(g)
-					if err != nil {
-						return err
-					}
-					spec.GitHub.APIURL = cfg.GitHubAPI
-					spec.GitHub.Token = e.getenv("GITHUB_TOKEN")
-					s.registries = append(s.registries, spec)
-				}
+				s.registries = specs
 			} else {
 				s.hookSecrets = map[string]string{}
 				specs, err := cfg.specs(e.getenv, s.hookSecrets)

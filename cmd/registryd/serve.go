@@ -14,7 +14,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -33,10 +32,6 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
-
-// localDebounce is how long a local registry must be quiet after a change
-// before it is listed again.
-const localDebounce = 200 * time.Millisecond
 
 // serve runs registryd with s until ctx ends.
 func serve(ctx context.Context, s *settings, e env) error {
@@ -93,28 +88,11 @@ func serve(ctx context.Context, s *settings, e env) error {
 				log.Warn("cannot load persisted snapshot; indexing anew", "registry", g.Name, "err", err)
 			}
 		}
-		first := make(chan struct{})
+		first := api.KeepIndexed(bg, &wg, g, s.refresh, log)
 		// A local directory is listed in milliseconds: serve its current
 		// state from the start, the snapshot only if listing fails.
 		if !loaded || g.Kind == api.KindLocal {
 			pending = append(pending, first)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			g.Run(bg, s.refresh, func() { close(first) })
-		}()
-		if g.Kind == api.KindLocal {
-			// People edit a local registry while it is served (make run):
-			// re-index soon after they save, not at the next poll.
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := fetch.WatchDir(bg, g.Location, localDebounce, func() { _ = g.Refresh(bg) })
-				if err != nil {
-					log.Warn("not watching the directory; changes are seen at the next refresh", "registry", g.Name, "err", err)
-				}
-			}()
 		}
 	}
 	waitFirst(ctx, pending, s.readyWait)

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -194,4 +196,87 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 	}
 	g.Source = c
 	return g, nil
+}
+
+// LocalDebounce is how long a local registry must be quiet after a change
+// before KeepIndexed lists it again.
+const LocalDebounce = 200 * time.Millisecond
+
+// KeepIndexed refreshes g now and then every refresh until ctx ends and,
+// for a local directory, soon after a file in it changes: people edit a
+// local registry while it is served, and expect the change at once, not at
+// the next poll. The returned channel is closed after the first refresh;
+// wg counts the goroutines started. registryd and dm-controller keep their
+// registries indexed with it.
+func KeepIndexed(ctx context.Context, wg *sync.WaitGroup, g *index.Registry, refresh time.Duration, log *slog.Logger) <-chan struct{} {
+	first := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.Run(ctx, refresh, func() { close(first) })
+	}()
+	if g.Kind == KindLocal {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := fetch.WatchDir(ctx, g.Location, LocalDebounce, func() { _ = g.Refresh(ctx) })
+			if err != nil && log != nil {
+				log.Warn("not watching the directory; changes are seen at the next refresh", "registry", g.Name, "err", err)
+			}
+		}()
+	}
+	return first
+}
+
+// FlagSpecs builds the registries of --registry-dir PREFIX=DIR and --github
+// OWNER/REPO[@BRANCH] flags, as registryd and dm-controller take them;
+// GitHub registries use apiURL and token.
+func FlagSpecs(dirs, githubs []string, apiURL, token string) ([]RegistrySpec, error) {
+	var specs []RegistrySpec
+	for _, d := range dirs {
+		spec, err := ParseDirSpec(d)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
+	}
+	for _, g := range githubs {
+		spec, err := ParseGitHubSpec(g)
+		if err != nil {
+			return nil, err
+		}
+		spec.GitHub.APIURL = apiURL
+		spec.GitHub.Token = token
+		specs = append(specs, spec)
+	}
+	return specs, nil
+}
+
+// DefaultRegistry checks that no registry is configured twice and returns
+// the registry short references resolve against: defaultRegistry, which
+// must be configured, else the only registry, else none.
+func DefaultRegistry(specs []RegistrySpec, defaultRegistry string) (resolve.Registry, error) {
+	seen := map[string]bool{}
+	var names []string
+	for _, r := range specs {
+		if seen[r.Prefix] {
+			return resolve.Registry{}, fmt.Errorf("registry %s is configured twice: %w", r.Prefix, derrors.InvalidArgument)
+		}
+		seen[r.Prefix] = true
+		names = append(names, r.Prefix)
+	}
+	if defaultRegistry == "" && len(specs) == 1 {
+		defaultRegistry = specs[0].Prefix
+	}
+	if defaultRegistry == "" {
+		return resolve.Registry{}, nil
+	}
+	def, err := resolve.ParseRegistry(defaultRegistry)
+	if err != nil {
+		return resolve.Registry{}, fmt.Errorf("default registry: %w", err)
+	}
+	if !seen[def.Prefix()] {
+		return resolve.Registry{}, fmt.Errorf("default registry %s is not configured (configured: %s): %w", def.Prefix(), strings.Join(names, ", "), derrors.InvalidArgument)
+	}
+	return def, nil
 }

@@ -48,6 +48,11 @@ func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error
 	if h.err != nil {
 		return nil, h.err
 	}
+	if liveRecord(h.hist) != nil {
+		if err := managed(h.hist, opts.Controller); err != nil {
+			return nil, err
+		}
+	}
 	if live := liveRecord(h.hist); live != nil && !opts.Upgrade {
 		return nil, fmt.Errorf("deployment %s exists in namespace %s (revision %d, %s); change it with dm update %s, or deploy with --upgrade: %w",
 			opts.Name, ns, live.Revision, live.Status, opts.Name, derrors.AlreadyExists)
@@ -99,6 +104,9 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 	}
 	if len(hist) == 0 {
 		return nil, fmt.Errorf("deployment %s not found in namespace %s; deploy it with dm deploy: %w", opts.Name, ns, derrors.NotFound)
+	}
+	if err := managed(hist, opts.Controller); err != nil {
+		return nil, err
 	}
 	src := opts.Source
 	latest := hist[len(hist)-1]
@@ -250,6 +258,9 @@ func (c *Config) Rollback(ctx context.Context, name string, revision int, opts A
 	if len(hist) == 0 {
 		return nil, fmt.Errorf("deployment %s not found in namespace %s: %w", name, ns, derrors.NotFound)
 	}
+	if err := managed(hist, opts.Controller); err != nil {
+		return nil, err
+	}
 	var target *release.Record
 	if revision == 0 {
 		for i := len(hist) - 1; i >= 0 && target == nil; i-- {
@@ -293,6 +304,9 @@ type DeleteOptions struct {
 	Timeout time.Duration
 	// PruneCRDs allows deleting CRDs that still have custom resources.
 	PruneCRDs bool
+	// Controller is set by dm-controller, which may delete a deployment
+	// it manages (see ApplyOptions.Controller).
+	Controller string
 }
 
 // Delete deletes a deployment's objects, in reverse order, and its
@@ -311,6 +325,9 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	}
 	if len(hist) == 0 {
 		return nil, fmt.Errorf("deployment %s not found in namespace %s: %w", name, ns, derrors.NotFound)
+	}
+	if err := managed(hist, opts.Controller); err != nil {
+		return nil, err
 	}
 	cands := pruneCandidates(hist, true)
 	refs := make([]kube.ObjectRef, 0, len(cands))

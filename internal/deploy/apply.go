@@ -1,7 +1,9 @@
 package deploy
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -150,6 +152,18 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	if err := c.checkCRDs(ctx, prune, opts.PruneCRDs, "pruning"); err != nil {
 		return nil, err
 	}
+	if opts.SkipUnchanged && opts.DryRun == "" && len(prune) == 0 {
+		if prev := sameInputs(hist, rec, len(p.objects)); prev != nil {
+			same, err := c.applySame(ctx, p, live, opts)
+			if err != nil {
+				return res, err
+			}
+			if same {
+				res.Record, res.Unchanged = prev, true
+				return res, nil
+			}
+		}
+	}
 
 	if opts.DryRun == "server" {
 		_, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts, DryRun: true}, time.Time{})
@@ -171,6 +185,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Objects = objectMaps(p.objects)
 	rec.Created, rec.Updated = now, now
 	rec.DMVersion = c.DMVersion
+	rec.Controller = opts.Controller
 	desc := rec.Description
 	if err := c.History.Create(ctx, rec); err != nil {
 		if errors.Is(err, driver.ErrExists) {
@@ -263,7 +278,7 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 	if target == nil {
 		// Nothing to go back to: remove what this revision applied.
 		c.logf("dm: --atomic: no earlier deployed revision; deleting what %s applied", rec)
-		if _, derr := c.deleteDeployment(wctx, name, DeleteOptions{}); derr != nil {
+		if _, derr := c.deleteDeployment(wctx, name, DeleteOptions{Controller: opts.Controller}); derr != nil {
 			return errors.Join(err, fmt.Errorf("--atomic: deleting: %w", derr))
 		}
 		return fmt.Errorf("%w; --atomic deleted the deployment", err)
@@ -347,7 +362,9 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 // kind instead of one request per object. Objects with deferred
 // references, or named by one, are always applied.
 func markUnchanged(p *plan, hist []*release.Record, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts ApplyOptions) {
-	if opts.ForceConflicts || opts.DryRun != "" {
+	// A forced apply re-applies everything, unless it is a controller's
+	// resync (SkipUnchanged), which forces only to restore drift.
+	if (opts.ForceConflicts && !opts.SkipUnchanged) || opts.DryRun != "" {
 		return
 	}
 	var prev *release.Record
@@ -381,6 +398,84 @@ func markUnchanged(p *plan, hist []*release.Record, live map[kube.ObjectRef]*met
 		}
 		o.unchanged, o.rv = true, b.rv
 	}
+}
+
+// sameInputs returns the latest revision when it is deployed with n
+// objects and was made of the same input, properties, env and template
+// versions as rec; else nil.
+func sameInputs(hist []*release.Record, rec *release.Record, n int) *release.Record {
+	if len(hist) == 0 {
+		return nil
+	}
+	prev := hist[len(hist)-1]
+	if prev.Status != release.StatusDeployed || len(prev.Resources) != n {
+		return nil
+	}
+	// The record went through JSON in the history: compare in that form,
+	// where an empty map and none are the same.
+	type inputs struct {
+		Input      release.Input      `json:"input"`
+		Properties map[string]any     `json:"properties,omitempty"`
+		Env        map[string]string  `json:"env,omitempty"`
+		References []expand.Reference `json:"references,omitempty"`
+	}
+	a, err1 := json.Marshal(inputs{prev.Input, prev.Properties, prev.Env, prev.References})
+	b, err2 := json.Marshal(inputs{rec.Input, rec.Properties, rec.Env, rec.References})
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		return nil
+	}
+	return prev
+}
+
+// applySame applies, without a record, the objects of p that markUnchanged
+// could not skip (their resourceVersion moved: a controller wrote their
+// status, or someone changed them), and reports whether the server changed
+// none of them. A status update is then not a new revision; drift is
+// restored here and recorded by the normal path that follows.
+func (c *Config) applySame(ctx context.Context, p *plan, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts ApplyOptions) (bool, error) {
+	todo := false
+	for _, o := range p.objects {
+		todo = todo || !o.unchanged
+	}
+	if !todo {
+		return true, nil
+	}
+	if _, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.timeout())); err != nil {
+		return false, err
+	}
+	for _, o := range p.objects {
+		m := live[o.ref()]
+		if m == nil || m.GetResourceVersion() != o.rv {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// managed refuses a person's action on a deployment that a controller
+// manages: the controller would undo it.
+func managed(hist []*release.Record, controller string) error {
+	if len(hist) == 0 {
+		return nil
+	}
+	latest := hist[len(hist)-1]
+	if controller != "" {
+		// A controller takes over neither people's deployments nor
+		// another instance's.
+		if latest.Controller == controller || liveRecord(hist) == nil {
+			return nil
+		}
+		by := latest.Controller
+		if by == "" {
+			by = "dm deploy"
+		}
+		return fmt.Errorf("deployment %s/%s exists and is managed by %s; it is not taken over: %w", latest.Namespace, latest.Name, by, derrors.Conflict)
+	}
+	if latest.Controller == "" {
+		return nil
+	}
+	return fmt.Errorf("deployment %s/%s is managed by dm-controller through %s; change (or delete) that instead: %w",
+		latest.Namespace, latest.Name, latest.Controller, derrors.Conflict)
 }
 
 // fill replaces o's deferred references by the values of the live objects

@@ -181,6 +181,18 @@ type ApplyOptions struct {
 	// HistoryMax bounds the revisions kept; default
 	// driver.DefaultHistoryMax, negative keeps all.
 	HistoryMax int
+	// Controller is set by dm-controller: it names the object that
+	// manages the deployment, is recorded with the revision, and lets the
+	// action change a deployment a controller manages (people are
+	// refused: the controller would undo their change).
+	Controller string
+	// SkipUnchanged writes nothing when the last revision is deployed
+	// with the same input, properties, env and template digests and every
+	// object is unchanged in the cluster (its resourceVersion is the one
+	// recorded): the result's Record is that revision and Unchanged is
+	// set. A controller's resync uses it, with ForceConflicts to take back
+	// the fields someone changed (drift).
+	SkipUnchanged bool
 }
 
 func (o *ApplyOptions) timeout() time.Duration {
@@ -213,4 +225,7 @@ type Result struct {
 	// canonical reference it resolved to, and Previous what the previous
 	// revision used (Update).
 	Ref, Resolved, Previous string
+	// Unchanged is set when SkipUnchanged found nothing to do: Record is
+	// the deployed revision, and nothing was written.
+	Unchanged bool
 }

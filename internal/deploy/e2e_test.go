@@ -707,3 +707,64 @@ resources:
 		t.Errorf("after the new deploy: %v", got)
 	}
 }
+
+// A controller's resync deploys again with SkipUnchanged: nothing changed
+// writes no revision (no PATCH: the resourceVersions are those recorded),
+// a status-like write by someone else that the apply does not undo writes
+// none either, and drift is restored as a new revision.
+func TestSkipUnchanged(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	cfg := configSource(`
+resources:
+- {name: cm, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {a: b}}}
+`, nil)
+	opts := deploy.ApplyOptions{Controller: "TemplateInstance " + f.ns + "/sync", SkipUnchanged: true, ForceConflicts: true}
+	resync := func() *deploy.Result {
+		t.Helper()
+		res, err := f.c.Deploy(ctx, deploy.DeployOptions{Name: "sync", Upgrade: true, Source: cfg, ApplyOptions: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := resync(); res.Unchanged || res.Record.Revision != 1 {
+		t.Fatalf("first deploy: unchanged %v, revision %d", res.Unchanged, res.Record.Revision)
+	}
+	if res := resync(); !res.Unchanged || res.Record.Revision != 1 {
+		t.Fatalf("idle resync: unchanged %v, revision %d; want unchanged revision 1", res.Unchanged, res.Record.Revision)
+	}
+	// Someone adds a label of their own: the object's resourceVersion
+	// moves, dm's apply changes nothing, no revision is written.
+	ref := kube.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: f.ns, Name: "cm"}
+	other, err := kube.New(ctx, kube.Config{Kubeconfig: f.env.Kubeconfig, Namespace: f.ns, FieldManager: "other"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	label := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": f.ns, "labels": map[string]any{"team": "x"}}}}
+	if _, err := other.Apply(ctx, []*unstructured.Unstructured{label}, kube.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if res := resync(); !res.Unchanged {
+		t.Errorf("resync after another manager's label: revision %d written", res.Record.Revision)
+	}
+	// Drift of dm's own field is restored, as a new revision.
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "cm", "namespace": f.ns}, "data": map[string]any{"a": "edited"}}}
+	if _, err := other.Apply(ctx, []*unstructured.Unstructured{u}, kube.ApplyOptions{Force: true}); err != nil {
+		t.Fatal(err)
+	}
+	if res := resync(); res.Unchanged || res.Record.Revision != 2 {
+		t.Fatalf("resync after drift: unchanged %v, revision %d; want revision 2", res.Unchanged, res.Record.Revision)
+	}
+	got, err := f.kc.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedString(got.Object, "data", "a"); v != "b" {
+		t.Errorf("data.a = %q after the resync, want b restored", v)
+	}
+	// People are refused.
+	if _, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "sync"}); err == nil || !strings.Contains(err.Error(), "managed by dm-controller") {
+		t.Errorf("dm update of a controller's deployment: %v", err)
+	}
+}

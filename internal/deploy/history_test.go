@@ -3,6 +3,7 @@ package deploy
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,36 @@ func TestTypesAndInstances(t *testing.T) {
 	}
 	if ins, _ := c.Instances(ctx, "postgres", false); len(ins) != 0 {
 		t.Errorf("instances postgres: %+v", ins)
+	}
+}
+
+func TestControllerManagedRefused(t *testing.T) {
+	r := record("ns", "app", 1, release.StatusDeployed)
+	r.Controller = "TemplateInstance ns/app"
+	c, _, _ := memConfig(t, r)
+	c.Expander = ExpandFunc(func(context.Context, Source) (*expand.Result, error) {
+		return nil, errors.New("not expanded")
+	})
+	ctx := context.Background()
+	tests := []struct {
+		name string
+		run  func() error
+	}{
+		{"update", func() error { _, err := c.Update(ctx, UpdateOptions{Name: "app"}); return err }},
+		{"rollback", func() error { _, err := c.Rollback(ctx, "app", 1, ApplyOptions{}); return err }},
+		{"delete", func() error { _, err := c.Delete(ctx, "app", DeleteOptions{}); return err }},
+		{"deploy --upgrade", func() error {
+			_, err := c.Deploy(ctx, DeployOptions{Name: "app", Upgrade: true,
+				Source: Source{Input: release.Input{Ref: "x:v1"}}})
+			return err
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.run()
+			if err == nil || !strings.Contains(err.Error(), "managed by dm-controller through TemplateInstance ns/app") {
+				t.Fatalf("got %v, want a refusal naming the instance", err)
+			}
+		})
 	}
 }

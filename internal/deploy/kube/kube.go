@@ -52,6 +52,10 @@ type Config struct {
 	// DiscoveryCache is the directory of the discovery cache; empty means
 	// dm/discovery under the user's cache directory (~/.cache), "-" none.
 	DiscoveryCache string
+	// REST, when set, is the connection to use instead of a kubeconfig
+	// (dm-controller: its own, or impersonating a ServiceAccount); the
+	// client's namespace is then Namespace, else "default".
+	REST *rest.Config
 }
 
 // DefaultConcurrency is Config.Concurrency's default. Applies wait mostly
@@ -83,23 +87,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = DefaultConcurrency
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	if cfg.Kubeconfig != "" {
-		rules.ExplicitPath = cfg.Kubeconfig
-	}
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
-	overrides.Context.Namespace = cfg.Namespace
-	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
-	rc, err := loader.ClientConfig()
-	if clientcmd.IsEmptyConfig(err) {
-		return nil, fmt.Errorf("no cluster configured: pass --kubeconfig, set $KUBECONFIG or write ~/.kube/config (make dev-cluster starts a local apiserver and prints the line to use): %w", err)
-	}
+	rc, ns, err := restConfig(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	ns, _, err := loader.Namespace()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
+		return nil, err
 	}
 	if ns == "" {
 		ns = "default"
@@ -143,6 +133,33 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		c.disc.file = cacheFile(dir, rc.Host)
 	}
 	return c, nil
+}
+
+// restConfig returns cfg.REST (a copy) or the kubeconfig's connection,
+// with the namespace of cfg or of the kubeconfig's context.
+func restConfig(cfg Config) (*rest.Config, string, error) {
+	if cfg.REST != nil {
+		return rest.CopyConfig(cfg.REST), cfg.Namespace, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if cfg.Kubeconfig != "" {
+		rules.ExplicitPath = cfg.Kubeconfig
+	}
+	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
+	overrides.Context.Namespace = cfg.Namespace
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
+	rc, err := loader.ClientConfig()
+	if clientcmd.IsEmptyConfig(err) {
+		return nil, "", fmt.Errorf("no cluster configured: pass --kubeconfig, set $KUBECONFIG or write ~/.kube/config (make dev-cluster starts a local apiserver and prints the line to use): %w", err)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	ns, _, err := loader.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return rc, ns, nil
 }
 
 // Namespace returns the namespace objects without one are put in: -n, else

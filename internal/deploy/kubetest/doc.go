@@ -1,9 +1,13 @@
 // Package kubetest runs a real etcd and kube-apiserver on loopback ports for
 // end-to-end tests of dm's deploy side (and, through hack/devcluster, for
 // people). Objects are stored, validated and admitted with RBAC enforced,
-// but no pods run: there is no kubelet or controller-manager, so no
-// namespace gets a default ServiceAccount (ServiceAccount admission is off)
-// and a namespace's deletion never finishes.
+// but no pods run: there is no kubelet, and by default no
+// controller-manager, so no namespace gets a default ServiceAccount
+// (ServiceAccount admission is off) and a namespace's deletion never
+// finishes. Options.ControllerManager (SharedWith, StartWith) also runs
+// kube-controller-manager, signing ServiceAccount tokens with the
+// apiserver's key: default ServiceAccounts, namespace deletion and garbage
+// collection then work as on a real cluster (dm-controller's tests).
 //
 // A test package starts one apiserver, lazily, and each test takes a fresh
 // namespace:
@@ -21,6 +25,9 @@
 //	func Main(m *testing.M)                       // TestMain: run tests, stop the shared Env, exit
 //	func Shared(t testing.TB) *Env                // the package's Env (needs Main; else as Start)
 //	func Start(t testing.TB) *Env                 // an Env of the test's own, closed at cleanup
+//	func SharedWith(t testing.TB, opts Options) *Env // Shared, launched with opts (ControllerManager)
+//	func StartWith(t testing.TB, opts Options) *Env  // Start with opts
+//	func (e *Env) StartControllerManager(ctx context.Context) error // wait for the default ServiceAccount
 //	func (e *Env) Namespace(t testing.TB) string  // a new namespace named after the test
 //	func (e *Env) Restart(t testing.TB)           // stop and start the apiserver, same port and etcd
 //	func (e *Env) StopAPIServer() error           // the apiserver goes away; etcd keeps the data

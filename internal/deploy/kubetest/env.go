@@ -31,6 +31,9 @@ type Binaries struct {
 	// Kubectl is the kubectl executable, or "" when none was found; an Env
 	// does not need it, benchmarks and people do.
 	Kubectl string
+	// ControllerManager is the kube-controller-manager executable, or ""
+	// when none was found; only Options.ControllerManager needs it.
+	ControllerManager string
 }
 
 // MissingError reports programs FindBinaries could not find, with how to
@@ -45,7 +48,8 @@ func (e *MissingError) Error() string {
 	return "kubetest: " + strings.Join(e.Missing, "; ")
 }
 
-// FindBinaries finds kube-apiserver and kubectl in $DM_KUBE_BIN, else in
+// FindBinaries finds kube-apiserver, kube-controller-manager and kubectl in
+// $DM_KUBE_BIN, else in
 // .testenv/bin of the repository holding the working directory (where
 // `make testenv` builds them), and etcd in $DM_KUBE_BIN, on $PATH or at
 // /usr/bin/etcd. A missing kube-apiserver or etcd is a *MissingError naming
@@ -71,6 +75,9 @@ func FindBinaries() (Binaries, error) {
 	}
 	if p := filepath.Join(dir, "kubectl"); isExecutable(p) {
 		b.Kubectl = p
+	}
+	if p := filepath.Join(dir, "kube-controller-manager"); isExecutable(p) {
+		b.ControllerManager = p
 	}
 	if p := filepath.Join(dir, "etcd"); isExecutable(p) {
 		b.Etcd = p
@@ -133,6 +140,11 @@ type Options struct {
 	// ReadyTimeout bounds the wait for etcd's /health and the apiserver's
 	// /readyz at each start; 0 means 60 seconds (a loaded machine is slow).
 	ReadyTimeout time.Duration
+	// ControllerManager also runs kube-controller-manager, signing
+	// ServiceAccount tokens with the apiserver's key: namespaces get their
+	// default ServiceAccount, deleted namespaces are emptied and go away,
+	// and owner references are garbage-collected, as on a real cluster.
+	ControllerManager bool
 }
 
 // The users of the static token file.
@@ -163,8 +175,9 @@ type Env struct {
 	CAData []byte
 	// Kubectl is the kubectl executable, or "".
 	Kubectl string
-	// APIServerLog and EtcdLog are the processes' log files.
-	APIServerLog, EtcdLog string
+	// APIServerLog and EtcdLog are the processes' log files;
+	// ControllerManagerLog kube-controller-manager's, when it runs.
+	APIServerLog, EtcdLog, ControllerManagerLog string
 
 	bins         Binaries
 	readyTimeout time.Duration
@@ -174,6 +187,9 @@ type Env struct {
 	etcd, api    *exec.Cmd
 	etcdDone     chan error
 	apiDone      chan error
+	cm           *exec.Cmd
+	cmDone       chan error
+	cmArgs       []string
 	client       *http.Client
 }
 
@@ -183,6 +199,9 @@ type Env struct {
 func Launch(ctx context.Context, opts Options) (*Env, error) {
 	if opts.Binaries.APIServer == "" || opts.Binaries.Etcd == "" {
 		return nil, errors.New("kubetest: Options.Binaries needs APIServer and Etcd (see FindBinaries)")
+	}
+	if opts.ControllerManager && opts.Binaries.ControllerManager == "" {
+		return nil, &MissingError{Missing: []string{"kube-controller-manager not found (run `make testenv`, or set $DM_KUBE_BIN)"}}
 	}
 	removeStale(opts.Dir)
 	dir, err := os.MkdirTemp(opts.Dir, dirPrefix)
@@ -200,7 +219,19 @@ func Launch(ctx context.Context, opts Options) (*Env, error) {
 	if e.readyTimeout <= 0 {
 		e.readyTimeout = 60 * time.Second
 	}
-	if err := e.start(ctx, opts.Port); err != nil {
+	err = e.start(ctx, opts.Port)
+	if err == nil && opts.ControllerManager {
+		e.ControllerManagerLog = filepath.Join(dir, "kube-controller-manager.log")
+		err = e.StartControllerManager(ctx)
+		if err != nil {
+			if last := tail(e.ControllerManagerLog, 30); last != "" {
+				err = fmt.Errorf("%w\nlast lines of %s:\n%s", err, e.ControllerManagerLog, last)
+			}
+			e.Close()
+			return nil, err
+		}
+	}
+	if err != nil {
 		logFile := e.APIServerLog
 		if _, statErr := os.Stat(logFile); statErr != nil {
 			logFile = e.EtcdLog
@@ -312,6 +343,17 @@ func (e *Env) writeFiles() error {
 	saPub, saKey, err := writeServiceAccountKeys(e.Dir)
 	if err != nil {
 		return err
+	}
+	e.cmArgs = []string{
+		"--bind-address=127.0.0.1",
+		// No serving port: readiness is seen in what it does.
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--service-account-private-key-file=" + saKey,
+		"--root-ca-file=" + certFile,
+		"--use-service-account-credentials=false",
+		"--controllers=*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller,-persistentvolume-binder,-attachdetach,-persistentvolume-expander,-ephemeral-volume-controller,-csrsigning,-csrapproving,-csrcleaner",
+		"--profiling=false",
 	}
 	if e.AdminToken, err = randomToken(); err != nil {
 		return err
@@ -494,6 +536,57 @@ func (e *Env) StartAPIServer(ctx context.Context) error {
 	return nil
 }
 
+// StartControllerManager starts kube-controller-manager against the
+// apiserver, as the admin user, and waits until it has made the default
+// namespace's default ServiceAccount (it works, and signs tokens).
+func (e *Env) StartControllerManager(ctx context.Context) error {
+	if e.cm != nil {
+		return errors.New("kubetest: kube-controller-manager is already running")
+	}
+	if e.bins.ControllerManager == "" {
+		return &MissingError{Missing: []string{"kube-controller-manager not found (run `make testenv`, or set $DM_KUBE_BIN)"}}
+	}
+	if e.ControllerManagerLog == "" {
+		e.ControllerManagerLog = filepath.Join(e.Dir, "kube-controller-manager.log")
+	}
+	args := append([]string{"--kubeconfig=" + e.Kubeconfig}, e.cmArgs...)
+	var err error
+	e.cm, e.cmDone, err = start(e.bins.ControllerManager, args, e.ControllerManagerLog)
+	if err != nil {
+		return err
+	}
+	if err := e.waitServiceAccount(ctx); err != nil {
+		stop(e.cm, e.cmDone, 5*time.Second)
+		e.cm, e.cmDone = nil, nil
+		return err
+	}
+	return nil
+}
+
+// waitServiceAccount polls for the default ServiceAccount of namespace
+// default until it exists, the controller-manager exits or the ready
+// timeout passes.
+func (e *Env) waitServiceAccount(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, e.readyTimeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-e.cmDone:
+			e.cmDone <- err
+			return &exitedError{fmt.Sprintf("kubetest: kube-controller-manager exited before it was ready (%v); see %s", err, e.ControllerManagerLog)}
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: kube-controller-manager made no default ServiceAccount after %v; see %s", e.readyTimeout, e.ControllerManagerLog)
+		case <-tick.C:
+		}
+		code, _, err := e.Do(ctx, e.AdminToken, http.MethodGet, "/api/v1/namespaces/default/serviceaccounts/default", nil)
+		if err == nil && code == http.StatusOK {
+			return nil
+		}
+	}
+}
+
 // StopAPIServer stops kube-apiserver and leaves etcd running, as an
 // apiserver that goes away in the middle of a client's work.
 func (e *Env) StopAPIServer() error {
@@ -558,6 +651,8 @@ func poll(ctx context.Context, client *http.Client, url, token string) (bool, st
 // Close stops the apiserver and etcd and removes Dir. It is safe to call
 // more than once.
 func (e *Env) Close() error {
+	stop(e.cm, e.cmDone, 5*time.Second)
+	e.cm, e.cmDone = nil, nil
 	stop(e.api, e.apiDone, 5*time.Second)
 	e.api, e.apiDone = nil, nil
 	stop(e.etcd, e.etcdDone, 10*time.Second)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) { Main(m) }
@@ -206,5 +207,42 @@ func TestDNSLabel(t *testing.T) {
 		if got := dnsLabel(tc.in, tc.max); got != tc.want {
 			t.Errorf("dnsLabel(%q, %d) = %q, want %q", tc.in, tc.max, got, tc.want)
 		}
+	}
+}
+
+// With kube-controller-manager, a namespace gets its default
+// ServiceAccount, and a deleted namespace is emptied and goes away.
+func TestControllerManager(t *testing.T) {
+	env := StartWith(t, Options{ControllerManager: true})
+	ctx := context.Background()
+	if err := env.CreateNamespace(ctx, "doomed"); err != nil {
+		t.Fatal(err)
+	}
+	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
+	if code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, "/api/v1/namespaces/doomed/configmaps", cm); err != nil || code != http.StatusCreated {
+		t.Fatalf("POST ConfigMap = %d %s, %v", code, body, err)
+	}
+	waitFor(t, "the default ServiceAccount of namespace doomed", func() bool {
+		code, _, err := env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/doomed/serviceaccounts/default", nil)
+		return err == nil && code == http.StatusOK
+	})
+	if code, body, err := env.Do(ctx, env.AdminToken, http.MethodDelete, "/api/v1/namespaces/doomed", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("DELETE namespace = %d %s, %v", code, body, err)
+	}
+	waitFor(t, "namespace doomed deleted", func() bool {
+		code, _, err := env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/doomed", nil)
+		return err == nil && code == http.StatusNotFound
+	})
+}
+
+// waitFor polls ok for up to a minute.
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after a minute", what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -54,14 +54,22 @@ func Main(m *testing.M) {
 // in parallel.
 func Shared(t testing.TB) *Env {
 	t.Helper()
+	return SharedWith(t, Options{})
+}
+
+// SharedWith is Shared with opts for the first launch (Binaries, when
+// unset, from FindBinaries): a package whose tests need
+// kube-controller-manager asks for it in every call.
+func SharedWith(t testing.TB, opts Options) *Env {
+	t.Helper()
 	skipShort(t)
 	shared.mu.Lock()
 	defer shared.mu.Unlock()
 	if !shared.inMain {
-		return Start(t)
+		return StartWith(t, opts)
 	}
 	if shared.env == nil && shared.err == nil {
-		shared.env, shared.err = launch()
+		shared.env, shared.err = launch(opts)
 	}
 	if shared.err != nil {
 		fail(t, shared.err)
@@ -82,8 +90,14 @@ func Shared(t testing.TB) *Env {
 // fails it with how to get them.
 func Start(t testing.TB) *Env {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with opts (Binaries, when unset, from FindBinaries).
+func StartWith(t testing.TB, opts Options) *Env {
+	t.Helper()
 	skipShort(t)
-	env, err := launch()
+	env, err := launch(opts)
 	if err != nil {
 		fail(t, err)
 	}
@@ -96,12 +110,15 @@ func Start(t testing.TB) *Env {
 	return env
 }
 
-func launch() (*Env, error) {
-	bins, err := FindBinaries()
-	if err != nil {
-		return nil, err
+func launch(opts Options) (*Env, error) {
+	if opts.Binaries.APIServer == "" {
+		bins, err := FindBinaries()
+		if err != nil {
+			return nil, err
+		}
+		opts.Binaries = bins
 	}
-	return Launch(context.Background(), Options{Binaries: bins})
+	return Launch(context.Background(), opts)
 }
 
 // SkipReason is why a test that needs an apiserver is skipped with -short.

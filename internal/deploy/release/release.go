@@ -87,6 +87,10 @@ type Record struct {
 	Updated time.Time `json:"updated"`
 	// DMVersion is the version of dm that wrote the revision.
 	DMVersion string `json:"dmVersion,omitempty"`
+	// Controller names the object that manages the deployment in the
+	// cluster ("TemplateInstance ns/name") when dm-controller applied the
+	// revision; dm update, rollback and delete refuse such a deployment.
+	Controller string `json:"controller,omitempty"`
 	// StorageVersion is the driver's optimistic-concurrency token (for
 	// Secrets, derived from the head Secret's resourceVersion) from when
 	// the record was read or last written. It is opaque, and not part of

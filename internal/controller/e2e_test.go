@@ -1,0 +1,612 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/controller"
+	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/deploy/driver"
+	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/sandbox"
+)
+
+// TestMain lets the test binary serve as the controller's expansion
+// worker, as dm-controller does, and shares one apiserver (with
+// kube-controller-manager) and one controller among the tests.
+func TestMain(m *testing.M) {
+	if sandbox.IsWorker() {
+		sandbox.ServeWorker()
+	}
+	kubetest.Main(m)
+}
+
+// registryPrefix is the test registry's prefix, and the default registry.
+const registryPrefix = "github.com/acme/t"
+
+// cmTemplate renders one ConfigMap named after the deployment, with the
+// template's version in it.
+func cmTemplate(version string) string {
+	return `resources:
+- name: cm
+  type: ConfigMap
+  properties:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: {{ env["deployment"] }}
+    data:
+      greeting: "{{ properties.get("greeting", "hello") }}"
+      version: "` + version + `"
+`
+}
+
+// writeVersion writes template name at version into the registry dir.
+func writeVersion(t *testing.T, dir, name, version string) {
+	t.Helper()
+	d := filepath.Join(dir, name, "v"+version)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// Written aside and renamed in, so that the watcher never lists a
+	// version without its file.
+	tmp := filepath.Join(dir, "."+name+version)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tmp, name+".jinja"), []byte(cmTemplate(version)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(tmp, name+".jinja"), filepath.Join(d, name+".jinja")); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(tmp)
+}
+
+// harness is the package's controller, started once.
+type harness struct {
+	env *kubetest.Env
+	rc  *rest.Config
+	c   client.Client
+	dir string
+}
+
+var (
+	once sync.Once
+	h    *harness
+	herr error
+)
+
+// setup returns the shared apiserver and a running controller.
+func setup(t *testing.T) *harness {
+	t.Helper()
+	env := kubetest.SharedWith(t, kubetest.Options{ControllerManager: true})
+	once.Do(func() { h, herr = start(env) })
+	if herr != nil {
+		t.Fatal(herr)
+	}
+	return h
+}
+
+func start(env *kubetest.Env) (*harness, error) {
+	rc, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "dm-controller-registry-")
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"cm", "roll"} {
+		d := filepath.Join(dir, name, "v1.0.0")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".jinja"), []byte(cmTemplate("1.0.0")), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// Templates with status templates: one that reads its ConfigMap and
+	// holds Ready back on request, one that fails.
+	statusTemplates := map[string]string{
+		"web": "greeting: {{ resources.cm.data.greeting }}\nname: {{ instance.metadata.name }}\n" +
+			"{% if properties.get('greeting') == 'wait' %}\nready: false\nmessage: waiting for a greeting\n{% endif %}\n",
+		"broken": "ok: yes\nnope: {{ 1 // 0 }}\n",
+	}
+	statusTemplates["gweb"] = "greeting: {{ .resources.cm.data.greeting }}\nname: {{ .instance.metadata.name }}\n"
+	statusTemplates["gbroken"] = "ok: yes\nnope: {{ .nothing.at.all }}\n"
+	for name, st := range statusTemplates {
+		d := filepath.Join(dir, name, "v1.0.0")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(d, name+".jinja"), []byte(cmTemplate("1.0.0")), 0o644); err != nil {
+			return nil, err
+		}
+		ext := ".status.jinja"
+		if name[0] == 'g' {
+			ext = ".status.gotmpl"
+		}
+		if err := os.WriteFile(filepath.Join(d, name+ext), []byte(st), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// A hostile template: its output would be gigabytes.
+	hostile := filepath.Join(dir, "hostile", "v1.0.0")
+	if err := os.MkdirAll(hostile, 0o755); err != nil {
+		return nil, err
+	}
+	bomb := "{{ range(262144)|join('x' * 4000000) }}\n"
+	if err := os.WriteFile(filepath.Join(hostile, "hostile.jinja"), []byte(bomb), 0o644); err != nil {
+		return nil, err
+	}
+	scheme, err := controller.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg := controller.RunConfig{
+		REST:            rc,
+		Registries:      []api.RegistrySpec{{Prefix: registryPrefix, Dir: dir}},
+		DefaultRegistry: registryPrefix,
+		Refresh:         time.Hour, // the directory is watched
+		Sandbox:         sandbox.Options{Workers: 1},
+		InstallCRDs:     true,
+		MetricsAddr:     "0",
+		HealthAddr:      "0",
+		Options:         controller.Options{Logger: log, DMVersion: "test"},
+	}
+	go func() {
+		if err := controller.Run(context.Background(), cfg); err != nil {
+			fmt.Fprintln(os.Stderr, "controller:", err)
+		}
+	}()
+	// The CRDs are installed by Run: wait for them.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for {
+		var l v1alpha1.TemplateInstanceList
+		if err := c.List(ctx, &l); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, errors.New("the controller installed no CRDs within a minute")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return &harness{env: env, rc: rc, c: c, dir: dir}, nil
+}
+
+// account makes ServiceAccount name in ns, allowed to do anything with
+// ConfigMaps and to read Secrets when allowed.
+func (h *harness) account(t *testing.T, ns, name string, allowed bool) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, h.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}))
+	if allowed {
+		h.allow(t, ns, name)
+	}
+}
+
+// allow binds ServiceAccount name to a Role over ConfigMaps and Secrets.
+func (h *harness) allow(t *testing.T, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	must(t, h.c.Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		},
+	}))
+	must(t, h.c.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}},
+	}))
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func props(t *testing.T, v string) *apiextensionsv1.JSON {
+	t.Helper()
+	return &apiextensionsv1.JSON{Raw: []byte(v)}
+}
+
+// instance creates a TemplateInstance.
+func (h *harness) instance(t *testing.T, ns, name string, spec v1alpha1.TemplateInstanceSpec) *v1alpha1.TemplateInstance {
+	t.Helper()
+	ti := &v1alpha1.TemplateInstance{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: spec}
+	must(t, h.c.Create(context.Background(), ti))
+	return ti
+}
+
+// waitTimeout bounds every wait for the controller: a loaded 2-core
+// machine is slow, and a wait that ends early costs nothing.
+const waitTimeout = 90 * time.Second
+
+// eventually polls check until it returns nil, failing the test with its
+// last error after waitTimeout.
+func eventually(t *testing.T, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still %v after %v", what, err, waitTimeout)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// get reads an instance.
+func (h *harness) get(t *testing.T, ns, name string) *v1alpha1.TemplateInstance {
+	t.Helper()
+	ti := &v1alpha1.TemplateInstance{}
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ti))
+	return ti
+}
+
+// condition waits until the instance's condition typ has status st for its
+// current generation, and returns the instance.
+func (h *harness) condition(t *testing.T, ns, name, typ string, st metav1.ConditionStatus) *v1alpha1.TemplateInstance {
+	t.Helper()
+	var ti *v1alpha1.TemplateInstance
+	eventually(t, fmt.Sprintf("%s/%s %s=%s", ns, name, typ, st), func() error {
+		ti = &v1alpha1.TemplateInstance{}
+		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ti); err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(ti.Status.Conditions, typ)
+		if c == nil || ti.Status.ObservedGeneration != ti.Generation {
+			return fmt.Errorf("conditions %+v at observed generation %d of %d", ti.Status.Conditions, ti.Status.ObservedGeneration, ti.Generation)
+		}
+		if c.Status != st {
+			return fmt.Errorf("%s is %s: %s", typ, c.Status, c.Message)
+		}
+		return nil
+	})
+	return ti
+}
+
+// configMap waits until ConfigMap ns/name has data key = want ("" : until
+// it does not exist).
+func (h *harness) configMap(t *testing.T, ns, name, key, want string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("ConfigMap %s/%s %s=%q", ns, name, key, want), func() error {
+		cm := &corev1.ConfigMap{}
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, cm)
+		switch {
+		case want == "" && apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
+		case want == "":
+			return errors.New("exists")
+		case cm.Data[key] != want:
+			return fmt.Errorf("%s is %q", key, cm.Data[key])
+		}
+		return nil
+	})
+}
+
+// history reads the deployment's revisions.
+func (h *harness) history(t *testing.T, ns, name string) []*release.Record {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(h.rc)
+	must(t, err)
+	hist, err := driver.NewSecrets(dyn).History(context.Background(), ns, name)
+	must(t, err)
+	return hist
+}
+
+// update changes an instance's spec, retrying on conflicts with the
+// controller's own writes.
+func (h *harness) update(t *testing.T, ns, name string, change func(*v1alpha1.TemplateInstance)) {
+	t.Helper()
+	eventually(t, "updating "+ns+"/"+name, func() error {
+		ti := h.get(t, ns, name)
+		change(ti)
+		return h.c.Update(context.Background(), ti)
+	})
+}
+
+func TestCreateUpdateDriftDelete(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "web", v1alpha1.TemplateInstanceSpec{
+		Template: "cm:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"hi"}`),
+	})
+	ti := h.condition(t, ns, "web", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "web", "greeting", "hi")
+	if want := registryPrefix + "/cm:v1.0.0"; ti.Status.Resolved != want {
+		t.Errorf("status.resolved = %q, want %q", ti.Status.Resolved, want)
+	}
+	if ti.Status.Digest == "" || ti.Status.Revision != 1 {
+		t.Errorf("status.digest %q, revision %d; want a digest and revision 1", ti.Status.Digest, ti.Status.Revision)
+	}
+	if len(ti.Status.Inventory) != 1 || ti.Status.Inventory[0] != (v1alpha1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "web"}) {
+		t.Errorf("status.inventory = %+v", ti.Status.Inventory)
+	}
+	if c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled); c != nil {
+		t.Errorf("Stalled present on a Ready instance: %+v", c)
+	}
+	hist := h.history(t, ns, "web")
+	if len(hist) != 1 || hist[0].Controller != "TemplateInstance "+ns+"/web" {
+		t.Fatalf("history %v; want one revision marked as the instance's", hist)
+	}
+
+	// Update: the properties change, a new revision is applied.
+	h.update(t, ns, "web", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Properties = props(t, `{"greeting":"bonjour"}`) })
+	h.configMap(t, ns, "web", "greeting", "bonjour")
+	ti = h.condition(t, ns, "web", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	if ti.Status.Revision != 2 {
+		t.Errorf("revision %d after an update, want 2", ti.Status.Revision)
+	}
+
+	// Drift: someone edits the ConfigMap; the controller restores it.
+	cm := &corev1.ConfigMap{}
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, cm))
+	cm.Data["greeting"] = "edited"
+	must(t, h.c.Update(context.Background(), cm))
+	h.configMap(t, ns, "web", "greeting", "bonjour")
+
+	// Delete: the finalizer prunes the ConfigMap, then the instance goes.
+	must(t, h.c.Delete(context.Background(), h.get(t, ns, "web")))
+	h.configMap(t, ns, "web", "greeting", "")
+	eventually(t, "instance gone", func() error {
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "web"}, &v1alpha1.TemplateInstance{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+}
+
+func TestOrphan(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "kept", v1alpha1.TemplateInstanceSpec{
+		Template: "cm:v1", ServiceAccountName: "deployer", DeletionPolicy: v1alpha1.DeletionOrphan,
+	})
+	h.condition(t, ns, "kept", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	must(t, h.c.Delete(context.Background(), h.get(t, ns, "kept")))
+	eventually(t, "instance gone", func() error {
+		err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "kept"}, &v1alpha1.TemplateInstance{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (%v)", err)
+	})
+	h.configMap(t, ns, "kept", "greeting", "hello")
+}
+
+func TestSuspend(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "paused", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "paused", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.update(t, ns, "paused", func(ti *v1alpha1.TemplateInstance) {
+		ti.Spec.Suspend = true
+		ti.Spec.Properties = props(t, `{"greeting":"later"}`)
+	})
+	// The controller saw the suspended generation, and applied nothing.
+	eventually(t, "suspended generation observed", func() error {
+		ti := h.get(t, ns, "paused")
+		if ti.Status.ObservedGeneration != ti.Generation {
+			return fmt.Errorf("observed %d of %d", ti.Status.ObservedGeneration, ti.Generation)
+		}
+		return nil
+	})
+	h.configMap(t, ns, "paused", "greeting", "hello")
+	if n := len(h.history(t, ns, "paused")); n != 1 {
+		t.Errorf("%d revisions while suspended, want 1", n)
+	}
+	h.update(t, ns, "paused", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Suspend = false })
+	h.configMap(t, ns, "paused", "greeting", "later")
+}
+
+func TestImpersonation(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+
+	// No account and no --default-service-account: refused.
+	h.instance(t, ns, "anon", v1alpha1.TemplateInstanceSpec{Template: "cm:v1"})
+	ti := h.condition(t, ns, "anon", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	if c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled); c.Reason != "NoServiceAccount" || !strings.Contains(c.Message, "serviceAccountName") {
+		t.Errorf("Stalled %s: %s; want NoServiceAccount naming serviceAccountName", c.Reason, c.Message)
+	}
+
+	// An account without rights: forbidden, and nothing applied.
+	h.account(t, ns, "nobody", false)
+	h.instance(t, ns, "denied", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "nobody"})
+	ti = h.condition(t, ns, "denied", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if c.Reason != "Forbidden" || !strings.Contains(c.Message, "system:serviceaccount:"+ns+":nobody") {
+		t.Errorf("Stalled %s: %s; want Forbidden naming the account", c.Reason, c.Message)
+	}
+	h.configMap(t, ns, "denied", "greeting", "")
+
+	// Once the account may, the instance converges (the retry backs off,
+	// it does not give up).
+	h.allow(t, ns, "nobody")
+	h.condition(t, ns, "denied", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "denied", "greeting", "hello")
+}
+
+func TestPropertiesFromSecret(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	must(t, h.c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data:       map[string][]byte{"values.yaml": []byte("greeting: from-secret\n")},
+	}))
+	h.instance(t, ns, "secretive", v1alpha1.TemplateInstanceSpec{
+		Template: "cm:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"inline"}`),
+		PropertiesFrom: []v1alpha1.PropertiesSource{{SecretRef: &v1alpha1.KeyReference{Name: "values", Key: "values.yaml"}}},
+	})
+	h.condition(t, ns, "secretive", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "secretive", "greeting", "from-secret")
+
+	// A missing key is a Stalled instance naming the source, not its content.
+	h.instance(t, ns, "missing", v1alpha1.TemplateInstanceSpec{
+		Template: "cm:v1", ServiceAccountName: "deployer",
+		PropertiesFrom: []v1alpha1.PropertiesSource{{SecretRef: &v1alpha1.KeyReference{Name: "values", Key: "nope"}}},
+	})
+	ti := h.condition(t, ns, "missing", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if !strings.Contains(c.Message, "spec.propertiesFrom[0]") || !strings.Contains(c.Message, "no key nope") || strings.Contains(c.Message, "from-secret") {
+		t.Errorf("Stalled message %q; want it to name propertiesFrom[0] and the key, and not the secret's content", c.Message)
+	}
+}
+
+func TestPatchRolloutAndManualPinning(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "follow", v1alpha1.TemplateInstanceSpec{Template: "roll:v1", ServiceAccountName: "deployer"})
+	h.instance(t, ns, "pinned", v1alpha1.TemplateInstanceSpec{Template: "roll:v1", ServiceAccountName: "deployer", UpdatePolicy: v1alpha1.UpdateManual})
+	h.condition(t, ns, "follow", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.condition(t, ns, "pinned", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "follow", "version", "1.0.0")
+
+	// A new patch version appears on disk: the registry notices it
+	// without a restart, and the Patch instance rolls out to it.
+	writeVersion(t, h.dir, "roll", "1.0.1")
+	h.configMap(t, ns, "follow", "version", "1.0.1")
+	eventually(t, "follow resolved to v1.0.1", func() error {
+		if got := h.get(t, ns, "follow").Status.Resolved; got != registryPrefix+"/roll:v1.0.1" {
+			return fmt.Errorf("resolved %q", got)
+		}
+		return nil
+	})
+	// The Manual instance was reconciled by the same registry change and
+	// kept its version.
+	if got := h.get(t, ns, "pinned").Status.Resolved; got != registryPrefix+"/roll:v1.0.0" {
+		t.Errorf("Manual instance resolved %q after a new patch, want v1.0.0 kept", got)
+	}
+	h.configMap(t, ns, "pinned", "version", "1.0.0")
+	// Its spec changes: it resolves again, to the new patch.
+	h.update(t, ns, "pinned", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Properties = props(t, `{"greeting":"moved"}`) })
+	h.configMap(t, ns, "pinned", "version", "1.0.1")
+}
+
+// A hostile template fails its own instance with a named limit, in the
+// sandbox's worker; the controller keeps reconciling the others.
+func TestHostileTemplateContained(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "bomb", v1alpha1.TemplateInstanceSpec{Template: "hostile:v1", ServiceAccountName: "deployer"})
+	ti := h.condition(t, ns, "bomb", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if c.Reason != "LimitExceeded" || !strings.Contains(c.Message, "Max") {
+		t.Errorf("Stalled %s: %s; want LimitExceeded naming the limit", c.Reason, c.Message)
+	}
+	h.instance(t, ns, "calm", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "calm", v1alpha1.ConditionReady, metav1.ConditionTrue)
+}
+
+// The apiserver goes away and comes back: the controller recovers by
+// itself (its watches reconnect) and reconciles what was created after.
+func TestAPIServerRestart(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "before", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "before", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.env.Restart(t)
+	h.instance(t, ns, "after", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	h.condition(t, ns, "after", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "after", "greeting", "hello")
+}
+
+// A status template next to the template reads the rendered objects'
+// live state into status.outputs, and may hold Ready back; its error is a
+// condition naming the file.
+func TestStatusTemplate(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "site", v1alpha1.TemplateInstanceSpec{Template: "web:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"wait"}`)})
+	ti := h.condition(t, ns, "site", v1alpha1.ConditionReady, metav1.ConditionFalse)
+	eventually(t, "Ready held back by the status template", func() error {
+		ti = h.get(t, ns, "site")
+		c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionReady)
+		if c == nil || c.Message != "waiting for a greeting" {
+			return fmt.Errorf("Ready %+v", c)
+		}
+		return nil
+	})
+	h.update(t, ns, "site", func(ti *v1alpha1.TemplateInstance) { ti.Spec.Properties = props(t, `{"greeting":"hi"}`) })
+	ti = h.condition(t, ns, "site", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != `{"greeting":"hi","name":"site"}` {
+		t.Errorf("status.outputs = %v, want greeting hi and name site", ti.Status.Outputs)
+	}
+
+	h.instance(t, ns, "oops", v1alpha1.TemplateInstanceSpec{Template: "broken:v1", ServiceAccountName: "deployer"})
+	ti = h.condition(t, ns, "oops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	// The line is the engine's statement line, and the whole status
+	// template is one statement inside the capture that runs it: line 1.
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:1: integer division or modulo by zero") {
+		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
+	}
+}
+
+// A Go template status template works the same, with its inputs as its
+// dot, and its errors name the file and line.
+func TestStatusTemplateGoTmpl(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "gsite", v1alpha1.TemplateInstanceSpec{Template: "gweb:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"hey"}`)})
+	ti := h.condition(t, ns, "gsite", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != `{"greeting":"hey","name":"gsite"}` {
+		t.Errorf("status.outputs = %v, want greeting hey and name gsite", ti.Status.Outputs)
+	}
+	h.instance(t, ns, "goops", v1alpha1.TemplateInstanceSpec{Template: "gbroken:v1", ServiceAccountName: "deployer"})
+	ti = h.condition(t, ns, "goops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "gbroken.status.gotmpl:2:17: executing") {
+		t.Errorf("Stalled %s: %s; want StatusTemplateError naming gbroken.status.gotmpl line 2", c.Reason, c.Message)
+	}
+}

@@ -1,0 +1,186 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/sandbox"
+)
+
+// RunConfig is what dm-controller runs with; cmd/dm-controller fills it
+// from its flags.
+type RunConfig struct {
+	// REST is the connection to the cluster (--kubeconfig).
+	REST *rest.Config
+	// Server is a registryd URL that expands (--server); else Registries
+	// are indexed in the controller and expanded in its sandbox workers.
+	Server     string
+	Registries []api.RegistrySpec
+	// DefaultRegistry is the registry short references resolve against
+	// (--default-registry); "" means the only registry.
+	DefaultRegistry string
+	// CacheDir holds persisted snapshots of GitHub registries; "" none.
+	CacheDir string
+	// Refresh is how often every registry is refreshed; local directories
+	// are also watched and re-indexed when they change.
+	Refresh time.Duration
+	// Sandbox configures the expansion workers (Workers, MaxMemory).
+	Sandbox sandbox.Options
+	// InstallCRDs installs or updates the controller's CRDs at start.
+	InstallCRDs bool
+	// LeaderElect elects one active controller by a Lease in
+	// LeaderElectionNamespace.
+	LeaderElect             bool
+	LeaderElectionNamespace string
+	// MetricsAddr and HealthAddr are where /metrics and /healthz, /readyz
+	// are served; "0" turns them off.
+	MetricsAddr, HealthAddr string
+	// Options configure the reconciler; Expander, Server and
+	// DefaultRegistry are set by Run.
+	Options Options
+}
+
+// LeaderElectionID is the name of the Lease the controllers elect by.
+const LeaderElectionID = "dm-controller.dm.io"
+
+// Run runs the controller until ctx ends.
+func Run(ctx context.Context, cfg RunConfig) error {
+	log := cfg.Options.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+		cfg.Options.Logger = log
+	}
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	scheme, err := Scheme()
+	if err != nil {
+		return err
+	}
+	if cfg.InstallCRDs {
+		c, err := client.New(cfg.REST, client.Options{Scheme: scheme})
+		if err != nil {
+			return fmt.Errorf("connecting to the cluster: %w", err)
+		}
+		if err := InstallCRDs(ctx, c); err != nil {
+			return err
+		}
+		log.Info("CRDs installed")
+	}
+	mgr, err := ctrl.NewManager(cfg.REST, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:  cfg.HealthAddr,
+		LeaderElection:          cfg.LeaderElect,
+		LeaderElectionID:        LeaderElectionID,
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		// The Lease is given up on SIGTERM, so the standby takes over at
+		// once.
+		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr(30 * time.Second),
+	})
+	if err != nil {
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("caches", CacheSynced(mgr)); err != nil {
+		return err
+	}
+
+	notifier := NewNotifier()
+	opts := cfg.Options
+	opts.DefaultRegistry, opts.Server = cfg.DefaultRegistry, cfg.Server
+	var wg sync.WaitGroup
+	bg, stopBg := context.WithCancel(ctx)
+	defer func() {
+		stopBg()
+		wg.Wait()
+	}()
+	if cfg.Server != "" {
+		c, err := api.NewClient(cfg.Server, nil)
+		if err != nil {
+			return fmt.Errorf("--server: %w", err)
+		}
+		opts.Expander, opts.Files = c, c
+	} else {
+		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		// Files are read in-process; templates run only in the workers.
+		opts.Expander, opts.Files = pool, api.NewService(resolver, expand.Options{Logger: log})
+	}
+	if err := Setup(mgr, opts, notifier); err != nil {
+		return err
+	}
+	log.Info("starting", "leader_elect", cfg.LeaderElect, "server", cfg.Server, "registries", len(cfg.Registries))
+	if err := mgr.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("running: %w", err)
+	}
+	return nil
+}
+
+// openRegistries indexes the configured registries, keeps them indexed
+// (a registry's new index reconciles the instances resolving through it)
+// and returns the sandbox pool that expands with them and their resolver.
+func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *Notifier, log *slog.Logger) (*sandbox.Pool, *resolve.Resolver, error) {
+	if len(cfg.Registries) == 0 {
+		return nil, nil, errors.New("no registry: give --server, --registry-dir or --github")
+	}
+	def, err := api.DefaultRegistry(cfg.Registries, cfg.DefaultRegistry)
+	if err != nil {
+		return nil, nil, err
+	}
+	setup := api.Setup{CacheDir: cfg.CacheDir, Logger: log, Hooks: api.Hooks{
+		OnIndex: func(registry, result string, _ time.Duration) {
+			if result == "ok" {
+				n.Changed(registry)
+			}
+		},
+	}}
+	regs := make([]*index.Registry, 0, len(cfg.Registries))
+	for _, spec := range cfg.Registries {
+		g, err := api.OpenRegistry(spec, setup)
+		if err != nil {
+			return nil, nil, err
+		}
+		if g.CacheDir != "" {
+			_ = g.Load() // a persisted snapshot serves until the first refresh
+		}
+		regs = append(regs, g)
+		api.KeepIndexed(ctx, wg, g, cfg.Refresh, log)
+	}
+	so := cfg.Sandbox
+	resolver := resolve.New(def, regs...)
+	so.Resolver, so.Logger = resolver, log
+	pool, err := sandbox.New(so)
+	if err != nil {
+		return nil, nil, err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := pool.Warm(ctx); err != nil {
+			log.Error("starting expansion workers", "err", err)
+		}
+	}()
+	return pool, resolver, nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,169 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/deploy"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+// FileReader reads a file of the template version a reference resolves
+// to: an api.Service over the controller's registries, or a registryd
+// client.
+type FileReader interface {
+	ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error)
+}
+
+// statusPrefix and statusSuffix wrap a Jinja status template into an
+// ordinary template of a configuration, so that it runs where every
+// template runs (the sandbox's workers, with the engine's limits): the
+// prefix gives it its three inputs on its own first line, so that errors
+// name the status template's file and lines, and the suffix returns what
+// it printed as the text of one primitive, which the controller reads as
+// YAML.
+const (
+	statusPrefix = `{% set resources = properties.resources %}{% set instance = properties.instance %}{% set properties = properties.properties %}{% set out %}`
+	statusSuffix = `{% endset %}
+resources:
+- name: status
+  type: dm.io/v1alpha1/StatusOutput
+  properties:
+    text: {{ out|tojson }}
+`
+)
+
+// gotmplPrefix and gotmplSuffix do the same for a Go template status
+// template: it becomes a named template, rendered by include with its three
+// inputs as its dot (.resources, .instance, .properties).
+const (
+	gotmplPrefix = `{{- define "dm-status" -}}`
+	gotmplSuffix = `{{- end -}}
+{{- $out := include "dm-status" (dict "resources" .properties.resources "instance" .properties.instance "properties" .properties.properties) -}}
+resources:
+- name: status
+  type: dm.io/v1alpha1/StatusOutput
+  properties:
+    text: {{ toJson $out }}
+`
+)
+
+// statusOutcome is what a status template made: the outputs, and whether
+// it holds Ready back (ready: false) with its message.
+type statusOutcome struct {
+	outputs map[string]any
+	hold    bool
+	message string
+}
+
+// templateName is the template's name in a resolved reference:
+// github.com/o/r/c/web:v1.2.0 -> web.
+func templateName(resolved string) string {
+	ref, _, _ := strings.Cut(resolved, "@")
+	ref, _, _ = strings.Cut(ref, ":")
+	return path.Base(ref)
+}
+
+// runStatus renders the status template shipped next to the instance's
+// template (<template>.status.jinja, else .status.gotmpl), if any, over the live objects; nil
+// when there is none.
+func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any) (*statusOutcome, error) {
+	if r.opts.Files == nil || resolved == "" || digest == "" {
+		return nil, nil
+	}
+	var file, prefix, suffix string
+	var src []byte
+	for _, lang := range []struct{ ext, prefix, suffix string }{
+		{".status.jinja", statusPrefix, statusSuffix},
+		{".status.gotmpl", gotmplPrefix, gotmplSuffix},
+	} {
+		name := templateName(resolved) + lang.ext
+		// The digest reads the very version applied, not a newer patch.
+		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the status template %s: %w", name, err)
+		}
+		file, prefix, suffix, src = name, lang.prefix, lang.suffix, b
+		break
+	}
+	if file == "" {
+		return nil, nil
+	}
+	live := map[string]any{}
+	for _, res := range rec.Resources {
+		gv, _ := parseAPIVersion(res.APIVersion)
+		u, err := cfg.Cluster.Get(ctx, kube.ObjectRef{Group: gv[0], Version: gv[1], Kind: res.Kind, Namespace: res.Namespace, Name: res.Name})
+		if err != nil && !errors.Is(err, derrors.NotFound) {
+			return nil, fmt.Errorf("status template %s: reading %s %s: %w", file, res.Kind, res.Name, err)
+		}
+		if u != nil {
+			live[path.Base(res.Path)] = u.Object
+		}
+	}
+	inst, err := toMap(ti)
+	if err != nil {
+		return nil, err
+	}
+	in, err := json.Marshal(map[string]any{"resources": live, "instance": inst, "properties": props})
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: %w", file, err)
+	}
+	config := "imports:\n- path: " + file + "\nresources:\n- name: status\n  type: " + file + "\n  properties: " + string(in) + "\n"
+	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
+		Config: config, ConfigName: "status of " + controllerName(ti),
+		Imports: map[string]string{file: prefix + string(src) + suffix},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: %w", file, err)
+	}
+	if len(x.Config.Resources) != 1 {
+		return nil, fmt.Errorf("status template %s: no output", file)
+	}
+	text, _ := x.Config.Resources[0].Properties["text"].(string)
+	v, err := expand.DecodeValue([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: its output is not YAML: %w", file, err)
+	}
+	out, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("status template %s: want a mapping, got %T", file, v)
+	}
+	o := &statusOutcome{outputs: out}
+	if ready, ok := out["ready"].(bool); ok {
+		o.hold = !ready
+		delete(out, "ready")
+	}
+	if msg, ok := out["message"].(string); ok {
+		o.message = msg
+		delete(out, "message")
+	}
+	if o.hold && o.message == "" {
+		o.message = file + " says not ready"
+	}
+	return o, nil
+}
+
+// toMap converts an object to its JSON form.
+func toMap(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
