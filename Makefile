@@ -22,9 +22,9 @@ run: build
 # go test -race ./..., the sandbox's memory limits without -race, and the
 # fuzz targets; every test and subtest is counted from go test -json and
 # the last line is "N passed, M failed, K skipped". A suite that cannot
-# run fails it. generate-check first: the controller's committed CRDs and
-# deepcopy code must be what its Go types generate.
-test: generate-check
+# run fails it. It runs generate-check too: the controller's committed CRDs
+# and deepcopy code must be what its Go types generate.
+test:
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" GO="$(GO)" ./hack/test.sh full
 
 # No set-up: go vet, gofmt and go test -short -race ./... (no apiserver, no
@@ -50,8 +50,10 @@ generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./internal/controller/api/... crd:crdVersions=v1 output:crd:dir=./internal/controller/crds
 
 generate-check: generate
-	@git diff --exit-code -- internal/controller/crds internal/controller/api || \
-	  { echo "generated files are stale: run make generate and commit them"; exit 1; }
+	@git diff --exit-code -- internal/controller/crds internal/controller/api && \
+	  test -z "$$(git status --porcelain -- internal/controller/crds internal/controller/api)" || \
+	  { git status --short -- internal/controller/crds internal/controller/api; \
+	    echo "generated files are stale: run make generate and commit them"; exit 1; }
 
 unit:
 	$(GO) test -race -count=1 ./...

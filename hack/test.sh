@@ -105,6 +105,7 @@ full)
   export DM_KUBE_BIN="$PWD/.testenv/bin"
   check "go vet" "$GO" vet ./...
   check "gofmt" fmt_check
+  check "generated code (make generate-check)" make -s generate-check
   step "go test -race ./..."
   gotest -race -count=1 ./...
   # The memory limits of the sandbox's workers cannot be set under the
@@ -130,7 +131,7 @@ short)
   gotest -short -race -count=1 ./...
   step "done"
   "$sum" -tally "$tally" -summary \
-    -left-out "the kube-apiserver suites, the Chromium tests, the built-binary contract and hostile-template suites, the sandbox memory limits, fuzzing (make test runs them all)" || status=1
+    -left-out "the kube-apiserver and controller suites, the Chromium tests, the built-binary contract and hostile-template suites, the sandbox memory limits, the generated-code check, fuzzing (make test runs them all)" || status=1
   ;;
 *)
   echo "usage: hack/test.sh full|short" >&2
