@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv dev-cluster bench-deploy
+.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy
 
 all: build
 
@@ -105,23 +105,27 @@ bench-http: build
 bench-e2e: build
 	./scripts/bench-e2e.sh
 
-# kube-apiserver, kube-controller-manager, kubectl and etcd for the cluster
-# tests, `make dev-cluster` and `make bench-deploy`, built once from the
-# tools module hack/kube (the main module never requires k8s.io/kubernetes)
-# into .testenv/bin; a stamp makes a second run do nothing.
+# kube-apiserver, kube-controller-manager and etcd for the cluster tests,
+# `make dev-cluster` and `make bench-deploy`, built once from the tools
+# module hack/kube (the main module never requires k8s.io/kubernetes) into
+# .testenv/bin; a stamp makes a second run do nothing. kubectl is built
+# apart, for people and bench-deploy: the tests do not need it.
 testenv:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin
 
+kubectl:
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin kubectl
+
 # A local cluster (etcd + kube-apiserver, no kubelet) until Ctrl-C;
 # DEVCLUSTER_FLAGS="-port 6443" fixes the port.
-dev-cluster: testenv
+dev-cluster: testenv kubectl
 	$(GO) build -o $(BIN)/ ./hack/devcluster
 	$(BIN)/devcluster $(DEVCLUSTER_FLAGS)
 
 # dm deploy vs kubectl apply --server-side of the same 100 ConfigMaps, whole
 # processes, against one local apiserver (scripts/benchdeploy). RUNS=N.
 RUNS ?= 5
-bench-deploy: build testenv
+bench-deploy: build testenv kubectl
 	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
