@@ -23,7 +23,7 @@ if [ -z "$version" ]; then
   exit 1
 fi
 # Compiled without DWARF (the binaries are stripped anyway) and with the
-# compiler collecting garbage less often: a fifth less CPU time cold.
+# compiler collecting garbage less often: less work for a cold build.
 gcflags="all=-dwarf=false"
 export GOGC="${GOGC:-400}"
 stamp="$version $(sha256sum "$here/go.sum" | cut -d' ' -f1) $(go env GOVERSION) $gcflags"
