@@ -78,9 +78,12 @@ done
 for b in "${todo[@]}"; do
   rm -f "$dir/.stamp-$b"
   mv -f "$tmp/$b" "$dir/$b"
+  # Captured whole, not piped into head: under pipefail a program still
+  # writing when head exits dies of SIGPIPE and fails the build.
   case "$b" in
-  kubectl) "$dir/$b" version --client | head -1 ;;
-  *) "$dir/$b" --version | head -1 ;;
+  kubectl) v="$("$dir/$b" version --client)" ;;
+  *) v="$("$dir/$b" --version)" ;;
   esac
+  echo "${v%%$'\n'*}"
   echo "$stamp" > "$dir/.stamp-$b"
 done
