@@ -65,16 +65,26 @@ cd "$here"
 # interrupted build never leaves a half-written binary that looks current.
 tmp="$(mktemp -d "$dir/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-if [ ${#pkgs[@]} -gt 0 ]; then
-  go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}"
-fi
+# etcd builds beside Kubernetes, not after it: the two share almost no
+# packages, and the tail of Kubernetes' build (its largest packages, then
+# the links) leaves a core idle that etcd's compile fills.
+etcd_pid=""
 for b in "${todo[@]}"; do
   if [ "$b" = etcd ]; then
     # etcd's main package is its server module's root, which go build
     # would name v3.
-    go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+    go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &
+    etcd_pid=$!
   fi
 done
+status=0
+if [ ${#pkgs[@]} -gt 0 ]; then
+  go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || status=$?
+fi
+if [ -n "$etcd_pid" ]; then
+  wait "$etcd_pid" || status=$?
+fi
+[ "$status" -eq 0 ] || exit "$status"
 for b in "${todo[@]}"; do
   rm -f "$dir/.stamp-$b"
   mv -f "$tmp/$b" "$dir/$b"
