@@ -187,24 +187,35 @@ func (k *definedKind) setFinalizer(ctx context.Context, ti *v1alpha1.TemplateIns
 
 // writeStatus writes ti.Status with the outputs as top-level fields.
 func (k *definedKind) writeStatus(ctx context.Context, ti *v1alpha1.TemplateInstance) error {
-	st, err := toMap(ti.Status)
+	st, err := statusObject(&ti.Status)
 	if err != nil {
 		return err
 	}
-	delete(st, "outputs")
-	if ti.Status.Outputs != nil {
+	k.obj.Object["status"] = st
+	return k.client.Status().Update(ctx, k.obj)
+}
+
+// statusObject is the status of an instance of a defined kind: st with
+// its outputs as top-level fields. asInstance reads it back as st, so that
+// an idle resync finds the status unchanged and writes nothing.
+func statusObject(st *v1alpha1.TemplateInstanceStatus) (map[string]any, error) {
+	m, err := toMap(st)
+	if err != nil {
+		return nil, err
+	}
+	delete(m, "outputs")
+	if st.Outputs != nil {
 		var out map[string]any
-		if err := json.Unmarshal(ti.Status.Outputs.Raw, &out); err != nil {
-			return err
+		if err := json.Unmarshal(st.Outputs.Raw, &out); err != nil {
+			return nil, err
 		}
 		for key, v := range out {
 			if !slices.Contains(statusFields, key) {
-				st[key] = v
+				m[key] = v
 			}
 		}
 	}
-	k.obj.Object["status"] = st
-	return k.client.Status().Update(ctx, k.obj)
+	return m, nil
 }
 
 func (k *definedKind) instance(*v1alpha1.TemplateInstance) (map[string]any, error) {

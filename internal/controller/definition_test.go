@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -115,7 +116,8 @@ func TestTemplateDefinition(t *testing.T) {
 	writeTemplate(t, h.dir, "webapp", "1.0.0", cmTemplate("1.0.0"),
 		"info: {title: Web app}\nrequired: [greeting]\nproperties:\n"+
 			"  greeting: {type: string, description: What the app says}\n"+
-			"  replicas: {type: integer, default: 2, minimum: 1}\n")
+			"  replicas: {type: integer, default: 2, minimum: 1}\n"+
+			"  tag: {anyOf: [{type: string, maxLength: 3}, {type: integer}]}\n")
 	ctx := context.Background()
 	h.definition(t, &v1alpha1.TemplateDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "webapp"},
@@ -172,10 +174,36 @@ func TestTemplateDefinition(t *testing.T) {
 		t.Errorf("creating an instance without greeting and 0 replicas: %v; want Invalid naming spec.greeting and spec.replicas", err)
 	}
 
-	// Deleting the definition waits for the instance.
+	// What OpenAPI cannot say (anyOf) the template's schema still
+	// checks: Stalled, with the property's path.
+	must(t, h.c.Create(ctx, object(gvk, ns, "long", "deployer", map[string]any{"greeting": "hi", "tag": "toolong"})))
+	eventually(t, "WebApp long Stalled", func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "long"}, u))
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			c, _ := c.(map[string]any)
+			if c["type"] == "Stalled" && c["status"] == "True" && c["reason"] == "Invalid" && strings.Contains(fmt.Sprint(c["message"]), "properties.tag") {
+				return nil
+			}
+		}
+		return fmt.Errorf("conditions %v", conds)
+	})
+
+	// Drift is restored.
+	cm := &corev1.ConfigMap{}
+	must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, cm))
+	cm.Data["greeting"] = "edited"
+	must(t, h.c.Update(ctx, cm))
+	h.configMap(t, ns, "shop", "greeting", "hi")
+
+	// Deleting the definition waits for the instances.
 	must(t, h.c.Delete(ctx, def))
-	h.definitionCondition(t, "webapp", v1alpha1.ConditionReady, metav1.ConditionFalse, "1 instance of WebApp remains")
+	h.definitionCondition(t, "webapp", v1alpha1.ConditionReady, metav1.ConditionFalse, "2 instances of WebApp remain")
 	must(t, h.c.Get(ctx, client.ObjectKey{Name: "webapps.apps.example.com"}, &apiextensionsv1.CustomResourceDefinition{}))
+	must(t, h.c.Delete(ctx, object(gvk, ns, "long", "", nil)))
+	h.definitionCondition(t, "webapp", v1alpha1.ConditionReady, metav1.ConditionFalse, "1 instance of WebApp remains")
 
 	must(t, h.c.Delete(ctx, object(gvk, ns, "shop", "", nil)))
 	h.configMap(t, ns, "shop", "greeting", "") // pruned
