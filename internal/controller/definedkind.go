@@ -87,8 +87,14 @@ type kindReconciler struct {
 // Reconcile reconciles one instance of the kind.
 func (k *kindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	def, err := k.definition(ctx)
-	if err != nil || def == nil {
+	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if def == nil {
+		// The definition's status naming its CRD may not have reached
+		// the cache yet; once the definition is gone, so are the CRD
+		// and the instances, and nothing comes back here.
+		return ctrl.Result{RequeueAfter: definitionRequeue}, nil
 	}
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.gvk)
@@ -112,7 +118,9 @@ func (k *kindReconciler) definition(ctx context.Context) (*v1alpha1.TemplateDefi
 		return nil, fmt.Errorf("listing TemplateDefinitions: %w", err)
 	}
 	for i := range l.Items {
-		if definedGVK(&l.Items[i]) == k.gvk {
+		// Another definition of the same kind is Stalled (Conflict)
+		// and has no CRD.
+		if def := &l.Items[i]; definedGVK(def) == k.gvk && def.Status.CRD == crdName(def) {
 			return &l.Items[i], nil
 		}
 	}

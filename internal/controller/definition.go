@@ -205,7 +205,7 @@ func (d *DefinitionReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 	}
 	meta.RemoveStatusCondition(&def.Status.Conditions, v1alpha1.ConditionStalled)
 	if !established {
-		msg := "waiting for CustomResourceDefinition " + def.Status.CRD + " to be established"
+		msg := "waiting for CustomResourceDefinition " + crdName(def) + " to be established"
 		setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "Progressing", msg)
 		setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
 		return ctrl.Result{RequeueAfter: definitionRequeue}, d.writeStatus(ctx, def, before)
@@ -268,20 +268,24 @@ func (d *DefinitionReconciler) define(ctx context.Context, def *v1alpha1.Templat
 			return false, fmt.Errorf("spec.template %s: %w", tv.Resolved, err)
 		}
 	}
-	def.Status.Resolved, def.Status.Digest, def.Status.CRD = tv.Resolved, tv.Digest, crdName(def)
+	def.Status.Resolved, def.Status.Digest = tv.Resolved, tv.Digest
+	// Set once the CRD is this definition's: the kind's controller
+	// follows only the definition that made its CRD.
+	def.Status.CRD = ""
 
 	existing := &apiextensionsv1.CustomResourceDefinition{}
-	err = d.client.Get(ctx, client.ObjectKey{Name: def.Status.CRD}, existing)
+	err = d.client.Get(ctx, client.ObjectKey{Name: crdName(def)}, existing)
 	switch {
 	case err == nil && existing.Labels[LabelDefinition] != def.Name:
-		return false, fmt.Errorf("CustomResourceDefinition %s exists and was not made by this definition: %w", def.Status.CRD, derrors.Conflict)
+		return false, fmt.Errorf("CustomResourceDefinition %s exists and was not made by this definition: %w", crdName(def), derrors.Conflict)
 	case err != nil && !apierrors.IsNotFound(err):
-		return false, fmt.Errorf("reading CustomResourceDefinition %s: %w", def.Status.CRD, err)
+		return false, fmt.Errorf("reading CustomResourceDefinition %s: %w", crdName(def), err)
 	}
 	crd := definitionCRD(def, sc)
 	if err := d.client.Patch(ctx, crd, client.Apply, client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		return false, fmt.Errorf("applying CustomResourceDefinition %s: %w", crd.Name, err)
 	}
+	def.Status.CRD = crd.Name
 	for _, c := range crd.Status.Conditions {
 		if c.Type == apiextensionsv1.NamesAccepted && c.Status == apiextensionsv1.ConditionFalse {
 			return false, fmt.Errorf("CustomResourceDefinition %s: %s: %w", crd.Name, c.Message, derrors.Conflict)
@@ -368,33 +372,35 @@ func (d *DefinitionReconciler) finalize(ctx context.Context, def *v1alpha1.Templ
 	if !controllerutil.ContainsFinalizer(def, DefinitionFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	gvk := definedGVK(def)
-	n, err := d.count(ctx, gvk)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	if n > 0 {
-		msg := fmt.Sprintf("deletion waits: %d instances of %s remain; delete them first", n, gvk.Kind)
-		if n == 1 {
-			msg = fmt.Sprintf("deletion waits: 1 instance of %s remains; delete it first", gvk.Kind)
-		}
-		def.Status.Instances = n
-		setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "InstancesRemain", msg)
-		setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, "InstancesRemain", msg)
-		if !equality.Semantic.DeepEqual(before, &def.Status) {
-			d.events.Event(def, "Warning", "InstancesRemain", msg)
-		}
-		return ctrl.Result{RequeueAfter: definitionRequeue}, d.writeStatus(ctx, def, before)
-	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err = d.client.Get(ctx, client.ObjectKey{Name: crdName(def)}, crd)
-	switch {
-	case err == nil && crd.Labels[LabelDefinition] == def.Name:
+	err := d.client.Get(ctx, client.ObjectKey{Name: crdName(def)}, crd)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("reading CustomResourceDefinition %s: %w", crdName(def), err)
+	}
+	// A CRD this definition did not make (a conflict) is not its to
+	// delete, and its objects are not its instances.
+	if err == nil && crd.Labels[LabelDefinition] == def.Name {
+		gvk := definedGVK(def)
+		n, err := d.count(ctx, gvk)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if n > 0 {
+			msg := fmt.Sprintf("deletion waits: %d instances of %s remain; delete them first", n, gvk.Kind)
+			if n == 1 {
+				msg = fmt.Sprintf("deletion waits: 1 instance of %s remains; delete it first", gvk.Kind)
+			}
+			def.Status.Instances = n
+			setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "InstancesRemain", msg)
+			setConditionOn(&def.Status.Conditions, def.Generation, v1alpha1.ConditionReady, metav1.ConditionFalse, "InstancesRemain", msg)
+			if !equality.Semantic.DeepEqual(before, &def.Status) {
+				d.events.Event(def, "Warning", "InstancesRemain", msg)
+			}
+			return ctrl.Result{RequeueAfter: definitionRequeue}, d.writeStatus(ctx, def, before)
+		}
 		if err := d.client.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
 			return ctrl.Result{}, fmt.Errorf("deleting CustomResourceDefinition %s: %w", crd.Name, err)
 		}
-	case err != nil && !apierrors.IsNotFound(err):
-		return ctrl.Result{}, fmt.Errorf("reading CustomResourceDefinition %s: %w", crdName(def), err)
 	}
 	d.log.Info("definition deleted with its CRD", "definition", def.Name, "crd", crdName(def))
 	patch := client.MergeFrom(def.DeepCopy())

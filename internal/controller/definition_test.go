@@ -243,3 +243,39 @@ func TestTemplateDefinitionSchemaChange(t *testing.T) {
 	})
 	h.definitionCondition(t, "counter", v1alpha1.ConditionReady, metav1.ConditionTrue, "counter:v1.0.1")
 }
+
+// A definition of a kind whose CRD it did not make (here dm's own
+// TemplateInstance) is Stalled and touches nothing; its deletion neither
+// waits for that kind's objects nor deletes the CRD.
+func TestTemplateDefinitionConflict(t *testing.T) {
+	h := setup(t)
+	ctx := context.Background()
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "bystander", v1alpha1.TemplateInstanceSpec{Template: "cm:v1", ServiceAccountName: "deployer"})
+	def := &v1alpha1.TemplateDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "clash"},
+		Spec: v1alpha1.TemplateDefinitionSpec{
+			Group: "dm.io", Version: "v1alpha1", Template: "cm:v1",
+			Names: v1alpha1.DefinitionNames{Kind: "TemplateInstance", Plural: "templateinstances"},
+		},
+	}
+	must(t, h.c.Create(ctx, def))
+	got := h.definitionCondition(t, "clash", v1alpha1.ConditionStalled, metav1.ConditionTrue, "templateinstances.dm.io exists and was not made by this definition")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled); c.Reason != "Conflict" || got.Status.CRD != "" {
+		t.Errorf("Stalled %s, status.crd %q; want Conflict and no CRD", c.Reason, got.Status.CRD)
+	}
+	if crd := h.crd(t, "templateinstances.dm.io"); crd.Labels[controller.LabelDefinition] != "" {
+		t.Errorf("dm's own CRD labeled %v", crd.Labels)
+	}
+	h.condition(t, ns, "bystander", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	must(t, h.c.Delete(ctx, def))
+	eventually(t, "definition gone", func() error {
+		if err := h.c.Get(ctx, client.ObjectKey{Name: "clash"}, &v1alpha1.TemplateDefinition{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	h.crd(t, "templateinstances.dm.io")
+	h.condition(t, ns, "bystander", v1alpha1.ConditionReady, metav1.ConditionTrue)
+}
