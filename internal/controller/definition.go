@@ -64,7 +64,10 @@ const definitionRequeue = 2 * time.Second
 // DefinitionReconciler reconciles TemplateDefinitions: it makes the CRD of
 // the kind each defines and starts reconciling the kind's instances.
 type DefinitionReconciler struct {
-	client   client.Client
+	client client.Client
+	// crds reads CRDs from the apiserver: they are watched metadata
+	// only, and caching whole CRDs would cost the controller memory.
+	crds     client.Reader
 	opts     Options
 	log      *slog.Logger
 	events   record.EventRecorder
@@ -79,6 +82,7 @@ type DefinitionReconciler struct {
 func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) error {
 	d := &DefinitionReconciler{
 		client:   mgr.GetClient(),
+		crds:     mgr.GetAPIReader(),
 		opts:     r.opts,
 		log:      r.log,
 		events:   mgr.GetEventRecorderFor(FieldManager),
@@ -99,7 +103,7 @@ func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) erro
 		Named("templatedefinition").
 		For(&v1alpha1.TemplateDefinition{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A CRD changed or deleted by someone else is made again.
-		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(definitionOf)).
+		Watches(&apiextensionsv1.CustomResourceDefinition{}, handler.EnqueueRequestsFromMapFunc(definitionOf), builder.OnlyMetadata).
 		WatchesRawSource(source.Channel(changed, &handler.EnqueueRequestForObject{})).
 		WithOptions(controller.Options{SkipNameValidation: ptr(true)}).
 		Complete(d)
@@ -274,7 +278,7 @@ func (d *DefinitionReconciler) define(ctx context.Context, def *v1alpha1.Templat
 	def.Status.CRD = ""
 
 	existing := &apiextensionsv1.CustomResourceDefinition{}
-	err = d.client.Get(ctx, client.ObjectKey{Name: crdName(def)}, existing)
+	err = d.crds.Get(ctx, client.ObjectKey{Name: crdName(def)}, existing)
 	switch {
 	case err == nil && existing.Labels[LabelDefinition] != def.Name:
 		return false, fmt.Errorf("CustomResourceDefinition %s exists and was not made by this definition: %w", crdName(def), derrors.Conflict)
@@ -373,7 +377,7 @@ func (d *DefinitionReconciler) finalize(ctx context.Context, def *v1alpha1.Templ
 		return ctrl.Result{}, nil
 	}
 	crd := &apiextensionsv1.CustomResourceDefinition{}
-	err := d.client.Get(ctx, client.ObjectKey{Name: crdName(def)}, crd)
+	err := d.crds.Get(ctx, client.ObjectKey{Name: crdName(def)}, crd)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("reading CustomResourceDefinition %s: %w", crdName(def), err)
 	}
