@@ -199,6 +199,13 @@ func (k *definedKind) writeStatus(ctx context.Context, ti *v1alpha1.TemplateInst
 	if err != nil {
 		return err
 	}
+	// ti.Status may differ from what was read and still write the same
+	// status: an output named like a status field is dropped.
+	was, err1 := json.Marshal(k.obj.Object["status"])
+	now, err2 := json.Marshal(st)
+	if err1 == nil && err2 == nil && string(was) == string(now) {
+		return nil
+	}
 	k.obj.Object["status"] = st
 	return k.client.Status().Update(ctx, k.obj)
 }
