@@ -218,16 +218,27 @@ func TestTemplateDefinition(t *testing.T) {
 }
 
 // A new patch of the template with a changed schema updates the kind's
-// CRD, without a change to the definition.
+// CRD, without a change to the definition, and rolls out to the kind's
+// instances; an inline Go template status template reads it.
 func TestTemplateDefinitionSchemaChange(t *testing.T) {
 	h := setup(t)
+	ctx := context.Background()
 	writeTemplate(t, h.dir, "counter", "1.0.0", cmTemplate("1.0.0"), "properties:\n  greeting: {type: string}\n")
 	h.definition(t, &v1alpha1.TemplateDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "counter"},
 		Spec: v1alpha1.TemplateDefinitionSpec{
 			Group: "apps.example.com", Names: v1alpha1.DefinitionNames{Kind: "Counter"}, Version: "v1", Template: "counter:v1",
+			StatusTemplate: "version: {{ .resources.cm.data.version }}\n", StatusTemplateLanguage: "gotmpl",
 		},
 	})
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	gvk := schema.GroupVersionKind{Group: "apps.example.com", Version: "v1", Kind: "Counter"}
+	must(t, h.c.Create(ctx, object(gvk, ns, "one", "deployer", map[string]any{"greeting": "hi"})))
+	if u := h.readyObject(t, gvk, ns, "one"); u.Object["status"].(map[string]any)["version"] != "1.0.0" {
+		t.Errorf("status %v; want version 1.0.0 from the status template", u.Object["status"])
+	}
+	t.Cleanup(func() { _ = h.c.Delete(ctx, object(gvk, ns, "one", "", nil)) })
 	spec := h.crd(t, "counters.apps.example.com").Spec.Versions[0].Schema.OpenAPIV3Schema.Properties["spec"]
 	if _, ok := spec.Properties["replicas"]; ok {
 		t.Fatalf("spec schema %+v has replicas before the new patch", spec)
@@ -242,6 +253,16 @@ func TestTemplateDefinitionSchemaChange(t *testing.T) {
 		return nil
 	})
 	h.definitionCondition(t, "counter", v1alpha1.ConditionReady, metav1.ConditionTrue, "counter:v1.0.1")
+	h.configMap(t, ns, "one", "version", "1.0.1")
+	eventually(t, "status.version 1.0.1", func() error {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "one"}, u))
+		if v, _, _ := unstructured.NestedString(u.Object, "status", "version"); v != "1.0.1" {
+			return fmt.Errorf("status %v", u.Object["status"])
+		}
+		return nil
+	})
 }
 
 // A definition of a kind whose CRD it did not make (here dm's own
