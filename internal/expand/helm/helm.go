@@ -87,10 +87,22 @@ type Object struct {
 	// Source is the chart-relative template path it came from, such as
 	// mychart/templates/deployment.yaml (helm template's "# Source:").
 	Source string
-	// Manifest is the object's YAML as Helm rendered it.
+	// Manifest is the object's YAML as Helm rendered it (valid YAML:
+	// Helm's sorting parsed it).
 	Manifest string
-	// Object is the manifest decoded.
-	Object map[string]any
+	// Kind and Name are the object's, as Helm read them to sort it.
+	Kind, Name string
+}
+
+// Decode decodes the manifest (JSON-compatible types, as
+// sigs.k8s.io/yaml). Render leaves it to the caller: decoding is most of
+// the cost of a render, and a caller that only prints needs none.
+func (o Object) Decode() (map[string]any, error) {
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(o.Manifest), &m); err != nil {
+		return nil, at(o.Source, invalid(fmt.Errorf("the rendered manifest is not valid YAML: %w", err)))
+	}
+	return m, nil
 }
 
 // Hook is a rendered hook object.
@@ -380,25 +392,23 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 		return nil, invalid(fmt.Errorf("the rendered chart is not valid YAML: %w", err))
 	}
 	if !opts.SkipCRDs {
+		// crds/ files are not templates: Helm applies them as they are,
+		// so they are parsed here as Helm's install does.
 		for _, crd := range c.CRDObjects() {
 			for _, doc := range releaseutil.SplitManifests(string(crd.File.Data)) {
-				o, err := decode(crd.Filename, doc)
-				if err != nil {
-					return nil, err
+				var head releaseutil.SimpleHead
+				if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
+					return nil, at(crd.Filename, invalid(fmt.Errorf("not valid YAML: %w", err)))
 				}
-				if o != nil {
-					res.Objects = append(res.Objects, *o)
+				if !blank(doc) {
+					res.Objects = append(res.Objects, object(crd.Filename, doc, head.Kind, head.Metadata))
 				}
 			}
 		}
 	}
 	for _, m := range manifests {
-		o, err := decode(m.Name, m.Content)
-		if err != nil {
-			return nil, err
-		}
-		if o != nil {
-			res.Objects = append(res.Objects, *o)
+		if !blank(m.Content) {
+			res.Objects = append(res.Objects, object(m.Name, m.Content, m.Head.Kind, m.Head.Metadata))
 		}
 	}
 	if err := groupHooks(res, hooks); err != nil {
@@ -434,16 +444,36 @@ func shallowCopy(c *chart.Chart) *chart.Chart {
 	return &n
 }
 
-// decode parses one manifest; an empty one (comments only) gives nil.
-func decode(source, manifest string) (*Object, error) {
-	var m map[string]any
-	if err := yaml.Unmarshal([]byte(manifest), &m); err != nil {
-		return nil, at(source, invalid(fmt.Errorf("the rendered manifest is not valid YAML: %w", err)))
+func object(source, manifest, kind string, md *struct {
+	Name        string            `json:"name"`
+	Annotations map[string]string `json:"annotations"`
+}) Object {
+	o := Object{Source: source, Manifest: withNewline(manifest), Kind: kind}
+	if md != nil {
+		o.Name = md.Name
 	}
-	if len(m) == 0 {
-		return nil, nil
+	return o
+}
+
+// withNewline ends a manifest with a newline, as helm template prints it
+// and helm install applies it: a block scalar at the end of the document
+// keeps its final line break.
+func withNewline(m string) string {
+	if strings.HasSuffix(m, "\n") {
+		return m
 	}
-	return &Object{Source: source, Manifest: manifest, Object: m}, nil
+	return m + "\n"
+}
+
+// blank reports whether a document holds only comments and blank lines,
+// which helm template prints and which are no object.
+func blank(doc string) bool {
+	for _, l := range strings.Split(doc, "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") && l != "---" {
+			return false
+		}
+	}
+	return true
 }
 
 // groupHooks sorts the hooks into tiers per event, as Helm's execHook
@@ -468,14 +498,10 @@ func groupHooks(res *Result, hooks []*release.Hook) error {
 		})
 		var tiers []Tier
 		for _, h := range hs {
-			o, err := decode(h.Path, h.Manifest)
-			if err != nil {
-				return err
-			}
-			if o == nil {
+			if blank(h.Manifest) {
 				continue
 			}
-			hk := Hook{Object: *o, Weight: h.Weight}
+			hk := Hook{Object: Object{Source: h.Path, Manifest: withNewline(h.Manifest), Kind: h.Kind, Name: h.Name}, Weight: h.Weight}
 			for _, p := range h.DeletePolicies {
 				hk.DeletePolicies = append(hk.DeletePolicies, string(p))
 			}

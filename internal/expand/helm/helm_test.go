@@ -31,8 +31,7 @@ func loadDir(t testing.TB, dir string) *chart.Chart {
 func names(objs []Object) []string {
 	var out []string
 	for _, o := range objs {
-		md, _ := o.Object["metadata"].(map[string]any)
-		out = append(out, o.Object["kind"].(string)+"/"+md["name"].(string))
+		out = append(out, o.Kind+"/"+o.Name)
 	}
 	return out
 }
@@ -148,10 +147,15 @@ func TestRender(t *testing.T) {
 				t.Errorf("notes %q, want %q", res.Notes, tt.notes)
 			}
 			if len(tt.data) > 0 {
-				data, _ := res.Objects[len(res.Objects)-1].Object["data"].(map[string]any)
+				o := res.Objects[len(res.Objects)-1]
 				if tt.chart == "basic" {
-					data, _ = res.Objects[0].Object["data"].(map[string]any)
+					o = res.Objects[0]
 				}
+				m, err := o.Decode()
+				if err != nil {
+					t.Fatal(err)
+				}
+				data, _ := m["data"].(map[string]any)
 				for k, v := range tt.data {
 					if data[k] != v {
 						t.Errorf("data[%s] = %v, want %q", k, data[k], v)
