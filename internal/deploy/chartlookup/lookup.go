@@ -1,12 +1,16 @@
-// Package chartlookup gives the lookup function of Helm charts the
-// cluster: a client provider over the user's own rest.Config (their
-// kubeconfig and credentials), for Options.Lookup of internal/expand/helm
-// when dm deploys a chart. Offline rendering passes none, and lookup
-// returns an empty map, as under helm template.
+// Package chartlookup gives Helm charts what they read of the cluster when
+// dm deploys them, with the user's own rest.Config (their kubeconfig and
+// credentials): a client provider for lookup (Options.Lookup of
+// internal/expand/helm) and .Capabilities from discovery. Offline
+// rendering uses neither: lookup returns an empty map and Capabilities are
+// a documented default, as under helm template.
 package chartlookup
 
 import (
+	"errors"
 	"fmt"
+	"path"
+	"sort"
 
 	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -51,4 +55,43 @@ func (p *provider) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableR
 		return nil, false, fmt.Errorf("lookup %q %q: %w", apiVersion, kind, err)
 	}
 	return p.dyn.Resource(m.Resource), m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// Capabilities reads the cluster's Kubernetes version and API versions
+// (every group/version and group/version/Kind it serves), for Options'
+// KubeVersion and APIVersions with ClusterAPIVersions set, as helm install
+// fills .Capabilities. A group whose discovery failed is left out, as
+// Helm does.
+func Capabilities(cfg *rest.Config) (kubeVersion string, apiVersions []string, err error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return "", nil, fmt.Errorf("chart capabilities: discovery client: %w", err)
+	}
+	v, err := dc.ServerVersion()
+	if err != nil {
+		return "", nil, fmt.Errorf("chart capabilities: the cluster's version: %w", err)
+	}
+	groups, resources, err := dc.ServerGroupsAndResources()
+	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) {
+		return "", nil, fmt.Errorf("chart capabilities: the cluster's API versions: %w", err)
+	}
+	set := map[string]bool{}
+	for _, g := range groups {
+		for _, gv := range g.Versions {
+			set[gv.GroupVersion] = true
+		}
+	}
+	for _, r := range resources {
+		for _, res := range r.APIResources {
+			set[path.Join(r.GroupVersion, res.Kind)] = true
+		}
+	}
+	for k := range set {
+		apiVersions = append(apiVersions, k)
+	}
+	sort.Strings(apiVersions)
+	if len(apiVersions) == 0 {
+		return "", nil, errors.New("chart capabilities: the cluster lists no API versions")
+	}
+	return v.GitVersion, apiVersions, nil
 }

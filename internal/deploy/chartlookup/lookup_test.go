@@ -76,3 +76,43 @@ func TestLookup(t *testing.T) {
 		t.Errorf("unknown kind: %v", err)
 	}
 }
+
+// .Capabilities come from the cluster: its version, and exactly the API
+// versions it serves.
+func TestCapabilities(t *testing.T) {
+	env := kubetest.Shared(t)
+	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, apis, err := Capabilities(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(kv, "v1.31.") {
+		t.Errorf("kube version %q, want the test cluster's v1.31.x", kv)
+	}
+	c, err := helm.LoadFS(os.DirFS("../../expand/helm/testdata/charts/capabilities"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := helm.Render(context.Background(), c, nil, helm.Options{ReleaseName: "c", KubeVersion: kv, APIVersions: apis, ClusterAPIVersions: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range res.Objects {
+		kinds = append(kinds, o.Kind)
+	}
+	// The cluster serves policy/v1 PodDisruptionBudgets, not
+	// monitoring.coreos.com.
+	if strings.Join(kinds, " ") != "PodDisruptionBudget ConfigMap" {
+		t.Errorf("objects %v, want the PodDisruptionBudget too", kinds)
+	}
+	cm := res.Objects[1].Manifest
+	for _, w := range []string{"kube: \"" + kv + "\"", `monitoring: "false"`, `deployment: "true"`} {
+		if !strings.Contains(cm, w) {
+			t.Errorf("manifest lacks %s:\n%s", w, cm)
+		}
+	}
+}

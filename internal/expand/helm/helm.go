@@ -66,6 +66,9 @@ type Options struct {
 	// APIVersions are added to Helm's default .Capabilities.APIVersions
 	// (group/version or group/version/Kind), as helm template --api-versions.
 	APIVersions []string
+	// ClusterAPIVersions makes APIVersions the whole set, in place of
+	// Helm's default: the cluster's, from discovery, as helm install uses.
+	ClusterAPIVersions bool
 	// Lookup gives the lookup function its clients; nil renders offline,
 	// where lookup returns an empty map.
 	Lookup engine.ClientProvider
@@ -333,8 +336,12 @@ func capabilities(opts Options) (*chartutil.Capabilities, error) {
 		return nil, invalid(fmt.Errorf("kube version %q: %w", kv, err))
 	}
 	caps.KubeVersion = *v
-	// A fresh slice: DefaultCapabilities' must not grow.
-	caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...), opts.APIVersions...)
+	if opts.ClusterAPIVersions {
+		caps.APIVersions = append(chartutil.VersionSet{}, opts.APIVersions...)
+	} else {
+		// A fresh slice: DefaultCapabilities' must not grow.
+		caps.APIVersions = append(append(chartutil.VersionSet{}, caps.APIVersions...), opts.APIVersions...)
+	}
 	return caps, nil
 }
 

@@ -102,6 +102,12 @@ func TestRender(t *testing.T) {
 			objects: []string{"PodDisruptionBudget/c", "ConfigMap/c-caps"},
 		},
 		{
+			chart:   "capabilities",
+			opts:    Options{ReleaseName: "c", ClusterAPIVersions: true, APIVersions: []string{"v1", "v1/ConfigMap"}},
+			objects: []string{"ConfigMap/c-caps"},
+			data:    map[string]string{"apps": "false", "monitoring": "false"},
+		},
+		{
 			chart:   "crds",
 			opts:    Options{ReleaseName: "w"},
 			objects: []string{"CustomResourceDefinition/widgets.example.com", "Widget/w"},
