@@ -29,6 +29,11 @@ gcflags="all=-dwarf=false"
 export GOGC="${GOGC:-400}"
 stamp="$version $(sha256sum "$here/go.sum" | cut -d' ' -f1) $(go env GOVERSION) $gcflags"
 
+# helm's stamp also carries its own module's go.sum.
+stamp_of() {
+  if [ "$1" = helm ]; then echo "$stamp $(sha256sum "$here/../helm/go.sum" | cut -d' ' -f1)"; else echo "$stamp"; fi
+}
+
 pkgs=()
 todo=()
 for b in "${want[@]}"; do
@@ -38,7 +43,7 @@ for b in "${want[@]}"; do
   helm) pkg="" ;; # from hack/helm, below: for the chart parity test
   *) echo "build.sh: unknown program $b" >&2; exit 2 ;;
   esac
-  if [ -x "$dir/$b" ] && [ "$(cat "$dir/.stamp-$b" 2>/dev/null)" = "$stamp" ]; then
+  if [ -x "$dir/$b" ] && [ "$(cat "$dir/.stamp-$b" 2>/dev/null)" = "$(stamp_of "$b")" ]; then
     continue
   fi
   todo+=("$b")
@@ -93,5 +98,5 @@ for b in "${todo[@]}"; do
   *) v="$("$dir/$b" --version)" ;;
   esac
   echo "${v%%$'\n'*}"
-  echo "$stamp" > "$dir/.stamp-$b"
+  stamp_of "$b" > "$dir/.stamp-$b"
 done
