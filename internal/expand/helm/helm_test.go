@@ -390,3 +390,25 @@ func pack(t testing.TB, dir, name string) []byte {
 	}
 	return buf.Bytes()
 }
+
+// One loaded chart renders in several goroutines at once (registryd's
+// catalog and expansions share a loaded chart): run with -race.
+func TestRenderConcurrent(t *testing.T) {
+	c := loadDir(t, "testdata/charts/subcharts")
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			v := map[string]any{"child": map[string]any{"enabled": i%2 == 0}}
+			res, err := Render(context.Background(), c, v, Options{ReleaseName: "r"})
+			if err == nil && len(res.Objects) != 3-i%2 {
+				err = errors.New("wrong number of objects: " + strings.Join(names(res.Objects), " "))
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
