@@ -109,9 +109,10 @@ bench-e2e: build
 # `make dev-cluster` and `make bench-deploy`, built once from the tools
 # module hack/kube (the main module never requires k8s.io/kubernetes) into
 # .testenv/bin; a stamp makes a second run do nothing. kubectl is built
-# apart, for people and bench-deploy: the tests do not need it.
+# apart, for people and bench-deploy: the tests do not need it. helm (from
+# hack/helm) is for the chart parity test of internal/expand/helm.
 testenv:
-	./hack/kube/build.sh $(CURDIR)/.testenv/bin
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd helm
 
 kubectl:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin kubectl
