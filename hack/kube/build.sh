@@ -72,30 +72,31 @@ cd "$here"
 # interrupted build never leaves a half-written binary that looks current.
 tmp="$(mktemp -d "$dir/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-# etcd builds beside Kubernetes, not after it: the two share almost no
-# packages, and the tail of Kubernetes' build (its largest packages, then
-# the links) leaves a core idle that etcd's compile fills.
-etcd_pid=""
+# etcd and helm build beside Kubernetes, not after it: they share almost
+# no packages, and the tail of Kubernetes' build (its largest packages,
+# then the links) leaves a core idle that their compile fills.
+pids=()
 for b in "${todo[@]}"; do
   if [ "$b" = etcd ]; then
     # etcd's main package is its server module's root, which go build
     # would name v3.
     go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &
-    etcd_pid=$!
+    pids+=($!)
   fi
   if [ "$b" = helm ]; then
     # Its own module, so Helm's requirements never move kube-apiserver's;
     # the Kubernetes version it reports offline is set as Helm's releases do.
-    (cd "$here/../helm" && go build -trimpath -gcflags "$gcflags" -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm)
+    (cd "$here/../helm" && go build -trimpath -gcflags "$gcflags" -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm) &
+    pids+=($!)
   fi
 done
 status=0
 if [ ${#pkgs[@]} -gt 0 ]; then
   go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || status=$?
 fi
-if [ -n "$etcd_pid" ]; then
-  wait "$etcd_pid" || status=$?
-fi
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=$?
+done
 [ "$status" -eq 0 ] || exit "$status"
 for b in "${todo[@]}"; do
   rm -f "$dir/.stamp-$b"
