@@ -41,6 +41,7 @@ parameters:
   from: "[a-z0-9]{12}"
 - name: PORT
   value: "5432"
+  type: int
 objects:
 - apiVersion: v1
   kind: ConfigMap
@@ -48,7 +49,14 @@ objects:
     name: ${NAME}
   data:
     password: ${PASSWORD}
-    port: ${PORT}
+    url: postgres://${NAME}:${PORT}
+- apiVersion: v1
+  kind: Service
+  metadata:
+    name: ${NAME}
+  spec:
+    ports:
+    - port: ${PORT}
 `
 
 func object(t *testing.T, y string) *unstructured.Unstructured {
@@ -136,16 +144,21 @@ func TestClusterTemplates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out.Objects) != 1 {
+	if len(out.Objects) != 2 {
 		t.Fatalf("%d objects", len(out.Objects))
 	}
 	cm := out.Objects[0]
 	d := cm["data"].(map[string]any)
-	if name, _, _ := unstructured.NestedString(cm, "metadata", "name"); name != "orders" || d["port"] != "5432" || len(d["password"].(string)) != 12 {
+	if name, _, _ := unstructured.NestedString(cm, "metadata", "name"); name != "orders" || d["url"] != "postgres://orders:5432" || len(d["password"].(string)) != 12 {
 		t.Errorf("processed object %v", cm)
 	}
 	if l, _, _ := unstructured.NestedString(cm, "metadata", "labels", "app"); l != "db" {
 		t.Errorf("template label not applied: %v", cm)
+	}
+	// dm's parameter type survives the CRD's pruning: a whole-value
+	// reference to an int parameter is a number.
+	if port, _, _ := unstructured.NestedSlice(out.Objects[1], "spec", "ports"); len(port) != 1 || port[0].(map[string]any)["port"] != int64(5432) {
+		t.Errorf("typed parameter: ports %v", port)
 	}
 	if _, err := got.Process(nil, openshift.Options{}); err == nil || !strings.Contains(err.Error(), "NAME") {
 		t.Errorf("required NAME missing: %v", err)
