@@ -119,3 +119,26 @@ func TestClusterTemplateCommands(t *testing.T) {
 	want(admin("history", "db"), 0, "2")
 	want(dm(env.LimitedKubeconfig, "deploy", "template:"+ns+"/db", "--name", "other", "--properties", "NAME=x"), 1, "not allowed to get templates")
 }
+
+func TestClusterTemplateArgs(t *testing.T) {
+	for _, tc := range []struct {
+		arg        string
+		cluster    bool
+		deployment string
+	}{
+		{"template:shop/db", true, "db"},
+		{"shop/db", true, "db"},
+		{"shop/db.v2", true, "db.v2"},
+		{"postgres:v1", false, "postgres"},
+		{"apps/shop:v2", false, "shop"},
+		{"github.com/acme/tpl/redis:v1", false, "redis"},
+		{"redis", false, "redis"},
+	} {
+		if got := isClusterTemplate(tc.arg); got != tc.cluster {
+			t.Errorf("isClusterTemplate(%q) = %v, want %v", tc.arg, got, tc.cluster)
+		}
+		if got := deploymentName(tc.arg); got != tc.deployment {
+			t.Errorf("deploymentName(%q) = %q, want %q", tc.arg, got, tc.deployment)
+		}
+	}
+}
