@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/layout"
 
 	yaml3 "go.yaml.in/yaml/v3"
 
@@ -264,13 +265,8 @@ func checkResource(i int, r Resource) error {
 
 var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 
-// Output is one of a template's outputs (DM's outputs: [{name, value}]):
-// $(ref.RESOURCE.NAME) elsewhere in the deployment, RESOURCE being the
-// template's resource, is Value. Value may itself hold value references.
-type Output struct {
-	Name  string `json:"name"`
-	Value any    `json:"value"`
-}
+// Output is one of a template's outputs; see package layout.
+type Output = layout.Output
 
 // configFromValue reads a template's output: a mapping with resources and
 // outputs (a Starlark dict or decoded YAML).

@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/layout"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
@@ -244,35 +245,15 @@ type Result struct {
 	Deferred []Deferred `json:"deferred,omitempty"`
 }
 
-// Layout is the tree of resources.
-type Layout struct {
-	Resources []*LayoutResource `json:"resources"`
-}
+// Layout is the tree of resources; see package layout, where history
+// reads it without linking the template languages.
+type Layout = layout.Layout
 
-// LayoutResource is a node of the layout. Template nodes carry the
-// properties the template was invoked with (after schema defaults) and the
-// resources it produced.
-type LayoutResource struct {
-	Name       string            `json:"name"`
-	Type       string            `json:"type"`
-	Properties map[string]any    `json:"properties,omitzero"`
-	Resources  []*LayoutResource `json:"resources,omitzero"`
-	// Outputs are a template's outputs as it rendered them.
-	Outputs []Output `json:"outputs,omitzero"`
-	// Metadata (dependsOn) and AccessControl are kept as written.
-	Metadata      map[string]any `json:"metadata,omitzero"`
-	AccessControl map[string]any `json:"accessControl,omitzero"`
-}
+// LayoutResource is a node of the layout.
+type LayoutResource = layout.Resource
 
 // Reference is a registry template used by an expansion.
-type Reference struct {
-	// Ref is the reference as first written.
-	Ref string `json:"ref"`
-	// Resolved is the canonical reference with the concrete version.
-	Resolved string `json:"resolved"`
-	Version  string `json:"version"`
-	Digest   string `json:"digest"`
-}
+type Reference = layout.Reference
 
 // scope is where a template's (or the configuration's) types resolve.
 type scope struct {
