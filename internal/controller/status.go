@@ -15,6 +15,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // FileReader reads a file of the template version a reference resolves
@@ -23,39 +24,6 @@ import (
 type FileReader interface {
 	ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error)
 }
-
-// statusPrefix and statusSuffix wrap a Jinja status template into an
-// ordinary template of a configuration, so that it runs where every
-// template runs (the sandbox's workers, with the engine's limits): the
-// prefix gives it its three inputs on its own first line, so that errors
-// name the status template's file and lines, and the suffix returns what
-// it printed as the text of one primitive, which the controller reads as
-// YAML.
-const (
-	statusPrefix = `{% set resources = properties.resources %}{% set instance = properties.instance %}{% set properties = properties.properties %}{% set out %}`
-	statusSuffix = `{% endset %}
-resources:
-- name: status
-  type: dm.io/v1alpha1/StatusOutput
-  properties:
-    text: {{ out|tojson }}
-`
-)
-
-// gotmplPrefix and gotmplSuffix do the same for a Go template status
-// template: it becomes a named template, rendered by include with its three
-// inputs as its dot (.resources, .instance, .properties).
-const (
-	gotmplPrefix = `{{- define "dm-status" -}}`
-	gotmplSuffix = `{{- end -}}
-{{- $out := include "dm-status" (dict "resources" .properties.resources "instance" .properties.instance "properties" .properties.properties) -}}
-resources:
-- name: status
-  type: dm.io/v1alpha1/StatusOutput
-  properties:
-    text: {{ toJson $out }}
-`
-)
 
 // statusOutcome is what a status template made: the outputs, and whether
 // it holds Ready back (ready: false) with its message.
@@ -74,19 +42,21 @@ func templateName(resolved string) string {
 }
 
 // runStatus renders the status template shipped next to the instance's
-// template (<template>.status.jinja, else .status.gotmpl), if any, over the live objects; nil
-// when there is none.
+// template (<template>.status.jinja, else .status.gotmpl: the status
+// forms of the engine table, in its order), if any, over the live
+// objects; nil when there is none.
 func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any) (*statusOutcome, error) {
 	if r.opts.Files == nil || resolved == "" || digest == "" {
 		return nil, nil
 	}
 	var file, prefix, suffix string
 	var src []byte
-	for _, lang := range []struct{ ext, prefix, suffix string }{
-		{".status.jinja", statusPrefix, statusSuffix},
-		{".status.gotmpl", gotmplPrefix, gotmplSuffix},
-	} {
-		name := templateName(resolved) + lang.ext
+	for _, lang := range engine.Default().Languages() {
+		st := lang.Status
+		if st.Extension == "" {
+			continue
+		}
+		name := templateName(resolved) + st.Extension
 		// The digest reads the very version applied, not a newer patch.
 		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
 		if errors.Is(err, derrors.NotFound) {
@@ -95,7 +65,7 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 		if err != nil {
 			return nil, fmt.Errorf("reading the status template %s: %w", name, err)
 		}
-		file, prefix, suffix, src = name, lang.prefix, lang.suffix, b
+		file, prefix, suffix, src = name, st.Prefix, st.Suffix, b
 		break
 	}
 	if file == "" {

@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/layout"
 
 	yaml3 "go.yaml.in/yaml/v3"
 
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -374,14 +374,14 @@ const (
 // apps/v1/Deployment. Expansion does not decide what a cluster can apply.
 // A type that looks like a template file but is not imported stays an
 // error (a missing import, not a primitive).
-func classifyType(typ string, imports map[string]string) (typeKind, string) {
+func classifyType(langs *engine.Registry, typ string, imports map[string]string) (typeKind, string) {
 	if p, ok := imports[typ]; ok {
 		return importType, p
 	}
 	switch {
 	case strings.Contains(typ, "://"):
 		return urlType, typ
-	case looksLikeFile(typ), isVersionedRef(typ):
+	case looksLikeFile(langs, typ), isVersionedRef(typ):
 		return registryType, typ
 	}
 	return primitiveType, typ
@@ -399,11 +399,11 @@ func isVersionedRef(typ string) bool {
 
 // looksLikeFile reports whether typ names a template file rather than a
 // reference, to give a better error when the import is missing.
-func looksLikeFile(typ string) bool {
+func looksLikeFile(langs *engine.Registry, typ string) bool {
 	if strings.Contains(typ, ":") {
 		return false
 	}
-	_, ok := index.LanguageOf(typ)
+	_, ok := langs.ForFile(typ)
 	return ok && path.Ext(typ) != ""
 }
 

@@ -34,6 +34,7 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/layout"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
@@ -167,6 +168,11 @@ type Expander struct {
 	compiled *lru.Cache[string, any]     // cache key -> compiled template
 	bundles  *lru.Cache[string, *bundle] // version digest -> files
 	jinja    *jinjaEnv
+	// langs is the table of languages; engines implement them, by name.
+	langs   *engine.Registry
+	engines map[string]engine.Engine
+	// print is templatePrint as a value, made once for every invocation.
+	print func(ctx context.Context, label, file string, line int, msg string)
 	// gotmplFuncs is built once: sprig's map is large.
 	gotmplFuncs map[string]any
 	// starBounds are the builtins of boundStarlark's rewrite.
@@ -178,7 +184,14 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes)}
+	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
+	x.print = x.templatePrint
+	engines, err := enginesByName(x.langs, builtinEngines(x))
+	if err != nil {
+		panic(err) // the table and builtinEngines disagree: a programming error a test catches
+	}
+	x.engines = engines
+	return x
 }
 
 // Request is one expansion: a configuration with its imports, or a single
@@ -406,7 +419,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 			return nil, &Error{File: name, Err: invalid("imports[%d]: %s was not sent with the configuration (%s)", i, imp.Path, listOr(sortedKeys(files), "sent: ", "no files were sent"))}
 		}
 	}
-	files, names, err := importNames(files, cfg.Imports, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	files, names, err := importNames(x.langs, files, cfg.Imports, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
@@ -501,6 +514,11 @@ func chainLabel(id string) string {
 	return id
 }
 
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
 	out := make(map[string][]byte, len(m)+1)
 	for kk, vv := range m {
@@ -552,7 +570,7 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 		if r.count > r.x.opts.MaxResources {
 			return nil, &Error{Path: p, Err: limitErr("MaxResources", r.x.opts.MaxResources, "expansion has more than %d resources", r.x.opts.MaxResources)}
 		}
-		kind, target := classifyType(res.Type, sc.types)
+		kind, target := classifyType(r.x.langs, res.Type, sc.types)
 		if kind == primitiveType && len(path) == 0 && res.Type == r.refType {
 			kind = registryType // a reference asked for by name, any version
 		}
@@ -567,7 +585,7 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 				return nil, &Error{Path: p, Err: invalid("type %q is a URL; URL types are not allowed (Options.AllowURLs)", res.Type)}
 			}
 		case registryType:
-			if looksLikeFile(res.Type) {
+			if looksLikeFile(r.x.langs, res.Type) {
 				return nil, &Error{Path: p, Template: parent, Err: fmt.Errorf("type %q is not an import of %s (%s): %w", res.Type, orConfig(parent), listOr(sortedKeys(sc.types), "imports: ", "no imports"), derrors.NotFound)}
 			}
 		}
@@ -635,13 +653,13 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		if sc.res != nil {
 			inv.label = sc.res.Resolved() + "/" + target
 		}
-		l, ok := index.LanguageOf(target)
+		l, ok := x.langs.ForFile(target)
 		if !ok {
-			return nil, &Error{Path: p, Err: invalid("import %s is not a template (want .jinja, .py, .gotmpl or a kind: Template .yaml)", target)}
+			return nil, &Error{Path: p, Err: invalid("import %s is not a template (want %s)", target, x.langs.Describe("", true))}
 		}
-		inv.lang = l
-		if _, ok := sc.b.files[target+index.SchemaSuffix]; ok {
-			schemaFile = target + index.SchemaSuffix
+		inv.lang = index.Language(l.Name)
+		if s := l.Schema(target); hasKey(sc.b.files, s) {
+			schemaFile = s
 		}
 		if sc.res != nil {
 			env["version"] = sc.res.Version.Semver
@@ -767,7 +785,7 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 		total += len(data)
 		files[f.Path] = data
 	}
-	files, names, err := importNames(files, nil, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	files, names, err := importNames(x.langs, files, nil, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -787,22 +805,16 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
-	var (
-		out any
-		err error
-	)
-	switch inv.lang {
-	case index.Jinja:
-		out, err = x.renderJinja(ctx, inv)
-	case index.Python:
-		out, err = x.renderStarlark(ctx, inv)
-	case index.GoTmpl:
-		out, err = x.renderGoTmpl(ctx, inv)
-	case index.OpenShift:
-		out, err = x.renderOpenShift(ctx, inv)
-	default:
+	eng, ok := x.engines[string(inv.lang)]
+	if !ok {
 		return nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
+	out, err := eng.Render(ctx, engine.Invocation{
+		File: inv.file, Source: inv.src,
+		Files: inv.sc.b.files, FilesKey: inv.sc.b.key, Imports: inv.sc.b.importsValue,
+		Properties: inv.props, Env: inv.env, Label: inv.label,
+		Order: inv.order, Print: x.print,
+	})
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
 			// Name the deadline that fired: this template's Timeout,
@@ -812,8 +824,9 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 		return nil, nil, classify(err)
 	}
 	var v any
-	switch o := out.(type) {
-	case []byte:
+	switch {
+	case out.YAML != nil:
+		o := out.YAML
 		var ok bool
 		if v, ok = fastYAML(o, inv.order); ok {
 			break
@@ -832,10 +845,14 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 			}
 			return nil, nil, at(inv.file, 0, invalid("%s", msg))
 		}
-	case *[]Resource:
-		return *o, nil, nil
+	case out.Resources != nil:
+		list := make([]Resource, len(out.Resources))
+		for i, r := range out.Resources {
+			list[i] = Resource{Name: r.Name, Type: r.Type, Properties: r.Properties}
+		}
+		return list, nil, nil
 	default:
-		v = o
+		v = out.Value
 	}
 	list, outs, err := configFromValue(v)
 	if err != nil {

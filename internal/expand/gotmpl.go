@@ -15,6 +15,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/Masterminds/sprig/v3"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // gotmplFuncs returns sprig's functions without those that reach the OS
@@ -242,14 +244,14 @@ func boundResult(name string, fn any, limit int) any {
 // own goroutine: on timeout the caller returns, and the render stops at its
 // next write (the writer checks the context); guardTemplate makes sure
 // every loop iteration and template call writes.
-func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (_ any, err error) {
-	defer recoverEngine("Go template", inv.file, nil, &err)
-	v, err := x.cached("gotmpl:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
+func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+	defer recoverEngine("Go template", inv.File, nil, &err)
+	v, err := x.cached("gotmpl:"+inv.FilesKey+":"+inv.File, func() (any, error) {
 		// A missing key renders empty, as in Helm (text/template would
 		// print "<no value>"; see noValue).
-		t, err := template.New(inv.file).Option("missingkey=zero").Funcs(x.gotmplFuncs).Parse(string(inv.src))
+		t, err := template.New(inv.File).Option("missingkey=zero").Funcs(x.gotmplFuncs).Parse(string(inv.Source))
 		if err != nil {
-			return nil, gotmplError(inv.file, err)
+			return nil, gotmplError(inv.File, err)
 		}
 		guardTemplate(t)
 		return t, nil
@@ -258,16 +260,16 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (_ any, er
 		return nil, err
 	}
 	t := v.(*template.Template)
-	if usesHelmCalls(inv.src) {
+	if usesHelmCalls(inv.Source) {
 		// A clone binds include and tpl to this render; most templates
 		// call neither and skip the copy of the function map.
 		if t, err = t.Clone(); err != nil {
-			return nil, gotmplError(inv.file, err)
+			return nil, gotmplError(inv.File, err)
 		}
 		t.Funcs(x.helmFuncs(ctx, t))
 	}
-	data := map[string]any{"properties": inv.props, "env": inv.env, "imports": inv.sc.b.importsValue()}
-	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.src))}
+	data := map[string]any{"properties": inv.Properties, "env": inv.Env, "imports": inv.Imports()}
+	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.Source))}
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -280,11 +282,11 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv *invocation) (_ any, er
 	select {
 	case err := <-done:
 		if err != nil {
-			return nil, gotmplError(inv.file, err)
+			return nil, gotmplError(inv.File, err)
 		}
 		return noValue(w.buf), nil
 	case <-ctx.Done():
-		return nil, at(inv.file, 0, stopped(ctx))
+		return nil, at(inv.File, 0, stopped(ctx))
 	}
 }
 

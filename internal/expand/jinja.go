@@ -21,6 +21,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	gparser "github.com/nikolalohinski/gonja/v2/parser"
 	"github.com/nikolalohinski/gonja/v2/tokens"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // guardKey is the context variable holding the per-render jinjaGuard. A
@@ -318,19 +320,19 @@ func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
 }
 
 // renderJinja renders a .jinja template and returns its output text.
-func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err error) {
+func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ any, err error) {
 	var g *jinjaGuard
-	defer recoverEngine("Jinja", inv.file, func() int {
+	defer recoverEngine("Jinja", inv.File, func() int {
 		if g != nil {
 			return g.line
 		}
 		return 0
 	}, &err)
-	v, err := x.cached("jinja:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
-		l := &bundleLoader{files: inv.sc.b.files, dir: path.Dir(inv.file)}
-		t, err := exec.NewTemplate(inv.file, x.jinja.cfg, l, x.jinja.env)
+	v, err := x.cached("jinja:"+inv.FilesKey+":"+inv.File, func() (any, error) {
+		l := &bundleLoader{files: inv.Files, dir: path.Dir(inv.File)}
+		t, err := exec.NewTemplate(inv.File, x.jinja.cfg, l, x.jinja.env)
 		if err != nil {
-			return nil, jinjaParseError(inv.file, err)
+			return nil, jinjaParseError(inv.File, err)
 		}
 		boundOperators(reflect.ValueOf(t).Elem().FieldByName("root"))
 		return t, nil
@@ -339,19 +341,20 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err
 		return nil, err
 	}
 	t := v.(*exec.Template)
-	g = &jinjaGuard{order: inv.order, ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
+	order := orderOf(inv)
+	g = &jinjaGuard{order: order, ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
-		"properties": copyOrdered(inv.order, inv.props),
-		"env":        inv.env,
-		"imports":    maps.Clone(inv.sc.b.importsValue()),
+		"properties": copyOrdered(order, inv.Properties),
+		"env":        inv.Env,
+		"imports":    maps.Clone(inv.Imports()),
 		guardKey:     g,
 	})
-	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.src))}
+	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.Source))}
 	if err := t.Execute(w, data); err != nil {
 		if g.err != nil {
-			return nil, at(inv.file, 0, g.err)
+			return nil, at(inv.File, 0, g.err)
 		}
 		// String methods have no way to the guard; their limit errors
 		// arrive flattened into gonja's text.
@@ -362,9 +365,9 @@ func (x *Expander) renderJinja(ctx context.Context, inv *invocation) (_ any, err
 			if i := strings.LastIndex(msg, ": "); i >= 0 {
 				msg = msg[i+2:]
 			}
-			return nil, at(inv.file, 0, limitErr("MaxOutputBytes", x.opts.MaxOutputBytes, "%s", msg))
+			return nil, at(inv.File, 0, limitErr("MaxOutputBytes", x.opts.MaxOutputBytes, "%s", msg))
 		}
-		return nil, jinjaExecError(inv.file, err)
+		return nil, jinjaExecError(inv.File, err)
 	}
 	return w.buf, nil
 }

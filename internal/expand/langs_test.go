@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/index"
 	"go.starlark.net/starlark"
 )
@@ -35,29 +36,30 @@ func renderOne(t testing.TB, file, src string, props map[string]any, extra map[s
 	if props == nil {
 		props = map[string]any{}
 	}
-	inv := &invocation{
-		file:  file,
-		src:   []byte(src),
-		lang:  lang,
-		props: props,
-		env:   map[string]any{"deployment": "dep", "name": "n", "type": file},
-		sc:    &scope{b: newImportsBundle(files), types: map[string]string{}},
-		label: file,
+	if lang != index.Jinja && lang != index.Python {
+		t.Fatalf("%s: not a Jinja or Python template", file)
+	}
+	b := newImportsBundle(files)
+	inv := engine.Invocation{
+		File:       file,
+		Source:     []byte(src),
+		Files:      b.files,
+		FilesKey:   b.key,
+		Imports:    b.importsValue,
+		Properties: props,
+		Env:        map[string]any{"deployment": "dep", "name": "n", "type": file},
+		Label:      file,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	switch lang {
-	case index.Jinja:
-		out, err := x.renderJinja(ctx, inv)
-		if b, ok := out.([]byte); ok {
-			return string(b), err
-		}
-		return out, err
-	case index.Python:
-		return x.renderStarlark(ctx, inv)
+	out, err := x.engines[string(lang)].Render(ctx, inv)
+	if out.YAML != nil {
+		return string(out.YAML), err
 	}
-	t.Fatalf("%s: not a Jinja or Python template", file)
-	return nil, nil
+	if err != nil {
+		return nil, err
+	}
+	return out.Value, nil
 }
 
 // jinjaProps are the properties of the jinja2 cases (see

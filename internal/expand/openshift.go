@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/openshift"
 )
 
@@ -40,20 +41,20 @@ func templateName(data []byte, file string) string {
 // properties as parameter values. Each object becomes a primitive named by
 // its metadata.name (qualified by its lower-cased kind when two objects
 // share a name, as a Service and a Deployment often do).
-func (x *Expander) renderOpenShift(ctx context.Context, inv *invocation) (_ any, err error) {
-	defer recoverEngine("OpenShift template", inv.file, nil, &err)
-	v, err := x.cached("openshift:"+inv.sc.b.key+":"+inv.file, func() (any, error) {
-		t, err := openshift.Parse(inv.src)
+func (x *Expander) renderOpenShift(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+	defer recoverEngine("OpenShift template", inv.File, nil, &err)
+	v, err := x.cached("openshift:"+inv.FilesKey+":"+inv.File, func() (any, error) {
+		t, err := openshift.Parse(inv.Source)
 		if err != nil {
-			return nil, at(inv.file, yamlErrorLine(err), err)
+			return nil, at(inv.File, yamlErrorLine(err), err)
 		}
 		return t, nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	params := make(map[string]string, len(inv.props))
-	for k, p := range inv.props {
+	params := make(map[string]string, len(inv.Properties))
+	for k, p := range inv.Properties {
 		s, err := paramString(p)
 		if err != nil {
 			return nil, fmt.Errorf("property %s: %w", k, err)
@@ -62,7 +63,7 @@ func (x *Expander) renderOpenShift(ctx context.Context, inv *invocation) (_ any,
 	}
 	out, err := v.(*openshift.Template).Process(params, openshift.Options{MaxRenderedBytes: x.opts.MaxOutputBytes})
 	if err != nil {
-		return nil, at(inv.file, 0, err)
+		return nil, at(inv.File, 0, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -78,19 +79,19 @@ func (x *Expander) renderOpenShift(ctx context.Context, inv *invocation) (_ any,
 		names[i] = n
 		count[n]++
 	}
-	res := make([]Resource, len(out.Objects))
+	res := make([]engine.Resource, len(out.Objects))
 	for i, o := range out.Objects {
 		kind, _ := o["kind"].(string)
 		if kind == "" {
-			return nil, at(inv.file, 0, invalid("objects[%d] (%s) has no kind", i, names[i]))
+			return nil, at(inv.File, 0, invalid("objects[%d] (%s) has no kind", i, names[i]))
 		}
 		n := names[i]
 		if count[n] > 1 {
 			n = strings.ToLower(kind) + "-" + n
 		}
-		res[i] = Resource{Name: n, Type: kind, Properties: o}
+		res[i] = engine.Resource{Name: n, Type: kind, Properties: o}
 	}
-	return &res, nil
+	return res, nil
 }
 
 // paramString formats a property as a template parameter value; lists and

@@ -25,8 +25,8 @@ type orderEntry struct {
 
 func newKeyOrder() *keyOrder { return &keyOrder{m: map[uintptr]orderEntry{}} }
 
-// record notes keys as m's order.
-func (o *keyOrder) record(m map[string]any, keys []string) {
+// Record notes keys as m's order.
+func (o *keyOrder) Record(m map[string]any, keys []string) {
 	if o == nil || len(keys) < 2 {
 		return
 	}
@@ -73,7 +73,7 @@ func (o *keyOrder) inherit(dst, src map[string]any) {
 		return
 	}
 	if e, ok := o.m[reflect.ValueOf(src).Pointer()]; ok {
-		o.record(dst, e.keys)
+		o.Record(dst, e.keys)
 	}
 }
 
@@ -121,7 +121,7 @@ func (o *keyOrder) recordStarlark(sv starlark.Value, gv any) {
 			keys = append(keys, string(k))
 			o.recordStarlark(it[1], m[string(k)])
 		}
-		o.record(m, keys)
+		o.Record(m, keys)
 	case *starlark.List:
 		l, ok := gv.([]any)
 		if !ok || len(l) != s.Len() {

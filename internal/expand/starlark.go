@@ -15,6 +15,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // starlarkOptions are the dialect .py templates run in: Python-like
@@ -529,18 +531,28 @@ func fromStarlark(v starlark.Value) (any, error) {
 }
 
 // renderStarlark runs a .py template's GenerateConfig(context).
-func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, err error) {
-	defer recoverEngine("Starlark", inv.file, nil, &err)
-	prog, err := x.starlarkProgram(inv.sc.b, inv.file)
+func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+	defer recoverEngine("Starlark", inv.File, nil, &err)
+	b := &bundle{key: inv.FilesKey, files: inv.Files}
+	prog, err := x.starlarkProgram(b, inv.File)
 	if err != nil {
 		return nil, err
 	}
-	sr := &starlarkRun{x: x, b: inv.sc.b, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
+	order := orderOf(inv)
+	sr := &starlarkRun{x: x, b: b, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
 	thread := &starlark.Thread{
-		Name: inv.file,
+		Name: inv.File,
 		Load: sr.load,
 		Print: func(th *starlark.Thread, msg string) {
-			x.templatePrint(ctx, th, inv, msg)
+			file, line := inv.File, 0
+			if th.CallStackDepth() > 1 {
+				if fr := th.CallFrame(1); fr.Pos.Filename() != "" {
+					file, line = fr.Pos.Filename(), int(fr.Pos.Line)
+				}
+			}
+			if inv.Print != nil {
+				inv.Print(ctx, inv.Label, file, line, msg)
+			}
 		},
 	}
 	thread.SetMaxExecutionSteps(x.opts.StarlarkSteps)
@@ -549,23 +561,23 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, 
 
 	globals, err := prog.Init(thread, x.starBounds)
 	if err != nil {
-		return nil, x.starlarkError(ctx, thread, inv.file, err)
+		return nil, x.starlarkError(ctx, thread, inv.File, err)
 	}
 	fn, ok := globals["GenerateConfig"]
 	if !ok {
 		fn, ok = globals["generate_config"]
 	}
 	if !ok {
-		return nil, at(inv.file, 0, invalid("no function GenerateConfig(context)"))
+		return nil, at(inv.File, 0, invalid("no function GenerateConfig(context)"))
 	}
 	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
-		"properties": inv.order.starlarkValue(inv.props), // document order
-		"env":        toStarlark(inv.env),
-		"imports":    toStarlark(inv.sc.b.importsValue()),
+		"properties": order.starlarkValue(inv.Properties), // document order
+		"env":        toStarlark(inv.Env),
+		"imports":    toStarlark(inv.Imports()),
 	})
 	ret, err := starlark.Call(thread, fn, starlark.Tuple{cctx}, nil)
 	if err != nil {
-		return nil, x.starlarkError(ctx, thread, inv.file, err)
+		return nil, x.starlarkError(ctx, thread, inv.File, err)
 	}
 	switch r := ret.(type) {
 	case starlark.String:
@@ -579,12 +591,12 @@ func (x *Expander) renderStarlark(ctx context.Context, inv *invocation) (_ any, 
 	case *starlark.Dict:
 		v, err := fromStarlark(r)
 		if err != nil {
-			return nil, at(inv.file, 0, invalid("GenerateConfig result: %v", err))
+			return nil, at(inv.File, 0, invalid("GenerateConfig result: %v", err))
 		}
-		inv.order.recordStarlark(r, v)
+		order.recordStarlark(r, v)
 		return v, nil
 	default:
-		return nil, at(inv.file, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
+		return nil, at(inv.File, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
 	}
 }
 

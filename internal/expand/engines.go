@@ -1,0 +1,137 @@
+package expand
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"text/template"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/openshift"
+)
+
+// builtinEngines returns the engines of the languages of engine.Default,
+// bound to x's limits and caches. A language is one line here and one row
+// in the table.
+func builtinEngines(x *Expander) []engine.Engine {
+	return []engine.Engine{
+		jinjaEngine{x},
+		starlarkEngine{x},
+		gotmplEngine{x},
+		openshiftEngine{x},
+	}
+}
+
+// orderOf returns the expansion's key order an invocation carries; the
+// engines still in this package share its concrete type.
+func orderOf(inv engine.Invocation) *keyOrder {
+	o, _ := inv.Order.(*keyOrder)
+	return o
+}
+
+// output wraps what a render function returned as an engine.Output.
+func output(v any, err error) (engine.Output, error) {
+	if err != nil {
+		return engine.Output{}, err
+	}
+	switch o := v.(type) {
+	case []byte:
+		return engine.Output{YAML: o}, nil
+	case []engine.Resource:
+		return engine.Output{Resources: o}, nil
+	}
+	return engine.Output{Value: v}, nil
+}
+
+type jinjaEngine struct{ x *Expander }
+
+func (jinjaEngine) Name() string { return "jinja" }
+
+func (e jinjaEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	return output(e.x.renderJinja(ctx, inv))
+}
+
+// Check parses a Jinja template. Not cached: renderJinja caches templates
+// after rewriting their operators, which a check does not need.
+func (e jinjaEngine) Check(_ context.Context, files map[string][]byte, file string) error {
+	l := &bundleLoader{files: files, dir: path.Dir(file)}
+	if _, err := exec.NewTemplate(file, e.x.jinja.cfg, l, e.x.jinja.env); err != nil {
+		return jinjaParseError(file, err)
+	}
+	return nil
+}
+
+type starlarkEngine struct{ x *Expander }
+
+func (starlarkEngine) Name() string { return "python" }
+
+func (e starlarkEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	return output(e.x.renderStarlark(ctx, inv))
+}
+
+// Check compiles a Python-style template and the modules it loads.
+func (e starlarkEngine) Check(_ context.Context, files map[string][]byte, file string) error {
+	_, err := e.x.starlarkProgram(newImportsBundle(files), file)
+	return err
+}
+
+type gotmplEngine struct{ x *Expander }
+
+func (gotmplEngine) Name() string { return "gotmpl" }
+
+func (e gotmplEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	return output(e.x.renderGoTmpl(ctx, inv))
+}
+
+// Check parses a Go template.
+func (e gotmplEngine) Check(_ context.Context, files map[string][]byte, file string) error {
+	if _, err := template.New(file).Funcs(e.x.gotmplFuncs).Parse(string(files[file])); err != nil {
+		return gotmplError(file, err)
+	}
+	return nil
+}
+
+type openshiftEngine struct{ x *Expander }
+
+func (openshiftEngine) Name() string { return "openshift" }
+
+func (e openshiftEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	return output(e.x.renderOpenShift(ctx, inv))
+}
+
+// Check parses a kind: Template.
+func (openshiftEngine) Check(_ context.Context, files map[string][]byte, file string) error {
+	_, err := openshift.Parse(files[file])
+	if errors.Is(err, openshift.ErrNotTemplate) {
+		return &engine.NotTemplateError{File: file, Want: "a kind: Template", Err: err}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
+	return nil
+}
+
+// engines indexes engs by name and checks that they are the table's
+// languages, one each: a language without an engine would fail only when
+// a template of it is expanded.
+func enginesByName(langs *engine.Registry, engs []engine.Engine) (map[string]engine.Engine, error) {
+	m := make(map[string]engine.Engine, len(engs))
+	for _, e := range engs {
+		if _, ok := langs.Lookup(e.Name()); !ok {
+			return nil, fmt.Errorf("engine %q is not a language of the table", e.Name())
+		}
+		if _, dup := m[e.Name()]; dup {
+			return nil, fmt.Errorf("two engines for language %q", e.Name())
+		}
+		m[e.Name()] = e
+	}
+	for _, l := range langs.Languages() {
+		if m[l.Name] == nil {
+			return nil, fmt.Errorf("language %q has no engine", l.Name)
+		}
+	}
+	return m, nil
+}
