@@ -80,7 +80,7 @@ func parseConfig(data []byte, file string, lim yamlLimits) (*Config, error) {
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, at(file, l.line, l.err)
+			return nil, at(file, l.Line, l.Err)
 		}
 		return nil, at(file, 0, err)
 	}
@@ -89,7 +89,7 @@ func parseConfig(data []byte, file string, lim yamlLimits) (*Config, error) {
 
 // lineErr is an error at a line of the document being read (0: unknown).
 func lineErr(line int, format string, args ...any) error {
-	return &located{line: line, err: invalid(format, args...)}
+	return &located{Line: line, Err: invalid(format, args...)}
 }
 
 // configFromDoc reads a decoded configuration. line gives the line of a
@@ -200,7 +200,7 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 			}
 		}
 		if err := checkResource(i, r); err != nil {
-			return nil, &located{line: line("resources", i), err: err}
+			return nil, &located{Line: line("resources", i), Err: err}
 		}
 		out = append(out, r)
 	}
@@ -290,7 +290,7 @@ func configFromValue(v any) ([]Resource, []Output, error) {
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, nil, l.err
+			return nil, nil, l.Err
 		}
 		return nil, nil, err
 	}

@@ -2,7 +2,6 @@ package expand
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path"
 	"text/template"
@@ -21,7 +20,7 @@ func builtinEngines(x *Expander) []engine.Engine {
 		jinjaEngine{x},
 		starlarkEngine{x},
 		gotmplEngine{x},
-		openshiftEngine{x},
+		&openshift.Engine{MaxOutputBytes: x.opts.MaxOutputBytes, Cache: x.compiled},
 	}
 }
 
@@ -90,26 +89,6 @@ func (e gotmplEngine) Render(ctx context.Context, inv engine.Invocation) (engine
 func (e gotmplEngine) Check(_ context.Context, files map[string][]byte, file string) error {
 	if _, err := template.New(file).Funcs(e.x.gotmplFuncs).Parse(string(files[file])); err != nil {
 		return gotmplError(file, err)
-	}
-	return nil
-}
-
-type openshiftEngine struct{ x *Expander }
-
-func (openshiftEngine) Name() string { return "openshift" }
-
-func (e openshiftEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
-	return output(e.x.renderOpenShift(ctx, inv))
-}
-
-// Check parses a kind: Template.
-func (openshiftEngine) Check(_ context.Context, files map[string][]byte, file string) error {
-	_, err := openshift.Parse(files[file])
-	if errors.Is(err, openshift.ErrNotTemplate) {
-		return &engine.NotTemplateError{File: file, Want: "a kind: Template", Err: err}
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
 }

@@ -392,10 +392,14 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		}
 		cfg = &Config{Resources: []Resource{{Name: n, Type: req.Ref, Properties: req.Properties}}}
 	case req.Config != nil:
-		if isOpenShiftTemplate(req.Config) {
+		if ct, ok := x.configTemplate(req.Config); ok {
 			// A Template given directly is an import expanded once.
 			files = maps1(files, name, req.Config)
-			cfg = &Config{Resources: []Resource{{Name: templateName(req.Config, name), Type: name, Properties: req.Properties}}}
+			n := ct.ResourceName(req.Config)
+			if n == "" {
+				n = refName(name)
+			}
+			cfg = &Config{Resources: []Resource{{Name: n, Type: name, Properties: req.Properties}}}
 			break
 		}
 		var err error
@@ -719,7 +723,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		e = &Error{Path: p, Template: inv.label, Err: err}
 		var l *located
 		if errors.As(err, &l) {
-			e.File, e.Line, e.Err = l.file, l.line, l.err
+			e.File, e.Line, e.Err = l.File, l.Line, l.Err
 		}
 		return e
 	}
@@ -861,19 +865,8 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 	return list, outs, nil
 }
 
-// stopped is the error of a done context: the limit whose deadline fired
-// (Timeout, TotalTimeout), or the caller's cancellation or deadline.
-func stopped(ctx context.Context) error {
-	cause := context.Cause(ctx)
-	var le *LimitError
-	if errors.As(cause, &le) {
-		return cause
-	}
-	if errors.Is(cause, context.DeadlineExceeded) {
-		return fmt.Errorf("expansion stopped at the caller's deadline: %w", cause)
-	}
-	return fmt.Errorf("expansion canceled: %w", cause)
-}
+// stopped is the error of a done context; see engine.Stopped.
+func stopped(ctx context.Context) error { return engine.Stopped(ctx) }
 
 // cached returns the compiled value under key, compiling it on a miss.
 func (x *Expander) cached(key string, compile func() (any, error)) (any, error) {
@@ -888,21 +881,6 @@ func (x *Expander) cached(key string, compile func() (any, error)) (any, error) 
 	return v, nil
 }
 
-// limitWriter collects rendered output up to a limit and stops a render
-// whose context is done.
-type limitWriter struct {
-	ctx   context.Context
-	buf   []byte
-	limit int
-}
-
-func (w *limitWriter) Write(p []byte) (int, error) {
-	if len(w.buf)+len(p) > w.limit {
-		return 0, limitErr("MaxOutputBytes", w.limit, "rendered output exceeds %d bytes", w.limit)
-	}
-	if err := w.ctx.Err(); err != nil {
-		return 0, err
-	}
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}
+// limitWriter collects rendered output up to a limit; see
+// engine.LimitWriter.
+type limitWriter = engine.LimitWriter

@@ -245,7 +245,7 @@ func boundResult(name string, fn any, limit int) any {
 // next write (the writer checks the context); guardTemplate makes sure
 // every loop iteration and template call writes.
 func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ any, err error) {
-	defer recoverEngine("Go template", inv.File, nil, &err)
+	defer engine.Recover("Go template", inv.File, nil, &err)
 	v, err := x.cached("gotmpl:"+inv.FilesKey+":"+inv.File, func() (any, error) {
 		// A missing key renders empty, as in Helm (text/template would
 		// print "<no value>"; see noValue).
@@ -269,7 +269,7 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ a
 		t.Funcs(x.helmFuncs(ctx, t))
 	}
 	data := map[string]any{"properties": inv.Properties, "env": inv.Env, "imports": inv.Imports()}
-	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.Source))}
+	w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes, Buf: make([]byte, 0, 2*len(inv.Source))}
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -284,7 +284,7 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ a
 		if err != nil {
 			return nil, gotmplError(inv.File, err)
 		}
-		return noValue(w.buf), nil
+		return noValue(w.Buf), nil
 	case <-ctx.Done():
 		return nil, at(inv.File, 0, stopped(ctx))
 	}
@@ -305,11 +305,11 @@ func (x *Expander) helmFuncs(ctx context.Context, t *template.Template) template
 		}
 		depth++
 		defer func() { depth-- }()
-		w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes}
+		w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes}
 		if err := run(w); err != nil {
 			return "", err
 		}
-		return string(noValue(w.buf)), nil
+		return string(noValue(w.Buf)), nil
 	}
 	return template.FuncMap{
 		"include": func(name string, data any) (string, error) {

@@ -322,7 +322,7 @@ func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
 // renderJinja renders a .jinja template and returns its output text.
 func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ any, err error) {
 	var g *jinjaGuard
-	defer recoverEngine("Jinja", inv.File, func() int {
+	defer engine.Recover("Jinja", inv.File, func() int {
 		if g != nil {
 			return g.line
 		}
@@ -351,7 +351,7 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 		"imports":    maps.Clone(inv.Imports()),
 		guardKey:     g,
 	})
-	w := &limitWriter{ctx: ctx, limit: x.opts.MaxOutputBytes, buf: make([]byte, 0, 2*len(inv.Source))}
+	w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes, Buf: make([]byte, 0, 2*len(inv.Source))}
 	if err := t.Execute(w, data); err != nil {
 		if g.err != nil {
 			return nil, at(inv.File, 0, g.err)
@@ -369,7 +369,7 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 		}
 		return nil, jinjaExecError(inv.File, err)
 	}
-	return w.buf, nil
+	return w.Buf, nil
 }
 
 func jinjaParseError(file string, err error) error {

@@ -151,7 +151,7 @@ func TestPanicsAreErrors(t *testing.T) {
 
 	var err error
 	func() {
-		defer recoverEngine("Test", "f.py", func() int { return 7 }, &err)
+		defer engine.Recover("Test", "f.py", func() int { return 7 }, &err)
 		panic("bad")
 	}()
 	if err == nil || err.Error() != "f.py:7: the Test engine failed on this template: bad" || !errors.Is(err, derrors.InvalidArgument) {

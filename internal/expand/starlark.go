@@ -532,7 +532,7 @@ func fromStarlark(v starlark.Value) (any, error) {
 
 // renderStarlark runs a .py template's GenerateConfig(context).
 func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_ any, err error) {
-	defer recoverEngine("Starlark", inv.File, nil, &err)
+	defer engine.Recover("Starlark", inv.File, nil, &err)
 	b := &bundle{key: inv.FilesKey, files: inv.Files}
 	prog, err := x.starlarkProgram(b, inv.File)
 	if err != nil {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/dmhq/dm/internal/expand/value"
 
 	yaml "go.yaml.in/yaml/v2"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // yamlLimits bounds what a YAML document may cost to decode, and carries
@@ -68,17 +68,8 @@ func isJSON(data []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
 // yamlErrorLine returns the line a yaml.v2 error names, or 0.
-func yamlErrorLine(err error) int {
-	m := yamlLineRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
+func yamlErrorLine(err error) int { return engine.LineOf(err) }
 
 // excerpt returns line n of data (1-based), trimmed, for error messages
 // about rendered output, which the user never sees otherwise.

@@ -33,6 +33,18 @@ type Checker interface {
 	Check(ctx context.Context, files map[string][]byte, file string) error
 }
 
+// ConfigTemplater is implemented by engines whose templates may be given
+// in place of a configuration (a kind: Template document): expansion
+// then expands the document as the one resource of its template.
+type ConfigTemplater interface {
+	// IsConfigTemplate reports, by a cheap look, whether a configuration
+	// document is a template of the engine.
+	IsConfigTemplate(data []byte) bool
+	// ResourceName names the resource of a template given directly, ""
+	// for the default (the file name).
+	ResourceName(data []byte) string
+}
+
 // NotTemplateError is what a Checker returns for a file of a data
 // extension (.yaml) that is not a template of its language: lint then
 // says which code templates the version could have had instead.
