@@ -2,7 +2,6 @@ package expand
 
 import (
 	"errors"
-	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/layout"
+	"github.com/dmhq/dm/internal/expand/value"
 
 	yaml3 "go.yaml.in/yaml/v3"
 
@@ -337,24 +337,7 @@ func outputsFromValue(v any) ([]Output, error) {
 }
 
 // kindOf names a plain value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, int, float64:
-		return "a number"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
+func kindOf(v any) string { return value.Kind(v) }
 
 // typeKind is what a resource's type names.
 type typeKind int

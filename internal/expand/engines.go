@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"text/template"
 
 	"github.com/nikolalohinski/gonja/v2/exec"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/gotmpl"
 	"github.com/dmhq/dm/internal/expand/openshift"
 )
 
@@ -19,7 +19,9 @@ func builtinEngines(x *Expander) []engine.Engine {
 	return []engine.Engine{
 		jinjaEngine{x},
 		starlarkEngine{x},
-		gotmplEngine{x},
+		gotmpl.New(x.opts.MaxOutputBytes, x.compiled, func(b []byte) (any, error) {
+			return decodeYAML(b, yamlLimits{maxBytes: x.opts.MaxOutputBytes, bytesField: "MaxOutputBytes", maxAliases: defaultMaxYAMLAliases})
+		}),
 		&openshift.Engine{MaxOutputBytes: x.opts.MaxOutputBytes, Cache: x.compiled},
 	}
 }
@@ -75,22 +77,6 @@ func (e starlarkEngine) Render(ctx context.Context, inv engine.Invocation) (engi
 func (e starlarkEngine) Check(_ context.Context, files map[string][]byte, file string) error {
 	_, err := e.x.starlarkProgram(newImportsBundle(files), file)
 	return err
-}
-
-type gotmplEngine struct{ x *Expander }
-
-func (gotmplEngine) Name() string { return "gotmpl" }
-
-func (e gotmplEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
-	return output(e.x.renderGoTmpl(ctx, inv))
-}
-
-// Check parses a Go template.
-func (e gotmplEngine) Check(_ context.Context, files map[string][]byte, file string) error {
-	if _, err := template.New(file).Funcs(e.x.gotmplFuncs).Parse(string(files[file])); err != nil {
-		return gotmplError(file, err)
-	}
-	return nil
 }
 
 // engines indexes engs by name and checks that they are the table's

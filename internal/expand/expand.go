@@ -173,8 +173,6 @@ type Expander struct {
 	engines map[string]engine.Engine
 	// print is templatePrint as a value, made once for every invocation.
 	print func(ctx context.Context, label, file string, line int, msg string)
-	// gotmplFuncs is built once: sprig's map is large.
-	gotmplFuncs map[string]any
 	// starBounds are the builtins of boundStarlark's rewrite.
 	starBounds starlark.StringDict
 }
@@ -184,7 +182,7 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
+	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
 	x.print = x.templatePrint
 	engines, err := enginesByName(x.langs, builtinEngines(x))
 	if err != nil {

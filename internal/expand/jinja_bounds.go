@@ -8,6 +8,8 @@ import (
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // gonja's filters, string methods and lipsum() that allocate by an
@@ -49,12 +51,7 @@ func strArg(args *exec.VarArgs, i int) (string, bool) {
 }
 
 // replacedSize is the length of s with every old replaced by new.
-func replacedSize(s, old, new string) int {
-	if old == "" {
-		return len(s) + (len(s)+1)*len(new)
-	}
-	return len(s) + strings.Count(s, old)*(len(new)-len(old))
-}
+func replacedSize(s, old, new string) int { return engine.ReplacedSize(s, old, new) }
 
 // checkStrMethod refuses a string method call whose result would exceed
 // limit.

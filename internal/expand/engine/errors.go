@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
 )
@@ -56,6 +57,16 @@ func LineOf(err error) int {
 }
 
 var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// ReplacedSize is the length of s with every old replaced by new (an
+// empty old matches around every character), computed without building
+// it, so a replace can be refused before it exceeds a limit.
+func ReplacedSize(s, old, new string) int {
+	if old == "" {
+		return len(s) + (len(s)+1)*len(new)
+	}
+	return len(s) + strings.Count(s, old)*(len(new)-len(old))
+}
 
 // Located is an engine error that knows its file and line (0: unknown).
 type Located struct {

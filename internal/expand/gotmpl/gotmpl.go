@@ -1,4 +1,8 @@
-package expand
+// Package gotmpl is the Go template language of dm's engine table:
+// text/template with sprig's functions (those that reach the OS or the
+// network removed, those that allocate by a count bounded) and Helm's
+// required, fail, include and tpl, over .properties, .env and .imports.
+package gotmpl
 
 import (
 	"bytes"
@@ -15,21 +19,23 @@ import (
 
 	"github.com/BurntSushi/toml"
 	"github.com/Masterminds/sprig/v3"
+	yaml "go.yaml.in/yaml/v2"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/value"
 )
 
-// gotmplFuncs returns sprig's functions without those that reach the OS
+// funcs returns sprig's functions without those that reach the OS
 // or the network, with size-bounded versions of those that allocate by a
 // count, plus the functions of seed 002.
-func gotmplFuncs(maxOut int) template.FuncMap {
+func funcs(maxOut int, decodeYAML func([]byte) (any, error)) template.FuncMap {
 	f := sprig.TxtFuncMap()
 	for _, name := range []string{"env", "expandenv", "getHostByName"} {
 		delete(f, name)
 	}
 	bound := func(name string, n int) error {
 		if n > maxOut {
-			return limitErr("MaxOutputBytes", maxOut, "%s(%d) would exceed the output limit", name, n)
+			return engine.Limit("MaxOutputBytes", maxOut, "%s(%d) would exceed the output limit", name, n)
 		}
 		return nil
 	}
@@ -96,20 +102,20 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		}
 	}
 	f["toYaml"] = func(v any) string {
-		b, err := marshalYAML(v)
+		b, err := yaml.Marshal(v)
 		if err != nil {
 			return ""
 		}
 		return string(bytes.TrimSuffix(b, []byte("\n")))
 	}
 	f["fromYaml"] = func(s string) map[string]any {
-		v, err := decodeYAML([]byte(s), yamlLimits{maxBytes: maxOut, bytesField: "MaxOutputBytes", maxAliases: defaultMaxYAMLAliases})
+		v, err := decodeYAML([]byte(s))
 		if err != nil {
 			return map[string]any{"Error": err.Error()}
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return map[string]any{"Error": fmt.Sprintf("YAML document is %s, not a mapping", kindOf(v))}
+			return map[string]any{"Error": fmt.Sprintf("YAML document is %s, not a mapping", value.Kind(v))}
 		}
 		return m
 	}
@@ -121,13 +127,13 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		return string(b)
 	}
 	f["fromJson"] = func(s string) map[string]any {
-		v, err := decodeJSON([]byte(s))
+		v, err := value.DecodeJSON([]byte(s))
 		if err != nil {
 			return map[string]any{"Error": err.Error()}
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return map[string]any{"Error": fmt.Sprintf("JSON document is %s, not an object", kindOf(v))}
+			return map[string]any{"Error": fmt.Sprintf("JSON document is %s, not an object", value.Kind(v))}
 		}
 		return m
 	}
@@ -146,13 +152,13 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 		return string(b), nil
 	}
 	f["unmarshalJSON"] = func(s string) (map[string]any, error) {
-		v, err := decodeJSON([]byte(s))
+		v, err := value.DecodeJSON([]byte(s))
 		if err != nil {
 			return nil, err
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("JSON document is %s, not an object", kindOf(v))
+			return nil, fmt.Errorf("JSON document is %s, not an object", value.Kind(v))
 		}
 		return m, nil
 	}
@@ -166,8 +172,8 @@ func gotmplFuncs(maxOut int) template.FuncMap {
 	}
 	sprigReplace := f["replace"].(func(string, string, string) string)
 	f["replace"] = func(old, new, src string) (string, error) {
-		if n := replacedSize(src, old, new); n > maxOut {
-			return "", limitErr("MaxOutputBytes", maxOut, "replace would make a value of %d bytes", n)
+		if n := engine.ReplacedSize(src, old, new); n > maxOut {
+			return "", engine.Limit("MaxOutputBytes", maxOut, "replace would make a value of %d bytes", n)
 		}
 		return sprigReplace(old, new, src), nil
 	}
@@ -233,43 +239,70 @@ func boundResult(name string, fn any, limit int) any {
 		if n > limit {
 			// text/template turns a function's panic into an error of
 			// the call, keeping the error's chain.
-			panic(limitErr("MaxOutputBytes", limit, "%s would make a value of %d bytes", name, n))
+			panic(engine.Limit("MaxOutputBytes", limit, "%s would make a value of %d bytes", name, n))
 		}
 		return out
 	}).Interface()
 }
 
-// renderGoTmpl executes a .gotmpl template with .properties, .env and
+// Engine renders Go templates. It is safe for concurrent use.
+type Engine struct {
+	maxOut int
+	cache  engine.Cache
+	// funcs is built once: sprig's map is large.
+	funcs template.FuncMap
+}
+
+// New returns an engine whose renders and function results are bounded
+// by maxOutputBytes (Options.MaxOutputBytes), caching parsed templates in
+// cache. fromYaml decodes with decodeYAML, so that values type as they do
+// in configurations.
+func New(maxOutputBytes int, cache engine.Cache, decodeYAML func([]byte) (any, error)) *Engine {
+	return &Engine{maxOut: maxOutputBytes, cache: cache, funcs: funcs(maxOutputBytes, decodeYAML)}
+}
+
+// Name returns "gotmpl".
+func (*Engine) Name() string { return "gotmpl" }
+
+// Check parses a Go template.
+func (e *Engine) Check(_ context.Context, files map[string][]byte, file string) error {
+	if _, err := template.New(file).Funcs(e.funcs).Parse(string(files[file])); err != nil {
+		return parseError(file, err)
+	}
+	return nil
+}
+
+// Render executes a .gotmpl template with .properties, .env and
 // .imports as data. text/template cannot be interrupted, so it runs in its
 // own goroutine: on timeout the caller returns, and the render stops at its
 // next write (the writer checks the context); guardTemplate makes sure
 // every loop iteration and template call writes.
-func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Output, err error) {
 	defer engine.Recover("Go template", inv.File, nil, &err)
-	v, err := x.cached("gotmpl:"+inv.FilesKey+":"+inv.File, func() (any, error) {
+	v, err := engine.Cached(e.cache, "gotmpl:"+inv.FilesKey+":"+inv.File, func() (any, error) {
 		// A missing key renders empty, as in Helm (text/template would
 		// print "<no value>"; see noValue).
-		t, err := template.New(inv.File).Option("missingkey=zero").Funcs(x.gotmplFuncs).Parse(string(inv.Source))
+		t, err := template.New(inv.File).Option("missingkey=zero").Funcs(e.funcs).Parse(string(inv.Source))
 		if err != nil {
-			return nil, gotmplError(inv.File, err)
+			return nil, parseError(inv.File, err)
 		}
 		guardTemplate(t)
 		return t, nil
 	})
 	if err != nil {
-		return nil, err
+		return engine.Output{}, err
 	}
 	t := v.(*template.Template)
 	if usesHelmCalls(inv.Source) {
 		// A clone binds include and tpl to this render; most templates
 		// call neither and skip the copy of the function map.
 		if t, err = t.Clone(); err != nil {
-			return nil, gotmplError(inv.File, err)
+			return engine.Output{}, parseError(inv.File, err)
 		}
-		t.Funcs(x.helmFuncs(ctx, t))
+		t.Funcs(e.helmFuncs(ctx, t))
 	}
 	data := map[string]any{"properties": inv.Properties, "env": inv.Env, "imports": inv.Imports()}
-	w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes, Buf: make([]byte, 0, 2*len(inv.Source))}
+	w := &engine.LimitWriter{Ctx: ctx, Limit: e.maxOut, Buf: make([]byte, 0, 2*len(inv.Source))}
 	done := make(chan error, 1)
 	go func() {
 		defer func() {
@@ -282,11 +315,11 @@ func (x *Expander) renderGoTmpl(ctx context.Context, inv engine.Invocation) (_ a
 	select {
 	case err := <-done:
 		if err != nil {
-			return nil, gotmplError(inv.File, err)
+			return engine.Output{}, parseError(inv.File, err)
 		}
-		return noValue(w.Buf), nil
+		return engine.Output{YAML: noValue(w.Buf)}, nil
 	case <-ctx.Done():
-		return nil, at(inv.File, 0, stopped(ctx))
+		return engine.Output{}, engine.At(inv.File, 0, engine.Stopped(ctx))
 	}
 }
 
@@ -297,15 +330,15 @@ const maxIncludeDepth = 1000
 
 // helmFuncs returns include and tpl bound to one render of t. They render
 // into writers with the render's deadline and output limit.
-func (x *Expander) helmFuncs(ctx context.Context, t *template.Template) template.FuncMap {
+func (e *Engine) helmFuncs(ctx context.Context, t *template.Template) template.FuncMap {
 	depth := 0 // a render runs in one goroutine
-	exec := func(what string, run func(w *limitWriter) error) (string, error) {
+	exec := func(what string, run func(w *engine.LimitWriter) error) (string, error) {
 		if depth >= maxIncludeDepth {
 			return "", fmt.Errorf("%s: nested more than %d deep (a template that includes itself?)", what, maxIncludeDepth)
 		}
 		depth++
 		defer func() { depth-- }()
-		w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes}
+		w := &engine.LimitWriter{Ctx: ctx, Limit: e.maxOut}
 		if err := run(w); err != nil {
 			return "", err
 		}
@@ -313,10 +346,10 @@ func (x *Expander) helmFuncs(ctx context.Context, t *template.Template) template
 	}
 	return template.FuncMap{
 		"include": func(name string, data any) (string, error) {
-			return exec(fmt.Sprintf("include %q", name), func(w *limitWriter) error { return t.ExecuteTemplate(w, name, data) })
+			return exec(fmt.Sprintf("include %q", name), func(w *engine.LimitWriter) error { return t.ExecuteTemplate(w, name, data) })
 		},
 		"tpl": func(text string, data any) (string, error) {
-			return exec("tpl", func(w *limitWriter) error {
+			return exec("tpl", func(w *engine.LimitWriter) error {
 				// A clone, so the text's definitions stay out of t.
 				c, err := t.Clone()
 				if err != nil {
@@ -346,10 +379,10 @@ func noValue(b []byte) []byte {
 
 var gotmplLineRE = regexp.MustCompile(`^template: [^:]+:(\d+):(?:\d+:)? ?`)
 
-func gotmplError(file string, err error) error {
-	var le *LimitError
+func parseError(file string, err error) error {
+	var le *engine.LimitError
 	if errors.As(err, &le) {
-		return at(file, 0, le)
+		return engine.At(file, 0, le)
 	}
 	msg := err.Error()
 	line := 0
@@ -357,7 +390,7 @@ func gotmplError(file string, err error) error {
 		line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
 	}
-	return at(file, line, invalid("%s", msg))
+	return engine.At(file, line, engine.Invalid("%s", msg))
 }
 
 // guardTemplate puts a checkpoint at the start of every range body and
