@@ -171,6 +171,9 @@ type Expander struct {
 	// langs is the table of languages; engines implement them, by name.
 	langs   *engine.Registry
 	engines map[string]engine.Engine
+	// configTemplaters are the engines whose templates may stand for a
+	// configuration, found once.
+	configTemplaters []engine.ConfigTemplater
 	// print is templatePrint as a value, made once for every invocation.
 	print func(ctx context.Context, label, file string, line int, msg string)
 	// starBounds are the builtins of boundStarlark's rewrite.
@@ -189,6 +192,7 @@ func New(opts Options) *Expander {
 		panic(err) // the table and builtinEngines disagree: a programming error a test catches
 	}
 	x.engines = engines
+	x.configTemplaters = configTemplaters(x.langs, engines)
 	return x
 }
 

@@ -240,8 +240,10 @@ func starlarkSyntaxError(file string, src []byte, err error) error {
 
 // starlarkRun is the state of one .py invocation: modules loaded so far.
 type starlarkRun struct {
-	x       *Expander
-	b       *bundle
+	x *Expander
+	// b holds the invocation's files, by value: one allocation with the
+	// run.
+	b       bundle
 	modules map[string]starlark.StringDict
 	loading map[string]bool
 	dump    *dumpRecord
@@ -311,7 +313,7 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			if !ok {
 				return nil, fmt.Errorf("no module named %s; importable are %s and the template's own .py files (%s)", name, builtinModules, strings.Join(pyFiles(sr.b.files), ", "))
 			}
-			prog, err := sr.x.starlarkProgram(sr.b, file)
+			prog, err := sr.x.starlarkProgram(&sr.b, file)
 			if err != nil {
 				return nil, err
 			}
@@ -533,25 +535,27 @@ func fromStarlark(v starlark.Value) (any, error) {
 // renderStarlark runs a .py template's GenerateConfig(context).
 func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_ any, err error) {
 	defer engine.Recover("Starlark", inv.File, nil, &err)
-	b := &bundle{key: inv.FilesKey, files: inv.Files}
-	prog, err := x.starlarkProgram(b, inv.File)
+	sr := &starlarkRun{x: x, b: bundle{key: inv.FilesKey, files: inv.Files}, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
+	prog, err := x.starlarkProgram(&sr.b, inv.File)
 	if err != nil {
 		return nil, err
 	}
 	order := orderOf(inv)
-	sr := &starlarkRun{x: x, b: b, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
+	// The print function captures these, not inv, which would then
+	// escape to the heap.
+	invFile, label, printFn := inv.File, inv.Label, inv.Print
 	thread := &starlark.Thread{
 		Name: inv.File,
 		Load: sr.load,
 		Print: func(th *starlark.Thread, msg string) {
-			file, line := inv.File, 0
+			file, line := invFile, 0
 			if th.CallStackDepth() > 1 {
 				if fr := th.CallFrame(1); fr.Pos.Filename() != "" {
 					file, line = fr.Pos.Filename(), int(fr.Pos.Line)
 				}
 			}
-			if inv.Print != nil {
-				inv.Print(ctx, inv.Label, file, line, msg)
+			if printFn != nil {
+				printFn(ctx, label, file, line, msg)
 			}
 		},
 	}
