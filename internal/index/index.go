@@ -286,6 +286,11 @@ func (d *dir) childNames() []string {
 // of registry.yaml, or nil. Build never fails on a bad registry: what is
 // wrong becomes findings, and what is usable is indexed.
 func Build(prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
+	return build(engine.Default(), prefix, tree, meta)
+}
+
+// build is Build with the languages of langs.
+func build(langs *engine.Registry, prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
 	b := &builder{
 		s: &Snapshot{
 			Registry:    prefix,
@@ -296,7 +301,7 @@ func Build(prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
 		},
 		entries:   tree.Entries,
 		templates: map[string]bool{},
-		langs:     engine.Default(),
+		langs:     langs,
 	}
 	b.root = b.tree()
 	b.collections()
@@ -498,6 +503,10 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	}
 	var code, data []string
 	for fn := range d.files {
+		if l, ok := b.langs.ForFile(fn); ok && l.Marker == fn {
+			code = append(code, fn) // a directory template (Chart.yaml)
+			continue
+		}
 		base, ext := strings.TrimSuffix(fn, path.Ext(fn)), path.Ext(fn)
 		if base != tmpl {
 			continue
@@ -526,6 +535,12 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 		note(Error, "%s", v.Problem)
 	} else {
 		v.Language, _ = languageOf(b.langs, v.Template)
+		// A language with a fixed schema name (values.schema.json).
+		if l, _ := b.langs.Lookup(string(v.Language)); l.SchemaFile != "" {
+			if _, ok := d.files[l.SchemaFile]; ok {
+				v.Schema = l.SchemaFile
+			}
+		}
 	}
 	for fn := range d.files {
 		if !strings.HasSuffix(fn, SchemaSuffix) {
