@@ -10,6 +10,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // gonja's filters, string methods and lipsum() that allocate by an
@@ -29,9 +31,7 @@ var strMethodNames = strings.Fields(`capitalize capwords casefold center count e
 // string ("{:>2000000000}").
 var formatWidthRE = regexp.MustCompile(`\{[^{}]*?(\d+)[^{}]*\}`)
 
-func sizeErr(what string, n, limit int) error {
-	return limitErr("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
-}
+func sizeErr(what string, n, limit int) error { return python.SizeErr(what, n, limit) }
 
 func intArg(args *exec.VarArgs, i int, kw string) (int, bool) {
 	if i < len(args.Args) && args.Args[i].IsInteger() {

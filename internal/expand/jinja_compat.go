@@ -18,6 +18,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
+
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // Where gonja and jinja2 differ in what DM templates use, dm follows
@@ -48,8 +50,8 @@ func jinjaPlain(v *exec.Value, order *keyOrder) any {
 	case v.IsString():
 		return v.String()
 	case v.IsList():
-		if t, ok := v.Interface().(pyTuple); ok {
-			out := make(pyTuple, len(t))
+		if t, ok := v.Interface().(python.Tuple); ok {
+			out := make(python.Tuple, len(t))
 			for i, e := range t {
 				out[i] = jinjaPlain(exec.ToValue(e), order)
 			}
@@ -62,16 +64,16 @@ func jinjaPlain(v *exec.Value, order *keyOrder) any {
 		return out
 	case v.IsDict():
 		if d, ok := v.Interface().(*exec.Dict); ok {
-			out := make(pyDict, 0, len(d.Pairs))
+			out := make(python.Dict, 0, len(d.Pairs))
 			for _, p := range d.Pairs {
-				out = append(out, pyItem{jinjaPlain(p.Key, order), jinjaPlain(p.Value, order)})
+				out = append(out, python.Item{K: jinjaPlain(p.Key, order), V: jinjaPlain(p.Value, order)})
 			}
 			return out
 		}
 		if m, ok := v.Interface().(map[string]any); ok {
-			out := make(pyDict, 0, len(m))
+			out := make(python.Dict, 0, len(m))
 			for _, k := range order.Keys(m) {
-				out = append(out, pyItem{k, jinjaPlain(exec.ToValue(m[k]), order)})
+				out = append(out, python.Item{K: k, V: jinjaPlain(exec.ToValue(m[k]), order)})
 			}
 			return out
 		}
@@ -90,12 +92,12 @@ func jinjaText(v *exec.Value, order *keyOrder) string {
 	case v.IsNil():
 		return "None"
 	case v.IsFloat():
-		return pyFloat(v.Float())
+		return python.Float(v.Float())
 	case v.IsList(), v.IsDict():
 		if _, ok := v.Interface().([]byte); ok {
 			return v.String()
 		}
-		return pyStr(jinjaPlain(v, order))
+		return python.Str(jinjaPlain(v, order))
 	}
 	return v.String()
 }
@@ -109,11 +111,11 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 			var args any
 			switch r := jinjaPlain(right, g.order); {
 			case op == "%t":
-				args = pyTuple(r.([]any))
+				args = python.Tuple(r.([]any))
 			default:
 				args = r
 			}
-			s, err := pyPercent(left.String(), args, g.maxBytes)
+			s, err := python.Percent(left.String(), args, g.maxBytes)
 			if err != nil {
 				var le *LimitError
 				if errors.As(err, &le) {
@@ -125,7 +127,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 		}
 	}
 	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
-		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], pyTypeName(jinjaPlain(left, nil)), pyTypeName(jinjaPlain(right, nil)))
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, nil)), python.TypeName(jinjaPlain(right, nil)))
 	}
 	ints := !left.IsFloat() && !right.IsFloat()
 	switch op {
@@ -251,7 +253,7 @@ func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.V
 		method = v.String()
 	}
 	if !in.IsNumber() {
-		return exec.AsValue(fmt.Errorf("round: %s is not a number", pyTypeName(jinjaPlain(in, nil))))
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, nil))))
 	}
 	out, err := pyRound(in, precision, method)
 	if err != nil {
@@ -412,8 +414,8 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 		if in.IsError() {
 			return in
 		}
-		o := newPyJSON(limit)
-		o.sortKeys = true
+		o := python.NewJSON(limit)
+		o.SortKeys = true
 		ind, ok := params.KwArgs["indent"]
 		if !ok && len(params.Args) > 0 {
 			ind, ok = params.Args[0], true
@@ -421,16 +423,16 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 		if ok && !ind.IsNil() {
 			if ind.IsString() {
 				s := ind.String()
-				o.setIndent(0, &s)
+				o.SetIndent(0, &s)
 			} else {
-				o.setIndent(ind.Integer(), nil)
+				o.SetIndent(ind.Integer(), nil)
 			}
 		}
-		s, err := o.dumps(jinjaPlain(in, nil)) // sorted keys
+		s, err := o.Dumps(jinjaPlain(in, nil)) // sorted keys
 		if err != nil {
 			return exec.AsValue(fmt.Errorf("tojson: %w", err))
 		}
-		return exec.AsSafeValue(htmlSafeJSON(s))
+		return exec.AsSafeValue(python.HTMLSafeJSON(s))
 	}
 }
 
@@ -770,7 +772,7 @@ func orderedItems(order *keyOrder, m map[string]any, what string) []any {
 		case "values":
 			out[i] = m[k]
 		default:
-			out[i] = pyTuple{k, m[k]}
+			out[i] = python.Tuple{k, m[k]}
 		}
 	}
 	return out
@@ -817,7 +819,7 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 	case exec.Dict:
 		d = &x
 	default:
-		return exec.AsValue(fmt.Errorf("%s has no method %s", pyTypeName(jinjaPlain(recv, nil)), what))
+		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, nil)), what))
 	}
 	out := make([]any, len(d.Pairs))
 	for i, p := range d.Pairs {
@@ -827,7 +829,7 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 		case "values":
 			out[i] = p.Value
 		default:
-			out[i] = pyTuple{p.Key, p.Value}
+			out[i] = python.Tuple{p.Key, p.Value}
 		}
 	}
 	return exec.AsValue(out)
@@ -860,19 +862,19 @@ func jinjaFormat(limit int) exec.FilterFunction {
 	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
 		var args any
 		if len(params.KwArgs) > 0 {
-			d := pyDict{}
+			d := python.Dict{}
 			for _, k := range sortedKeys(params.KwArgs) {
-				d = append(d, pyItem{k, jinjaPlain(params.KwArgs[k], nil)})
+				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], nil)})
 			}
 			args = d
 		} else {
-			t := make(pyTuple, len(params.Args))
+			t := make(python.Tuple, len(params.Args))
 			for i, a := range params.Args {
 				t[i] = jinjaPlain(a, nil)
 			}
 			args = t
 		}
-		s, err := pyPercent(in.String(), args, limit)
+		s, err := python.Percent(in.String(), args, limit)
 		if err != nil {
 			return exec.AsValue(fmt.Errorf("format: %w", err))
 		}
@@ -920,16 +922,16 @@ func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exe
 	if v, ok := params.KwArgs["reverse"]; ok {
 		reverse = v.IsTrue()
 	}
-	var items []pyTuple
+	var items []python.Tuple
 	switch d := jinjaPlain(in, nil).(type) {
-	case pyDict:
+	case python.Dict:
 		for _, it := range d {
-			items = append(items, pyTuple{it.K, it.V})
+			items = append(items, python.Tuple{it.K, it.V})
 		}
 	default:
-		return exec.AsValue(fmt.Errorf("dictsort: %s is not a dict", pyTypeName(d)))
+		return exec.AsValue(fmt.Errorf("dictsort: %s is not a dict", python.TypeName(d)))
 	}
-	key := func(t pyTuple) any {
+	key := func(t python.Tuple) any {
 		k := t[0]
 		if byValue {
 			k = t[1]
@@ -944,7 +946,7 @@ func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exe
 		if reverse {
 			a, b = b, a
 		}
-		return pyLess(a, b)
+		return python.Less(a, b)
 	})
 	out := make([]any, len(items))
 	for i, t := range items {

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // FuzzPythonRewrites runs the source shims of .py templates (classes,
@@ -58,16 +60,16 @@ func FuzzPyPercent(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, format string) {
 		for _, args := range []any{
-			pyTuple{int64(42), 3.5, "str", nil, true, []any{int64(1)}},
-			pyDict{{"a", int64(1)}, {"b", "x"}},
+			python.Tuple{int64(42), 3.5, "str", nil, true, []any{int64(1)}},
+			python.Dict{{K: "a", V: int64(1)}, {K: "b", V: "x"}},
 			int64(-7),
 			"s",
 		} {
-			out, err := pyPercent(format, args, 1<<16)
+			out, err := python.Percent(format, args, 1<<16)
 			if err == nil && len(out) > 1<<16 {
 				t.Fatalf("%q: %d bytes over the limit", format, len(out))
 			}
-			out, err = pyStrFormat(format, []any{args, int64(3), 2.5}, map[string]any{"a": args}, 1<<16)
+			out, err = python.StrFormat(format, []any{args, int64(3), 2.5}, map[string]any{"a": args}, 1<<16)
 			if err == nil && len(out) > 1<<16 {
 				t.Fatalf("%q: format made %d bytes, over the limit", format, len(out))
 			}
@@ -122,7 +124,7 @@ func FuzzPyYAMLDump(f *testing.F) {
 			return
 		}
 		e := newPyYAMLEmitter(1 << 20)
-		text, err := e.dump(pyDict{{"k", s}, {"l", []any{s}}, {s, int64(1)}})
+		text, err := e.dump(python.Dict{{K: "k", V: s}, {K: "l", V: []any{s}}, {K: s, V: int64(1)}})
 		if err != nil {
 			t.Fatal(err)
 		}

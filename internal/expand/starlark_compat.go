@@ -9,6 +9,8 @@ import (
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
+
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // Builtins and modules that give .py templates the Python 2/3 library
@@ -83,7 +85,7 @@ func strLiteral(s string, pos syntax.Position) *syntax.Literal {
 	return &syntax.Literal{Token: syntax.STRING, TokenPos: pos, Raw: fmt.Sprintf("%q", s), Value: s}
 }
 
-// pyTypeName of a Starlark type given as a builtin (dict), a type name
+// python.TypeName of a Starlark type given as a builtin (dict), a type name
 // builtin of dm (basestring) or a tuple of them; "" if it is none.
 func starTypeNames(t starlark.Value) ([]string, error) {
 	switch t := t.(type) {
@@ -174,7 +176,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return starCopy(r, false, 0)
 			}
 		}
-		if str, ok := recv.(starlark.String); ok && usesFormatSpec(string(str)) {
+		if str, ok := recv.(starlark.String); ok && python.UsesFormatSpec(string(str)) {
 			return starFormat(string(str), rest, kwargs, limit)
 		}
 		ha, ok := recv.(starlark.HasAttrs)
@@ -449,7 +451,7 @@ func starPlain(v starlark.Value, depth int) (any, error) {
 		}
 		return out, nil
 	case starlark.Tuple:
-		out := make(pyTuple, len(v))
+		out := make(python.Tuple, len(v))
 		for i, x := range v {
 			e, err := starPlain(x, depth+1)
 			if err != nil {
@@ -459,7 +461,7 @@ func starPlain(v starlark.Value, depth int) (any, error) {
 		}
 		return out, nil
 	case *starlark.Dict:
-		out := make(pyDict, 0, v.Len())
+		out := make(python.Dict, 0, v.Len())
 		for _, it := range v.Items() {
 			k, err := starPlain(it[0], depth+1)
 			if err != nil {
@@ -469,7 +471,7 @@ func starPlain(v starlark.Value, depth int) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pyItem{k, e})
+			out = append(out, python.Item{K: k, V: e})
 		}
 		return out, nil
 	case *starlarkstruct.Struct:
@@ -480,13 +482,13 @@ func starPlain(v starlark.Value, depth int) (any, error) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		out := make(pyDict, 0, len(d))
+		out := make(python.Dict, 0, len(d))
 		for _, k := range keys {
 			e, err := starPlain(d[k], depth+1)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, pyItem{k, e})
+			out = append(out, python.Item{K: k, V: e})
 		}
 		return out, nil
 	}
@@ -504,7 +506,7 @@ func starPercent(x, y starlark.Value, limit int) (starlark.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	out, err := pyPercent(string(s), args, limit)
+	out, err := python.Percent(string(s), args, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -517,7 +519,7 @@ func jsonDumps(limit int) *starlark.Builtin {
 		if len(args) != 1 {
 			return nil, fmt.Errorf("json.dumps: want one value")
 		}
-		o := newPyJSON(limit)
+		o := python.NewJSON(limit)
 		var seps starlark.Value = starlark.None
 		for _, kw := range kwargs {
 			switch name := string(kw[0].(starlark.String)); name {
@@ -525,16 +527,16 @@ func jsonDumps(limit int) *starlark.Builtin {
 				switch ind := kw[1].(type) {
 				case starlark.Int:
 					n, _ := ind.Int64()
-					o.setIndent(int(n), nil)
+					o.SetIndent(int(n), nil)
 				case starlark.String:
 					s := string(ind)
-					o.setIndent(0, &s)
+					o.SetIndent(0, &s)
 				case starlark.NoneType:
 				default:
 					return nil, fmt.Errorf("json.dumps: indent must be an int or a string")
 				}
 			case "sort_keys":
-				o.sortKeys = bool(kw[1].Truth())
+				o.SortKeys = bool(kw[1].Truth())
 			case "separators":
 				seps = kw[1]
 			case "ensure_ascii", "allow_nan", "default", "cls", "skipkeys", "check_circular":
@@ -553,13 +555,13 @@ func jsonDumps(limit int) *starlark.Builtin {
 			if !ok1 || !ok2 {
 				return nil, fmt.Errorf("json.dumps: separators must be a pair of strings")
 			}
-			o.itemSep, o.keySep = a, b
+			o.ItemSep, o.KeySep = a, b
 		}
 		v, err := starPlain(args[0], 0)
 		if err != nil {
 			return nil, fmt.Errorf("json.dumps: %w", err)
 		}
-		s, err := o.dumps(v)
+		s, err := o.Dumps(v)
 		if err != nil {
 			return nil, fmt.Errorf("json.dumps: %w", err)
 		}
@@ -659,7 +661,7 @@ func starFormat(format string, args starlark.Tuple, kwargs []starlark.Tuple, lim
 		}
 		named[string(kw[0].(starlark.String))] = v
 	}
-	out, err := pyStrFormat(format, pos, named, limit)
+	out, err := python.StrFormat(format, pos, named, limit)
 	if err != nil {
 		return nil, fmt.Errorf("format: %w", err)
 	}

@@ -12,6 +12,8 @@ import (
 	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/expand/pyyaml"
+
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // pyYAMLDump writes a value as PyYAML's yaml.dump / yaml.safe_dump does
@@ -127,7 +129,7 @@ type pyYAMLItem struct {
 func (e *pyYAMLEmitter) items(v any) []pyYAMLItem {
 	var out []pyYAMLItem
 	switch m := v.(type) {
-	case pyDict:
+	case python.Dict:
 		for _, it := range m {
 			out = append(out, pyYAMLItem{k: it.K, v: it.V})
 		}
@@ -137,50 +139,14 @@ func (e *pyYAMLEmitter) items(v any) []pyYAMLItem {
 		}
 	}
 	if e.sortKeys {
-		sort.SliceStable(out, func(i, j int) bool { return pyLess(out[i].k, out[j].k) })
+		sort.SliceStable(out, func(i, j int) bool { return python.Less(out[i].k, out[j].k) })
 	}
 	return out
 }
 
-// pyLess orders keys as Python's sorted does: strings by code point,
-// numbers (integers and floats alike) by value; keys of other types, which
-// Python would refuse to compare, by type name.
-func pyLess(a, b any) bool {
-	if x, ok := a.(string); ok {
-		if y, ok := b.(string); ok {
-			return x < y
-		}
-	}
-	if x, ok := pyNumber(a); ok {
-		if y, ok := pyNumber(b); ok {
-			return x.Cmp(y) < 0
-		}
-	}
-	return pyTypeName(a) < pyTypeName(b)
-}
-
-// pyNumber is an integer or a finite or infinite float as a big.Float,
-// for comparison.
-func pyNumber(v any) (*big.Float, bool) {
-	switch n := v.(type) {
-	case int:
-		return new(big.Float).SetInt64(int64(n)), true
-	case int64:
-		return new(big.Float).SetInt64(n), true
-	case *big.Int:
-		return new(big.Float).SetInt(n), true
-	case float64:
-		if math.IsNaN(n) {
-			return nil, false
-		}
-		return big.NewFloat(n), true
-	}
-	return nil, false
-}
-
 func isCollection(v any) bool {
 	switch v.(type) {
-	case []any, pyTuple, pyDict, map[string]any:
+	case []any, python.Tuple, python.Dict, map[string]any:
 		return true
 	}
 	return false
@@ -190,7 +156,7 @@ func seqOf(v any) ([]any, bool) {
 	switch s := v.(type) {
 	case []any:
 		return s, true
-	case pyTuple:
+	case python.Tuple:
 		return s, true
 	}
 	return nil, false
@@ -365,7 +331,7 @@ func pyYAMLScalar(v any) (string, bool, error) {
 		case math.IsInf(v, -1):
 			return "-.inf", false, nil
 		}
-		s := strings.ToLower(pyFloat(v))
+		s := strings.ToLower(python.Float(v))
 		if !strings.Contains(s, ".") && strings.Contains(s, "e") {
 			s = strings.Replace(s, "e", ".0e", 1)
 		}
@@ -373,7 +339,7 @@ func pyYAMLScalar(v any) (string, bool, error) {
 	case string:
 		return v, true, nil
 	}
-	return "", false, fmt.Errorf("yaml.dump: cannot represent a %s", pyTypeName(v))
+	return "", false, fmt.Errorf("yaml.dump: cannot represent a %s", python.TypeName(v))
 }
 
 // pyYAMLReadsAsString reports whether PyYAML reads the plain scalar s as

@@ -1,4 +1,4 @@
-package expand
+package python
 
 import (
 	"fmt"
@@ -10,37 +10,37 @@ import (
 	"unicode/utf8"
 )
 
-// pyJSON holds the options of Python's json.dumps that templates use.
+// pyJSON holds the options of Python's json.Dumps that templates use.
 type pyJSON struct {
 	// indent is nil for one line, else the string each level adds.
 	indent *string
-	// itemSep and keySep default as Python's: ", " and ": " on one line,
+	// ItemSep and KeySep default as Python's: ", " and ": " on one line,
 	// "," and ": " with an indent.
-	itemSep, keySep string
-	sortKeys        bool
+	ItemSep, KeySep string
+	SortKeys        bool
 	// limit bounds the output's size.
 	limit int
 }
 
-func newPyJSON(limit int) *pyJSON {
-	return &pyJSON{itemSep: ", ", keySep: ": ", limit: limit}
+func NewJSON(limit int) *pyJSON {
+	return &pyJSON{ItemSep: ", ", KeySep: ": ", limit: limit}
 }
 
-// setIndent applies json.dumps's indent: a number of spaces or a string.
-func (o *pyJSON) setIndent(n int, s *string) {
+// SetIndent applies json.Dumps's indent: a number of spaces or a string.
+func (o *pyJSON) SetIndent(n int, s *string) {
 	if s == nil {
 		str := strings.Repeat(" ", min(max(n, 0), 64))
 		s = &str
 	}
 	o.indent = s
-	if o.itemSep == ", " {
-		o.itemSep = ","
+	if o.ItemSep == ", " {
+		o.ItemSep = ","
 	}
 }
 
-// dumps is json.dumps(v) with ensure_ascii and allow_nan, as Python
+// Dumps is json.Dumps(v) with ensure_ascii and allow_nan, as Python
 // writes it.
-func (o *pyJSON) dumps(v any) (string, error) {
+func (o *pyJSON) Dumps(v any) (string, error) {
 	var sb strings.Builder
 	if err := o.write(&sb, v, 0); err != nil {
 		return "", err
@@ -57,10 +57,10 @@ func (o *pyJSON) newline(sb *strings.Builder, level int) {
 
 func (o *pyJSON) write(sb *strings.Builder, v any, level int) error {
 	if sb.Len() > o.limit {
-		return sizeErr("json.dumps", sb.Len(), o.limit)
+		return SizeErr("json.Dumps", sb.Len(), o.limit)
 	}
 	if level > 1000 {
-		return fmt.Errorf("json.dumps: value nested too deep")
+		return fmt.Errorf("json.Dumps: value nested too deep")
 	}
 	switch v := v.(type) {
 	case nil:
@@ -79,18 +79,18 @@ func (o *pyJSON) write(sb *strings.Builder, v any, level int) error {
 		writeJSONString(sb, v)
 	case []any:
 		return o.writeList(sb, v, level)
-	case pyTuple:
+	case Tuple:
 		return o.writeList(sb, v, level)
 	case map[string]any:
-		d := make(pyDict, 0, len(v))
+		d := make(Dict, 0, len(v))
 		for _, k := range mapKeys(v) {
-			d = append(d, pyItem{k, v[k]})
+			d = append(d, Item{k, v[k]})
 		}
 		return o.writeDict(sb, d, level)
-	case pyDict:
+	case Dict:
 		return o.writeDict(sb, v, level)
 	default:
-		return fmt.Errorf("Object of type %s is not JSON serializable", pyTypeName(v))
+		return fmt.Errorf("Object of type %s is not JSON serializable", TypeName(v))
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (o *pyJSON) writeList(sb *strings.Builder, l []any, level int) error {
 	sb.WriteByte('[')
 	for i, e := range l {
 		if i > 0 {
-			sb.WriteString(o.itemSep)
+			sb.WriteString(o.ItemSep)
 		}
 		if o.indent != nil {
 			o.newline(sb, level+1)
@@ -119,7 +119,7 @@ func (o *pyJSON) writeList(sb *strings.Builder, l []any, level int) error {
 	return nil
 }
 
-func (o *pyJSON) writeDict(sb *strings.Builder, d pyDict, level int) error {
+func (o *pyJSON) writeDict(sb *strings.Builder, d Dict, level int) error {
 	if len(d) == 0 {
 		sb.WriteString("{}")
 		return nil
@@ -144,23 +144,23 @@ func (o *pyJSON) writeDict(sb *strings.Builder, d pyDict, level int) error {
 		case float64:
 			k = jsonFloat(key)
 		default:
-			return fmt.Errorf("keys must be str, int, float, bool or None, not %s", pyTypeName(it.K))
+			return fmt.Errorf("keys must be str, int, float, bool or None, not %s", TypeName(it.K))
 		}
 		items[i] = kv{k, it.K, it.V}
 	}
-	if o.sortKeys {
-		sort.SliceStable(items, func(i, j int) bool { return pyLess(items[i].orig, items[j].orig) })
+	if o.SortKeys {
+		sort.SliceStable(items, func(i, j int) bool { return Less(items[i].orig, items[j].orig) })
 	}
 	sb.WriteByte('{')
 	for i, it := range items {
 		if i > 0 {
-			sb.WriteString(o.itemSep)
+			sb.WriteString(o.ItemSep)
 		}
 		if o.indent != nil {
 			o.newline(sb, level+1)
 		}
 		writeJSONString(sb, it.k)
-		sb.WriteString(o.keySep)
+		sb.WriteString(o.KeySep)
 		if err := o.write(sb, it.v, level+1); err != nil {
 			return err
 		}
@@ -206,9 +206,9 @@ func writeJSONString(sb *strings.Builder, s string) {
 	sb.WriteByte('"')
 }
 
-// htmlSafeJSON is jinja2's tojson: sorted keys, with <, >, & and '
+// HTMLSafeJSON is jinja2's tojson: sorted keys, with <, >, & and '
 // escaped so the text is safe in HTML.
-func htmlSafeJSON(s string) string {
+func HTMLSafeJSON(s string) string {
 	return strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "'", `\u0027`).Replace(s)
 }
 
@@ -222,5 +222,5 @@ func jsonFloat(v float64) string {
 	case math.IsInf(v, -1):
 		return "-Infinity"
 	}
-	return pyFloat(v)
+	return Float(v)
 }

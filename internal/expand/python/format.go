@@ -1,32 +1,46 @@
-package expand
+// Package python is what the Jinja and Starlark engines share to behave
+// as Python does: str() and repr() of plain values, float formatting,
+// %-formatting and str.format with format specs, and json.dumps, each
+// bounded by the output limit. Values are plain decoded values plus Tuple
+// and Dict (an ordered mapping).
+package python
 
 import (
 	"errors"
 	"fmt"
 	"math"
 	"math/big"
+	"sort"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Python's printf-style string formatting (`'%05.1f' % x`) and str()/repr()
 // of plain values, shared by the Jinja `%` operator and the Starlark one
 // (whose own % has no width or precision). Values are plain Go values:
-// nil, bool, int64, *big.Int, float64, string, []any, pyTuple, pyDict and
+// nil, bool, int64, *big.Int, float64, string, []any, Tuple, Dict and
 // map[string]any.
 
-// pyTuple is a Python tuple (repr with parentheses; a tuple on the right
+// Tuple is a Python tuple (repr with parentheses; a tuple on the right
 // of % supplies several arguments).
-type pyTuple []any
+type Tuple []any
 
-// pyDict is a Python dict in insertion order.
-type pyDict []pyItem
+// Dict is a Python dict in insertion order.
+type Dict []Item
 
-type pyItem struct{ K, V any }
+type Item struct{ K, V any }
 
-func (d pyDict) get(key string) (any, bool) {
+// SizeErr is the limit error of a value of n bytes over limit
+// (Options.MaxOutputBytes).
+func SizeErr(what string, n, limit int) error {
+	return engine.Limit("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
+}
+
+func (d Dict) get(key string) (any, bool) {
 	for _, it := range d {
 		if k, ok := it.K.(string); ok && k == key {
 			return it.V, true
@@ -35,8 +49,8 @@ func (d pyDict) get(key string) (any, bool) {
 	return nil, false
 }
 
-// pyStr is Python's str(v).
-func pyStr(v any) string {
+// Str is Python's str(v).
+func Str(v any) string {
 	if s, ok := v.(string); ok {
 		return s
 	}
@@ -67,7 +81,7 @@ func writeRepr(sb *strings.Builder, v any) {
 	case *big.Int:
 		sb.WriteString(v.String())
 	case float64:
-		sb.WriteString(pyFloat(v))
+		sb.WriteString(Float(v))
 	case string:
 		sb.WriteString(pyQuote(v))
 	case []any:
@@ -79,7 +93,7 @@ func writeRepr(sb *strings.Builder, v any) {
 			writeRepr(sb, e)
 		}
 		sb.WriteByte(']')
-	case pyTuple:
+	case Tuple:
 		sb.WriteByte('(')
 		for i, e := range v {
 			if i > 0 {
@@ -91,7 +105,7 @@ func writeRepr(sb *strings.Builder, v any) {
 			sb.WriteByte(',')
 		}
 		sb.WriteByte(')')
-	case pyDict:
+	case Dict:
 		sb.WriteByte('{')
 		for i, it := range v {
 			if i > 0 {
@@ -103,9 +117,9 @@ func writeRepr(sb *strings.Builder, v any) {
 		}
 		sb.WriteByte('}')
 	case map[string]any:
-		d := make(pyDict, 0, len(v))
+		d := make(Dict, 0, len(v))
 		for _, k := range mapKeys(v) {
-			d = append(d, pyItem{k, v[k]})
+			d = append(d, Item{k, v[k]})
 		}
 		writeRepr(sb, d)
 	default:
@@ -156,9 +170,9 @@ func pyQuote(s string) string {
 	return sb.String()
 }
 
-// pyFloat is Python's repr of a float: the shortest digits that read back,
+// Float is Python's repr of a float: the shortest digits that read back,
 // positional from 1e-4 to 1e16, with ".0" on integral values.
-func pyFloat(f float64) string {
+func Float(f float64) string {
 	switch {
 	case math.IsInf(f, 1):
 		return "inf"
@@ -180,17 +194,17 @@ func pyFloat(f float64) string {
 	return s
 }
 
-// pyPercent is Python's `format % args`. args is the right operand: a
-// pyTuple supplies the arguments in turn, a pyDict or map serves
+// Percent is Python's `format % args`. args is the right operand: a
+// Tuple supplies the arguments in turn, a Dict or map serves
 // %(name)s, anything else is the single argument. Results longer than
 // limit bytes are refused.
-func pyPercent(format string, args any, limit int) (string, error) {
+func Percent(format string, args any, limit int) (string, error) {
 	var list []any
 	var named func(string) (any, bool)
 	switch a := args.(type) {
-	case pyTuple:
+	case Tuple:
 		list = a
-	case pyDict:
+	case Dict:
 		named = a.get
 		list = []any{a}
 	case map[string]any:
@@ -199,7 +213,7 @@ func pyPercent(format string, args any, limit int) (string, error) {
 	default:
 		list = []any{a}
 	}
-	_, isTuple := args.(pyTuple)
+	_, isTuple := args.(Tuple)
 	used, usedNamed := 0, false
 	next := func() (any, error) {
 		if used >= len(list) {
@@ -319,7 +333,7 @@ func pyPercent(format string, args any, limit int) (string, error) {
 		}
 		sb.WriteString(s)
 		if sb.Len() > limit {
-			return "", sizeErr("%-formatting", sb.Len(), limit)
+			return "", SizeErr("%-formatting", sb.Len(), limit)
 		}
 	}
 	if used < len(list) && !usedNamed && (isTuple || named == nil) {
@@ -334,7 +348,7 @@ type pySpec struct {
 	verb                         byte
 }
 
-func pyTypeName(v any) string {
+func TypeName(v any) string {
 	switch v.(type) {
 	case nil:
 		return "NoneType"
@@ -348,9 +362,9 @@ func pyTypeName(v any) string {
 		return "str"
 	case []any:
 		return "list"
-	case pyTuple:
+	case Tuple:
 		return "tuple"
-	case pyDict, map[string]any:
+	case Dict, map[string]any:
 		return "dict"
 	}
 	return fmt.Sprintf("%T", v)
@@ -359,7 +373,7 @@ func pyTypeName(v any) string {
 func (s pySpec) format(v any) (string, error) {
 	switch s.verb {
 	case 's', 'r', 'a':
-		str := pyStr(v)
+		str := Str(v)
 		if s.verb != 's' {
 			str = pyRepr(v)
 		}
@@ -390,7 +404,7 @@ func (s pySpec) format(v any) (string, error) {
 				return "", fmt.Errorf("%%%c format: an integer is required, not float", s.verb)
 			}
 			if math.IsInf(x, 0) || math.IsNaN(x) {
-				return "", fmt.Errorf("cannot convert float %s to integer", pyFloat(x))
+				return "", fmt.Errorf("cannot convert float %s to integer", Float(x))
 			}
 			n, _ = new(big.Float).SetFloat64(math.Trunc(x)).Int(nil)
 		default:
@@ -398,7 +412,7 @@ func (s pySpec) format(v any) (string, error) {
 			if s.verb == 'o' || s.verb == 'x' || s.verb == 'X' {
 				what = "an integer"
 			}
-			return "", fmt.Errorf("%%%c format: %s is required, not %s", s.verb, what, pyTypeName(v))
+			return "", fmt.Errorf("%%%c format: %s is required, not %s", s.verb, what, TypeName(v))
 		}
 		base, prefix := 10, ""
 		switch s.verb {
@@ -423,7 +437,7 @@ func (s pySpec) format(v any) (string, error) {
 	case 'e', 'E', 'f', 'F', 'g', 'G':
 		f, ok := pyToFloat(v)
 		if !ok {
-			return "", fmt.Errorf("must be real number, not %s", pyTypeName(v))
+			return "", fmt.Errorf("must be real number, not %s", TypeName(v))
 		}
 		neg := math.Signbit(f) && !math.IsNaN(f)
 		// Python pads inf and nan with zeros too: "%010.2f" % -inf is
@@ -541,4 +555,52 @@ func pyToFloat(v any) (float64, bool) {
 		return f, true
 	}
 	return 0, false
+}
+
+// Less orders keys as Python's sorted does: strings by code point,
+// numbers (integers and floats alike) by value; keys of other types, which
+// Python would refuse to compare, by type name.
+func Less(a, b any) bool {
+	if x, ok := a.(string); ok {
+		if y, ok := b.(string); ok {
+			return x < y
+		}
+	}
+	if x, ok := number(a); ok {
+		if y, ok := number(b); ok {
+			return x.Cmp(y) < 0
+		}
+	}
+	return TypeName(a) < TypeName(b)
+}
+
+// number is an integer or a finite or infinite float as a big.Float,
+// for comparison.
+func number(v any) (*big.Float, bool) {
+	switch n := v.(type) {
+	case int:
+		return new(big.Float).SetInt64(int64(n)), true
+	case int64:
+		return new(big.Float).SetInt64(n), true
+	case *big.Int:
+		return new(big.Float).SetInt(n), true
+	case float64:
+		if math.IsNaN(n) {
+			return nil, false
+		}
+		return big.NewFloat(n), true
+	}
+	return nil, false
+}
+
+// mapKeys is the order in which a template sees a plain Go map's keys:
+// sorted (deterministic, as JSON output is); see expand's keyOrder for
+// mappings that keep their document order.
+func mapKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -1,4 +1,4 @@
-package expand
+package python
 
 import (
 	"math"
@@ -30,7 +30,7 @@ func TestPyFloatFormats(t *testing.T) {
 		{"%#.0e", 1.0, "1.e+00"},
 	}
 	for _, tt := range percent {
-		if got, err := pyPercent(tt.format, tt.v, 1<<20); err != nil || got != tt.want {
+		if got, err := Percent(tt.format, tt.v, 1<<20); err != nil || got != tt.want {
 			t.Errorf("%q %% %v = %q, %v; want %q", tt.format, tt.v, got, err, tt.want)
 		}
 	}
@@ -48,7 +48,7 @@ func TestPyFloatFormats(t *testing.T) {
 		{"{:,}", 1e20, "1e+20"},
 	}
 	for _, tt := range spec {
-		if got, err := pyStrFormat(tt.format, []any{tt.v}, nil, 1<<20); err != nil || got != tt.want {
+		if got, err := StrFormat(tt.format, []any{tt.v}, nil, 1<<20); err != nil || got != tt.want {
 			t.Errorf("%q.format(%v) = %q, %v; want %q", tt.format, tt.v, got, err, tt.want)
 		}
 	}

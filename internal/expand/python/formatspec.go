@@ -1,4 +1,4 @@
-package expand
+package python
 
 import (
 	"errors"
@@ -12,11 +12,11 @@ import (
 
 // Python's str.format with format specs ('{:02d}', '{:>8}', '{:,.2f}'),
 // which Starlark's format lacks. Fields without a spec or conversion are
-// left to Starlark's own format (usesFormatSpec reports which).
+// left to Starlark's own format (UsesFormatSpec reports which).
 
-// usesFormatSpec reports whether a format string has a replacement field
+// UsesFormatSpec reports whether a format string has a replacement field
 // with a ':' spec or a '!' conversion.
-func usesFormatSpec(s string) bool {
+func UsesFormatSpec(s string) bool {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '{':
@@ -37,8 +37,8 @@ func usesFormatSpec(s string) bool {
 	return false
 }
 
-// pyStrFormat is format.format(*args, **kwargs) over plain values.
-func pyStrFormat(format string, args []any, kwargs map[string]any, limit int) (string, error) {
+// StrFormat is format.format(*args, **kwargs) over plain values.
+func StrFormat(format string, args []any, kwargs map[string]any, limit int) (string, error) {
 	var sb strings.Builder
 	auto := 0
 	for i := 0; i < len(format); i++ {
@@ -85,7 +85,7 @@ func pyStrFormat(format string, args []any, kwargs map[string]any, limit int) (s
 		if hasConv {
 			switch conv {
 			case "s":
-				v = pyStr(v)
+				v = Str(v)
 			case "r", "a":
 				v = pyRepr(v)
 			default:
@@ -98,7 +98,7 @@ func pyStrFormat(format string, args []any, kwargs map[string]any, limit int) (s
 		}
 		sb.WriteString(out)
 		if sb.Len() > limit {
-			return "", sizeErr("format", sb.Len(), limit)
+			return "", SizeErr("format", sb.Len(), limit)
 		}
 	}
 	return sb.String(), nil
@@ -143,7 +143,7 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 	}
 	width := num()
 	if width > limit {
-		return "", sizeErr(fmt.Sprintf("format width %d", width), width, limit)
+		return "", SizeErr(fmt.Sprintf("format width %d", width), width, limit)
 	}
 	group := ""
 	if i < len(rs) && (rs[i] == ',' || rs[i] == '_') {
@@ -163,7 +163,7 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 		i++
 	}
 	if i != len(rs) {
-		return "", fmt.Errorf("Invalid format specifier '%s' for object of type '%s'", spec, pyTypeName(v))
+		return "", fmt.Errorf("Invalid format specifier '%s' for object of type '%s'", spec, TypeName(v))
 	}
 	if b, ok := v.(bool); ok && typ != 0 && typ != 's' {
 		v = int64(0)
@@ -249,7 +249,7 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 				if prec >= 0 {
 					body = strconv.FormatFloat(a, 'g', max(prec, 1), 64)
 				} else {
-					body = pyFloat(a)
+					body = Float(a)
 				}
 			default:
 				return "", fmt.Errorf("Unknown format code '%c' for object of type 'float'", typ)
@@ -271,9 +271,9 @@ func pyFormatSpec(v any, spec string, limit int) (string, error) {
 		}
 	default:
 		if spec != "" {
-			return "", fmt.Errorf("unsupported format string passed to %s.__format__", pyTypeName(v))
+			return "", fmt.Errorf("unsupported format string passed to %s.__format__", TypeName(v))
 		}
-		return pyStr(v), nil
+		return Str(v), nil
 	}
 	if numeric && signStr == "" || numeric && signStr != "" && signStr[0] != '-' {
 		switch sign {
