@@ -3,12 +3,10 @@ package expand
 import (
 	"context"
 	"fmt"
-	"path"
-
-	"github.com/nikolalohinski/gonja/v2/exec"
 
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/gotmpl"
+	"github.com/dmhq/dm/internal/expand/jinja"
 	"github.com/dmhq/dm/internal/expand/openshift"
 )
 
@@ -17,7 +15,7 @@ import (
 // in the table.
 func builtinEngines(x *Expander) []engine.Engine {
 	return []engine.Engine{
-		jinjaEngine{x},
+		jinja.New(x.opts.MaxOutputBytes, x.opts.JinjaSteps, x.opts.JinjaCallDepth, x.compiled),
 		starlarkEngine{x},
 		gotmpl.New(x.opts.MaxOutputBytes, x.compiled, func(b []byte) (any, error) {
 			return decodeYAML(b, yamlLimits{maxBytes: x.opts.MaxOutputBytes, bytesField: "MaxOutputBytes", maxAliases: defaultMaxYAMLAliases})
@@ -45,24 +43,6 @@ func output(v any, err error) (engine.Output, error) {
 		return engine.Output{Resources: o}, nil
 	}
 	return engine.Output{Value: v}, nil
-}
-
-type jinjaEngine struct{ x *Expander }
-
-func (jinjaEngine) Name() string { return "jinja" }
-
-func (e jinjaEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
-	return output(e.x.renderJinja(ctx, inv))
-}
-
-// Check parses a Jinja template. Not cached: renderJinja caches templates
-// after rewriting their operators, which a check does not need.
-func (e jinjaEngine) Check(_ context.Context, files map[string][]byte, file string) error {
-	l := &bundleLoader{files: files, dir: path.Dir(file)}
-	if _, err := exec.NewTemplate(file, e.x.jinja.cfg, l, e.x.jinja.env); err != nil {
-		return jinjaParseError(file, err)
-	}
-	return nil
 }
 
 type starlarkEngine struct{ x *Expander }

@@ -167,7 +167,6 @@ type Expander struct {
 	opts     Options
 	compiled *lru.Cache[string, any]     // cache key -> compiled template
 	bundles  *lru.Cache[string, *bundle] // version digest -> files
-	jinja    *jinjaEnv
 	// langs is the table of languages; engines implement them, by name.
 	langs   *engine.Registry
 	engines map[string]engine.Engine
@@ -185,7 +184,7 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
+	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
 	x.print = x.templatePrint
 	engines, err := enginesByName(x.langs, builtinEngines(x))
 	if err != nil {
@@ -753,7 +752,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		for _, u := range unknown {
 			r.warn(fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
-		r.order.inherit(props, orig)
+		r.order.Inherit(props, orig)
 	}
 	inv.props = props
 	inv.order = r.order

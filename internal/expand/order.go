@@ -66,9 +66,9 @@ func (o *keyOrder) Keys(m map[string]any) []string {
 	return out
 }
 
-// inherit records for dst (a copy of src with keys added, such as
+// Inherit records for dst (a copy of src with keys added, such as
 // properties after schema defaults) src's order.
-func (o *keyOrder) inherit(dst, src map[string]any) {
+func (o *keyOrder) Inherit(dst, src map[string]any) {
 	if o == nil {
 		return
 	}

@@ -5,6 +5,8 @@ import (
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Starlark bounds steps and time but not memory: "x" * 500000000 takes
@@ -173,7 +175,7 @@ func starlarkBounds(limit int) starlark.StringDict {
 				old, ok1 := starlark.AsString(args[1])
 				new, ok2 := starlark.AsString(args[2])
 				if ok1 && ok2 {
-					if n := replacedSize(string(s), old, new); n > limit {
+					if n := engine.ReplacedSize(string(s), old, new); n > limit {
 						return nil, tooBig("replace", n)
 					}
 				}

@@ -608,7 +608,7 @@ func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, 
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if w > limit {
-		return nil, sizeErr(fmt.Sprintf("%s(%d)", name, w), w, limit)
+		return nil, python.SizeErr(fmt.Sprintf("%s(%d)", name, w), w, limit)
 	}
 	fill := " "
 	if len(args) == 2 {

@@ -191,7 +191,7 @@ func (e *pyYAMLEmitter) node(v any, root, sequence, mapping, simpleKey bool, dep
 		return fmt.Errorf("yaml.dump: value nested too deep")
 	}
 	if e.sb.Len() > e.limit {
-		return sizeErr("yaml.dump", e.sb.Len(), e.limit)
+		return python.SizeErr("yaml.dump", e.sb.Len(), e.limit)
 	}
 	e.rootContext, e.sequenceContext, e.mappingContext, e.simpleKeyContext = root, sequence, mapping, simpleKey
 	if s, ok := seqOf(v); ok {

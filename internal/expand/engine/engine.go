@@ -98,6 +98,9 @@ type KeyOrder interface {
 	Keys(m map[string]any) []string
 	// Record notes keys as m's order.
 	Record(m map[string]any, keys []string)
+	// Inherit records for dst, a copy of src with keys perhaps added,
+	// src's order.
+	Inherit(dst, src map[string]any)
 }
 
 // Output is what a template made; exactly one field is set.

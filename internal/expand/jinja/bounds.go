@@ -1,4 +1,4 @@
-package expand
+package jinja
 
 import (
 	"fmt"
@@ -50,9 +50,6 @@ func strArg(args *exec.VarArgs, i int) (string, bool) {
 	return "", false
 }
 
-// replacedSize is the length of s with every old replaced by new.
-func replacedSize(s, old, new string) int { return engine.ReplacedSize(s, old, new) }
-
 // checkStrMethod refuses a string method call whose result would exceed
 // limit.
 func checkStrMethod(name, self string, args *exec.VarArgs, limit int) error {
@@ -77,7 +74,7 @@ func checkStrMethod(name, self string, args *exec.VarArgs, limit int) error {
 		old, ok1 := strArg(args, 0)
 		new, ok2 := strArg(args, 1)
 		if ok1 && ok2 {
-			if n := replacedSize(self, old, new); n > limit {
+			if n := engine.ReplacedSize(self, old, new); n > limit {
 				return sizeErr("replace", n, limit)
 			}
 		}
@@ -149,7 +146,7 @@ func boundedFilters(limit int) *exec.FilterSet {
 		old, ok1 := strArg(args, 0)
 		new, ok2 := strArg(args, 1)
 		if ok1 && ok2 {
-			if n := replacedSize(in.String(), old, new); n > limit {
+			if n := engine.ReplacedSize(in.String(), old, new); n > limit {
 				return sizeErr("replace", n, limit)
 			}
 		}

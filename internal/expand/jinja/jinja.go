@@ -1,4 +1,4 @@
-package expand
+package jinja
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"path"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -132,7 +133,7 @@ type jinjaGuard struct {
 	depth, maxDepth int
 	// order is the expansion's key order, which dicts iterate and print
 	// in.
-	order *keyOrder
+	order engine.KeyOrder
 	// maxBytes bounds strings and lists that operators build.
 	maxBytes int
 	// line is the line of the statement running, for panics.
@@ -145,7 +146,7 @@ type jinjaGuard struct {
 func (g *jinjaGuard) step(n int) error {
 	g.steps += n
 	if g.steps > g.maxSteps {
-		g.err = limitErr("JinjaSteps", g.maxSteps, "template ran more than %d loop iterations and macro calls", g.maxSteps)
+		g.err = engine.Limit("JinjaSteps", g.maxSteps, "template ran more than %d loop iterations and macro calls", g.maxSteps)
 		return g.err
 	}
 	if g.steps&63 == 0 || n > 1 {
@@ -159,7 +160,7 @@ func (g *jinjaGuard) step(n int) error {
 func (g *jinjaGuard) enter() error {
 	g.depth++
 	if g.depth > g.maxDepth {
-		g.err = limitErr("JinjaCallDepth", g.maxDepth, "macro calls and includes nested more than %d deep (a recursive macro?)", g.maxDepth)
+		g.err = engine.Limit("JinjaCallDepth", g.maxDepth, "macro calls and includes nested more than %d deep (a recursive macro?)", g.maxDepth)
 		return g.err
 	}
 	return g.step(1)
@@ -319,8 +320,55 @@ func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
 	return &bundleLoader{files: l.files, dir: d}, nil
 }
 
-// renderJinja renders a .jinja template and returns its output text.
-func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+// Engine renders Jinja templates with gonja, made to behave as jinja2
+// does for DM's templates. It is safe for concurrent use.
+type Engine struct {
+	env      *jinjaEnv
+	cache    engine.Cache
+	maxOut   int
+	maxSteps int
+	maxDepth int
+}
+
+// New returns an engine whose renders are bounded by maxOutputBytes
+// (Options.MaxOutputBytes), steps loop iterations and macro calls
+// (Options.JinjaSteps) and depth nested calls and includes
+// (Options.JinjaCallDepth), caching compiled templates in cache.
+func New(maxOutputBytes, steps, depth int, cache engine.Cache) *Engine {
+	return &Engine{env: newJinjaEnv(maxOutputBytes), cache: cache, maxOut: maxOutputBytes, maxSteps: steps, maxDepth: depth}
+}
+
+// Name returns "jinja".
+func (*Engine) Name() string { return "jinja" }
+
+// Check parses a Jinja template. Not cached: Render caches templates
+// after rewriting their operators, which a check does not need.
+func (e *Engine) Check(_ context.Context, files map[string][]byte, file string) error {
+	l := &bundleLoader{files: files, dir: path.Dir(file)}
+	if _, err := exec.NewTemplate(file, e.env.cfg, l, e.env.env); err != nil {
+		return jinjaParseError(file, err)
+	}
+	return nil
+}
+
+// sortedOrder is the key order of mappings without a recorded one.
+type sortedOrder struct{}
+
+func (sortedOrder) Keys(m map[string]any) []string  { return sortedKeys(m) }
+func (sortedOrder) Record(map[string]any, []string) {}
+func (sortedOrder) Inherit(_, _ map[string]any)     {}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Render renders a .jinja template; its output is YAML text.
+func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Output, err error) {
 	var g *jinjaGuard
 	defer engine.Recover("Jinja", inv.File, func() int {
 		if g != nil {
@@ -328,9 +376,9 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 		}
 		return 0
 	}, &err)
-	v, err := x.cached("jinja:"+inv.FilesKey+":"+inv.File, func() (any, error) {
+	v, err := engine.Cached(e.cache, "jinja:"+inv.FilesKey+":"+inv.File, func() (any, error) {
 		l := &bundleLoader{files: inv.Files, dir: path.Dir(inv.File)}
-		t, err := exec.NewTemplate(inv.File, x.jinja.cfg, l, x.jinja.env)
+		t, err := exec.NewTemplate(inv.File, e.env.cfg, l, e.env.env)
 		if err != nil {
 			return nil, jinjaParseError(inv.File, err)
 		}
@@ -338,11 +386,14 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 		return t, nil
 	})
 	if err != nil {
-		return nil, err
+		return engine.Output{}, err
 	}
 	t := v.(*exec.Template)
-	order := orderOf(inv)
-	g = &jinjaGuard{order: order, ctx: ctx, maxSteps: x.opts.JinjaSteps, maxDepth: x.opts.JinjaCallDepth, maxBytes: x.opts.MaxOutputBytes}
+	order := inv.Order
+	if order == nil {
+		order = sortedOrder{}
+	}
+	g = &jinjaGuard{order: order, ctx: ctx, maxSteps: e.maxSteps, maxDepth: e.maxDepth, maxBytes: e.maxOut}
 	// Jinja dicts have update, pop and clear: give the template copies so
 	// it cannot change the layout or the shared imports.
 	data := exec.NewContext(map[string]any{
@@ -351,10 +402,10 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 		"imports":    maps.Clone(inv.Imports()),
 		guardKey:     g,
 	})
-	w := &limitWriter{Ctx: ctx, Limit: x.opts.MaxOutputBytes, Buf: make([]byte, 0, 2*len(inv.Source))}
+	w := &engine.LimitWriter{Ctx: ctx, Limit: e.maxOut, Buf: make([]byte, 0, 2*len(inv.Source))}
 	if err := t.Execute(w, data); err != nil {
 		if g.err != nil {
-			return nil, at(inv.File, 0, g.err)
+			return engine.Output{}, engine.At(inv.File, 0, g.err)
 		}
 		// String methods have no way to the guard; their limit errors
 		// arrive flattened into gonja's text.
@@ -365,11 +416,11 @@ func (x *Expander) renderJinja(ctx context.Context, inv engine.Invocation) (_ an
 			if i := strings.LastIndex(msg, ": "); i >= 0 {
 				msg = msg[i+2:]
 			}
-			return nil, at(inv.File, 0, limitErr("MaxOutputBytes", x.opts.MaxOutputBytes, "%s", msg))
+			return engine.Output{}, engine.At(inv.File, 0, engine.Limit("MaxOutputBytes", e.maxOut, "%s", msg))
 		}
-		return nil, jinjaExecError(inv.File, err)
+		return engine.Output{}, jinjaExecError(inv.File, err)
 	}
-	return w.Buf, nil
+	return engine.Output{YAML: w.Buf}, nil
 }
 
 func jinjaParseError(file string, err error) error {
@@ -384,7 +435,7 @@ func jinjaParseError(file string, err error) error {
 		msg = msg[i+3:]
 	}
 	msg = strings.ReplaceAll(msg, "(Line: 0 Col: 0, ", "(")
-	return at(file, line, invalid("%s", msg))
+	return engine.At(file, line, engine.Invalid("%s", msg))
 }
 
 var (
@@ -396,9 +447,9 @@ var (
 // jinjaExecError keeps the cause of a render error and the line of the
 // outermost statement, which is in the template file itself.
 func jinjaExecError(file string, err error) error {
-	var le *LimitError
+	var le *engine.LimitError
 	if errors.As(err, &le) {
-		return at(file, 0, le)
+		return engine.At(file, 0, le)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return err
@@ -412,12 +463,12 @@ func jinjaExecError(file string, err error) error {
 	// An operator's error quotes dm's rewrite of the expression; the
 	// cause is what the user needs.
 	if i := strings.LastIndex(msg, arithCallErr); i >= 0 {
-		return at(file, line, invalid("%s", msg[i+len(arithCallErr):]))
+		return engine.At(file, line, engine.Invalid("%s", msg[i+len(arithCallErr):]))
 	}
 	// Errors inside macros repeat the call chain at every level; keep the
 	// outermost statement and the cause.
 	if parts := strings.Split(msg, ": Unable to "); len(parts) > 2 {
 		msg = parts[0] + ": ... " + parts[len(parts)-1]
 	}
-	return at(file, line, invalid("%s", msg))
+	return engine.At(file, line, engine.Invalid("%s", msg))
 }

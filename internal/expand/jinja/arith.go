@@ -1,4 +1,4 @@
-package expand
+package jinja
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/nodes"
 	"github.com/nikolalohinski/gonja/v2/tokens"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // arithFunc is the global that bounded operators call.
@@ -145,7 +147,7 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 	}
 	op, left, right := params.Args[0].String(), params.Args[1], params.Args[2]
 	tooBig := func(n int) error {
-		g.err = limitErr("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", jinjaPreview(left), op, jinjaPreview(right), n)
+		g.err = engine.Limit("MaxOutputBytes", g.maxBytes, "%s %s %s would make a value of %d bytes", jinjaPreview(left), op, jinjaPreview(right), n)
 		return g.err
 	}
 	switch op {

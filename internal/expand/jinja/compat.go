@@ -1,4 +1,4 @@
-package expand
+package jinja
 
 import (
 	"errors"
@@ -20,6 +20,8 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 
 	"github.com/dmhq/dm/internal/expand/python"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Where gonja and jinja2 differ in what DM templates use, dm follows
@@ -37,7 +39,7 @@ import (
 
 // jinjaPlain converts a gonja value to the plain values of pyformat.go,
 // mappings in the expansion's key order.
-func jinjaPlain(v *exec.Value, order *keyOrder) any {
+func jinjaPlain(v *exec.Value, order engine.KeyOrder) any {
 	switch {
 	case v == nil || v.IsNil():
 		return nil
@@ -87,7 +89,7 @@ func jinjaPlain(v *exec.Value, order *keyOrder) any {
 }
 
 // jinjaText is what `{{ v }}` prints: Python's str() of the value.
-func jinjaText(v *exec.Value, order *keyOrder) string {
+func jinjaText(v *exec.Value, order engine.KeyOrder) string {
 	switch {
 	case v.IsNil():
 		return "None"
@@ -117,7 +119,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 			}
 			s, err := python.Percent(left.String(), args, g.maxBytes)
 			if err != nil {
-				var le *LimitError
+				var le *engine.LimitError
 				if errors.As(err, &le) {
 					g.err = err
 				}
@@ -127,7 +129,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 		}
 	}
 	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
-		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, nil)), python.TypeName(jinjaPlain(right, nil)))
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, sortedOrder{})), python.TypeName(jinjaPlain(right, sortedOrder{})))
 	}
 	ints := !left.IsFloat() && !right.IsFloat()
 	switch op {
@@ -253,7 +255,7 @@ func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.V
 		method = v.String()
 	}
 	if !in.IsNumber() {
-		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, nil))))
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, sortedOrder{}))))
 	}
 	out, err := pyRound(in, precision, method)
 	if err != nil {
@@ -428,7 +430,7 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 				o.SetIndent(ind.Integer(), nil)
 			}
 		}
-		s, err := o.Dumps(jinjaPlain(in, nil)) // sorted keys
+		s, err := o.Dumps(jinjaPlain(in, sortedOrder{})) // sorted keys
 		if err != nil {
 			return exec.AsValue(fmt.Errorf("tojson: %w", err))
 		}
@@ -762,7 +764,7 @@ func orderedLoop(f *controlStructures.ForControlStructure) {
 	}
 }
 
-func orderedItems(order *keyOrder, m map[string]any, what string) []any {
+func orderedItems(order engine.KeyOrder, m map[string]any, what string) []any {
 	keys := order.Keys(m)
 	out := make([]any, len(keys))
 	for i, k := range keys {
@@ -819,7 +821,7 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 	case exec.Dict:
 		d = &x
 	default:
-		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, nil)), what))
+		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, sortedOrder{})), what))
 	}
 	out := make([]any, len(d.Pairs))
 	for i, p := range d.Pairs {
@@ -837,14 +839,14 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 
 // copyOrdered copies a plain value as value.Copy does, keeping the key
 // order of its maps in order.
-func copyOrdered(order *keyOrder, v any) any {
+func copyOrdered(order engine.KeyOrder, v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		m := make(map[string]any, len(x))
 		for k, e := range x {
 			m[k] = copyOrdered(order, e)
 		}
-		order.inherit(m, x)
+		order.Inherit(m, x)
 		return m
 	case []any:
 		l := make([]any, len(x))
@@ -864,13 +866,13 @@ func jinjaFormat(limit int) exec.FilterFunction {
 		if len(params.KwArgs) > 0 {
 			d := python.Dict{}
 			for _, k := range sortedKeys(params.KwArgs) {
-				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], nil)})
+				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], sortedOrder{})})
 			}
 			args = d
 		} else {
 			t := make(python.Tuple, len(params.Args))
 			for i, a := range params.Args {
-				t[i] = jinjaPlain(a, nil)
+				t[i] = jinjaPlain(a, sortedOrder{})
 			}
 			args = t
 		}
@@ -923,7 +925,7 @@ func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exe
 		reverse = v.IsTrue()
 	}
 	var items []python.Tuple
-	switch d := jinjaPlain(in, nil).(type) {
+	switch d := jinjaPlain(in, sortedOrder{}).(type) {
 	case python.Dict:
 		for _, it := range d {
 			items = append(items, python.Tuple{it.K, it.V})
