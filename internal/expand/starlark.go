@@ -398,7 +398,7 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		return lim.order.starlarkValue(v), nil // PyYAML's resolution, document order
+		return starlarkValue(lim.order, v), nil // PyYAML's resolution, document order
 	}
 	return starlark.StringDict{
 		"dump":      starlark.NewBuiltin("yaml.dump", dump),
@@ -575,7 +575,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_
 		return nil, at(inv.File, 0, invalid("no function GenerateConfig(context)"))
 	}
 	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
-		"properties": order.starlarkValue(inv.Properties), // document order
+		"properties": starlarkValue(order, inv.Properties), // document order
 		"env":        toStarlark(inv.Env),
 		"imports":    toStarlark(inv.Imports()),
 	})
@@ -597,7 +597,7 @@ func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_
 		if err != nil {
 			return nil, at(inv.File, 0, invalid("GenerateConfig result: %v", err))
 		}
-		order.recordStarlark(r, v)
+		recordStarlark(order, r, v)
 		return v, nil
 	default:
 		return nil, at(inv.File, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
