@@ -4,7 +4,6 @@ import (
 	"errors"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -391,11 +390,4 @@ func looksLikeFile(langs *engine.Registry, typ string) bool {
 }
 
 // sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return engine.SortedKeys(m) }

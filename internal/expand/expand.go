@@ -19,8 +19,6 @@ package expand
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,7 +29,6 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -175,8 +172,6 @@ type Expander struct {
 	configTemplaters []engine.ConfigTemplater
 	// print is templatePrint as a value, made once for every invocation.
 	print func(ctx context.Context, label, file string, line int, msg string)
-	// starBounds are the builtins of boundStarlark's rewrite.
-	starBounds starlark.StringDict
 }
 
 // New returns an Expander with the given options.
@@ -184,7 +179,7 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, starBounds: starlarkBounds(opts.MaxOutputBytes), langs: engine.Default()}
+	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, langs: engine.Default()}
 	x.print = x.templatePrint
 	engines, err := enginesByName(x.langs, builtinEngines(x))
 	if err != nil {
@@ -306,12 +301,7 @@ func (b *bundle) importsValue() map[string]any {
 }
 
 func newImportsBundle(files map[string][]byte) *bundle {
-	h := sha256.New()
-	for _, k := range sortedKeys(files) {
-		sum := sha256.Sum256(files[k])
-		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
-	}
-	return &bundle{key: "imports:" + hex.EncodeToString(h.Sum(nil)), files: files}
+	return &bundle{key: "imports:" + engine.FilesKey(files), files: files}
 }
 
 // run is the state of one Expand call.

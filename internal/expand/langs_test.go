@@ -16,7 +16,6 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/index"
-	"go.starlark.net/starlark"
 )
 
 // renderOne runs one template file through its engine with properties
@@ -138,17 +137,6 @@ func TestJinjaErrors(t *testing.T) {
 // TestPanicsAreErrors checks the recovery every engine's render defers:
 // a panic becomes an invalid-argument error naming the file and line.
 func TestPanicsAreErrors(t *testing.T) {
-	// dm's Starlark builtins turn a panic into an error at the calling line.
-	d := starlark.StringDict{"boom": starlark.NewBuiltin("boom", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-		panic("bad")
-	})}
-	recoverBuiltins(d)
-	_, serr := starlark.ExecFile(&starlark.Thread{}, "f.py", "x = 1\n\ny = boom()\n", d)
-	var ee *starlark.EvalError
-	if !errors.As(serr, &ee) || !strings.Contains(ee.Backtrace(), "f.py:3:") || !strings.Contains(serr.Error(), "boom failed: bad") {
-		t.Errorf("got %v, want the panic as an error at f.py:3", serr)
-	}
-
 	var err error
 	func() {
 		defer engine.Recover("Test", "f.py", func() int { return 7 }, &err)

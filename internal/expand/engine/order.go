@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"reflect"
 	"sort"
 )
@@ -38,11 +41,11 @@ func (o *Order) Record(m map[string]any, keys []string) {
 // Starlark and Jinja engines use it to build their dicts.
 func (o *Order) Keys(m map[string]any) []string {
 	if o == nil || len(m) < 2 {
-		return sortedKeys(m)
+		return SortedKeys(m)
 	}
 	e, ok := o.m[reflect.ValueOf(m).Pointer()]
 	if !ok {
-		return sortedKeys(m)
+		return SortedKeys(m)
 	}
 	out := make([]string, 0, len(m))
 	seen := make(map[string]bool, len(e.keys))
@@ -76,12 +79,36 @@ func (o *Order) Inherit(dst, src map[string]any) {
 	}
 }
 
-
-func sortedKeys(m map[string]any) []string {
+// SortedKeys returns m's keys, sorted.
+func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// Sorted is the key order of mappings without a recorded one: sorted.
+// Engines use it when an invocation carries no Order.
+type Sorted struct{}
+
+// Keys returns m's keys, sorted.
+func (Sorted) Keys(m map[string]any) []string { return SortedKeys(m) }
+
+// Record does nothing.
+func (Sorted) Record(map[string]any, []string) {}
+
+// Inherit does nothing.
+func (Sorted) Inherit(_, _ map[string]any) {}
+
+// FilesKey identifies a set of files by their names and content, for
+// caches (Invocation.FilesKey of a configuration's imports).
+func FilesKey(files map[string][]byte) string {
+	h := sha256.New()
+	for _, k := range SortedKeys(files) {
+		sum := sha256.Sum256(files[k])
+		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }

@@ -129,7 +129,7 @@ func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, err
 		}
 	}
 	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
-		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, sortedOrder{})), python.TypeName(jinjaPlain(right, sortedOrder{})))
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, engine.Sorted{})), python.TypeName(jinjaPlain(right, engine.Sorted{})))
 	}
 	ints := !left.IsFloat() && !right.IsFloat()
 	switch op {
@@ -255,7 +255,7 @@ func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.V
 		method = v.String()
 	}
 	if !in.IsNumber() {
-		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, sortedOrder{}))))
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, engine.Sorted{}))))
 	}
 	out, err := pyRound(in, precision, method)
 	if err != nil {
@@ -430,7 +430,7 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 				o.SetIndent(ind.Integer(), nil)
 			}
 		}
-		s, err := o.Dumps(jinjaPlain(in, sortedOrder{})) // sorted keys
+		s, err := o.Dumps(jinjaPlain(in, engine.Sorted{})) // sorted keys
 		if err != nil {
 			return exec.AsValue(fmt.Errorf("tojson: %w", err))
 		}
@@ -821,7 +821,7 @@ func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
 	case exec.Dict:
 		d = &x
 	default:
-		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, sortedOrder{})), what))
+		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, engine.Sorted{})), what))
 	}
 	out := make([]any, len(d.Pairs))
 	for i, p := range d.Pairs {
@@ -865,14 +865,14 @@ func jinjaFormat(limit int) exec.FilterFunction {
 		var args any
 		if len(params.KwArgs) > 0 {
 			d := python.Dict{}
-			for _, k := range sortedKeys(params.KwArgs) {
-				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], sortedOrder{})})
+			for _, k := range engine.SortedKeys(params.KwArgs) {
+				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], engine.Sorted{})})
 			}
 			args = d
 		} else {
 			t := make(python.Tuple, len(params.Args))
 			for i, a := range params.Args {
-				t[i] = jinjaPlain(a, sortedOrder{})
+				t[i] = jinjaPlain(a, engine.Sorted{})
 			}
 			args = t
 		}
@@ -925,7 +925,7 @@ func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exe
 		reverse = v.IsTrue()
 	}
 	var items []python.Tuple
-	switch d := jinjaPlain(in, sortedOrder{}).(type) {
+	switch d := jinjaPlain(in, engine.Sorted{}).(type) {
 	case python.Dict:
 		for _, it := range d {
 			items = append(items, python.Tuple{it.K, it.V})

@@ -10,7 +10,6 @@ import (
 	"path"
 	"reflect"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -305,7 +304,7 @@ func (l *bundleLoader) Resolve(name string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("no file %q among the template's imports (%s)", name, strings.Join(sortedKeys(l.files), ", "))
+	return "", fmt.Errorf("no file %q among the template's imports (%s)", name, strings.Join(engine.SortedKeys(l.files), ", "))
 }
 
 func (l *bundleLoader) Inherit(from string) (loaders.Loader, error) {
@@ -351,22 +350,6 @@ func (e *Engine) Check(_ context.Context, files map[string][]byte, file string) 
 	return nil
 }
 
-// sortedOrder is the key order of mappings without a recorded one.
-type sortedOrder struct{}
-
-func (sortedOrder) Keys(m map[string]any) []string  { return sortedKeys(m) }
-func (sortedOrder) Record(map[string]any, []string) {}
-func (sortedOrder) Inherit(_, _ map[string]any)     {}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // Render renders a .jinja template; its output is YAML text.
 func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Output, err error) {
 	var g *jinjaGuard
@@ -391,7 +374,7 @@ func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Ou
 	t := v.(*exec.Template)
 	order := inv.Order
 	if order == nil {
-		order = sortedOrder{}
+		order = engine.Sorted{}
 	}
 	g = &jinjaGuard{order: order, ctx: ctx, maxSteps: e.maxSteps, maxDepth: e.maxDepth, maxBytes: e.maxOut}
 	// Jinja dicts have update, pop and clear: give the template copies so

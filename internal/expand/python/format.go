@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
@@ -596,11 +595,4 @@ func number(v any) (*big.Float, bool) {
 // mapKeys is the order in which a template sees a plain Go map's keys:
 // sorted (deterministic, as JSON output is); see expand's keyOrder for
 // mappings that keep their document order.
-func mapKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func mapKeys(m map[string]any) []string { return engine.SortedKeys(m) }

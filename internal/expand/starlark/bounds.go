@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"fmt"
@@ -123,7 +123,7 @@ func starlarkResultSize(op string, x, y starlark.Value) int {
 // loop over a long range is bounded by steps, not refused.
 func starlarkBounds(limit int) starlark.StringDict {
 	tooBig := func(what string, n int) error {
-		return limitErr("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
+		return engine.Limit("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
 	}
 	check := func(op string, x, y starlark.Value) error {
 		if n := starlarkResultSize(op, x, y); n > limit {

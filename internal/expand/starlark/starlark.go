@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"context"
@@ -17,6 +17,8 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+
+	"github.com/dmhq/dm/internal/expand/value"
 )
 
 // starlarkOptions are the dialect .py templates run in: Python-like
@@ -71,7 +73,7 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 	for i, l := range lines {
 		t := strings.TrimRight(l, "\r")
 		if m := indentedRE.FindStringSubmatch(t); m != nil {
-			return nil, at(file, i+1, invalid("imports must be at the top level of the file (dm runs .py templates as Starlark)"))
+			return nil, engine.At(file, i+1, engine.Invalid("imports must be at the top level of the file (dm runs .py templates as Starlark)"))
 		}
 		if m := importRE.FindStringSubmatch(t); m != nil {
 			for _, part := range strings.Split(m[1], ",") {
@@ -92,7 +94,7 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 				case len(f) == 3 && f[1] == "as" && dottedRE.MatchString(f[0]):
 					loads[i] = append(loads[i], pyImport{module: f[0], local: f[2], member: moduleExport})
 				default:
-					return nil, at(file, i+1, invalid("cannot read import statement %q", strings.TrimSpace(t)))
+					return nil, engine.At(file, i+1, engine.Invalid("cannot read import statement %q", strings.TrimSpace(t)))
 				}
 			}
 			lines[i] = ""
@@ -113,10 +115,10 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 				case len(f) == 3 && f[1] == "as":
 					name, local = f[0], f[2]
 				default:
-					return nil, at(file, i+1, invalid("cannot read import statement %q", strings.TrimSpace(t)))
+					return nil, engine.At(file, i+1, engine.Invalid("cannot read import statement %q", strings.TrimSpace(t)))
 				}
 				if name == "*" {
-					return nil, at(file, i+1, invalid("from %s import * is not supported; import the names you use", mod))
+					return nil, engine.At(file, i+1, engine.Invalid("from %s import * is not supported; import the names you use", mod))
 				}
 				if exists(mod + "." + name) {
 					loads[i] = append(loads[i], pyImport{module: mod + "." + name, local: local, member: moduleExport})
@@ -128,9 +130,9 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 		}
 		if m := unsupported.FindStringSubmatch(t); m != nil && !strings.HasPrefix(strings.TrimSpace(t), "#") {
 			if m[1] == "class" {
-				return nil, at(file, i+1, invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
+				return nil, engine.At(file, i+1, engine.Invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
 			}
-			return nil, at(file, i+1, invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, yield, del or print statements)", strings.TrimSpace(m[1])))
+			return nil, engine.At(file, i+1, engine.Invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, yield, del or print statements)", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
@@ -172,8 +174,8 @@ func moduleFile(files map[string][]byte, fromDir, module string) (string, bool) 
 }
 
 // starlarkProgram compiles a .py file of a bundle, cached by content.
-func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, error) {
-	v, err := x.cached("star:"+b.key+":"+file, func() (any, error) {
+func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, error) {
+	v, err := engine.Cached(e.cache, "star:"+b.key+":"+file, func() (any, error) {
 		src, ok := b.files[file]
 		if !ok {
 			return nil, fmt.Errorf("no file %s", file)
@@ -210,7 +212,7 @@ func (x *Expander) starlarkProgram(b *bundle, file string) (*starlark.Program, e
 			declareGlobalsDict(f)
 		}
 		boundStarlark(f)
-		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := x.starBounds[name]; return ok })
+		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := e.bounds[name]; return ok })
 		if err != nil {
 			return nil, starlarkSyntaxError(file, src, err)
 		}
@@ -235,15 +237,15 @@ func starlarkSyntaxError(file string, src []byte, err error) error {
 			msg += fmt.Sprintf(" (and %d more)", len(rl)-1)
 		}
 	}
-	return at(file, line, invalid("%s (dm runs .py templates as Starlark, a Python dialect)", msg))
+	return engine.At(file, line, engine.Invalid("%s (dm runs .py templates as Starlark, a Python dialect)", msg))
 }
 
 // starlarkRun is the state of one .py invocation: modules loaded so far.
 type starlarkRun struct {
-	x *Expander
+	e *Engine
 	// b holds the invocation's files, by value: one allocation with the
 	// run.
-	b       bundle
+	b       fileSet
 	modules map[string]starlark.StringDict
 	loading map[string]bool
 	dump    *dumpRecord
@@ -298,9 +300,9 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		case "yaml":
 			d = sr.yamlModule()
 		case "json":
-			d = jsonModule(sr.x.opts.MaxOutputBytes)
+			d = jsonModule(sr.e.maxOut)
 		case "six":
-			d = sixModule(sr.x.starBounds)
+			d = sixModule(sr.e.bounds)
 		case "copy":
 			d = copyModule()
 		case "math":
@@ -313,11 +315,11 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			if !ok {
 				return nil, fmt.Errorf("no module named %s; importable are %s and the template's own .py files (%s)", name, builtinModules, strings.Join(pyFiles(sr.b.files), ", "))
 			}
-			prog, err := sr.x.starlarkProgram(&sr.b, file)
+			prog, err := sr.e.starlarkProgram(&sr.b, file)
 			if err != nil {
 				return nil, err
 			}
-			g, err := prog.Init(thread, sr.x.starBounds)
+			g, err := prog.Init(thread, sr.e.bounds)
 			if err != nil {
 				return nil, err
 			}
@@ -371,7 +373,7 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if len(args) < 1 {
 			return nil, fmt.Errorf("%s: missing the value to dump", b.Name())
 		}
-		out, err := pyYAMLDumps(b.Name(), args[0], kwargs, sr.x.opts.MaxOutputBytes)
+		out, err := pyYAMLDumps(b.Name(), args[0], kwargs, sr.e.maxOut)
 		if err != nil {
 			return nil, err
 		}
@@ -392,13 +394,12 @@ func (sr *starlarkRun) yamlModule() starlark.StringDict {
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
 			return nil, err
 		}
-		lim := sr.x.yamlLimits("MaxOutputBytes", sr.x.opts.MaxOutputBytes)
-		lim.order = newKeyOrder()
-		v, err := decodeYAML([]byte(s), lim)
+		order := engine.NewOrder()
+		v, err := sr.e.decodeYAML([]byte(s), order)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", b.Name(), err)
 		}
-		return starlarkValue(lim.order, v), nil // PyYAML's resolution, document order
+		return starlarkValue(order, v), nil // PyYAML's resolution, document order
 	}
 	return starlark.StringDict{
 		"dump":      starlark.NewBuiltin("yaml.dump", dump),
@@ -420,7 +421,7 @@ func jsonModule(limit int) starlark.StringDict {
 		if err := starlark.UnpackPositionalArgs(b.Name(), args, nil, 1, &s); err != nil {
 			return nil, err
 		}
-		v, err := decodeJSON([]byte(s))
+		v, err := value.DecodeJSON([]byte(s))
 		if err != nil {
 			return nil, fmt.Errorf("json.loads: %w", err)
 		}
@@ -455,7 +456,7 @@ func toStarlark(v any) starlark.Value {
 		return starlark.NewList(l)
 	case map[string]any:
 		d := starlark.NewDict(len(v))
-		for _, k := range sortedKeys(v) {
+		for _, k := range engine.SortedKeys(v) {
 			_ = d.SetKey(starlark.String(k), toStarlark(v[k])) // a fresh dict is not frozen
 		}
 		return d
@@ -532,15 +533,61 @@ func fromStarlark(v starlark.Value) (any, error) {
 	}
 }
 
-// renderStarlark runs a .py template's GenerateConfig(context).
-func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_ any, err error) {
+// Engine runs Python-style (.py) templates as Starlark, after rewriting
+// the Python that Starlark lacks (classes, global, literals, Python 2
+// forms), with shims for yaml, json, six, copy and Python's str methods.
+// It is safe for concurrent use.
+type Engine struct {
+	cache  engine.Cache
+	maxOut int
+	steps  uint64
+	// bounds are the builtins of boundStarlark's rewrite, built once.
+	bounds     starlark.StringDict
+	decodeYAML func(data []byte, order *engine.Order) (any, error)
+}
+
+// New returns an engine whose runs are bounded by maxOutputBytes
+// (Options.MaxOutputBytes) and steps Starlark steps
+// (Options.StarlarkSteps), caching compiled programs in cache.
+// yaml.load decodes with decodeYAML, recording key order in order, so
+// that values read as in configurations.
+func New(maxOutputBytes int, steps uint64, cache engine.Cache, decodeYAML func(data []byte, order *engine.Order) (any, error)) *Engine {
+	return &Engine{cache: cache, maxOut: maxOutputBytes, steps: steps, bounds: starlarkBounds(maxOutputBytes), decodeYAML: decodeYAML}
+}
+
+// Name returns "python".
+func (*Engine) Name() string { return "python" }
+
+// Check compiles a Python-style template and the modules it loads.
+func (e *Engine) Check(_ context.Context, files map[string][]byte, file string) error {
+	_, err := e.starlarkProgram(&fileSet{key: "imports:" + engine.FilesKey(files), files: files}, file)
+	return err
+}
+
+// Render runs a .py template's GenerateConfig(context): its output is YAML
+// text or a configuration value.
+func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	v, err := e.render(ctx, inv)
+	if err != nil {
+		return engine.Output{}, err
+	}
+	if b, ok := v.([]byte); ok {
+		return engine.Output{YAML: b}, nil
+	}
+	return engine.Output{Value: v}, nil
+}
+
+func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err error) {
 	defer engine.Recover("Starlark", inv.File, nil, &err)
-	sr := &starlarkRun{x: x, b: bundle{key: inv.FilesKey, files: inv.Files}, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
-	prog, err := x.starlarkProgram(&sr.b, inv.File)
+	sr := &starlarkRun{e: e, b: fileSet{key: inv.FilesKey, files: inv.Files}, modules: map[string]starlark.StringDict{}, loading: map[string]bool{}}
+	prog, err := e.starlarkProgram(&sr.b, inv.File)
 	if err != nil {
 		return nil, err
 	}
-	order := orderOf(inv)
+	var order engine.KeyOrder = engine.Sorted{}
+	if inv.Order != nil {
+		order = inv.Order
+	}
 	// The print function captures these, not inv, which would then
 	// escape to the heap.
 	invFile, label, printFn := inv.File, inv.Label, inv.Print
@@ -559,20 +606,20 @@ func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_
 			}
 		},
 	}
-	thread.SetMaxExecutionSteps(x.opts.StarlarkSteps)
+	thread.SetMaxExecutionSteps(e.steps)
 	stop := context.AfterFunc(ctx, func() { thread.Cancel("timeout") })
 	defer stop()
 
-	globals, err := prog.Init(thread, x.starBounds)
+	globals, err := prog.Init(thread, e.bounds)
 	if err != nil {
-		return nil, x.starlarkError(ctx, thread, inv.File, err)
+		return nil, e.starlarkError(ctx, thread, inv.File, err)
 	}
 	fn, ok := globals["GenerateConfig"]
 	if !ok {
 		fn, ok = globals["generate_config"]
 	}
 	if !ok {
-		return nil, at(inv.File, 0, invalid("no function GenerateConfig(context)"))
+		return nil, engine.At(inv.File, 0, engine.Invalid("no function GenerateConfig(context)"))
 	}
 	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
 		"properties": starlarkValue(order, inv.Properties), // document order
@@ -581,26 +628,26 @@ func (x *Expander) renderStarlark(ctx context.Context, inv engine.Invocation) (_
 	})
 	ret, err := starlark.Call(thread, fn, starlark.Tuple{cctx}, nil)
 	if err != nil {
-		return nil, x.starlarkError(ctx, thread, inv.File, err)
+		return nil, e.starlarkError(ctx, thread, inv.File, err)
 	}
 	switch r := ret.(type) {
 	case starlark.String:
 		if sr.dump != nil && sr.dump.text == string(r) {
 			return sr.dump.value, nil // yaml.dump's input, not its text
 		}
-		if len(r) > x.opts.MaxOutputBytes {
-			return nil, limitErr("MaxOutputBytes", x.opts.MaxOutputBytes, "output is %d bytes", len(r))
+		if len(r) > e.maxOut {
+			return nil, engine.Limit("MaxOutputBytes", e.maxOut, "output is %d bytes", len(r))
 		}
 		return []byte(r), nil
 	case *starlark.Dict:
 		v, err := fromStarlark(r)
 		if err != nil {
-			return nil, at(inv.File, 0, invalid("GenerateConfig result: %v", err))
+			return nil, engine.At(inv.File, 0, engine.Invalid("GenerateConfig result: %v", err))
 		}
 		recordStarlark(order, r, v)
 		return v, nil
 	default:
-		return nil, at(inv.File, 0, invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
+		return nil, engine.At(inv.File, 0, engine.Invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
 	}
 }
 
@@ -608,7 +655,7 @@ var loadPrefixRE = regexp.MustCompile(`cannot load (mod|pkg):([^:]+): `)
 
 // starlarkError maps a Starlark failure to a located error, and
 // cancellations to the limit that caused them.
-func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, file string, err error) error {
+func (e *Engine) starlarkError(ctx context.Context, thread *starlark.Thread, file string, err error) error {
 	var ee *starlark.EvalError
 	line, msg := 0, err.Error()
 	if errors.As(err, &ee) {
@@ -621,23 +668,23 @@ func (x *Expander) starlarkError(ctx context.Context, thread *starlark.Thread, f
 			}
 		}
 	}
-	var le *LimitError
+	var le *engine.LimitError
 	if errors.As(err, &le) {
-		return at(file, line, le)
+		return engine.At(file, line, le)
 	}
 	if strings.Contains(msg, "Starlark computation cancelled") {
-		if thread.ExecutionSteps() >= x.opts.StarlarkSteps {
-			return at(file, line, limitErr("StarlarkSteps", x.opts.StarlarkSteps, "template ran more than %d steps", x.opts.StarlarkSteps))
+		if thread.ExecutionSteps() >= e.steps {
+			return engine.At(file, line, engine.Limit("StarlarkSteps", e.steps, "template ran more than %d steps", e.steps))
 		}
 		if ctx.Err() != nil {
-			return at(file, line, stopped(ctx))
+			return engine.At(file, line, engine.Stopped(ctx))
 		}
 	}
-	var loc *located
+	var loc *engine.Located
 	if errors.As(err, &loc) {
 		return err
 	}
 	msg = loadPrefixRE.ReplaceAllString(msg, "import $2: ")
 	msg = strings.TrimPrefix(msg, "fail: ") // raise and assert (rewriteStatements)
-	return at(file, line, invalid("%s", msg))
+	return engine.At(file, line, engine.Invalid("%s", msg))
 }

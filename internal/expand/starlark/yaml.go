@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/python"
 )
 
@@ -134,7 +135,7 @@ func (e *pyYAMLEmitter) items(v any) []pyYAMLItem {
 			out = append(out, pyYAMLItem{k: it.K, v: it.V})
 		}
 	case map[string]any:
-		for _, k := range mapKeys(m) {
+		for _, k := range engine.SortedKeys(m) {
 			out = append(out, pyYAMLItem{k: k, v: m[k]})
 		}
 	}

@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"encoding/json"

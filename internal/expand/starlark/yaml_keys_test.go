@@ -1,8 +1,10 @@
-package expand
+package starlark
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/dmhq/dm/internal/expand/pyyaml"
 )
 
 // TestPyYAMLComplexKeys checks keys PyYAML writes after "? " (128
@@ -28,7 +30,7 @@ func TestPyYAMLComplexKeys(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("dump = %q, %v\nwant %q", got, err, tt.want)
 		}
-		if _, err := decodeYAML([]byte(got), yamlLimits{}); err != nil {
+		if _, _, err := pyyaml.Decode([]byte(got), pyyaml.Options{}); err != nil {
 			t.Errorf("%q does not read back: %v", got, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"go.starlark.net/syntax"
 
 	"github.com/dmhq/dm/internal/expand/python"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Builtins and modules that give .py templates the Python 2/3 library
@@ -197,7 +199,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 			for _, a := range args {
 				if s, ok := a.(starlark.Sequence); ok {
 					if n := s.Len(); 16*n > limit {
-						return nil, limitErr("MaxOutputBytes", limit, "%s() of %d elements would make a value of %d bytes", name, n, 16*n)
+						return nil, engine.Limit("MaxOutputBytes", limit, "%s() of %d elements would make a value of %d bytes", name, n, 16*n)
 					}
 				}
 			}
@@ -573,7 +575,7 @@ func jsonDumps(limit int) *starlark.Builtin {
 // ones longer than limit allows.
 func materialise(th *starlark.Thread, v starlark.Value, limit int) (starlark.Indexable, error) {
 	if s, ok := v.(starlark.Sequence); ok && 16*s.Len() > limit {
-		return nil, limitErr("MaxOutputBytes", limit, "a sequence of %d elements would make a value of %d bytes", s.Len(), 16*s.Len())
+		return nil, engine.Limit("MaxOutputBytes", limit, "a sequence of %d elements would make a value of %d bytes", s.Len(), 16*s.Len())
 	}
 	if ix, ok := v.(starlark.Indexable); ok {
 		if _, isStr := v.(starlark.String); !isStr {
@@ -591,7 +593,7 @@ func materialise(th *starlark.Thread, v starlark.Value, limit int) (starlark.Ind
 	for iter.Next(&x) {
 		out = append(out, x)
 		if 16*len(out) > limit {
-			return nil, limitErr("MaxOutputBytes", limit, "a sequence of more than %d elements", limit/16)
+			return nil, engine.Limit("MaxOutputBytes", limit, "a sequence of more than %d elements", limit/16)
 		}
 	}
 	return starlark.NewList(out), nil

@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"go.starlark.net/starlark"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Starlark has no classes. The two kinds DM templates write, a namespace
@@ -100,7 +102,7 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 		}
 		name, base := m[1], m[2]
 		refuse := func(line int, format string, args ...any) error {
-			return at(file, line+1, invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod or @classmethod) and attributes", name, fmt.Sprintf(format, args...)))
+			return engine.At(file, line+1, engine.Invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod or @classmethod) and attributes", name, fmt.Sprintf(format, args...)))
 		}
 		baseExpr := "None"
 		switch {

@@ -1,4 +1,4 @@
-package expand
+package starlark
 
 import (
 	"go.starlark.net/starlark"
@@ -6,10 +6,12 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// keyOrder is the expansion's key order; see engine.Order.
-type keyOrder = engine.Order
-
-func newKeyOrder() *keyOrder { return engine.NewOrder() }
+// fileSet is a template's files and the key their content is cached
+// under.
+type fileSet struct {
+	key   string
+	files map[string][]byte
+}
 
 // starlarkValue converts a plain value to Starlark as toStarlark does, with
 // dicts in the keys' document order (Keys). The Starlark engine converts

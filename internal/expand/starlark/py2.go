@@ -1,10 +1,12 @@
-package expand
+package starlark
 
 import (
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Source-level shims for the Python that DM templates use and Starlark's
@@ -49,7 +51,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 		if t.str {
 			prefix := strings.ToLower(s[t.start:t.quote])
 			if strings.Contains(prefix, "f") {
-				return nil, at(file, t.line, invalid("f-strings are not supported in Python-style templates; use %% or format"))
+				return nil, engine.At(file, t.line, engine.Invalid("f-strings are not supported in Python-style templates; use %% or format"))
 			}
 			if strings.Contains(prefix, "u") {
 				// Starlark strings are Unicode already.
@@ -70,7 +72,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 				for k := i + 1; k <= j; k++ {
 					p := strings.ToLower(s[lex[k].start:lex[k].quote])
 					if strings.Contains(p, "f") {
-						return nil, at(file, lex[k].line, invalid("f-strings are not supported in Python-style templates; use %% or format"))
+						return nil, engine.At(file, lex[k].line, engine.Invalid("f-strings are not supported in Python-style templates; use %% or format"))
 					}
 					if strings.Contains(p, "u") {
 						u := strings.IndexAny(s[lex[k].start:lex[k].quote], "uU")
@@ -178,7 +180,7 @@ func lexPython(file, s string) ([]pyLexeme, error) {
 				q := i
 				end, nl, ok := scanString(s, q)
 				if !ok {
-					return nil, at(file, line, invalid("unterminated string literal"))
+					return nil, engine.At(file, line, engine.Invalid("unterminated string literal"))
 				}
 				out = append(out, pyLexeme{str: true, start: start, end: end, quote: q, line: line, depth: depth})
 				line += nl
