@@ -23,7 +23,7 @@ const arithFunc = "__dm_arith__"
 // bounds: "x" * 2000000000 allocates 2 GB before any output limit sees it,
 // and s ~ s in a loop doubles a string per step. The call does the same
 // arithmetic after checking the result's size against the render's
-// MaxOutputBytes; the others follow jinja2 (jinja_compat.go). It also
+// MaxOutputBytes; the others follow jinja2 (compat.go). It also
 // rewrites node lists for printing and line tracking (rewriteNodeList).
 //
 // gonja keeps parsed expressions in unexported fields of its control

@@ -37,7 +37,7 @@ import (
 // The output and line rewrites also let a panic in gonja be reported
 // with the line of the statement that caused it.
 
-// jinjaPlain converts a gonja value to the plain values of pyformat.go,
+// jinjaPlain converts a gonja value to the plain values of package python,
 // mappings in the expansion's key order.
 func jinjaPlain(v *exec.Value, order engine.KeyOrder) any {
 	switch {

@@ -118,7 +118,7 @@ func starlarkResultSize(op string, x, y starlark.Value) int {
 }
 
 // starlarkBounds returns the builtins the rewrite calls and dm's Python
-// builtins (starlark_compat.go). A range stays lazy: only the builtins
+// builtins (compat.go). A range stays lazy: only the builtins
 // that materialise a sequence (list, sorted, ...) check its length, so a
 // loop over a long range is bounded by steps, not refused.
 func starlarkBounds(limit int) starlark.StringDict {

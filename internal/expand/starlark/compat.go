@@ -422,7 +422,7 @@ func starCopy(v starlark.Value, deep bool, depth int) (starlark.Value, error) {
 	return v, nil
 }
 
-// starPlain converts a Starlark value to the plain values of pyformat.go,
+// starPlain converts a Starlark value to the plain values of package python,
 // keeping dict order.
 func starPlain(v starlark.Value, depth int) (any, error) {
 	if depth > 1000 {
