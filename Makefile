@@ -68,11 +68,11 @@ FUZZ_TARGETS := \
 	./internal/expand:FuzzParseConfig:30000x \
 	./internal/expand:FuzzFastYAML:50000x \
 	./internal/expand:FuzzEmitYAML:50000x \
-	./internal/expand:FuzzPythonRewrites:50000x \
+	./internal/expand/starlark:FuzzPythonRewrites:50000x \
 	./internal/expand:FuzzPyPercent:20000x \
-	./internal/expand:FuzzJinjaTagNewlines:50000x \
-	./internal/expand:FuzzJinjaTagLiterals:20000x \
-	./internal/expand:FuzzPyYAMLDump:20000x \
+	./internal/expand/jinja:FuzzJinjaTagNewlines:50000x \
+	./internal/expand/jinja:FuzzJinjaTagLiterals:20000x \
+	./internal/expand/starlark:FuzzPyYAMLDump:20000x \
 	./internal/expand/pyyaml:FuzzDecode:50000x \
 	./internal/expand/openshift:FuzzSubstitute:100000x \
 	./internal/expand/openshift:FuzzParse:3000x \

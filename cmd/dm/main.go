@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
@@ -288,7 +289,7 @@ func initCmd(stdout io.Writer) *cobra.Command {
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error { return cmdInit(stdout, dir, args[0], lang) },
 	}
-	cmd.Flags().StringVar(&lang, "lang", "jinja", "template `language`: jinja, py, gotmpl or openshift")
+	cmd.Flags().StringVar(&lang, "lang", "jinja", "template `language`: "+engine.Default().DescribeNames())
 	cmd.Flags().StringVar(&dir, "dir", ".", "registry `directory` to write under")
 	return cmd
 }

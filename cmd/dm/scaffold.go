@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/template"
 )
@@ -35,8 +37,21 @@ func cmdShow(ctx context.Context, g *globals, w io.Writer, ref, file string) err
 	return err
 }
 
-// initLanguages are the template languages dm init scaffolds, by --lang.
-var initLanguages = map[string]string{"jinja": ".jinja", "py": ".py", "gotmpl": ".gotmpl", "openshift": ".yaml"}
+// scaffold is what dm init writes for one language: the template, its
+// schema ("" for none: an OpenShift template carries its parameters, and
+// its properties in a configuration are parameter values) and the example.
+type scaffold struct{ template, schema, example string }
+
+// scaffolds returns the scaffolds by language name (the engine table's
+// names; --lang takes its aliases too).
+func scaffolds() map[string]scaffold {
+	return map[string]scaffold{
+		"jinja":     {scaffoldJinja, scaffoldSchema, scaffoldExample},
+		"python":    {scaffoldPy, scaffoldSchema, scaffoldExample},
+		"gotmpl":    {scaffoldGoTmpl, scaffoldSchema, scaffoldExample},
+		"openshift": {scaffoldOpenShift, "", scaffoldOpenShiftExample},
+	}
+}
 
 // templateNameRE is a template (or collection) directory name that is also
 // a valid Kubernetes name, so the scaffold's objects apply as they are.
@@ -45,10 +60,13 @@ var templateNameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 // cmdInit scaffolds [COLLECTION/]TEMPLATE/v0.1.0/ under dir: a template in
 // lang, its schema and an example that pass dm lint --expand.
 func cmdInit(w io.Writer, dir, name, lang string) error {
-	ext, ok := initLanguages[lang]
-	if !ok {
-		return &usageError{fmt.Errorf("--lang %q: want jinja, py, gotmpl or openshift", lang)}
+	langs := engine.Default()
+	l, ok := langs.Lookup(lang)
+	sc, scaffolded := scaffolds()[l.Name]
+	if !ok || !scaffolded {
+		return &usageError{fmt.Errorf("--lang %q: want %s", lang, langs.DescribeNames())}
 	}
+	ext := slices.Concat(l.Extensions, l.DataExtensions)[0]
 	parts := strings.Split(name, "/")
 	if len(parts) > 2 {
 		return &usageError{fmt.Errorf("%q: want TEMPLATE or COLLECTION/TEMPLATE", name)}
@@ -65,21 +83,14 @@ func cmdInit(w io.Writer, dir, name, lang string) error {
 	}
 	file := tname + ext
 	data := map[string]string{"Name": tname, "Ref": name + ":v0.1", "File": file}
-	files := map[string]string{"example.yaml": scaffoldExample}
-	switch lang {
-	case "openshift":
-		// An OpenShift template carries its parameters, no schema; its
-		// properties in a configuration are parameter values.
-		files[file] = scaffoldOpenShift
-		files["example.yaml"] = scaffoldOpenShiftExample
-	default:
-		files[file] = map[string]string{"jinja": scaffoldJinja, "py": scaffoldPy, "gotmpl": scaffoldGoTmpl}[lang]
-		files[file+".schema"] = scaffoldSchema
+	files := map[string]string{file: sc.template, "example.yaml": sc.example}
+	if sc.schema != "" {
+		files[l.Schema(file)] = sc.schema
 	}
 	if err := os.MkdirAll(vdir, 0o755); err != nil {
 		return err
 	}
-	for _, f := range []string{file, file + ".schema", "example.yaml"} {
+	for _, f := range []string{file, l.Schema(file), "example.yaml"} {
 		src, ok := files[f]
 		if !ok {
 			continue

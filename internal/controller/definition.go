@@ -32,6 +32,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	dmschema "github.com/dmhq/dm/internal/expand/schema"
 )
 
@@ -256,8 +257,10 @@ func (d *DefinitionReconciler) define(ctx context.Context, def *v1alpha1.Templat
 	if d.opts.Templates == nil {
 		return false, fmt.Errorf("this controller cannot read templates' schemas: %w", derrors.InvalidArgument)
 	}
-	if lang := def.Spec.StatusTemplateLanguage; lang != "" && lang != "jinja" && lang != "gotmpl" {
-		return false, fmt.Errorf("spec.statusTemplateLanguage %q: want jinja or gotmpl: %w", lang, derrors.InvalidArgument)
+	if lang := def.Spec.StatusTemplateLanguage; lang != "" {
+		if l, ok := engine.Default().Lookup(lang); !ok || l.Status.Extension != ".status."+lang {
+			return false, fmt.Errorf("spec.statusTemplateLanguage %q: want one of %s: %w", lang, statusLanguageNames(), derrors.InvalidArgument)
+		}
 	}
 	tv, err := d.opts.Templates.Template(ctx, def.Spec.Template, d.opts.DefaultRegistry)
 	if err != nil {

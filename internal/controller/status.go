@@ -15,6 +15,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // FileReader reads a file of the template version a reference resolves
@@ -23,39 +24,6 @@ import (
 type FileReader interface {
 	ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error)
 }
-
-// statusPrefix and statusSuffix wrap a Jinja status template into an
-// ordinary template of a configuration, so that it runs where every
-// template runs (the sandbox's workers, with the engine's limits): the
-// prefix gives it its three inputs on its own first line, so that errors
-// name the status template's file and lines, and the suffix returns what
-// it printed as the text of one primitive, which the controller reads as
-// YAML.
-const (
-	statusPrefix = `{% set resources = properties.resources %}{% set instance = properties.instance %}{% set properties = properties.properties %}{% set out %}`
-	statusSuffix = `{% endset %}
-resources:
-- name: status
-  type: dm.io/v1alpha1/StatusOutput
-  properties:
-    text: {{ out|tojson }}
-`
-)
-
-// gotmplPrefix and gotmplSuffix do the same for a Go template status
-// template: it becomes a named template, rendered by include with its three
-// inputs as its dot (.resources, .instance, .properties).
-const (
-	gotmplPrefix = `{{- define "dm-status" -}}`
-	gotmplSuffix = `{{- end -}}
-{{- $out := include "dm-status" (dict "resources" .properties.resources "instance" .properties.instance "properties" .properties.properties) -}}
-resources:
-- name: status
-  type: dm.io/v1alpha1/StatusOutput
-  properties:
-    text: {{ toJson $out }}
-`
-)
 
 // statusOutcome is what a status template made: the outputs, and whether
 // it holds Ready back (ready: false) with its message.
@@ -73,11 +41,29 @@ func templateName(resolved string) string {
 	return path.Base(ref)
 }
 
-// statusLanguages are the languages of status templates, by the file
-// name's ending, in the order a template version's files are looked for.
-var statusLanguages = []struct{ ext, prefix, suffix string }{
-	{".status.jinja", statusPrefix, statusSuffix},
-	{".status.gotmpl", gotmplPrefix, gotmplSuffix},
+// statusForms are the status-template forms of the engine table, in its
+// order: the order a template version's files are looked for.
+func statusForms() []engine.Status {
+	var forms []engine.Status
+	for _, lang := range engine.Default().Languages() {
+		if lang.Status.Extension != "" {
+			forms = append(forms, lang.Status)
+		}
+	}
+	return forms
+}
+
+// statusLanguageNames names the languages a status template may be
+// written in, for messages: "jinja or gotmpl".
+func statusLanguageNames() string {
+	var names []string
+	for _, st := range statusForms() {
+		names = append(names, strings.TrimPrefix(st.Extension, ".status."))
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
 // runStatus renders the instance's status template over the live objects:
@@ -94,9 +80,9 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 		}
 	}
 	var prefix, suffix string
-	for _, lang := range statusLanguages {
-		if strings.HasSuffix(file, lang.ext) {
-			prefix, suffix = lang.prefix, lang.suffix
+	for _, st := range statusForms() {
+		if strings.HasSuffix(file, st.Extension) {
+			prefix, suffix = st.Prefix, st.Suffix
 		}
 	}
 	live := map[string]any{}
@@ -159,8 +145,8 @@ func (r *InstanceReconciler) statusFile(ctx context.Context, resolved, digest st
 	if r.opts.Files == nil || resolved == "" || digest == "" {
 		return "", nil, nil
 	}
-	for _, lang := range statusLanguages {
-		name := templateName(resolved) + lang.ext
+	for _, st := range statusForms() {
+		name := templateName(resolved) + st.Extension
 		// The digest reads the very version applied, not a newer patch.
 		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
 		if errors.Is(err, derrors.NotFound) {

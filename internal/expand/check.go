@@ -1,12 +1,9 @@
 package expand
 
 import (
-	"path"
-	"text/template"
+	"context"
 
-	"github.com/nikolalohinski/gonja/v2/exec"
-
-	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // CheckSyntax parses the template file named file, one of files (a version
@@ -15,24 +12,13 @@ import (
 // is reported with the file and line. Other files are not templates and
 // pass.
 func (x *Expander) CheckSyntax(files map[string][]byte, file string) error {
-	lang, _ := index.LanguageOf(file)
-	b := newImportsBundle(files)
-	var err error
-	switch lang {
-	case index.Jinja:
-		// Not cached: renderJinja caches templates after rewriting their
-		// operators, which a check does not need.
-		l := &bundleLoader{files: b.files, dir: path.Dir(file)}
-		if _, err = exec.NewTemplate(file, x.jinja.cfg, l, x.jinja.env); err != nil {
-			err = jinjaParseError(file, err)
-		}
-	case index.Python:
-		_, err = x.starlarkProgram(b, file)
-	case index.GoTmpl:
-		_, err = template.New(file).Funcs(x.gotmplFuncs).Parse(string(files[file]))
-		if err != nil {
-			err = gotmplError(file, err)
-		}
+	lang, ok := x.langs.ForFile(file)
+	if !ok || !x.langs.IsCode(file) {
+		return nil
 	}
-	return err
+	c, ok := x.engines[lang.Name].(engine.Checker)
+	if !ok {
+		return nil
+	}
+	return c.Check(context.Background(), files, file)
 }

@@ -2,17 +2,17 @@ package expand
 
 import (
 	"errors"
-	"fmt"
 	"path"
 	"regexp"
-	"sort"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/layout"
+	"github.com/dmhq/dm/internal/expand/value"
 
 	yaml3 "go.yaml.in/yaml/v3"
 
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -79,7 +79,7 @@ func parseConfig(data []byte, file string, lim yamlLimits) (*Config, error) {
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, at(file, l.line, l.err)
+			return nil, at(file, l.Line, l.Err)
 		}
 		return nil, at(file, 0, err)
 	}
@@ -88,7 +88,7 @@ func parseConfig(data []byte, file string, lim yamlLimits) (*Config, error) {
 
 // lineErr is an error at a line of the document being read (0: unknown).
 func lineErr(line int, format string, args ...any) error {
-	return &located{line: line, err: invalid(format, args...)}
+	return &located{Line: line, Err: invalid(format, args...)}
 }
 
 // configFromDoc reads a decoded configuration. line gives the line of a
@@ -199,7 +199,7 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 			}
 		}
 		if err := checkResource(i, r); err != nil {
-			return nil, &located{line: line("resources", i), err: err}
+			return nil, &located{Line: line("resources", i), Err: err}
 		}
 		out = append(out, r)
 	}
@@ -264,13 +264,8 @@ func checkResource(i int, r Resource) error {
 
 var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 
-// Output is one of a template's outputs (DM's outputs: [{name, value}]):
-// $(ref.RESOURCE.NAME) elsewhere in the deployment, RESOURCE being the
-// template's resource, is Value. Value may itself hold value references.
-type Output struct {
-	Name  string `json:"name"`
-	Value any    `json:"value"`
-}
+// Output is one of a template's outputs; see package layout.
+type Output = layout.Output
 
 // configFromValue reads a template's output: a mapping with resources and
 // outputs (a Starlark dict or decoded YAML).
@@ -294,7 +289,7 @@ func configFromValue(v any) ([]Resource, []Output, error) {
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, nil, l.err
+			return nil, nil, l.Err
 		}
 		return nil, nil, err
 	}
@@ -341,24 +336,7 @@ func outputsFromValue(v any) ([]Output, error) {
 }
 
 // kindOf names a plain value's kind for messages.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case map[string]any:
-		return "a mapping"
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case int64, int, float64:
-		return "a number"
-	default:
-		return fmt.Sprintf("%T", v)
-	}
-}
+func kindOf(v any) string { return value.Kind(v) }
 
 // typeKind is what a resource's type names.
 type typeKind int
@@ -378,14 +356,14 @@ const (
 // apps/v1/Deployment. Expansion does not decide what a cluster can apply.
 // A type that looks like a template file but is not imported stays an
 // error (a missing import, not a primitive).
-func classifyType(typ string, imports map[string]string) (typeKind, string) {
+func classifyType(langs *engine.Registry, typ string, imports map[string]string) (typeKind, string) {
 	if p, ok := imports[typ]; ok {
 		return importType, p
 	}
 	switch {
 	case strings.Contains(typ, "://"):
 		return urlType, typ
-	case looksLikeFile(typ), isVersionedRef(typ):
+	case looksLikeFile(langs, typ), isVersionedRef(typ):
 		return registryType, typ
 	}
 	return primitiveType, typ
@@ -403,20 +381,13 @@ func isVersionedRef(typ string) bool {
 
 // looksLikeFile reports whether typ names a template file rather than a
 // reference, to give a better error when the import is missing.
-func looksLikeFile(typ string) bool {
+func looksLikeFile(langs *engine.Registry, typ string) bool {
 	if strings.Contains(typ, ":") {
 		return false
 	}
-	_, ok := index.LanguageOf(typ)
+	_, ok := langs.ForFile(typ)
 	return ok && path.Ext(typ) != ""
 }
 
 // sortedKeys returns m's keys, sorted.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func sortedKeys[V any](m map[string]V) []string { return engine.SortedKeys(m) }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/dmhq/dm/internal/derrors"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -83,7 +85,7 @@ func TestClassifyType(t *testing.T) {
 		{"apps/Deployment", primitiveType},
 	}
 	for _, tt := range tests {
-		if got, _ := classifyType(tt.typ, imports); got != tt.want {
+		if got, _ := classifyType(engine.Default(), tt.typ, imports); got != tt.want {
 			t.Errorf("classifyType(%q) = %v, want %v", tt.typ, got, tt.want)
 		}
 	}

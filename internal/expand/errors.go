@@ -2,11 +2,11 @@ package expand
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Error is an expansion failure located in the layout: the resource names
@@ -58,52 +58,25 @@ func (e *Error) Error() string {
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// LimitError reports that a configured limit was reached; Field names the
-// Options field that sets it.
-type LimitError struct {
-	Field string
-	Limit any
-	What  string
-}
-
-// Error names the limit and the Options field.
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("%s: exceeds the limit of %v (Options.%s)", e.What, e.Limit, e.Field)
-}
-
-// Unwrap returns derrors.LimitExceeded.
-func (e *LimitError) Unwrap() error { return derrors.LimitExceeded }
+// LimitError reports that a configured limit was reached; see package
+// engine, whose engines return it.
+type LimitError = engine.LimitError
 
 func limitErr(field string, limit any, format string, args ...any) error {
-	return &LimitError{Field: field, Limit: limit, What: fmt.Sprintf(format, args...)}
+	return engine.Limit(field, limit, format, args...)
 }
 
 // invalid wraps a message as an invalid-argument error: the input (a
 // configuration or template) is wrong.
 func invalid(format string, args ...any) error {
-	return &kindError{err: fmt.Errorf(format, args...), kind: derrors.InvalidArgument}
+	return engine.Invalid(format, args...)
 }
 
 // located is an engine error that knows its file and line.
-type located struct {
-	file string
-	line int
-	err  error
-}
-
-func (l *located) Error() string {
-	if l.line > 0 {
-		return fmt.Sprintf("%s:%d: %v", l.file, l.line, l.err)
-	}
-	return fmt.Sprintf("%s: %v", l.file, l.err)
-}
-
-func (l *located) Unwrap() error { return l.err }
+type located = engine.Located
 
 // at attaches a location to err.
-func at(file string, line int, err error) error {
-	return &located{file: file, line: line, err: err}
-}
+func at(file string, line int, err error) error { return engine.At(file, line, err) }
 
 // classify wraps engine errors that carry no sentinel as invalid input:
 // a template that fails to render is the template's fault.

@@ -19,8 +19,6 @@ package expand
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,9 +29,10 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	"go.starlark.net/starlark"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/layout"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
@@ -165,11 +164,14 @@ type Expander struct {
 	opts     Options
 	compiled *lru.Cache[string, any]     // cache key -> compiled template
 	bundles  *lru.Cache[string, *bundle] // version digest -> files
-	jinja    *jinjaEnv
-	// gotmplFuncs is built once: sprig's map is large.
-	gotmplFuncs map[string]any
-	// starBounds are the builtins of boundStarlark's rewrite.
-	starBounds starlark.StringDict
+	// langs is the table of languages; engines implement them, by name.
+	langs   *engine.Registry
+	engines map[string]engine.Engine
+	// configTemplaters are the engines whose templates may stand for a
+	// configuration, found once.
+	configTemplaters []engine.ConfigTemplater
+	// print is templatePrint as a value, made once for every invocation.
+	print func(ctx context.Context, label, file string, line int, msg string)
 }
 
 // New returns an Expander with the given options.
@@ -177,7 +179,15 @@ func New(opts Options) *Expander {
 	opts.setDefaults()
 	compiled, _ := lru.New[string, any](opts.CacheEntries) // fails only for size <= 0
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
-	return &Expander{opts: opts, compiled: compiled, bundles: bundles, jinja: newJinjaEnv(opts.MaxOutputBytes), gotmplFuncs: gotmplFuncs(opts.MaxOutputBytes), starBounds: starlarkBounds(opts.MaxOutputBytes)}
+	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, langs: engine.Default()}
+	x.print = x.templatePrint
+	engines, err := enginesByName(x.langs, builtinEngines(x))
+	if err != nil {
+		panic(err) // the table and builtinEngines disagree: a programming error a test catches
+	}
+	x.engines = engines
+	x.configTemplaters = configTemplaters(x.langs, engines)
+	return x
 }
 
 // Request is one expansion: a configuration with its imports, or a single
@@ -244,35 +254,15 @@ type Result struct {
 	Deferred []Deferred `json:"deferred,omitempty"`
 }
 
-// Layout is the tree of resources.
-type Layout struct {
-	Resources []*LayoutResource `json:"resources"`
-}
+// Layout is the tree of resources; see package layout, where history
+// reads it without linking the template languages.
+type Layout = layout.Layout
 
-// LayoutResource is a node of the layout. Template nodes carry the
-// properties the template was invoked with (after schema defaults) and the
-// resources it produced.
-type LayoutResource struct {
-	Name       string            `json:"name"`
-	Type       string            `json:"type"`
-	Properties map[string]any    `json:"properties,omitzero"`
-	Resources  []*LayoutResource `json:"resources,omitzero"`
-	// Outputs are a template's outputs as it rendered them.
-	Outputs []Output `json:"outputs,omitzero"`
-	// Metadata (dependsOn) and AccessControl are kept as written.
-	Metadata      map[string]any `json:"metadata,omitzero"`
-	AccessControl map[string]any `json:"accessControl,omitzero"`
-}
+// LayoutResource is a node of the layout.
+type LayoutResource = layout.Resource
 
 // Reference is a registry template used by an expansion.
-type Reference struct {
-	// Ref is the reference as first written.
-	Ref string `json:"ref"`
-	// Resolved is the canonical reference with the concrete version.
-	Resolved string `json:"resolved"`
-	Version  string `json:"version"`
-	Digest   string `json:"digest"`
-}
+type Reference = layout.Reference
 
 // scope is where a template's (or the configuration's) types resolve.
 type scope struct {
@@ -311,12 +301,7 @@ func (b *bundle) importsValue() map[string]any {
 }
 
 func newImportsBundle(files map[string][]byte) *bundle {
-	h := sha256.New()
-	for _, k := range sortedKeys(files) {
-		sum := sha256.Sum256(files[k])
-		fmt.Fprintf(h, "%s\x00%x\n", k, sum)
-	}
-	return &bundle{key: "imports:" + hex.EncodeToString(h.Sum(nil)), files: files}
+	return &bundle{key: "imports:" + engine.FilesKey(files), files: files}
 }
 
 // run is the state of one Expand call.
@@ -398,10 +383,14 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		}
 		cfg = &Config{Resources: []Resource{{Name: n, Type: req.Ref, Properties: req.Properties}}}
 	case req.Config != nil:
-		if isOpenShiftTemplate(req.Config) {
+		if ct, ok := x.configTemplate(req.Config); ok {
 			// A Template given directly is an import expanded once.
 			files = maps1(files, name, req.Config)
-			cfg = &Config{Resources: []Resource{{Name: templateName(req.Config, name), Type: name, Properties: req.Properties}}}
+			n := ct.ResourceName(req.Config)
+			if n == "" {
+				n = refName(name)
+			}
+			cfg = &Config{Resources: []Resource{{Name: n, Type: name, Properties: req.Properties}}}
 			break
 		}
 		var err error
@@ -425,7 +414,7 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 			return nil, &Error{File: name, Err: invalid("imports[%d]: %s was not sent with the configuration (%s)", i, imp.Path, listOr(sortedKeys(files), "sent: ", "no files were sent"))}
 		}
 	}
-	files, names, err := importNames(files, cfg.Imports, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	files, names, err := importNames(x.langs, files, cfg.Imports, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
 	if err != nil {
 		return nil, &Error{Err: err}
 	}
@@ -520,6 +509,11 @@ func chainLabel(id string) string {
 	return id
 }
 
+func hasKey[V any](m map[string]V, k string) bool {
+	_, ok := m[k]
+	return ok
+}
+
 func maps1(m map[string][]byte, k string, v []byte) map[string][]byte {
 	out := make(map[string][]byte, len(m)+1)
 	for kk, vv := range m {
@@ -571,7 +565,7 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 		if r.count > r.x.opts.MaxResources {
 			return nil, &Error{Path: p, Err: limitErr("MaxResources", r.x.opts.MaxResources, "expansion has more than %d resources", r.x.opts.MaxResources)}
 		}
-		kind, target := classifyType(res.Type, sc.types)
+		kind, target := classifyType(r.x.langs, res.Type, sc.types)
 		if kind == primitiveType && len(path) == 0 && res.Type == r.refType {
 			kind = registryType // a reference asked for by name, any version
 		}
@@ -586,7 +580,7 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 				return nil, &Error{Path: p, Err: invalid("type %q is a URL; URL types are not allowed (Options.AllowURLs)", res.Type)}
 			}
 		case registryType:
-			if looksLikeFile(res.Type) {
+			if looksLikeFile(r.x.langs, res.Type) {
 				return nil, &Error{Path: p, Template: parent, Err: fmt.Errorf("type %q is not an import of %s (%s): %w", res.Type, orConfig(parent), listOr(sortedKeys(sc.types), "imports: ", "no imports"), derrors.NotFound)}
 			}
 		}
@@ -654,13 +648,13 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		if sc.res != nil {
 			inv.label = sc.res.Resolved() + "/" + target
 		}
-		l, ok := index.LanguageOf(target)
+		l, ok := x.langs.ForFile(target)
 		if !ok {
-			return nil, &Error{Path: p, Err: invalid("import %s is not a template (want .jinja, .py, .gotmpl or a kind: Template .yaml)", target)}
+			return nil, &Error{Path: p, Err: invalid("import %s is not a template (want %s)", target, x.langs.Describe("", true))}
 		}
-		inv.lang = l
-		if _, ok := sc.b.files[target+index.SchemaSuffix]; ok {
-			schemaFile = target + index.SchemaSuffix
+		inv.lang = index.Language(l.Name)
+		if s := l.Schema(target); hasKey(sc.b.files, s) {
+			schemaFile = s
 		}
 		if sc.res != nil {
 			env["version"] = sc.res.Version.Semver
@@ -720,7 +714,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		e = &Error{Path: p, Template: inv.label, Err: err}
 		var l *located
 		if errors.As(err, &l) {
-			e.File, e.Line, e.Err = l.file, l.line, l.err
+			e.File, e.Line, e.Err = l.File, l.Line, l.Err
 		}
 		return e
 	}
@@ -748,7 +742,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		for _, u := range unknown {
 			r.warn(fmt.Sprintf("%s (%s): %s: %s", strings.Join(p, " > "), inv.label, schemaFile, u))
 		}
-		r.order.inherit(props, orig)
+		r.order.Inherit(props, orig)
 	}
 	inv.props = props
 	inv.order = r.order
@@ -786,7 +780,7 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 		total += len(data)
 		files[f.Path] = data
 	}
-	files, names, err := importNames(files, nil, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
+	files, names, err := importNames(x.langs, files, nil, x.yamlLimits("MaxInputBytes", x.opts.MaxInputBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -806,22 +800,16 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
-	var (
-		out any
-		err error
-	)
-	switch inv.lang {
-	case index.Jinja:
-		out, err = x.renderJinja(ctx, inv)
-	case index.Python:
-		out, err = x.renderStarlark(ctx, inv)
-	case index.GoTmpl:
-		out, err = x.renderGoTmpl(ctx, inv)
-	case index.OpenShift:
-		out, err = x.renderOpenShift(ctx, inv)
-	default:
+	eng, ok := x.engines[string(inv.lang)]
+	if !ok {
 		return nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
+	out, err := eng.Render(ctx, engine.Invocation{
+		File: inv.file, Source: inv.src,
+		Files: inv.sc.b.files, FilesKey: inv.sc.b.key, Imports: inv.sc.b.importsValue,
+		Properties: inv.props, Env: inv.env, Label: inv.label,
+		Order: inv.order, Print: x.print,
+	})
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {
 			// Name the deadline that fired: this template's Timeout,
@@ -831,8 +819,9 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 		return nil, nil, classify(err)
 	}
 	var v any
-	switch o := out.(type) {
-	case []byte:
+	switch {
+	case out.YAML != nil:
+		o := out.YAML
 		var ok bool
 		if v, ok = fastYAML(o, inv.order); ok {
 			break
@@ -851,10 +840,14 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 			}
 			return nil, nil, at(inv.file, 0, invalid("%s", msg))
 		}
-	case *[]Resource:
-		return *o, nil, nil
+	case out.Resources != nil:
+		list := make([]Resource, len(out.Resources))
+		for i, r := range out.Resources {
+			list[i] = Resource{Name: r.Name, Type: r.Type, Properties: r.Properties}
+		}
+		return list, nil, nil
 	default:
-		v = o
+		v = out.Value
 	}
 	list, outs, err := configFromValue(v)
 	if err != nil {
@@ -863,19 +856,8 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 	return list, outs, nil
 }
 
-// stopped is the error of a done context: the limit whose deadline fired
-// (Timeout, TotalTimeout), or the caller's cancellation or deadline.
-func stopped(ctx context.Context) error {
-	cause := context.Cause(ctx)
-	var le *LimitError
-	if errors.As(cause, &le) {
-		return cause
-	}
-	if errors.Is(cause, context.DeadlineExceeded) {
-		return fmt.Errorf("expansion stopped at the caller's deadline: %w", cause)
-	}
-	return fmt.Errorf("expansion canceled: %w", cause)
-}
+// stopped is the error of a done context; see engine.Stopped.
+func stopped(ctx context.Context) error { return engine.Stopped(ctx) }
 
 // cached returns the compiled value under key, compiling it on a miss.
 func (x *Expander) cached(key string, compile func() (any, error)) (any, error) {
@@ -890,21 +872,6 @@ func (x *Expander) cached(key string, compile func() (any, error)) (any, error) 
 	return v, nil
 }
 
-// limitWriter collects rendered output up to a limit and stops a render
-// whose context is done.
-type limitWriter struct {
-	ctx   context.Context
-	buf   []byte
-	limit int
-}
-
-func (w *limitWriter) Write(p []byte) (int, error) {
-	if len(w.buf)+len(p) > w.limit {
-		return 0, limitErr("MaxOutputBytes", w.limit, "rendered output exceeds %d bytes", w.limit)
-	}
-	if err := w.ctx.Err(); err != nil {
-		return 0, err
-	}
-	w.buf = append(w.buf, p...)
-	return len(p), nil
-}
+// limitWriter collects rendered output up to a limit; see
+// engine.LimitWriter.
+type limitWriter = engine.LimitWriter

@@ -202,7 +202,7 @@ func (p *fy) mapping(n int) (any, bool) {
 	var keys []string
 	if p.order != nil {
 		defer func() {
-			p.order.record(out, keys)
+			p.order.Record(out, keys)
 		}()
 	}
 	for p.i < len(p.lines) {
@@ -398,7 +398,7 @@ func flow(t string, ord *keyOrder) (any, string, bool) {
 		out := map[string]any{}
 		var keys []string
 		if ord != nil {
-			defer func() { ord.record(out, keys) }()
+			defer func() { ord.Record(out, keys) }()
 		}
 		t = strings.TrimLeft(t[1:], " ")
 		if strings.HasPrefix(t, "}") {

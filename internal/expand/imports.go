@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/index"
 )
 
@@ -20,7 +21,7 @@ import (
 // among files under the joined, cleaned path. Names that are already file
 // paths keep their file. files is not modified. names maps each name
 // added to its file's path (a type names the template by either).
-func importNames(files map[string][]byte, imports []Import, lim yamlLimits) (out map[string][]byte, names map[string]string, err error) {
+func importNames(langs *engine.Registry, files map[string][]byte, imports []Import, lim yamlLimits) (out map[string][]byte, names map[string]string, err error) {
 	out = files
 	names = map[string]string{}
 	copied := false
@@ -53,7 +54,7 @@ func importNames(files map[string][]byte, imports []Import, lim yamlLimits) (out
 	real := map[string]string{}
 	var todo []string
 	for _, k := range sortedKeys(out) {
-		if _, ok := index.LanguageOf(k); ok {
+		if _, ok := langs.ForFile(k); ok {
 			real[k] = k
 			todo = append(todo, k)
 		}
@@ -92,7 +93,7 @@ func importNames(files map[string][]byte, imports []Import, lim yamlLimits) (out
 			if _, ok := out[name]; !ok {
 				set(name, full)
 			}
-			if _, ok := index.LanguageOf(full); ok {
+			if _, ok := langs.ForFile(full); ok {
 				real[name] = full
 				todo = append(todo, name)
 			}
@@ -147,6 +148,7 @@ func finiteLayout(l []*LayoutResource) {
 func ReadImports(cfg *Config, name string, read func(p string) ([]byte, error)) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var todo []string
+	langs := engine.Default()
 	get := func(key, from string) error {
 		if _, done := files[key]; done {
 			return nil
@@ -159,7 +161,7 @@ func ReadImports(cfg *Config, name string, read func(p string) ([]byte, error)) 
 			return fmt.Errorf("%s: import %q: %w", from, key, err)
 		}
 		files[key] = b
-		if _, ok := index.LanguageOf(key); ok {
+		if _, ok := langs.ForFile(key); ok {
 			todo = append(todo, key)
 		}
 		return nil

@@ -1,6 +1,7 @@
 package expand
 
 import (
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
@@ -29,9 +30,10 @@ func MissingInConfig(cfg *Config, imports map[string][]byte, values map[string]a
 		}
 	}
 	var out []ResourceInput
+	langs := engine.Default()
 	for _, rs := range cfg.Resources {
 		var sc *schema.Schema
-		switch kind, p := classifyType(rs.Type, names); kind {
+		switch kind, p := classifyType(langs, rs.Type, names); kind {
 		case importType:
 			if b, ok := imports[p+index.SchemaSuffix]; ok {
 				sc, _ = schema.Parse(b, p+index.SchemaSuffix)

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/index"
-	"go.starlark.net/starlark"
 )
 
 // renderOne runs one template file through its engine with properties
@@ -35,29 +35,30 @@ func renderOne(t testing.TB, file, src string, props map[string]any, extra map[s
 	if props == nil {
 		props = map[string]any{}
 	}
-	inv := &invocation{
-		file:  file,
-		src:   []byte(src),
-		lang:  lang,
-		props: props,
-		env:   map[string]any{"deployment": "dep", "name": "n", "type": file},
-		sc:    &scope{b: newImportsBundle(files), types: map[string]string{}},
-		label: file,
+	if lang != index.Jinja && lang != index.Python {
+		t.Fatalf("%s: not a Jinja or Python template", file)
+	}
+	b := newImportsBundle(files)
+	inv := engine.Invocation{
+		File:       file,
+		Source:     []byte(src),
+		Files:      b.files,
+		FilesKey:   b.key,
+		Imports:    b.importsValue,
+		Properties: props,
+		Env:        map[string]any{"deployment": "dep", "name": "n", "type": file},
+		Label:      file,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	switch lang {
-	case index.Jinja:
-		out, err := x.renderJinja(ctx, inv)
-		if b, ok := out.([]byte); ok {
-			return string(b), err
-		}
-		return out, err
-	case index.Python:
-		return x.renderStarlark(ctx, inv)
+	out, err := x.engines[string(lang)].Render(ctx, inv)
+	if out.YAML != nil {
+		return string(out.YAML), err
 	}
-	t.Fatalf("%s: not a Jinja or Python template", file)
-	return nil, nil
+	if err != nil {
+		return nil, err
+	}
+	return out.Value, nil
 }
 
 // jinjaProps are the properties of the jinja2 cases (see
@@ -136,20 +137,9 @@ func TestJinjaErrors(t *testing.T) {
 // TestPanicsAreErrors checks the recovery every engine's render defers:
 // a panic becomes an invalid-argument error naming the file and line.
 func TestPanicsAreErrors(t *testing.T) {
-	// dm's Starlark builtins turn a panic into an error at the calling line.
-	d := starlark.StringDict{"boom": starlark.NewBuiltin("boom", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-		panic("bad")
-	})}
-	recoverBuiltins(d)
-	_, serr := starlark.ExecFile(&starlark.Thread{}, "f.py", "x = 1\n\ny = boom()\n", d)
-	var ee *starlark.EvalError
-	if !errors.As(serr, &ee) || !strings.Contains(ee.Backtrace(), "f.py:3:") || !strings.Contains(serr.Error(), "boom failed: bad") {
-		t.Errorf("got %v, want the panic as an error at f.py:3", serr)
-	}
-
 	var err error
 	func() {
-		defer recoverEngine("Test", "f.py", func() int { return 7 }, &err)
+		defer engine.Recover("Test", "f.py", func() int { return 7 }, &err)
 		panic("bad")
 	}()
 	if err == nil || err.Error() != "f.py:7: the Test engine failed on this template: bad" || !errors.Is(err, derrors.InvalidArgument) {

@@ -336,7 +336,7 @@ func TestCanceled(t *testing.T) {
 	}
 }
 
-// A Go template cannot be interrupted; the checkpoints guardTemplate puts
+// A Go template cannot be interrupted; the checkpoints gotmpl.guardTemplate puts
 // in loops must stop its goroutine once the caller has given up.
 func TestGoTemplateGoroutineStops(t *testing.T) {
 	before := runtime.NumGoroutine()

@@ -7,7 +7,7 @@ import (
 	"path"
 	"sort"
 
-	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
@@ -54,27 +54,31 @@ func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index
 				}
 				return b, true
 			}
-			if v.Language == index.OpenShift {
-				if b, ok := read(v.Template); ok {
-					if _, err := openshift.Parse(b); errors.Is(err, openshift.ErrNotTemplate) {
-						note(v, "%s is not a kind: Template, and there is no .jinja, .py or .gotmpl template file", v.Template)
-					} else if err != nil {
-						note(v, "%s: %v", v.Template, err)
-					}
-				}
-			}
-			// Every template file of the version parses, helpers and
-			// imported macros included, whether or not the example uses it.
+			// The version's template parses, and so does every file of a
+			// code language (helpers and imported macros included), whether
+			// or not the example uses it; a data file (.yaml) is a template
+			// only as the version's template.
 			var files map[string][]byte
 			for _, e := range v.Files {
-				lang, ok := index.LanguageOf(e.Path)
-				if !ok || lang == index.OpenShift {
+				lang, ok := x.langs.ForFile(e.Path)
+				if !ok || (!x.langs.IsCode(e.Path) && e.Path != v.Template) {
+					continue
+				}
+				c, ok := x.engines[lang.Name].(engine.Checker)
+				if !ok {
 					continue
 				}
 				if files == nil {
 					files = readAll(ctx, res, v)
 				}
-				if err := x.CheckSyntax(files, e.Path); err != nil {
+				if _, ok := files[e.Path]; !ok {
+					read(e.Path) // notes why it cannot be read
+					continue
+				}
+				var nt *engine.NotTemplateError
+				if err := c.Check(ctx, files, e.Path); errors.As(err, &nt) {
+					note(v, "%v, and there is no %s template file", err, x.langs.Describe("", false))
+				} else if err != nil {
 					note(v, "%v", err)
 				}
 			}

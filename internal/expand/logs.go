@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-
-	"go.starlark.net/starlark"
 )
 
 // maxLogLines bounds the lines templates print in one expansion; the
@@ -55,18 +53,12 @@ func (l *templateLogs) list() []string {
 // shows it on stderr; registryd's Info log does not, since a template may
 // print its properties) naming the template and line, and a line of the
 // expansion's Result.Logs, which goes back to whoever asked.
-func (x *Expander) templatePrint(ctx context.Context, th *starlark.Thread, inv *invocation, msg string) {
-	file, line := inv.file, 0
-	if th.CallStackDepth() > 1 {
-		if fr := th.CallFrame(1); fr.Pos.Filename() != "" {
-			file, line = fr.Pos.Filename(), int(fr.Pos.Line)
-		}
-	}
-	x.opts.Logger.DebugContext(ctx, "template print", "template", inv.label, "file", file, "line", line, "msg", msg)
+func (x *Expander) templatePrint(ctx context.Context, label, file string, line int, msg string) {
+	x.opts.Logger.DebugContext(ctx, "template print", "template", label, "file", file, "line", line, "msg", msg)
 	if l, ok := ctx.Value(logsKey{}).(*templateLogs); ok {
 		text := fmt.Sprintf("%s:%d: %s", file, line, msg)
-		if inv.label != file {
-			text = "(" + inv.label + ") " + text
+		if label != file {
+			text = "(" + label + ") " + text
 		}
 		l.add(text, x.opts.MaxOutputBytes)
 	}

@@ -117,24 +117,6 @@ func (res *Result) Objects() ([]map[string]any, error) {
 	return objs, nil
 }
 
-// Paths maps the name of every leaf of the layout (the primitives) to its
-// layout path: the resource names from the top of the configuration down.
-func (l *Layout) Paths() map[string][]string {
-	paths := map[string][]string{}
-	var walk func(prefix []string, rs []*LayoutResource)
-	walk = func(prefix []string, rs []*LayoutResource) {
-		for _, r := range rs {
-			p := append(prefix[:len(prefix):len(prefix)], r.Name)
-			if len(r.Resources) == 0 {
-				paths[r.Name] = p
-			}
-			walk(p, r.Resources)
-		}
-	}
-	walk(nil, l.Resources)
-	return paths
-}
-
 // dnsLabelKinds are kinds whose names must be RFC 1123 labels (at most 63
 // characters, no dots), not subdomains.
 var dnsLabelKinds = map[string]bool{"Namespace": true, "Service": true}

@@ -17,7 +17,7 @@ func decodeYAMLNode(data []byte, lim yamlLimits) (any, *yaml3.Node, error) {
 	}
 	opts := pyyaml.Options{MaxAliases: lim.maxAliases, MaxAliasBytes: lim.maxAliasBytes}
 	if lim.order != nil {
-		opts.Record = lim.order.record
+		opts.Record = lim.order.Record
 	}
 	opts.Duplicate = lim.duplicate
 	v, n, err := pyyaml.Decode(data, opts)

@@ -64,7 +64,7 @@ func TestKeyOrder(t *testing.T) {
 		for k, v := range m {
 			cp[k] = v
 		}
-		o.inherit(cp, m)
+		o.Inherit(cp, m)
 		if got := o.Keys(cp); !reflect.DeepEqual(got, []string{"z", "a", "m", "c", "default1", "default2"}) {
 			t.Errorf("%s: inherited keys %v", name, got)
 		}

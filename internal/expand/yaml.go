@@ -2,14 +2,12 @@ package expand
 
 import (
 	"bytes"
-	"encoding/json"
-	"fmt"
-	"regexp"
-	"strconv"
 
 	"github.com/dmhq/dm/internal/expand/value"
 
 	yaml "go.yaml.in/yaml/v2"
+
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // yamlLimits bounds what a YAML document may cost to decode, and carries
@@ -38,29 +36,8 @@ func decodeYAML(data []byte, lim yamlLimits) (any, error) {
 }
 
 // decodeJSON decodes a JSON document into the same plain values as
-// decodeYAML, numbers as int64 when they are integers.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			return nil, fmt.Errorf("line %d: %w", lineOf(data, se.Offset), err)
-		}
-		return nil, err
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("line %d: unexpected data after the JSON document", lineOf(data, dec.InputOffset()))
-	}
-	return value.Numbers(v), nil
-}
-
-func lineOf(data []byte, off int64) int {
-	if off > int64(len(data)) {
-		off = int64(len(data))
-	}
-	return bytes.Count(data[:off], []byte{'\n'}) + 1
-}
+// decodeYAML; see value.DecodeJSON.
+func decodeJSON(data []byte) (any, error) { return value.DecodeJSON(data) }
 
 // isJSON reports whether data looks like a JSON object.
 func isJSON(data []byte) bool {
@@ -68,17 +45,8 @@ func isJSON(data []byte) bool {
 	return len(t) > 0 && t[0] == '{'
 }
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
-
 // yamlErrorLine returns the line a yaml.v2 error names, or 0.
-func yamlErrorLine(err error) int {
-	m := yamlLineRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return 0
-	}
-	n, _ := strconv.Atoi(m[1])
-	return n
-}
+func yamlErrorLine(err error) int { return engine.LineOf(err) }
 
 // excerpt returns line n of data (1-based), trimmed, for error messages
 // about rendered output, which the user never sees otherwise.

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/mod/semver"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/fetch"
 )
 
@@ -32,7 +33,7 @@ const MetadataFile = "registry.yaml"
 const ExampleFile = "example.yaml"
 
 // SchemaSuffix is appended to a template file's name to name its schema.
-const SchemaSuffix = ".schema"
+const SchemaSuffix = engine.SchemaSuffix
 
 // Severity grades a lint finding.
 type Severity string
@@ -55,10 +56,11 @@ func (f Finding) String() string {
 }
 
 // Language is the template language, chosen by the template file's
-// extension.
+// extension: the name of a language of the engine table
+// (engine.Default).
 type Language string
 
-// Template languages.
+// Template languages, as the engine table names them.
 const (
 	Jinja     Language = "jinja"
 	Python    Language = "python"
@@ -66,28 +68,15 @@ const (
 	OpenShift Language = "openshift"
 )
 
-// codeExts are extensions of template files that are templates whatever
-// their content; dataExts name an OpenShift Template only when no code
-// template of the same name exists (DM shipped redis.yaml example
-// configurations next to redis.jinja).
-var (
-	codeExts = map[string]Language{".jinja": Jinja, ".py": Python, ".gotmpl": GoTmpl}
-	dataExts = []string{".yaml", ".yml", ".json"}
-)
-
 // LanguageOf returns the language of a template file by its extension and
 // whether it has one. A .yaml/.yml/.json file is reported as OpenShift.
 func LanguageOf(name string) (Language, bool) {
-	ext := path.Ext(name)
-	if l, ok := codeExts[ext]; ok {
-		return l, true
-	}
-	for _, e := range dataExts {
-		if ext == e {
-			return OpenShift, true
-		}
-	}
-	return "", false
+	return languageOf(engine.Default(), name)
+}
+
+func languageOf(langs *engine.Registry, name string) (Language, bool) {
+	l, ok := langs.ForFile(name)
+	return Language(l.Name), ok
 }
 
 // Version is one version directory of a template.
@@ -297,6 +286,11 @@ func (d *dir) childNames() []string {
 // of registry.yaml, or nil. Build never fails on a bad registry: what is
 // wrong becomes findings, and what is usable is indexed.
 func Build(prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
+	return build(engine.Default(), prefix, tree, meta)
+}
+
+// build is Build with the languages of langs.
+func build(langs *engine.Registry, prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
 	b := &builder{
 		s: &Snapshot{
 			Registry:    prefix,
@@ -307,6 +301,7 @@ func Build(prefix string, tree *fetch.Tree, meta []byte) *Snapshot {
 		},
 		entries:   tree.Entries,
 		templates: map[string]bool{},
+		langs:     langs,
 	}
 	b.root = b.tree()
 	b.collections()
@@ -320,6 +315,7 @@ type builder struct {
 	entries   []fetch.Entry
 	root      *dir
 	templates map[string]bool // paths of indexed template directories
+	langs     *engine.Registry
 }
 
 func (b *builder) find(sev Severity, p, format string, args ...any) Finding {
@@ -404,7 +400,7 @@ func (b *builder) collections() {
 		c := &Collection{Name: name, Path: p, Mapped: mapped[name], Templates: map[string]*Template{}}
 		for _, tn := range d.childNames() {
 			td := d.dirs[tn]
-			if !isTemplateDir(tn, td) {
+			if !b.isTemplateDir(tn, td) {
 				continue
 			}
 			if t := b.template(c, tn, td); len(t.Versions) > 0 {
@@ -424,14 +420,14 @@ func (b *builder) collections() {
 // isTemplateDir reports whether d, named name, looks like a template
 // directory: a child is a version directory, or holds a file named for the
 // template.
-func isTemplateDir(name string, d *dir) bool {
+func (b *builder) isTemplateDir(name string, d *dir) bool {
 	for vn, vd := range d.dirs {
 		if IsVersion(vn) {
 			return true
 		}
 		for fn := range vd.files {
 			if strings.TrimSuffix(fn, path.Ext(fn)) == name {
-				if _, ok := LanguageOf(fn); ok {
+				if _, ok := b.langs.ForFile(fn); ok {
 					return true
 				}
 			}
@@ -507,13 +503,17 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	}
 	var code, data []string
 	for fn := range d.files {
+		if l, ok := b.langs.ForFile(fn); ok && l.Marker == fn {
+			code = append(code, fn) // a directory template (Chart.yaml)
+			continue
+		}
 		base, ext := strings.TrimSuffix(fn, path.Ext(fn)), path.Ext(fn)
 		if base != tmpl {
 			continue
 		}
-		if _, ok := codeExts[ext]; ok {
+		if b.langs.IsCode(fn) {
 			code = append(code, fn)
-		} else if l, ok := LanguageOf(fn); ok && l == OpenShift {
+		} else if b.langs.IsTemplateExt(ext) {
 			data = append(data, fn)
 		}
 	}
@@ -529,12 +529,18 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	case len(data) > 1:
 		v.Problem = fmt.Sprintf("several template files: %s", strings.Join(data, ", "))
 	default:
-		v.Problem = fmt.Sprintf("no template file (want %[1]s.jinja, %[1]s.py, %[1]s.gotmpl, or a kind: Template %[1]s.yaml)", tmpl)
+		v.Problem = fmt.Sprintf("no template file (want %s)", b.langs.Describe(tmpl, true))
 	}
 	if v.Problem != "" {
 		note(Error, "%s", v.Problem)
 	} else {
-		v.Language, _ = LanguageOf(v.Template)
+		v.Language, _ = languageOf(b.langs, v.Template)
+		// A language with a fixed schema name (values.schema.json).
+		if l, _ := b.langs.Lookup(string(v.Language)); l.SchemaFile != "" {
+			if _, ok := d.files[l.SchemaFile]; ok {
+				v.Schema = l.SchemaFile
+			}
+		}
 	}
 	for fn := range d.files {
 		if !strings.HasSuffix(fn, SchemaSuffix) {
@@ -565,7 +571,7 @@ func (b *builder) undiscoverable() {
 	walk = func(d *dir, depth int) {
 		for _, n := range d.childNames() {
 			c := d.dirs[n]
-			if depth > 0 && !b.templates[c.path] && isTemplateDir(n, c) && hasVersionDir(c) {
+			if depth > 0 && !b.templates[c.path] && b.isTemplateDir(n, c) && hasVersionDir(c) {
 				b.find(Warning, c.path, "template directory %s is not at the root of a collection, so no reference reaches it (map its parent in %s)", n, MetadataFile)
 			}
 			walk(c, depth+1)

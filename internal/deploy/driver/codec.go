@@ -11,7 +11,7 @@ import (
 
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
-	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/layout"
 )
 
 // DefaultMaxRecordSize bounds the uncompressed size of a record a driver
@@ -130,8 +130,8 @@ func recordNumbers(r *release.Record) error {
 			return err
 		}
 	}
-	var walk func([]*expand.LayoutResource) error
-	walk = func(ns []*expand.LayoutResource) error {
+	var walk func([]*layout.Resource) error
+	walk = func(ns []*layout.Resource) error {
 		for _, n := range ns {
 			if n == nil {
 				continue

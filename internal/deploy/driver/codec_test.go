@@ -12,7 +12,7 @@ import (
 
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
-	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/layout"
 )
 
 // sample returns a record with every field set.
@@ -30,10 +30,10 @@ func sample(namespace, name string, revision int) *release.Record {
 		},
 		Properties: map[string]any{"replicas": int64(3), "ratio": 0.5, "tags": []any{"a", int64(1)}, "big": int64(1 << 60)},
 		Env:        map[string]string{"stage": "prod"},
-		References: []expand.Reference{{Ref: "redis:v1", Resolved: "github.com/acme/templates/redis:v1.2.0", Version: "v1.2.0", Digest: "sha256:abc"}},
-		Layout: expand.Layout{Resources: []*expand.LayoutResource{{
+		References: []layout.Reference{{Ref: "redis:v1", Resolved: "github.com/acme/templates/redis:v1.2.0", Version: "v1.2.0", Digest: "sha256:abc"}},
+		Layout: layout.Layout{Resources: []*layout.Resource{{
 			Name: "redis", Type: "redis:v1", Properties: map[string]any{"port": int64(6379)},
-			Resources: []*expand.LayoutResource{{Name: "redis-svc", Type: "v1/Service"}},
+			Resources: []*layout.Resource{{Name: "redis-svc", Type: "v1/Service"}},
 		}}},
 		Resources: []release.Resource{{APIVersion: "v1", Kind: "Service", Namespace: namespace, Name: "redis", Path: "redis/redis-svc", Template: "github.com/acme/templates/redis:v1.2.0"}},
 		Objects: []map[string]any{{

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/layout"
 )
 
 // Format is the version of the stored form of a Record. Drivers write it
@@ -72,9 +72,9 @@ type Record struct {
 	Env map[string]string `json:"env,omitempty"`
 	// References are the registry templates the expansion resolved, with
 	// their versions and digests.
-	References []expand.Reference `json:"references,omitempty"`
+	References []layout.Reference `json:"references,omitempty"`
 	// Layout is the expansion's tree of resources.
-	Layout expand.Layout `json:"layout"`
+	Layout layout.Layout `json:"layout"`
 	// Resources has one entry per applied object, in apply order.
 	Resources []Resource `json:"resources,omitempty"`
 	// Objects are the objects as applied: labels, annotations and

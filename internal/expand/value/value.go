@@ -4,7 +4,9 @@
 package value
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"strconv"
 )
@@ -74,4 +76,50 @@ func Merge(base, over map[string]any) map[string]any {
 		out[k] = v
 	}
 	return out
+}
+
+// DecodeJSON decodes a JSON document into plain values, numbers as int64
+// when they are integers (as YAML decodes them); syntax errors name the
+// line.
+func DecodeJSON(data []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		if se, ok := err.(*json.SyntaxError); ok {
+			return nil, fmt.Errorf("line %d: %w", lineOf(data, se.Offset), err)
+		}
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("line %d: unexpected data after the JSON document", lineOf(data, dec.InputOffset()))
+	}
+	return Numbers(v), nil
+}
+
+func lineOf(data []byte, off int64) int {
+	if off > int64(len(data)) {
+		off = int64(len(data))
+	}
+	return bytes.Count(data[:off], []byte{'\n'}) + 1
+}
+
+// Kind names a plain value's kind for messages: "a mapping", "a list".
+func Kind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case int64, int, float64:
+		return "a number"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
 }

@@ -1,0 +1,51 @@
+package expand
+
+import (
+	"fmt"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/gotmpl"
+	"github.com/dmhq/dm/internal/expand/jinja"
+	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand/starlark"
+)
+
+// builtinEngines returns the engines of the languages of engine.Default,
+// bound to x's limits and caches. A language is one line here and one row
+// in the table.
+func builtinEngines(x *Expander) []engine.Engine {
+	return []engine.Engine{
+		jinja.New(x.opts.MaxOutputBytes, x.opts.JinjaSteps, x.opts.JinjaCallDepth, x.compiled),
+		starlark.New(x.opts.MaxOutputBytes, x.opts.StarlarkSteps, x.compiled, func(data []byte, order *engine.Order) (any, error) {
+			lim := x.yamlLimits("MaxOutputBytes", x.opts.MaxOutputBytes)
+			lim.order = order
+			return decodeYAML(data, lim)
+		}),
+		gotmpl.New(x.opts.MaxOutputBytes, x.compiled, func(b []byte) (any, error) {
+			return decodeYAML(b, yamlLimits{maxBytes: x.opts.MaxOutputBytes, bytesField: "MaxOutputBytes", maxAliases: defaultMaxYAMLAliases})
+		}),
+		&openshift.Engine{MaxOutputBytes: x.opts.MaxOutputBytes, Cache: x.compiled},
+	}
+}
+
+// engines indexes engs by name and checks that they are the table's
+// languages, one each: a language without an engine would fail only when
+// a template of it is expanded.
+func enginesByName(langs *engine.Registry, engs []engine.Engine) (map[string]engine.Engine, error) {
+	m := make(map[string]engine.Engine, len(engs))
+	for _, e := range engs {
+		if _, ok := langs.Lookup(e.Name()); !ok {
+			return nil, fmt.Errorf("engine %q is not a language of the table", e.Name())
+		}
+		if _, dup := m[e.Name()]; dup {
+			return nil, fmt.Errorf("two engines for language %q", e.Name())
+		}
+		m[e.Name()] = e
+	}
+	for _, l := range langs.Languages() {
+		if m[l.Name] == nil {
+			return nil, fmt.Errorf("language %q has no engine", l.Name)
+		}
+	}
+	return m, nil
+}

@@ -1,0 +1,176 @@
+package jinja
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/exec"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+
+	"github.com/dmhq/dm/internal/expand/python"
+)
+
+// gonja's filters, string methods and lipsum() that allocate by an
+// argument (a width, a count, a replacement) are wrapped to refuse results
+// larger than limit before they allocate them: "x".zfill(2000000000) would
+// otherwise take 2 GB from the process.
+
+// strMethodNames are gonja v2's string methods; a MethodSet cannot be
+// listed, so the bounded set is rebuilt from these names.
+var strMethodNames = strings.Fields(`capitalize capwords casefold center count encode endswith
+	expandtabs find format format_map isalnum isalpha isascii isdecimal isdigit islower
+	isnumeric isprintable isspace istitle isupper join ljust lower lstrip partition
+	removeprefix removesuffix replace rfind rjust rpartition rsplit rstrip split splitlines
+	startswith strip swapcase title upper zfill`)
+
+// formatWidthRE finds the numbers in replacement fields of a format
+// string ("{:>2000000000}").
+var formatWidthRE = regexp.MustCompile(`\{[^{}]*?(\d+)[^{}]*\}`)
+
+func sizeErr(what string, n, limit int) error { return python.SizeErr(what, n, limit) }
+
+func intArg(args *exec.VarArgs, i int, kw string) (int, bool) {
+	if i < len(args.Args) && args.Args[i].IsInteger() {
+		return args.Args[i].Integer(), true
+	}
+	if v, ok := args.KwArgs[kw]; ok && v.IsInteger() {
+		return v.Integer(), true
+	}
+	return 0, false
+}
+
+func strArg(args *exec.VarArgs, i int) (string, bool) {
+	if i < len(args.Args) {
+		return args.Args[i].String(), true
+	}
+	return "", false
+}
+
+// checkStrMethod refuses a string method call whose result would exceed
+// limit.
+func checkStrMethod(name, self string, args *exec.VarArgs, limit int) error {
+	switch name {
+	case "center", "ljust", "rjust", "zfill":
+		if w, ok := intArg(args, 0, "width"); ok && w > limit {
+			return sizeErr(fmt.Sprintf("%s(%d)", name, w), w, limit)
+		}
+	case "expandtabs":
+		if t, ok := intArg(args, 0, "tabsize"); ok && t > 0 {
+			if n := len(self) + strings.Count(self, "\t")*t; n > limit {
+				return sizeErr(fmt.Sprintf("expandtabs(%d)", t), n, limit)
+			}
+		}
+	case "format", "format_map":
+		for _, m := range formatWidthRE.FindAllStringSubmatch(self, -1) {
+			if w, err := strconv.Atoi(m[1]); err != nil || w > limit {
+				return sizeErr("format width "+m[1], w, limit)
+			}
+		}
+	case "replace":
+		old, ok1 := strArg(args, 0)
+		new, ok2 := strArg(args, 1)
+		if ok1 && ok2 {
+			if n := engine.ReplacedSize(self, old, new); n > limit {
+				return sizeErr("replace", n, limit)
+			}
+		}
+	}
+	return nil
+}
+
+// boundedMethods returns gonja's methods with the string methods checked.
+func boundedMethods(limit int) exec.Methods {
+	m := builtins.Methods
+	orig := m.Str
+	str := map[string]exec.Method[string]{}
+	for _, name := range strMethodNames {
+		fn, ok := orig.Get(name)
+		if !ok {
+			continue
+		}
+		str[name] = func(self string, sv *exec.Value, args *exec.VarArgs) (any, error) {
+			if err := checkStrMethod(name, self, args, limit); err != nil {
+				return nil, err
+			}
+			if name == "replace" && len(args.Args) == 2 && args.KwArgs["count"] == nil {
+				// Python's count is optional (every occurrence); gonja's is not.
+				args = &exec.VarArgs{Args: []*exec.Value{args.Args[0], args.Args[1], exec.AsValue(-1)}, KwArgs: args.KwArgs}
+			}
+			return fn(self, sv, args)
+		}
+	}
+	m.Str = exec.NewMethodSet(str)
+	return m
+}
+
+// boundedFilters returns a copy of gonja's filters with the ones that
+// allocate by an argument checked.
+func boundedFilters(limit int) *exec.FilterSet {
+	fs := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	wrap := func(name string, check func(in *exec.Value, args *exec.VarArgs) error) {
+		orig, ok := fs.Get(name)
+		if !ok {
+			return
+		}
+		_ = fs.Replace(name, func(e *exec.Evaluator, in *exec.Value, args *exec.VarArgs) *exec.Value {
+			if err := check(in, args); err != nil {
+				// Record it on the render's guard: gonja flattens filter
+				// errors into text.
+				if g, gerr := guardOf(e.Environment.Context); gerr == nil {
+					g.err = err
+				}
+				return exec.AsValue(err)
+			}
+			return orig(e, in, args)
+		})
+	}
+	wrap("center", func(in *exec.Value, args *exec.VarArgs) error {
+		if w, ok := intArg(args, 0, "width"); ok && w > limit {
+			return sizeErr(fmt.Sprintf("center(%d)", w), w, limit)
+		}
+		return nil
+	})
+	wrap("indent", func(in *exec.Value, args *exec.VarArgs) error {
+		if w, ok := intArg(args, 0, "width"); ok && w > 0 {
+			if n := len(in.String()) + (strings.Count(in.String(), "\n")+1)*w; n > limit {
+				return sizeErr(fmt.Sprintf("indent(%d)", w), n, limit)
+			}
+		}
+		return nil
+	})
+	wrap("replace", func(in *exec.Value, args *exec.VarArgs) error {
+		old, ok1 := strArg(args, 0)
+		new, ok2 := strArg(args, 1)
+		if ok1 && ok2 {
+			if n := engine.ReplacedSize(in.String(), old, new); n > limit {
+				return sizeErr("replace", n, limit)
+			}
+		}
+		return nil
+	})
+	return fs
+}
+
+// boundedLipsum is lipsum() with at most 100 paragraphs of at most 1,000
+// words.
+func boundedLipsum(orig any) any {
+	fn, ok := orig.(func(*exec.Evaluator, *exec.VarArgs) *exec.Value)
+	if !ok {
+		return nil
+	}
+	return func(e *exec.Evaluator, args *exec.VarArgs) *exec.Value {
+		for i, kw := range []string{"n", "html", "min", "max"} {
+			if kw == "html" {
+				continue
+			}
+			if v, ok := intArg(args, i, kw); ok && (v > 1000 || kw == "n" && v > 100) {
+				return exec.AsValue(fmt.Errorf("lipsum: %s=%d is more than dm allows", kw, v))
+			}
+		}
+		return fn(e, args)
+	}
+}

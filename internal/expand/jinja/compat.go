@@ -1,0 +1,1000 @@
+package jinja
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/big"
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+	"unsafe"
+
+	"github.com/dmhq/dm/internal/expand/value"
+
+	controlStructures "github.com/nikolalohinski/gonja/v2/builtins/control_structures"
+	"github.com/nikolalohinski/gonja/v2/exec"
+	"github.com/nikolalohinski/gonja/v2/nodes"
+	"github.com/nikolalohinski/gonja/v2/tokens"
+
+	"github.com/dmhq/dm/internal/expand/python"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// Where gonja and jinja2 differ in what DM templates use, dm follows
+// jinja2 (the engine DM ran):
+//
+//   - `{{ x }}` prints None as "None" (an undefined name or key still
+//     prints nothing), and lists and dicts as Python's repr;
+//   - `'%s-%d' % (a, b)` formats, `a % 0`, `a / 0` and `a // 0` are
+//     errors, `2 ** 3` is the integer 8, `//` floors;
+//   - the round filter rounds half to even at the given precision, and
+//     keeps an integer an integer, as Python's round does.
+//
+// The output and line rewrites also let a panic in gonja be reported
+// with the line of the statement that caused it.
+
+// jinjaPlain converts a gonja value to the plain values of package python,
+// mappings in the expansion's key order.
+func jinjaPlain(v *exec.Value, order engine.KeyOrder) any {
+	switch {
+	case v == nil || v.IsNil():
+		return nil
+	case v.IsBool():
+		return v.Bool()
+	case v.IsInteger():
+		return int64(v.Integer())
+	case v.IsFloat():
+		return v.Float()
+	case v.IsString():
+		return v.String()
+	case v.IsList():
+		if t, ok := v.Interface().(python.Tuple); ok {
+			out := make(python.Tuple, len(t))
+			for i, e := range t {
+				out[i] = jinjaPlain(exec.ToValue(e), order)
+			}
+			return out
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = jinjaPlain(v.Index(i), order)
+		}
+		return out
+	case v.IsDict():
+		if d, ok := v.Interface().(*exec.Dict); ok {
+			out := make(python.Dict, 0, len(d.Pairs))
+			for _, p := range d.Pairs {
+				out = append(out, python.Item{K: jinjaPlain(p.Key, order), V: jinjaPlain(p.Value, order)})
+			}
+			return out
+		}
+		if m, ok := v.Interface().(map[string]any); ok {
+			out := make(python.Dict, 0, len(m))
+			for _, k := range order.Keys(m) {
+				out = append(out, python.Item{K: k, V: jinjaPlain(exec.ToValue(m[k]), order)})
+			}
+			return out
+		}
+		m := map[string]any{}
+		for _, p := range v.Items() {
+			m[p.Key.String()] = jinjaPlain(p.Value, order)
+		}
+		return m
+	}
+	return v.String()
+}
+
+// jinjaText is what `{{ v }}` prints: Python's str() of the value.
+func jinjaText(v *exec.Value, order engine.KeyOrder) string {
+	switch {
+	case v.IsNil():
+		return "None"
+	case v.IsFloat():
+		return python.Float(v.Float())
+	case v.IsList(), v.IsDict():
+		if _, ok := v.Interface().([]byte); ok {
+			return v.String()
+		}
+		return python.Str(jinjaPlain(v, order))
+	}
+	return v.String()
+}
+
+// jinjaMoreArith is a%b, a**b, a/b and a//b as jinja2 computes them.
+// tuple says the right operand of % was written as a tuple literal (gonja
+// evaluates tuples to lists).
+func jinjaMoreArith(g *jinjaGuard, op string, left, right *exec.Value) (any, error) {
+	if op == "%" || op == "%t" {
+		if left.IsString() {
+			var args any
+			switch r := jinjaPlain(right, g.order); {
+			case op == "%t":
+				args = python.Tuple(r.([]any))
+			default:
+				args = r
+			}
+			s, err := python.Percent(left.String(), args, g.maxBytes)
+			if err != nil {
+				var le *engine.LimitError
+				if errors.As(err, &le) {
+					g.err = err
+				}
+				return nil, err
+			}
+			return s, nil
+		}
+	}
+	if !left.IsNumber() && !left.IsBool() || !right.IsNumber() && !right.IsBool() {
+		return nil, fmt.Errorf("unsupported operand types for %s: %s and %s", op[:min(len(op), 2)], python.TypeName(jinjaPlain(left, engine.Sorted{})), python.TypeName(jinjaPlain(right, engine.Sorted{})))
+	}
+	ints := !left.IsFloat() && !right.IsFloat()
+	switch op {
+	case "%", "%t":
+		if ints {
+			a, b := left.Integer(), right.Integer()
+			if b == 0 {
+				return nil, errors.New("integer modulo by zero")
+			}
+			m := a % b
+			if m != 0 && (m < 0) != (b < 0) {
+				m += b
+			}
+			return m, nil
+		}
+		a, b := left.Float(), right.Float()
+		if b == 0 {
+			return nil, errors.New("float modulo by zero")
+		}
+		m := math.Mod(a, b)
+		if m != 0 && (m < 0) != (b < 0) {
+			m += b
+		}
+		return m, nil
+	case "/":
+		if right.Float() == 0 {
+			return nil, errors.New("division by zero")
+		}
+		return left.Float() / right.Float(), nil
+	case "//":
+		if right.Float() == 0 {
+			return nil, errors.New("integer division or modulo by zero")
+		}
+		if ints {
+			a, b := left.Integer(), right.Integer()
+			q := a / b
+			if (a%b != 0) && ((a < 0) != (b < 0)) {
+				q--
+			}
+			return q, nil
+		}
+		return math.Floor(left.Float() / right.Float()), nil
+	case "**":
+		if ints && right.Integer() >= 0 {
+			// Any base beyond ±1 to a power over 64 overflows: say so before
+			// big.Int spends minutes (999999999999 ** 10000000) computing it.
+			if a := left.Integer(); (a > 1 || a < -1) && right.Integer() > 64 {
+				return nil, fmt.Errorf("%d ** %d is too large", a, right.Integer())
+			}
+			r := new(big.Int).Exp(big.NewInt(int64(left.Integer())), big.NewInt(int64(right.Integer())), nil)
+			if !r.IsInt64() {
+				return nil, fmt.Errorf("%d ** %d is too large", left.Integer(), right.Integer())
+			}
+			return int(r.Int64()), nil
+		}
+		a, b := left.Float(), right.Float()
+		if a == 0 && b < 0 {
+			return nil, errors.New("0.0 cannot be raised to a negative power")
+		}
+		return math.Pow(a, b), nil
+	}
+	return nil, errors.New(arithFunc + " is internal to dm")
+}
+
+// pyRound is jinja2's round filter: method common (Python's round: half
+// to even on the exact binary value), ceil or floor; an integer stays
+// an integer with the common method.
+func pyRound(v *exec.Value, precision int, method string) (any, error) {
+	if method != "common" && method != "ceil" && method != "floor" {
+		return nil, errors.New("method must be common, ceil or floor")
+	}
+	if method == "common" && v.IsInteger() && !v.IsFloat() {
+		if precision >= 0 {
+			return v.Integer(), nil
+		}
+		if precision < -18 {
+			return 0, nil
+		}
+		p := 1
+		for range -precision {
+			p *= 10
+		}
+		return int(math.RoundToEven(float64(v.Integer())/float64(p))) * p, nil
+	}
+	f := v.Float()
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return f, nil
+	}
+	if method != "common" {
+		p := math.Pow(10, float64(precision))
+		if method == "ceil" {
+			return math.Ceil(f*p) / p, nil
+		}
+		return math.Floor(f*p) / p, nil
+	}
+	if precision < 0 {
+		if precision < -308 {
+			return 0.0, nil
+		}
+		p := math.Pow(10, float64(-precision))
+		return math.RoundToEven(f/p) * p, nil
+	}
+	// Decimal rounding of the exact binary value, then back.
+	r, _, err := big.ParseFloat(big.NewFloat(f).Text('f', precision), 10, 64, big.ToNearestEven)
+	if err != nil {
+		return f, nil
+	}
+	out, _ := r.Float64()
+	return out, nil
+}
+
+// jinjaRound is the round filter.
+func jinjaRound(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	precision, method := 0, "common"
+	if len(params.Args) > 0 {
+		precision = params.Args[0].Integer()
+	} else if v, ok := params.KwArgs["precision"]; ok {
+		precision = v.Integer()
+	}
+	if len(params.Args) > 1 {
+		method = params.Args[1].String()
+	} else if v, ok := params.KwArgs["method"]; ok {
+		method = v.String()
+	}
+	if !in.IsNumber() {
+		return exec.AsValue(fmt.Errorf("round: %s is not a number", python.TypeName(jinjaPlain(in, engine.Sorted{}))))
+	}
+	out, err := pyRound(in, precision, method)
+	if err != nil {
+		return exec.AsValue(fmt.Errorf("round: %w", err))
+	}
+	return exec.AsValue(out)
+}
+
+// pyOutput replaces a {{ ... }} node: it records the line on the guard
+// and prints the value as jinja2 would.
+type pyOutput struct{ out *nodes.Output }
+
+func (o *pyOutput) Position() *tokens.Token { return o.out.Start }
+func (o *pyOutput) String() string          { return "dm-output" } // jinjaExecError removes it
+
+// Execute evaluates and prints the expression.
+func (o *pyOutput) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
+	g, err := guardOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	n := o.out
+	g.line = n.Start.Line
+	expr := n.Expression
+	if n.Condition != nil {
+		c := r.Eval(n.Condition)
+		if c.IsError() {
+			return fmt.Errorf("unable to render condition at line %d: %s: %w", n.Condition.Position().Line, n.Condition, c)
+		}
+		if !c.IsTrue() {
+			if n.Alternative == nil {
+				return nil
+			}
+			expr = n.Alternative
+		}
+	}
+	v := r.Eval(expr)
+	if v.IsError() {
+		return fmt.Errorf("Unable to render expression at line %d: %s: %w", expr.Position().Line, expr, v)
+	}
+	var s string
+	switch {
+	case v.IsNil():
+		if defined(r, expr) {
+			s = "None"
+		}
+	case r.Config.AutoEscape && v.IsString() && !v.Safe:
+		s = v.Escaped()
+	default:
+		s = jinjaText(v, g.order)
+	}
+	_, err = io.WriteString(r.Output, s)
+	return err
+}
+
+// defined reports whether an expression that evaluated to nil names
+// something that exists (Python's None) rather than an undefined name,
+// attribute or key (jinja2's Undefined, which prints nothing).
+func defined(r *exec.Renderer, expr nodes.Expression) bool {
+	var parent nodes.Node
+	var key string
+	switch x := expr.(type) {
+	case *nodes.None:
+		return true
+	case *nodes.Name:
+		if x.Name.Val == "none" { // jinja2's lower-case literal
+			return true
+		}
+		_, ok := r.Environment.Context.Get(x.Name.Val)
+		return ok
+	case *nodes.GetAttribute:
+		if x.Attribute == "" {
+			return false
+		}
+		parent, key = x.Node, x.Attribute
+	case *nodes.GetItem:
+		s, ok := x.Arg.(*nodes.String)
+		if !ok {
+			return false
+		}
+		parent, key = x.Node, s.Val
+	default:
+		return false
+	}
+	pe, ok := parent.(nodes.Expression)
+	if !ok {
+		return false
+	}
+	p := r.Eval(pe)
+	switch d := p.Interface().(type) {
+	case map[string]any:
+		_, ok := d[key]
+		return ok
+	case *exec.Dict:
+		for _, pair := range d.Pairs {
+			if pair.Key.IsString() && pair.Key.String() == key {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lineMark records the line of the statement that follows it.
+type lineMark struct{ pos *tokens.Token }
+
+func (m *lineMark) Position() *tokens.Token { return m.pos }
+func (m *lineMark) String() string          { return "dm-line" }
+
+// Execute records the line.
+func (m *lineMark) Execute(r *exec.Renderer, _ *nodes.ControlStructureBlock) error {
+	g, err := guardOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	g.line = m.pos.Line
+	return nil
+}
+
+var nodeListType = reflect.TypeFor[[]nodes.Node]()
+
+// rewriteNodeList replaces the outputs of a node list (reached through
+// an addressable value) with pyOutput and puts a lineMark before each
+// statement. A list already rewritten is left alone.
+func rewriteNodeList(v reflect.Value) {
+	if v.Type() != nodeListType || !v.CanAddr() {
+		return
+	}
+	list := (*[]nodes.Node)(unsafe.Pointer(v.UnsafeAddr()))
+	for _, n := range *list {
+		if b, ok := n.(*nodes.ControlStructureBlock); ok {
+			switch b.ControlStructure.(type) {
+			case *pyOutput, *lineMark:
+				return
+			}
+		}
+	}
+	out := make([]nodes.Node, 0, len(*list))
+	for _, n := range *list {
+		switch n := n.(type) {
+		case *nodes.Output:
+			out = append(out, &nodes.ControlStructureBlock{Location: n.Start, Name: "dm-output", ControlStructure: &pyOutput{out: n}})
+			continue
+		case *nodes.ControlStructureBlock:
+			if _, ok := n.ControlStructure.(*checkpoint); !ok && n.Location != nil {
+				out = append(out, &nodes.ControlStructureBlock{Location: n.Location, Name: "dm-line", ControlStructure: &lineMark{pos: n.Location}})
+			}
+		}
+		out = append(out, n)
+	}
+	*list = out
+}
+
+// jinjaToJSON is jinja2's tojson filter: json.dumps with sorted keys and
+// Python's separators, HTML-safe.
+func jinjaToJSON(limit int) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		o := python.NewJSON(limit)
+		o.SortKeys = true
+		ind, ok := params.KwArgs["indent"]
+		if !ok && len(params.Args) > 0 {
+			ind, ok = params.Args[0], true
+		}
+		if ok && !ind.IsNil() {
+			if ind.IsString() {
+				s := ind.String()
+				o.SetIndent(0, &s)
+			} else {
+				o.SetIndent(ind.Integer(), nil)
+			}
+		}
+		s, err := o.Dumps(jinjaPlain(in, engine.Sorted{})) // sorted keys
+		if err != nil {
+			return exec.AsValue(fmt.Errorf("tojson: %w", err))
+		}
+		return exec.AsSafeValue(python.HTMLSafeJSON(s))
+	}
+}
+
+// jinjaSource prepares a Jinja file for gonja's lexer, where it reads
+// differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
+func jinjaSource(src []byte) []byte {
+	return jinjaTagNewlines(jinjaTagLiterals(src))
+}
+
+// jinjaTagNewlines puts a space after every line break inside a tag
+// ({{ }} and {% %}, outside string literals) that is directly followed
+// by something other than a blank. gonja's lexer does not count a line
+// break as whitespace and glues it to the next token, so in
+//
+//	{{ x
+//	|
+//	upper }}
+//
+// the filter is named "\nupper", and a -%} at the start of a line loses
+// its whitespace control. jinja2 treats the break as a blank; with the
+// space, gonja lexes the break into a whitespace token. Lines stay as
+// they were; {% raw %} blocks and comments are left alone.
+func jinjaTagNewlines(src []byte) []byte {
+	return jinjaTagBodies(src, func(body string) string {
+		var sb strings.Builder
+		var quote byte
+		for i := 0; i < len(body); i++ {
+			c := body[i]
+			switch {
+			case quote != 0:
+				if c == '\\' && i+1 < len(body) {
+					sb.WriteString(body[i : i+2])
+					i++
+					continue
+				}
+				if c == quote {
+					quote = 0
+				}
+			case c == '\'' || c == '"':
+				quote = c
+			case c == '\n' && (i+1 == len(body) || !isJinjaBlank(body[i+1])):
+				sb.WriteString("\n ")
+				continue
+			}
+			sb.WriteByte(c)
+		}
+		return sb.String()
+	})
+}
+
+func isJinjaBlank(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// jinjaTagLiterals rewrites, inside tags, what jinja2's parser accepts and
+// gonja's does not, keeping every line break where it was:
+//
+//   - adjacent string literals, which jinja2 joins as Python does
+//     ('a' 'b', also across lines): ('a' ~'b');
+//   - a backslash-newline inside a string literal, which jinja2 drops
+//     ('ab\<newline>cd' is 'abcd'): ('ab' ~<newline>'cd');
+//   - a trailing comma before the ) of a call or the ] or } of a list or
+//     dict (m(a,<newline>b,<newline>)): a blank. A tuple's (1,) keeps it.
+func jinjaTagLiterals(src []byte) []byte {
+	return jinjaTagBodies(src, func(body string) string {
+		if !strings.ContainsAny(body, "'\",") {
+			return body
+		}
+		var sb strings.Builder
+		var stack []byte // open brackets: '(' of a call, 't' of a tuple or group, '[' and '{'
+		prev := byte(0)  // the last non-blank byte written outside literals
+		for i := 0; i < len(body); {
+			c := body[i]
+			switch {
+			case c == '\'' || c == '"':
+				end, ok := jinjaLiteralGroup(body, i)
+				if !ok { // unterminated: gonja reports it
+					sb.WriteString(body[i:])
+					return sb.String()
+				}
+				sb.WriteString(joinJinjaLiterals(body[i:end]))
+				i, prev = end, c
+				continue
+			case c == '(':
+				if prev != 0 && (prev == '_' || prev == ')' || prev == ']' || isAlnum(prev)) {
+					stack = append(stack, '(')
+				} else {
+					stack = append(stack, 't')
+				}
+			case c == '[' || c == '{':
+				stack = append(stack, c)
+			case c == ')' || c == ']' || c == '}':
+				if len(stack) > 0 {
+					stack = stack[:len(stack)-1]
+				}
+			case c == ',' && len(stack) > 0:
+				k := i + 1
+				for k < len(body) && isJinjaBlank(body[k]) {
+					k++
+				}
+				top := stack[len(stack)-1]
+				if k < len(body) && (top == '(' && body[k] == ')' || top == '[' && body[k] == ']' || top == '{' && body[k] == '}') {
+					c = ' ' // a trailing comma
+				}
+			}
+			sb.WriteByte(c)
+			if !isJinjaBlank(c) {
+				prev = c
+			}
+			i++
+		}
+		return sb.String()
+	})
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// jinjaLiteralGroup returns the end of the string literals that start at
+// s[i] and follow each other separated by blanks only; ok is false when
+// the last is not terminated.
+func jinjaLiteralGroup(s string, i int) (end int, ok bool) {
+	end = i
+	for i < len(s) && (s[i] == '\'' || s[i] == '"') {
+		q := s[i]
+		k := i + 1
+		for k < len(s) && s[k] != q {
+			if s[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		if k >= len(s) {
+			return len(s), false
+		}
+		end = k + 1
+		for i = end; i < len(s) && isJinjaBlank(s[i]); i++ {
+		}
+	}
+	return end, true
+}
+
+// joinJinjaLiterals rewrites a group of adjacent literals, each possibly
+// broken by backslash-newlines, into one parenthesised ~ concatenation.
+// A single plain literal is returned as it is.
+func joinJinjaLiterals(g string) string {
+	var sb strings.Builder
+	pieces := 0
+	for i := 0; i < len(g); {
+		c := g[i]
+		if isJinjaBlank(c) {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		// A literal from its opening quote.
+		if pieces > 0 {
+			sb.WriteByte('~')
+		}
+		pieces++
+		sb.WriteByte(c)
+		k := i + 1
+		for ; g[k] != c; k++ {
+			if g[k] != '\\' {
+				sb.WriteByte(g[k])
+				continue
+			}
+			nl := k + 1
+			if nl < len(g) && g[nl] == '\r' && nl+1 < len(g) && g[nl+1] == '\n' {
+				nl++
+			}
+			if g[nl] == '\n' {
+				// Close, concatenate, break the line, reopen.
+				sb.WriteString(string(c) + " ~" + g[k+1:nl+1] + string(c))
+				pieces++
+				k = nl
+				continue
+			}
+			sb.WriteString(g[k : k+2])
+			k++
+		}
+		sb.WriteByte(c)
+		i = k + 1
+	}
+	if pieces == 1 {
+		return g
+	}
+	return "(" + strings.TrimRight(sb.String(), " \t\r\n") + ")" + g[len(strings.TrimRight(g, " \t\r\n")):]
+}
+
+// jinjaTagBodies replaces the inside of every {{ }} and {% %} tag of src
+// (between the opener and the closer, whitespace control included) by
+// what f returns for it. Text, comments and {% raw %} blocks are left
+// alone. A }} closes an expression only outside brackets and string
+// literals, as in jinja2.
+func jinjaTagBodies(src []byte, f func(body string) string) []byte {
+	s := string(src)
+	var sb strings.Builder
+	changed := false
+	last := 0
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		switch s[i+1] {
+		case '#':
+			end := strings.Index(s[i+2:], "#}")
+			if end < 0 {
+				i = len(s)
+				continue
+			}
+			i += 2 + end + 1
+		case '%', '{':
+			start := i + 2
+			if s[i+1] == '%' && isRaw(s[start:]) {
+				loc := rawEndTagRE.FindStringIndex(s[start:])
+				if loc == nil {
+					i = len(s)
+					continue
+				}
+				i = start + loc[1] - 1
+				continue
+			}
+			end := jinjaTagEnd(s, start, s[i+1])
+			body := s[start:end]
+			if nb := f(body); nb != body {
+				sb.WriteString(s[last:start])
+				sb.WriteString(nb)
+				last, changed = end, true
+			}
+			i = end + 1
+		}
+	}
+	if !changed {
+		return src
+	}
+	sb.WriteString(s[last:])
+	return []byte(sb.String())
+}
+
+// jinjaTagEnd returns where the closer of a tag whose body starts at
+// s[start] is (len(s) if there is none): }} for an expression (kind '{'),
+// %} for a statement.
+func jinjaTagEnd(s string, start int, kind byte) int {
+	depth := 0
+	var quote byte
+	for k := start; k < len(s); k++ {
+		c := s[k]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				k++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '"':
+			quote = c
+		case kind == '%' && c == '%' && k+1 < len(s) && s[k+1] == '}':
+			return k
+		case kind == '{' && c == '}' && depth == 0 && k+1 < len(s) && s[k+1] == '}':
+			return k
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case (c == ')' || c == ']' || c == '}') && depth > 0:
+			depth--
+		}
+	}
+	return len(s)
+}
+
+var (
+	rawStartRE  = regexp.MustCompile(`^[-+]?\s*raw\s*[-+]?%}`)
+	rawEndTagRE = regexp.MustCompile(`\{%[-+]?\s*endraw\s*[-+]?%}`)
+)
+
+func isRaw(s string) bool { return rawStartRE.MatchString(s) }
+
+// Dict order. gonja iterates a Go map, and its keys(), values() and
+// items() list it, in sorted key order; jinja2's dicts keep insertion
+// order, which for properties is the configuration's document order. The
+// parse rewrites `for x in EXPR` into `for x in __dm_iter__(EXPR, pairs)`
+// and d.keys()/values()/items() (and Python 2's iter*) into
+// `__dm_dict__("items", d)`, which list a map in the render's key order.
+
+const (
+	iterFunc = "__dm_iter__"
+	dictFunc = "__dm_dict__"
+)
+
+var orderedMethods = map[string]string{
+	"keys": "keys", "values": "values", "items": "items",
+	"iterkeys": "keys", "itervalues": "values", "iteritems": "items",
+}
+
+// rewriteDictCall rewrites d.items() and friends, in place.
+func rewriteDictCall(c *nodes.Call) {
+	ga, ok := c.Func.(*nodes.GetAttribute)
+	if !ok || len(c.Args) > 0 || len(c.Kwargs) > 0 {
+		return
+	}
+	m, ok := orderedMethods[ga.Attribute]
+	if !ok {
+		return
+	}
+	recv, ok := ga.Node.(nodes.Expression)
+	if !ok {
+		return
+	}
+	at := ga.Location
+	c.Func = &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: dictFunc, Line: at.Line, Col: at.Col}}
+	c.Args = []nodes.Expression{&nodes.String{Location: at, Val: m}, recv}
+	c.Parent = nil
+}
+
+// orderedLoop makes a for loop iterate maps in the render's key order.
+func orderedLoop(f *controlStructures.ForControlStructure) {
+	if c, ok := f.ObjectEvaluator.(*nodes.Call); ok {
+		if n, ok := c.Func.(*nodes.Name); ok && n.Name.Val == iterFunc {
+			return
+		}
+	}
+	at := f.ObjectEvaluator.Position()
+	f.ObjectEvaluator = &nodes.Call{
+		Location: at,
+		Func:     &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: iterFunc, Line: at.Line, Col: at.Col}},
+		Args:     []nodes.Expression{f.ObjectEvaluator, &nodes.Bool{Location: at, Val: f.Value != ""}},
+		Kwargs:   map[string]nodes.Expression{},
+	}
+}
+
+func orderedItems(order engine.KeyOrder, m map[string]any, what string) []any {
+	keys := order.Keys(m)
+	out := make([]any, len(keys))
+	for i, k := range keys {
+		switch what {
+		case "keys":
+			out[i] = k
+		case "values":
+			out[i] = m[k]
+		default:
+			out[i] = python.Tuple{k, m[k]}
+		}
+	}
+	return out
+}
+
+// jinjaIter is __dm_iter__(x, pairs): a map as its keys (pairs: its
+// [key, value] pairs) in key order; anything else as it is.
+func jinjaIter(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 2 {
+		return exec.AsValue(errors.New(iterFunc + " is internal to dm"))
+	}
+	m, ok := params.Args[0].Interface().(map[string]any)
+	if !ok {
+		return params.Args[0]
+	}
+	g, err := guardOf(e.Environment.Context)
+	if err != nil {
+		return exec.AsValue(err)
+	}
+	if params.Args[1].IsTrue() {
+		return exec.AsValue(orderedItems(g.order, m, "items"))
+	}
+	return exec.AsValue(orderedItems(g.order, m, "keys"))
+}
+
+// jinjaDict is __dm_dict__(method, d): keys(), values() or items() of a
+// map in key order, the method itself on anything else.
+func jinjaDict(e *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 2 {
+		return exec.AsValue(errors.New(dictFunc + " is internal to dm"))
+	}
+	what, recv := params.Args[0].String(), params.Args[1]
+	if m, ok := recv.Interface().(map[string]any); ok {
+		g, err := guardOf(e.Environment.Context)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		return exec.AsValue(orderedItems(g.order, m, what))
+	}
+	var d *exec.Dict
+	switch x := recv.Interface().(type) {
+	case *exec.Dict:
+		d = x
+	case exec.Dict:
+		d = &x
+	default:
+		return exec.AsValue(fmt.Errorf("%s has no method %s", python.TypeName(jinjaPlain(recv, engine.Sorted{})), what))
+	}
+	out := make([]any, len(d.Pairs))
+	for i, p := range d.Pairs {
+		switch what {
+		case "keys":
+			out[i] = p.Key
+		case "values":
+			out[i] = p.Value
+		default:
+			out[i] = python.Tuple{p.Key, p.Value}
+		}
+	}
+	return exec.AsValue(out)
+}
+
+// copyOrdered copies a plain value as value.Copy does, keeping the key
+// order of its maps in order.
+func copyOrdered(order engine.KeyOrder, v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = copyOrdered(order, e)
+		}
+		order.Inherit(m, x)
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = copyOrdered(order, e)
+		}
+		return l
+	}
+	return value.Copy(v)
+}
+
+// jinjaFormat is jinja2's format filter: Python's % with the filter's
+// arguments (or keyword arguments as a mapping).
+func jinjaFormat(limit int) exec.FilterFunction {
+	return func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		var args any
+		if len(params.KwArgs) > 0 {
+			d := python.Dict{}
+			for _, k := range engine.SortedKeys(params.KwArgs) {
+				d = append(d, python.Item{K: k, V: jinjaPlain(params.KwArgs[k], engine.Sorted{})})
+			}
+			args = d
+		} else {
+			t := make(python.Tuple, len(params.Args))
+			for i, a := range params.Args {
+				t[i] = jinjaPlain(a, engine.Sorted{})
+			}
+			args = t
+		}
+		s, err := python.Percent(in.String(), args, limit)
+		if err != nil {
+			return exec.AsValue(fmt.Errorf("format: %w", err))
+		}
+		return exec.AsValue(s)
+	}
+}
+
+// jinjaInt is an operand as Python's int: True is 1.
+func jinjaInt(v *exec.Value) int {
+	if v.IsBool() {
+		if v.Bool() {
+			return 1
+		}
+		return 0
+	}
+	return v.Integer()
+}
+
+// jinjaDictsort is jinja2's dictsort: (key, value) pairs sorted by key
+// (or by="value"), case-insensitively unless case_sensitive.
+func jinjaDictsort(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	caseSensitive, byValue, reverse := false, false, false
+	for i, a := range params.Args {
+		switch i {
+		case 0:
+			caseSensitive = a.IsTrue()
+		case 1:
+			byValue = a.String() == "value"
+		case 2:
+			reverse = a.IsTrue()
+		}
+	}
+	if v, ok := params.KwArgs["case_sensitive"]; ok {
+		caseSensitive = v.IsTrue()
+	}
+	if v, ok := params.KwArgs["by"]; ok {
+		switch v.String() {
+		case "key":
+		case "value":
+			byValue = true
+		default:
+			return exec.AsValue(errors.New("dictsort: you can only sort by either \"key\" or \"value\""))
+		}
+	}
+	if v, ok := params.KwArgs["reverse"]; ok {
+		reverse = v.IsTrue()
+	}
+	var items []python.Tuple
+	switch d := jinjaPlain(in, engine.Sorted{}).(type) {
+	case python.Dict:
+		for _, it := range d {
+			items = append(items, python.Tuple{it.K, it.V})
+		}
+	default:
+		return exec.AsValue(fmt.Errorf("dictsort: %s is not a dict", python.TypeName(d)))
+	}
+	key := func(t python.Tuple) any {
+		k := t[0]
+		if byValue {
+			k = t[1]
+		}
+		if s, ok := k.(string); ok && !caseSensitive {
+			return strings.ToLower(s)
+		}
+		return k
+	}
+	sort.SliceStable(items, func(i, j int) bool {
+		a, b := key(items[i]), key(items[j])
+		if reverse {
+			a, b = b, a
+		}
+		return python.Less(a, b)
+	})
+	out := make([]any, len(items))
+	for i, t := range items {
+		out[i] = t
+	}
+	return exec.AsValue(out)
+}
+
+// executeInclude is gonja's {% include %}, with the included file's own
+// statements rewritten as the including file's are (boundOperators): gonja
+// parses an included file at render time, where no parse hook sees its
+// top-level {{ }}.
+func executeInclude(r *exec.Renderer, inc *controlStructures.IncludeControlStructure) error {
+	field := func(name string) any {
+		f := reflect.ValueOf(inc).Elem().FieldByName(name)
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface()
+	}
+	if field("isEmpty").(bool) {
+		return nil
+	}
+	ignoreMissing := field("ignoreMissing").(bool)
+	name := r.Eval(field("filenameExpression").(nodes.Expression))
+	if name.IsError() {
+		return fmt.Errorf("unable to evaluate filename: %w", name)
+	}
+	file, err := r.Loader.Resolve(name.String())
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to resolve filename: %w", err)
+	}
+	loader, err := r.Loader.Inherit(file)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("failed to inherit loader: %w", err)
+	}
+	included, err := exec.NewTemplate(file, r.Config, loader, r.Environment)
+	if err != nil {
+		if ignoreMissing {
+			return nil
+		}
+		return fmt.Errorf("unable to load template '%s': %w", file, err)
+	}
+	boundOperators(reflect.ValueOf(included.Root()))
+	return exec.NewRenderer(r.Environment, r.Output, r.Config.Inherit(), loader, included).Execute()
+}

@@ -1,0 +1,59 @@
+package jinja
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// TestRender: the engine through the interface, with no key order given
+// (mappings iterate sorted) and with its limits.
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string
+		wantErr   string
+		limit     bool
+	}{
+		{name: "properties and env", src: "n: {{ properties.n }}-{{ env.name }}", want: "n: 3-web"},
+		{name: "dict order without a recorded one is sorted", src: "{% for k in properties.m %}{{ k }}{% endfor %}", want: "abc"},
+		{name: "python str of a dict", src: "{{ properties.m }}", want: "{'a': 1, 'b': 2, 'c': 3}"},
+		{name: "imports", src: "{{ imports['x.txt'] }}", want: "hello"},
+		{name: "steps", src: "{% for i in range(100) %}{% endfor %}", wantErr: "JinjaSteps", limit: true},
+		{name: "syntax error names its file", src: "a\n{% if %}", wantErr: "t.jinja: Unable to parse"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache, _ := lru.New[string, any](16)
+			e := New(1<<20, 50, 10, cache)
+			files := map[string][]byte{"t.jinja": []byte(tt.src), "x.txt": []byte("hello")}
+			out, err := e.Render(context.Background(), engine.Invocation{
+				File: "t.jinja", Source: files["t.jinja"], Files: files, FilesKey: tt.name,
+				Imports:    func() map[string]any { return map[string]any{"x.txt": "hello"} },
+				Properties: map[string]any{"n": int64(3), "m": map[string]any{"c": int64(3), "a": int64(1), "b": int64(2)}},
+				Env:        map[string]any{"name": "web"},
+			})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if got := errors.Is(err, derrors.LimitExceeded); got != tt.limit {
+					t.Errorf("limit = %v, want %v (%v)", got, tt.limit, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(out.YAML) != tt.want {
+				t.Errorf("output %q, want %q", out.YAML, tt.want)
+			}
+		})
+	}
+}

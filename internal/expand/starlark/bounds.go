@@ -1,0 +1,199 @@
+package starlark
+
+import (
+	"fmt"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// Starlark bounds steps and time but not memory: "x" * 500000000 takes
+// 500 MB in one step, a string doubled in a loop reaches gigabytes within
+// the step limit, and list(range(n)) materialises n elements in one step.
+// boundStarlark rewrites a parsed file so that the operators and calls
+// that build large values go through builtins that check the size of the
+// result first, against Options.MaxOutputBytes (a list or tuple element
+// counts as 16 bytes).
+
+// Names of the predeclared builtins the rewrite calls.
+const (
+	starArith   = "__dm_arith__"
+	starCheck   = "__dm_check__"
+	starReplace = "__dm_replace__"
+)
+
+// boundStarlark rewrites f in place:
+//
+//	a * b, a + b, a % b  ->  False or __dm_arith__("*", a, b) (each operand evaluated once;
+//	                         % formats strings as Python does)
+//	a += b, a *= b    ->  a += __dm_check__("+", a, b)       (lists keep growing in place)
+//	s.replace(o, n)   ->  __dm_replace__(s, o, n)
+func boundStarlark(f *syntax.File) {
+	syntax.Walk(f, func(n syntax.Node) bool {
+		rewritePythonTree(n)
+		switch n := n.(type) {
+		case *syntax.BinaryExpr:
+			if n.Op == syntax.STAR || n.Op == syntax.PLUS || n.Op == syntax.PERCENT {
+				call := &syntax.CallExpr{
+					Fn:     &syntax.Ident{NamePos: n.OpPos, Name: starArith},
+					Lparen: n.OpPos,
+					Args:   []syntax.Expr{opLiteral(n.Op, n.OpPos), n.X, n.Y},
+					Rparen: n.OpPos,
+				}
+				n.X = &syntax.Ident{NamePos: n.OpPos, Name: "False"}
+				n.Y = call
+				n.Op = syntax.OR
+			}
+		case *syntax.AssignStmt:
+			if n.Op == syntax.PLUS_EQ || n.Op == syntax.STAR_EQ {
+				op := syntax.PLUS
+				if n.Op == syntax.STAR_EQ {
+					op = syntax.STAR
+				}
+				n.RHS = &syntax.CallExpr{
+					Fn:     &syntax.Ident{NamePos: n.OpPos, Name: starCheck},
+					Lparen: n.OpPos,
+					Args:   []syntax.Expr{opLiteral(op, n.OpPos), n.LHS, n.RHS},
+					Rparen: n.OpPos,
+				}
+			}
+		case *syntax.CallExpr:
+			if d, ok := n.Fn.(*syntax.DotExpr); ok && d.Name.Name == "replace" {
+				n.Fn = &syntax.Ident{NamePos: d.Dot, Name: starReplace}
+				n.Args = append([]syntax.Expr{d.X}, n.Args...)
+			}
+		}
+		return true
+	})
+}
+
+func opLiteral(op syntax.Token, pos syntax.Position) *syntax.Literal {
+	return &syntax.Literal{Token: syntax.STRING, TokenPos: pos, Raw: `"` + op.String() + `"`, Value: op.String()}
+}
+
+// starlarkSize is the size a value counts for, and whether it is a
+// sequence whose size operators multiply or add.
+func starlarkSize(v starlark.Value) (int, bool) {
+	switch v := v.(type) {
+	case starlark.String:
+		return len(v), true
+	case starlark.Bytes:
+		return len(v), true
+	case *starlark.List:
+		return 16 * v.Len(), true
+	case starlark.Tuple:
+		return 16 * len(v), true
+	}
+	return 0, false
+}
+
+// starlarkResultSize is the size of x op y for sequences, or -1.
+func starlarkResultSize(op string, x, y starlark.Value) int {
+	xs, xok := starlarkSize(x)
+	ys, yok := starlarkSize(y)
+	switch op {
+	case "+":
+		if xok && yok {
+			return xs + ys
+		}
+	case "*":
+		seq, n := xs, y
+		if !xok {
+			seq, n = ys, x
+		}
+		if xok != yok {
+			if i, ok := n.(starlark.Int); ok {
+				if k, ok := i.Int64(); ok && k > 0 {
+					if seq > 0 && k > int64(1<<40)/int64(seq) {
+						return 1 << 40
+					}
+					return seq * int(k)
+				}
+			}
+		}
+	}
+	return -1
+}
+
+// starlarkBounds returns the builtins the rewrite calls and dm's Python
+// builtins (compat.go). A range stays lazy: only the builtins
+// that materialise a sequence (list, sorted, ...) check its length, so a
+// loop over a long range is bounded by steps, not refused.
+func starlarkBounds(limit int) starlark.StringDict {
+	tooBig := func(what string, n int) error {
+		return engine.Limit("MaxOutputBytes", limit, "%s would make a value of %d bytes", what, n)
+	}
+	check := func(op string, x, y starlark.Value) error {
+		if n := starlarkResultSize(op, x, y); n > limit {
+			return tooBig(fmt.Sprintf("%s %s %s", x.Type(), op, y.Type()), n)
+		}
+		return nil
+	}
+	ops := map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR, "%": syntax.PERCENT}
+	opArgs := func(b *starlark.Builtin, args starlark.Tuple) (string, error) {
+		if len(args) != 3 {
+			return "", fmt.Errorf("%s is internal to dm", b.Name())
+		}
+		op, _ := starlark.AsString(args[0])
+		if _, ok := ops[op]; !ok {
+			return "", fmt.Errorf("%s is internal to dm", b.Name())
+		}
+		return op, nil
+	}
+	d := starlark.StringDict{
+		starArith: starlark.NewBuiltin(starArith, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			op, err := opArgs(b, args)
+			if err != nil {
+				return nil, err
+			}
+			if op == "%" {
+				return starPercent(args[1], args[2], limit)
+			}
+			if err := check(op, args[1], args[2]); err != nil {
+				return nil, err
+			}
+			return starlark.Binary(ops[op], args[1], args[2])
+		}),
+		starCheck: starlark.NewBuiltin(starCheck, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+			op, err := opArgs(b, args)
+			if err != nil {
+				return nil, err
+			}
+			if err := check(op, args[1], args[2]); err != nil {
+				return nil, err
+			}
+			return args[2], nil
+		}),
+		starReplace: starlark.NewBuiltin("replace", func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) == 0 {
+				return nil, fmt.Errorf("replace: no receiver")
+			}
+			recv := args[0]
+			if s, ok := recv.(starlark.String); ok && len(args) >= 3 {
+				old, ok1 := starlark.AsString(args[1])
+				new, ok2 := starlark.AsString(args[2])
+				if ok1 && ok2 {
+					if n := engine.ReplacedSize(string(s), old, new); n > limit {
+						return nil, tooBig("replace", n)
+					}
+				}
+			}
+			ha, ok := recv.(starlark.HasAttrs)
+			if !ok {
+				return nil, fmt.Errorf("%s has no .replace field or method", recv.Type())
+			}
+			m, err := ha.Attr("replace")
+			if err != nil || m == nil {
+				return nil, fmt.Errorf("%s has no .replace field or method", recv.Type())
+			}
+			return starlark.Call(th, m, args[1:], kwargs)
+		}),
+	}
+	for k, v := range pyBuiltins(limit) {
+		d[k] = v
+	}
+	recoverBuiltins(d)
+	return d
+}

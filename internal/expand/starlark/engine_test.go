@@ -1,0 +1,76 @@
+package starlark
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
+)
+
+// TestRender: the engine through the interface, with no key order given
+// (dicts built from properties iterate sorted), printing and its limits.
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string // the output value's resources[0].name, or
+		wantErr   string
+		limit     bool
+		printed   string
+	}{
+		{name: "dict result", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': ctx.env['name'], 'type': 'v1/ConfigMap'}]}\n", want: "web"},
+		{name: "sorted keys without an order", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': ''.join([k for k in ctx.properties['m']]), 'type': 'T'}]}\n", want: "abc"},
+		{name: "yaml.load keeps document order", src: "import yaml\ndef GenerateConfig(ctx):\n  d = yaml.load('z: 1\\na: 2\\n')\n  return {'resources': [{'name': ''.join(d.keys()), 'type': 'T'}]}\n", want: "za"},
+		{name: "print", src: "def GenerateConfig(ctx):\n  print('hi')\n  return {'resources': []}\n", printed: "t.py:2: hi"},
+		{name: "steps", src: "def GenerateConfig(ctx):\n  for i in range(100000):\n    pass\n  return {}\n", wantErr: "StarlarkSteps", limit: true},
+		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache, _ := lru.New[string, any](16)
+			e := New(1<<20, 1000, cache, func(data []byte, order *engine.Order) (any, error) {
+				v, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 100, Record: order.Record})
+				return v, err
+			})
+			var printed []string
+			files := map[string][]byte{"t.py": []byte(tt.src)}
+			out, err := e.Render(context.Background(), engine.Invocation{
+				File: "t.py", Source: files["t.py"], Files: files, FilesKey: tt.name,
+				Imports:    func() map[string]any { return nil },
+				Properties: map[string]any{"m": map[string]any{"c": int64(3), "a": int64(1), "b": int64(2)}},
+				Env:        map[string]any{"name": "web"},
+				Print: func(_ context.Context, label, file string, line int, msg string) {
+					printed = append(printed, file+":"+string(rune('0'+line))+": "+msg)
+				},
+			})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				if got := errors.Is(err, derrors.LimitExceeded); got != tt.limit {
+					t.Errorf("limit = %v, want %v (%v)", got, tt.limit, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.printed != "" {
+				if len(printed) != 1 || printed[0] != tt.printed {
+					t.Errorf("printed %q, want %q", printed, tt.printed)
+				}
+				return
+			}
+			m, _ := out.Value.(map[string]any)
+			rs, _ := m["resources"].([]any)
+			if len(rs) != 1 || rs[0].(map[string]any)["name"] != tt.want {
+				t.Errorf("output %#v, want resource %q", out.Value, tt.want)
+			}
+		})
+	}
+}
