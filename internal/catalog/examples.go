@@ -532,11 +532,18 @@ func (e *Examples) Recent() []Change {
 type ExampleCounts struct{ OK, Error, Pending int }
 
 // Counts counts the versions with examples by status.
-func (e *Examples) Counts() ExampleCounts {
+func (e *Examples) Counts() ExampleCounts { return e.CountsFor("") }
+
+// CountsFor counts the versions with examples of one registry by status;
+// "" counts every registry's.
+func (e *Examples) CountsFor(registry string) ExampleCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var c ExampleCounts
-	for _, r := range e.results {
+	for k, r := range e.results {
+		if registry != "" && k.registry != registry {
+			continue
+		}
 		switch r.Status {
 		case StatusOK:
 			c.OK++
