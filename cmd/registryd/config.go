@@ -202,6 +202,8 @@ type settings struct {
 	// its objects without one.
 	kube      kubeFlags
 	githubAPI string
+	// exampleSettle is server.Options.ExampleSettle.
+	exampleSettle time.Duration
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.

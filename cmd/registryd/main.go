@@ -97,6 +97,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		timeout    time.Duration
 		total      time.Duration
 		kube       kubeFlags
+		settle     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:           "registryd",
@@ -184,6 +185,10 @@ func newCommand(e env, s *settings) *cobra.Command {
 				s.webhookSecret = e.getenv(name)
 			}
 			s.kube = kube
+			s.exampleSettle = settle
+			if settle == 0 {
+				s.exampleSettle = -1 // none
+			}
 			s.githubAPI = cfg.GitHubAPI
 			if s.kube.watch && s.kube.namespace == "" {
 				s.kube.namespace = podNamespace(e.getenv)
@@ -221,6 +226,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
 	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
+	f.DurationVar(&settle, "example-settle", time.Minute, "how long a GitHub registry's index must stay unchanged before the examples of its new versions are tested (0: at once)")
 	f.BoolVar(&kube.watch, "watch-registries", false, "also serve every Registry and ClusterRegistry (dm.io/v1alpha1) the cluster lets registryd read, as they are created, changed and deleted")
 	f.StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig `file` of --watch-registries (default: the in-cluster configuration of registryd's pod)")
 	f.StringVar(&kube.namespace, "namespace", "", "registryd's own `namespace`, for --watch-registries: its Lease and the Secrets ClusterRegistries name (default: the pod's namespace)")

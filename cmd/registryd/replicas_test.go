@@ -352,3 +352,104 @@ func TestReplicas(t *testing.T) {
 		allResolve("deleted", "github.com/acme/renamed/redis:v1.0", "status 404")
 	})
 }
+
+// metric reads one sample of r's /metrics: name with its labels as
+// printed ("registryd_example_tests{status=\"ok\"}"); -1 when absent.
+func (r *replica) metric(name string) float64 {
+	resp, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if _, err := fmt.Sscan(v, &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// TestReplicaExamples: three replicas test each version's example once,
+// in the Lease holder, and all serve the results (stored in ConfigMaps);
+// the tester killed with SIGKILL, another takes the Lease and tests what
+// is new, nothing twice (counted with registryd_example_tests_run_total).
+func TestReplicaExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the apiserver")
+	}
+	env := kubetest.Start(t)
+	c := kubeClient(t, env)
+	ctx := context.Background()
+	const system, hookSecret = "dm-system", "hook-secret-577"
+	if err := env.CreateNamespace(ctx, system); err != nil {
+		t.Fatal(err)
+	}
+	repo := githubtest.NewRepoFS(t, mapFS(t, fixture))
+	gh := githubtest.New(map[string]string{"acme/tpl": repo})
+	defer gh.Close()
+
+	var rs []*replica
+	for range 3 {
+		rs = append(rs, startReplica(t, "--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
+			"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox",
+			"--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret))
+	}
+	creg := &v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
+		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "tpl", Branch: "main"}}}
+	if err := c.Create(ctx, creg); err != nil {
+		t.Fatal(err)
+	}
+	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
+	allTested := func(rs []*replica, n float64) {
+		t.Helper()
+		for i, r := range rs {
+			waitFor(t, 60*time.Second, fmt.Sprintf("replica %d to serve %v tested examples (ok %v, pending %v)", i, n, r.metric(ok), r.metric(pending)), func() bool {
+				return r.metric(ok) == n && r.metric(pending) == 0
+			})
+		}
+	}
+	allTested(rs, 5)
+	var tester *replica
+	total := 0.0
+	for _, r := range rs {
+		n := r.metric(run)
+		total += n
+		if n > 0 {
+			tester = r
+		}
+	}
+	if total != 5 || tester == nil {
+		t.Fatalf("examples tested %v times across the replicas, want 5 (once per version)", total)
+	}
+	var cms corev1.ConfigMapList
+	if err := c.List(ctx, &cms, client.InNamespace(system), client.HasLabels{"dm.io/registryd-examples"}); err != nil || len(cms.Items) == 0 {
+		t.Fatalf("no result ConfigMaps (%v)", err)
+	}
+
+	// The tester dies without a word; a push adds three versions.
+	if err := tester.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	var rest []*replica
+	for _, r := range rs {
+		if r != tester {
+			rest = append(rest, r)
+		}
+	}
+	head := githubtest.Commit(t, repo, map[string]string{
+		"redis/v1.2.0/redis.jinja": "kind: x\n", "redis/v1.2.0/example.yaml": "resources: []\n",
+		"redis/v1.2.1/redis.jinja": "kind: y\n", "redis/v1.2.1/example.yaml": "resources: []\n",
+		"redis/v1.2.2/redis.jinja": "kind: z\n", "redis/v1.2.2/example.yaml": "resources: []\n",
+	})
+	if code, body := rest[0].push(t, hookSecret, head); code != 202 {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	allTested(rest, 8)
+	if n := rest[0].metric(run) + rest[1].metric(run); n != 3 {
+		t.Errorf("the survivors tested %v examples, want 3: the new versions, once", n)
+	}
+}

@@ -149,7 +149,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 	}
 	opts := server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions}
+		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle}
 	var watcher *kubereg.Watcher
 	if s.kube.watch {
 		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, log)
@@ -158,6 +158,8 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 		hooks.OnPush = watcher.Pushed
 		opts.ReadyNotes, opts.ReadyOptional = watcher.ReadyNotes, watcher.Serves
+		// The Lease holder tests the examples for every replica.
+		opts.ExampleActive, opts.ExampleResult = watcher.Leader, watcher.ExampleResult
 	}
 	opts.Webhooks = hooks
 	handler := server.New(opts)

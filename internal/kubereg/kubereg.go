@@ -133,6 +133,10 @@ type Watcher struct {
 	// problems say why objects are not served, by key.
 	problems map[string]problem
 	secrets  *secretWatches
+	// results are example results to store; resCh wakes their writer.
+	resMu   sync.Mutex
+	results []pendingResult
+	resCh   chan struct{}
 	// pushes are commits to record on objects, by key.
 	pushes map[string]string
 	pushCh chan struct{}
@@ -175,7 +179,7 @@ func New(opts Options) (*Watcher, error) {
 	}
 	w := &Watcher{opts: opts, log: log, client: c, static: map[string]bool{},
 		kick: make(chan struct{}, 1), running: map[string]*running{}, byPrefix: map[string]string{},
-		problems: map[string]problem{}, pushes: map[string]string{}, pushCh: make(chan struct{}, 1)}
+		problems: map[string]problem{}, pushes: map[string]string{}, pushCh: make(chan struct{}, 1), resCh: make(chan struct{}, 1)}
 	for _, p := range opts.Static {
 		w.static[p] = true
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,8 +31,15 @@ func (w *Watcher) Run(ctx context.Context, srv Server) error {
 	}
 	regs := w.informer(ctx, &v1alpha1.RegistryList{}, &v1alpha1.Registry{}, "", "")
 	cregs := w.informer(ctx, &v1alpha1.ClusterRegistryList{}, &v1alpha1.ClusterRegistry{}, "", "")
+	results := w.selected(ctx, &corev1.ConfigMapList{}, &corev1.ConfigMap{}, w.opts.Namespace, "", resultsLabel+"=true")
+	_, _ = results.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    w.importResults,
+		UpdateFunc: func(_, o any) { w.importResults(o) },
+	})
 	go regs.Run(ctx.Done())
 	go cregs.Run(ctx.Done())
+	go results.Run(ctx.Done())
+	go w.storeResults(ctx, results.GetStore())
 	go w.recordPushes(ctx)
 	go w.elect(ctx, lease)
 	go w.writeStatuses(ctx, regs.GetStore(), cregs.GetStore())
@@ -80,6 +88,9 @@ func (w *Watcher) elect(ctx context.Context, c coordinationv1client.Coordination
 				OnStartedLeading: func(context.Context) {
 					w.log.Info("holding the Lease: this replica writes the registries' status", "lease", w.opts.Namespace+"/"+LeaseName, "identity", w.opts.Identity)
 					w.leader.Store(true)
+					// The tester of examples too: it goes on with what
+					// the previous holder left untested.
+					w.srv.Examples().Resume()
 				},
 				OnStoppedLeading: func() {
 					w.leader.Store(false)

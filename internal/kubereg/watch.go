@@ -50,16 +50,28 @@ func (r *reachability) note() string {
 // all, or a cluster-scoped kind), restricted by a field selector, and wakes
 // the sync loop on every change.
 func (w *Watcher) informer(ctx context.Context, list client.ObjectList, obj runtime.Object, namespace, fieldSelector string) toolscache.SharedIndexInformer {
+	inf := w.selected(ctx, list, obj, namespace, fieldSelector, "")
+	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.wake() },
+		UpdateFunc: func(any, any) { w.wake() },
+		DeleteFunc: func(any) { w.wake() },
+	})
+	return inf
+}
+
+// selected is an informer of the objects the selectors select, without
+// handlers.
+func (w *Watcher) selected(ctx context.Context, list client.ObjectList, obj runtime.Object, namespace, fieldSelector, labelSelector string) toolscache.SharedIndexInformer {
 	lw := &toolscache.ListWatch{
 		ListFunc: func(o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = fieldSelector
+			o.FieldSelector, o.LabelSelector = fieldSelector, labelSelector
 			l := list.DeepCopyObject().(client.ObjectList)
 			err := w.client.List(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &o})
 			w.reach.observe(err)
 			return l, err
 		},
 		WatchFunc: func(o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = fieldSelector
+			o.FieldSelector, o.LabelSelector = fieldSelector, labelSelector
 			l := list.DeepCopyObject().(client.ObjectList)
 			wi, err := w.client.Watch(ctx, l, &client.ListOptions{Namespace: namespace, Raw: &o})
 			w.reach.observe(err)
@@ -72,11 +84,6 @@ func (w *Watcher) informer(ctx context.Context, list client.ObjectList, obj runt
 	_ = inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
 		w.reach.observe(err)
 		w.log.Debug("watch ended", "kind", fmt.Sprintf("%T", obj), "err", err)
-	})
-	_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(any) { w.wake() },
-		UpdateFunc: func(any, any) { w.wake() },
-		DeleteFunc: func(any) { w.wake() },
 	})
 	return inf
 }

@@ -117,6 +117,14 @@ type Options struct {
 	// its own, so that slow examples cannot hold the workers interactive
 	// expansions need. Nil uses Expander.
 	ExampleExpander api.Expander
+	// ExampleSettle is the examples tester's RemoteSettle: how long a
+	// GitHub registry's index must stay unchanged before its new versions
+	// are tested; zero means one minute, negative none.
+	ExampleSettle time.Duration
+	// ExampleActive and ExampleResult are the tester's Active and
+	// OnResult: replicas that share one tester.
+	ExampleActive func() bool
+	ExampleResult func(registry, digest string, r catalog.ExampleResult)
 	// ReadyNotes, if set, adds notes to /readyz's answer that do not make
 	// it fail, such as "apiserver unreachable: serving snapshots".
 	ReadyNotes func() []string
@@ -211,7 +219,8 @@ func New(opts Options) *Server {
 	if exx == nil {
 		exx = s.expander
 	}
-	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log})
+	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log,
+		RemoteSettle: opts.ExampleSettle, Active: opts.ExampleActive, OnResult: opts.ExampleResult})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
 	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log, s.metrics.shed)
 	s.metrics.watch(opts.Resolver)
