@@ -41,7 +41,7 @@ type replica struct {
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -53,7 +53,7 @@ func freeAddr(t *testing.T) string {
 
 // startReplica runs the test binary as registryd with args until the test
 // ends, and waits until it answers /healthz.
-func startReplica(t *testing.T, args ...string) *replica {
+func startReplica(t testing.TB, args ...string) *replica {
 	t.Helper()
 	addr := freeAddr(t)
 	r := &replica{url: "http://" + addr, log: &syncBuffer{}}
@@ -89,7 +89,7 @@ func startReplica(t *testing.T, args ...string) *replica {
 
 // waitFor polls cond every 50 milliseconds until it holds, failing the
 // test after max: a bound on a hang, not a timed assertion.
-func waitFor(t *testing.T, max time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, max time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(max)
 	for !cond() {
@@ -130,7 +130,7 @@ func (r *replica) ready() (int, string) {
 }
 
 // push posts a push event for acme/tpl's main, signed with secret.
-func (r *replica) push(t *testing.T, secret, after string) (int, string) {
+func (r *replica) push(t testing.TB, secret, after string) (int, string) {
 	t.Helper()
 	body := []byte(`{"ref":"refs/heads/main","after":"` + after + `","repository":{"full_name":"acme/tpl","default_branch":"main"}}`)
 	req, _ := http.NewRequest("POST", r.url+"/v1/webhooks/github", bytes.NewReader(body))
@@ -156,7 +156,7 @@ func hookSignature(secret string, body []byte) string {
 
 // kubeClient returns a client of the test apiserver with the CRDs
 // installed.
-func kubeClient(t *testing.T, env *kubetest.Env) client.Client {
+func kubeClient(t testing.TB, env *kubetest.Env) client.Client {
 	t.Helper()
 	cfg, err := clientcmd.BuildConfigFromFlags("", env.Kubeconfig)
 	if err != nil {
