@@ -12,9 +12,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 )
@@ -75,17 +72,8 @@ func BenchmarkReplicas(b *testing.B) {
 	repo := githubtest.NewRepoFS(b, mapFS(b, fixture))
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
-	var rs []*replica
-	for range 3 {
-		rs = append(rs, startReplica(b, "--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
-			"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", b.TempDir(), "--no-sandbox",
-			"--example-settle", "20s", "--webhook-secret", hookSecret))
-	}
-	creg := &v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
-		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "tpl", Branch: "main"}}}
-	if err := c.Create(ctx, creg); err != nil {
-		b.Fatal(err)
-	}
+	rs := startReplicas(b, env, system, gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
+	createClusterRegistry(b, c)
 	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
 	settled := func(n float64) {
 		for i, r := range rs {

@@ -87,6 +87,29 @@ func startReplica(t testing.TB, args ...string) *replica {
 	return r
 }
 
+// startReplicas runs three registryd processes with --watch-registries
+// against env, registryd's namespace system and the GitHub API at ghURL,
+// with extra flags.
+func startReplicas(t testing.TB, env *kubetest.Env, system, ghURL string, extra ...string) []*replica {
+	t.Helper()
+	var rs []*replica
+	for range 3 {
+		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
+			"--github-api", ghURL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox"}, extra...)...))
+	}
+	return rs
+}
+
+// createClusterRegistry serves acme/tpl's main branch to every replica.
+func createClusterRegistry(t testing.TB, c client.Client) {
+	t.Helper()
+	creg := &v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
+		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "tpl", Branch: "main"}}}
+	if err := c.Create(context.Background(), creg); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // waitFor polls cond every 50 milliseconds until it holds, failing the
 // test after max: a bound on a hang, not a timed assertion.
 func waitFor(t testing.TB, max time.Duration, what string, cond func() bool) {
@@ -215,11 +238,7 @@ func TestReplicas(t *testing.T) {
 	defer gh.Close()
 	gh.RequireToken("token-1")
 
-	var rs []*replica
-	for range 3 {
-		rs = append(rs, startReplica(t, "--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
-			"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox", "--lease-duration", "4s"))
-	}
+	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "4s")
 	for i, r := range rs {
 		if code, body := r.ready(); code != 200 {
 			t.Fatalf("replica %d /readyz without registries: %d %s", i, code, body)
@@ -392,17 +411,8 @@ func TestReplicaExamples(t *testing.T) {
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
 
-	var rs []*replica
-	for range 3 {
-		rs = append(rs, startReplica(t, "--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
-			"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox",
-			"--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret))
-	}
-	creg := &v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "tpl"},
-		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "tpl", Branch: "main"}}}
-	if err := c.Create(ctx, creg); err != nil {
-		t.Fatal(err)
-	}
+	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
+	createClusterRegistry(t, c)
 	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
 	allTested := func(rs []*replica, n float64) {
 		t.Helper()
