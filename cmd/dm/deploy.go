@@ -15,6 +15,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/version"
@@ -154,6 +155,11 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	case looksLikeConfigFile(arg):
 		_, err := os.Stat(arg)
 		return src, fmt.Errorf("configuration file: %w", err)
+	case strings.HasPrefix(arg, octemplate.Prefix):
+		// A Template kept in the cluster, read with the user's credentials.
+		if src.Properties, err = g.templateSource(ctx, req, arg, props, text, f.ask, stdin); err != nil {
+			return src, err
+		}
 	default:
 		req.Ref = arg
 		b, err := g.backend()
@@ -173,12 +179,14 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 func newDeployCommands(g *globals, p *printer) []*cobra.Command {
 	var df applyFlags
 	deployCmd := &cobra.Command{
-		Use:   "deploy REF|CONFIG.yaml",
+		Use:   "deploy REF|CONFIG.yaml|template:NAMESPACE/NAME",
 		Short: "Deploy a template reference or a configuration into the cluster as a new deployment",
 		Long: `Expand a template reference (with --properties/--values) or a configuration and apply
 the objects with server-side apply (field manager dm), recording revision 1 of the
 deployment in its namespace. The name defaults to the template's (or the file's) name.
-A deployment that exists is an error: use dm update, or deploy --upgrade.`,
+A deployment that exists is an error: use dm update, or deploy --upgrade.
+template:NAMESPACE/NAME deploys an OpenShift Template kept in the cluster (read with
+your credentials), --properties giving its parameters.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := df.check(); err != nil {

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
@@ -313,6 +314,9 @@ func deploymentName(arg string) string {
 	if isConfigArg(arg) {
 		return strings.TrimSuffix(filepath.Base(arg), filepath.Ext(arg))
 	}
+	if r, err := octemplate.ParseRef(arg); err == nil && strings.HasPrefix(arg, octemplate.Prefix) {
+		return r.Name
+	}
 	if r, err := resolveParseTemplate(arg); err == nil {
 		return r
 	}
@@ -517,6 +521,11 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	switch {
 	case ref != "" && f.file != "":
 		return &usageError{fmt.Errorf("give a template reference (%s) or -f FILE, not both", ref)}
+	case ref != "" && isClusterTemplate(ref):
+		if _, data, _, err = g.readClusterTemplate(ctx, ref); err != nil {
+			return err
+		}
+		source = strings.TrimPrefix(ref, octemplate.Prefix)
 	case ref != "":
 		if data, source, err = readTemplateRef(ctx, g, ref); err != nil {
 			return err

@@ -164,10 +164,11 @@ against the directory itself (mounted as --prefix).`,
 
 	var pflags processFlags
 	processCmd := &cobra.Command{
-		Use:   "process [REF | -f TEMPLATE] [NAME=VALUE ...]",
+		Use:   "process [REF | NAMESPACE/NAME | -f TEMPLATE] [NAME=VALUE ...]",
 		Short: "Process an OpenShift-style kind: Template like oc process: a List of objects, or the processed Template",
 		Long: `Process a kind: Template, from -f FILE (- for standard input) or from a registry
-reference (postgres:v1), with parameters given as NAME=VALUE arguments, -p NAME=VALUE
+reference (postgres:v1) or kept in the cluster (NAMESPACE/NAME or template:NAMESPACE/NAME,
+read with your kubeconfig's credentials), with parameters given as NAME=VALUE arguments, -p NAME=VALUE
 or --param-file, as oc process takes them. Prints a List of the objects (JSON unless
 -o yaml), the processed Template with --raw-template, or the parameters with
 --parameters. -l adds labels to every object.`,
@@ -246,6 +247,7 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 		},
 		lintCmd,
 		newExportCmd(g, stdout),
+		newInstallCmd(g, stdout),
 		&cobra.Command{
 			Use:               "show REF [FILE]",
 			ValidArgsFunction: completeRef(g),

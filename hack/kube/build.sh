@@ -2,7 +2,8 @@
 # build.sh [DIR [PROGRAM...]] builds the cluster programs from this tools
 # module into DIR (default .testenv/bin of the repository). PROGRAMs are
 # among kube-apiserver, kube-controller-manager, etcd (the default set: what
-# the tests run) and kubectl (for people and make bench-deploy). Each is
+# the tests run), kubectl (for people and make bench-deploy) and helm (from
+# the tools module hack/helm, for the chart parity test). Each is
 # built once: a stamp beside it records the Kubernetes version, the hash of
 # go.sum, the Go version and the flags, and a later run finding the same
 # stamp does nothing for it. Everything comes from the Go module proxy; no
@@ -28,15 +29,21 @@ gcflags="all=-dwarf=false"
 export GOGC="${GOGC:-400}"
 stamp="$version $(sha256sum "$here/go.sum" | cut -d' ' -f1) $(go env GOVERSION) $gcflags"
 
+# helm's stamp also carries its own module's go.sum.
+stamp_of() {
+  if [ "$1" = helm ]; then echo "$stamp $(sha256sum "$here/../helm/go.sum" | cut -d' ' -f1)"; else echo "$stamp"; fi
+}
+
 pkgs=()
 todo=()
 for b in "${want[@]}"; do
   case "$b" in
   kube-apiserver | kube-controller-manager | kubectl) pkg="k8s.io/kubernetes/cmd/$b" ;;
   etcd) pkg="" ;; # built on its own below
+  helm) pkg="" ;; # from hack/helm, below: for the chart parity test
   *) echo "build.sh: unknown program $b" >&2; exit 2 ;;
   esac
-  if [ -x "$dir/$b" ] && [ "$(cat "$dir/.stamp-$b" 2>/dev/null)" = "$stamp" ]; then
+  if [ -x "$dir/$b" ] && [ "$(cat "$dir/.stamp-$b" 2>/dev/null)" = "$(stamp_of "$b")" ]; then
     continue
   fi
   todo+=("$b")
@@ -65,16 +72,32 @@ cd "$here"
 # interrupted build never leaves a half-written binary that looks current.
 tmp="$(mktemp -d "$dir/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-if [ ${#pkgs[@]} -gt 0 ]; then
-  go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}"
-fi
+# etcd and helm build beside Kubernetes, not after it: they share almost
+# no packages, and the tail of Kubernetes' build (its largest packages,
+# then the links) leaves a core idle that their compile fills.
+pids=()
 for b in "${todo[@]}"; do
   if [ "$b" = etcd ]; then
     # etcd's main package is its server module's root, which go build
     # would name v3.
-    go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3
+    go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &
+    pids+=($!)
+  fi
+  if [ "$b" = helm ]; then
+    # Its own module, so Helm's requirements never move kube-apiserver's;
+    # the Kubernetes version it reports offline is set as Helm's releases do.
+    (cd "$here/../helm" && go build -trimpath -gcflags "$gcflags" -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm) &
+    pids+=($!)
   fi
 done
+status=0
+if [ ${#pkgs[@]} -gt 0 ]; then
+  go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || status=$?
+fi
+for pid in "${pids[@]}"; do
+  wait "$pid" || status=$?
+done
+[ "$status" -eq 0 ] || exit "$status"
 for b in "${todo[@]}"; do
   rm -f "$dir/.stamp-$b"
   mv -f "$tmp/$b" "$dir/$b"
@@ -82,8 +105,9 @@ for b in "${todo[@]}"; do
   # writing when head exits dies of SIGPIPE and fails the build.
   case "$b" in
   kubectl) v="$("$dir/$b" version --client)" ;;
+  helm) v="$("$dir/$b" version --short)" ;;
   *) v="$("$dir/$b" --version)" ;;
   esac
   echo "${v%%$'\n'*}"
-  echo "$stamp" > "$dir/.stamp-$b"
+  stamp_of "$b" > "$dir/.stamp-$b"
 done

@@ -41,6 +41,9 @@ type Options struct {
 	// Files reads a template version's files (its status template); nil
 	// means status templates are not run.
 	Files FileReader
+	// Templates describes template versions (their schemas) for
+	// TemplateDefinitions; nil leaves definitions Stalled.
+	Templates TemplateDescriber
 	// DefaultRegistry is the registry short references resolve against,
 	// [host/]owner/repo[/collection]; "" means the expander's default.
 	DefaultRegistry string

@@ -40,11 +40,10 @@ type InstanceReconciler struct {
 	opts    Options
 	log     *slog.Logger
 	drift   *driftWatcher
-}
-
-// controllerName is what a revision records as its controller.
-func controllerName(ti *v1alpha1.TemplateInstance) string {
-	return "TemplateInstance " + ti.Namespace + "/" + ti.Name
+	// kind is where the instance's finalizer and status are written: a
+	// TemplateInstance, or an object of a kind a TemplateDefinition
+	// defines, seen as a TemplateInstance.
+	kind instanceKind
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
@@ -53,7 +52,13 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	if err := r.client.Get(ctx, req.NamespacedName, ti); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	log := r.log.With("instance", req.String())
+	return r.reconcile(ctx, ti)
+}
+
+// reconcile brings ti to its desired state and writes its status through
+// r.kind.
+func (r *InstanceReconciler) reconcile(ctx context.Context, ti *v1alpha1.TemplateInstance) (ctrl.Result, error) {
+	log := r.log.With("instance", ti.Namespace+"/"+ti.Name)
 	if !ti.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, ti, log)
 	}
@@ -65,9 +70,7 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 		return ctrl.Result{}, r.writeStatus(ctx, ti, before)
 	}
 	if !controllerutil.ContainsFinalizer(ti, Finalizer) {
-		patch := client.MergeFrom(ti.DeepCopy())
-		controllerutil.AddFinalizer(ti, Finalizer)
-		if err := r.client.Patch(ctx, ti, patch); err != nil {
+		if err := r.kind.setFinalizer(ctx, ti, true); err != nil {
 			return ctrl.Result{}, fmt.Errorf("adding the finalizer: %w", err)
 		}
 	}
@@ -170,7 +173,7 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			Env:        ti.Spec.Env,
 		},
 		// Forced: drift is restored, whoever changed the fields.
-		ApplyOptions: deploy.ApplyOptions{Controller: controllerName(ti), SkipUnchanged: true, ForceConflicts: true},
+		ApplyOptions: deploy.ApplyOptions{Controller: r.kind.controllerName(ti), SkipUnchanged: true, ForceConflicts: true},
 	})
 	if err != nil {
 		return nil, err
@@ -482,9 +485,7 @@ func truncate(s string, n int) string {
 }
 
 func setCondition(ti *v1alpha1.TemplateInstance, typ string, st metav1.ConditionStatus, reason, msg string) {
-	meta.SetStatusCondition(&ti.Status.Conditions, metav1.Condition{
-		Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: ti.Generation,
-	})
+	setConditionOn(&ti.Status.Conditions, ti.Generation, typ, st, reason, msg)
 }
 
 // ready returns the Ready condition when it is True.
@@ -502,7 +503,7 @@ func (r *InstanceReconciler) writeStatus(ctx context.Context, ti *v1alpha1.Templ
 	if equality.Semantic.DeepEqual(before, &ti.Status) {
 		return nil
 	}
-	if err := r.client.Status().Update(ctx, ti); err != nil {
+	if err := r.kind.writeStatus(ctx, ti); err != nil {
 		return fmt.Errorf("writing the status: %w", err)
 	}
 	return nil
@@ -517,7 +518,7 @@ func (r *InstanceReconciler) finalize(ctx context.Context, ti *v1alpha1.Template
 	if ti.Spec.DeletionPolicy != v1alpha1.DeletionOrphan {
 		cfg, err := r.config(ctx, ti, nil)
 		if err == nil {
-			_, err = cfg.Delete(ctx, ti.Name, deploy.DeleteOptions{Controller: controllerName(ti)})
+			_, err = cfg.Delete(ctx, ti.Name, deploy.DeleteOptions{Controller: r.kind.controllerName(ti)})
 		}
 		// Without an account nothing was applied.
 		if err != nil && !errors.Is(err, derrors.NotFound) && !errors.Is(err, errNoAccount) {
@@ -530,9 +531,7 @@ func (r *InstanceReconciler) finalize(ctx context.Context, ti *v1alpha1.Template
 	} else {
 		log.Info("deleted; its objects are orphaned")
 	}
-	patch := client.MergeFrom(ti.DeepCopy())
-	controllerutil.RemoveFinalizer(ti, Finalizer)
-	return client.IgnoreNotFound(r.client.Patch(ctx, ti, patch))
+	return client.IgnoreNotFound(r.kind.setFinalizer(ctx, ti, false))
 }
 
 // logWriter turns deploy's log lines into debug records.

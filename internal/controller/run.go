@@ -116,7 +116,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		if err != nil {
 			return fmt.Errorf("--server: %w", err)
 		}
-		opts.Expander, opts.Files = c, c
+		opts.Expander, opts.Files, opts.Templates = c, c, c
 	} else {
 		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
 		if err != nil {
@@ -124,7 +124,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		}
 		defer pool.Close()
 		// Files are read in-process; templates run only in the workers.
-		opts.Expander, opts.Files = pool, api.NewService(resolver, expand.Options{Logger: log})
+		svc := api.NewService(resolver, expand.Options{Logger: log})
+		opts.Expander, opts.Files, opts.Templates = pool, svc, svc
 	}
 	if err := Setup(mgr, opts, notifier); err != nil {
 		return err

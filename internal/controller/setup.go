@@ -46,6 +46,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		clients: newClients(mgr.GetConfig()),
 		opts:    opts,
 		log:     log,
+		kind:    templateInstances{client: mgr.GetClient()},
 	}
 	events := make(chan event.GenericEvent, 1024)
 	c, err := ctrl.NewControllerManagedBy(mgr).
@@ -61,6 +62,9 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	registerMetrics(mgr.GetClient())
+	if err := setupDefinitions(mgr, r, n); err != nil {
+		return err
+	}
 	r.drift = &driftWatcher{ctrl: c, cache: mgr.GetCache(), log: log, watched: map[schema.GroupVersionKind]bool{}}
 	if n != nil {
 		err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {

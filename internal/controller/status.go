@@ -73,33 +73,31 @@ func templateName(resolved string) string {
 	return path.Base(ref)
 }
 
-// runStatus renders the status template shipped next to the instance's
-// template (<template>.status.jinja, else .status.gotmpl), if any, over the live objects; nil
-// when there is none.
+// statusLanguages are the languages of status templates, by the file
+// name's ending, in the order a template version's files are looked for.
+var statusLanguages = []struct{ ext, prefix, suffix string }{
+	{".status.jinja", statusPrefix, statusSuffix},
+	{".status.gotmpl", gotmplPrefix, gotmplSuffix},
+}
+
+// runStatus renders the instance's status template over the live objects:
+// the one its kind gives inline, else the one shipped next to its template
+// (<template>.status.jinja, else .status.gotmpl); nil when there is none.
 func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any) (*statusOutcome, error) {
-	if r.opts.Files == nil || resolved == "" || digest == "" {
-		return nil, nil
-	}
-	var file, prefix, suffix string
-	var src []byte
-	for _, lang := range []struct{ ext, prefix, suffix string }{
-		{".status.jinja", statusPrefix, statusSuffix},
-		{".status.gotmpl", gotmplPrefix, gotmplSuffix},
-	} {
-		name := templateName(resolved) + lang.ext
-		// The digest reads the very version applied, not a newer patch.
-		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
-		if errors.Is(err, derrors.NotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the status template %s: %w", name, err)
-		}
-		file, prefix, suffix, src = name, lang.prefix, lang.suffix, b
-		break
+	file, src, err := r.kind.inlineStatus(ti)
+	if err != nil {
+		return nil, err
 	}
 	if file == "" {
-		return nil, nil
+		if file, src, err = r.statusFile(ctx, resolved, digest); file == "" || err != nil {
+			return nil, err
+		}
+	}
+	var prefix, suffix string
+	for _, lang := range statusLanguages {
+		if strings.HasSuffix(file, lang.ext) {
+			prefix, suffix = lang.prefix, lang.suffix
+		}
 	}
 	live := map[string]any{}
 	for _, res := range rec.Resources {
@@ -112,7 +110,7 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 			live[path.Base(res.Path)] = u.Object
 		}
 	}
-	inst, err := toMap(ti)
+	inst, err := r.kind.instance(ti)
 	if err != nil {
 		return nil, err
 	}
@@ -122,7 +120,7 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 	}
 	config := "imports:\n- path: " + file + "\nresources:\n- name: status\n  type: " + file + "\n  properties: " + string(in) + "\n"
 	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
-		Config: config, ConfigName: "status of " + controllerName(ti),
+		Config: config, ConfigName: "status of " + r.kind.controllerName(ti),
 		Imports: map[string]string{file: prefix + string(src) + suffix},
 	})
 	if err != nil {
@@ -153,6 +151,27 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 		o.message = file + " says not ready"
 	}
 	return o, nil
+}
+
+// statusFile reads the status template shipped with the template version
+// applied; "" when there is none.
+func (r *InstanceReconciler) statusFile(ctx context.Context, resolved, digest string) (string, []byte, error) {
+	if r.opts.Files == nil || resolved == "" || digest == "" {
+		return "", nil, nil
+	}
+	for _, lang := range statusLanguages {
+		name := templateName(resolved) + lang.ext
+		// The digest reads the very version applied, not a newer patch.
+		b, err := r.opts.Files.ReadFile(ctx, resolved+"@"+digest, "", name)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("reading the status template %s: %w", name, err)
+		}
+		return name, b, nil
+	}
+	return "", nil, nil
 }
 
 // toMap converts an object to its JSON form.

@@ -77,17 +77,23 @@ func instanceOf(_ context.Context, o client.Object) []reconcile.Request {
 // registries, whose index hook calls Changed.
 type Notifier struct {
 	ch chan string
+	// defs carries the same changes to the TemplateDefinitions.
+	defs chan string
 }
 
 // NewNotifier returns a Notifier.
-func NewNotifier() *Notifier { return &Notifier{ch: make(chan string, 64)} }
+func NewNotifier() *Notifier {
+	return &Notifier{ch: make(chan string, 64), defs: make(chan string, 64)}
+}
 
 // Changed reports that registry (a prefix such as github.com/acme/t) has
 // a new index. It never blocks: a burst of changes needs one pass.
 func (n *Notifier) Changed(registry string) {
-	select {
-	case n.ch <- registry:
-	default:
+	for _, ch := range []chan string{n.ch, n.defs} {
+		select {
+		case ch <- registry:
+		default:
+		}
 	}
 }
 

@@ -199,10 +199,12 @@ type TemplateDefinitionSpec struct {
 	// instance's spec is its properties.
 	// +kubebuilder:validation:MinLength=1
 	Template string `json:"template"`
-	// StatusTemplate is a status template given inline.
+	// StatusTemplate is a status template given inline, used instead of
+	// the one the template version ships.
 	// +optional
 	StatusTemplate string `json:"statusTemplate,omitempty"`
-	// StatusTemplateLanguage is the language of StatusTemplate.
+	// StatusTemplateLanguage is the language of StatusTemplate; default
+	// jinja.
 	// +kubebuilder:validation:Enum=gotmpl;jinja
 	// +optional
 	StatusTemplateLanguage string `json:"statusTemplateLanguage,omitempty"`
@@ -220,6 +222,13 @@ type TemplateDefinitionStatus struct {
 	// schema the CRD has.
 	// +optional
 	Resolved string `json:"resolved,omitempty"`
+	// Digest is the digest of that version.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// CRD is the name of the CustomResourceDefinition the controller
+	// made for the kind.
+	// +optional
+	CRD string `json:"crd,omitempty"`
 	// Instances counts the live instances of the kind.
 	// +optional
 	Instances int `json:"instances,omitempty"`
