@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale
+.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas
 
 all: build
 
@@ -139,6 +139,15 @@ dev-cluster: testenv kubectl
 RUNS ?= 5
 bench-deploy: build testenv kubectl
 	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
+
+# Three registryd processes with --watch-registries against one local
+# apiserver and the GitHub test server: push-to-all-replicas p95 over 20
+# pushes, GitHub requests per push, example tests per version, idle
+# apiserver requests per replica per minute (docs/benchmarks.md). About
+# four minutes: two of them are measured idle minutes.
+bench-replicas: testenv
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkReplicas -benchtime 1x -timeout 15m ./cmd/registryd/
+
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
 dmref:

@@ -391,9 +391,9 @@ func TestCompletion(t *testing.T) {
 		return out
 	}
 	for _, mode := range [][]string{nil, {"--server", url}} {
-		got := complete(append(mode, "describe", "re")...)
+		got := complete(append(mode, "describe", "red")...)
 		if !slices.Equal(got, []string{"redis"}) {
-			t.Errorf("%v describe re: %q, want redis", mode, got)
+			t.Errorf("%v describe red: %q, want redis", mode, got)
 		}
 		got = complete(append(mode, "resolve", "redis:v1")...)
 		if len(got) == 0 || got[0] != "redis:v1" || !slices.Contains(got, "redis:v1.0.2") || slices.Contains(got, "redis:v2") {

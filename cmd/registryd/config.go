@@ -198,6 +198,12 @@ type settings struct {
 	hookSecrets   map[string]string
 	// webhookMaxBody is WebhookOptions.MaxBody.
 	webhookMaxBody int64
+	// kube configures --watch-registries; githubAPI is the API URL of
+	// its objects without one.
+	kube      kubeFlags
+	githubAPI string
+	// exampleSettle is server.Options.ExampleSettle.
+	exampleSettle time.Duration
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.
@@ -262,7 +268,8 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 // the only registry, or with none configured the embedded example
 // registry.
 func (s *settings) finish(defaultRegistry string) error {
-	if len(s.registries) == 0 {
+	// Registries from the cluster need no example beside them.
+	if len(s.registries) == 0 && !s.kube.watch {
 		s.registries = []api.RegistrySpec{{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()}}
 		if defaultRegistry == "" {
 			defaultRegistry = dm.ExampleRegistryPrefix

@@ -29,6 +29,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -95,6 +96,8 @@ func newCommand(e env, s *settings) *cobra.Command {
 		noSandbox  bool
 		timeout    time.Duration
 		total      time.Duration
+		kube       kubeFlags
+		settle     time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:           "registryd",
@@ -181,6 +184,18 @@ func newCommand(e env, s *settings) *cobra.Command {
 				}
 				s.webhookSecret = e.getenv(name)
 			}
+			s.kube = kube
+			s.exampleSettle = settle
+			if settle == 0 {
+				s.exampleSettle = -1 // none
+			}
+			s.githubAPI = cfg.GitHubAPI
+			if s.kube.watch && s.kube.namespace == "" {
+				s.kube.namespace = podNamespace(e.getenv)
+			}
+			if s.kube.watch && s.kube.namespace == "" {
+				return derrors.Errorf(derrors.InvalidArgument, "--watch-registries needs --namespace: registryd's own namespace, which holds its Lease and the Secrets of ClusterRegistries")
+			}
 			s.cacheDir = cfg.CacheDir
 			if s.cacheDir == "" {
 				s.cacheDir = defaultCacheDir(e.getenv)
@@ -211,10 +226,35 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
 	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
+	f.DurationVar(&settle, "example-settle", time.Minute, "how long a GitHub registry's index must stay unchanged before the examples of its new versions are tested (0: at once)")
+	f.BoolVar(&kube.watch, "watch-registries", false, "also serve every Registry and ClusterRegistry (dm.io/v1alpha1) the cluster lets registryd read, as they are created, changed and deleted")
+	f.StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig `file` of --watch-registries (default: the in-cluster configuration of registryd's pod)")
+	f.StringVar(&kube.namespace, "namespace", "", "registryd's own `namespace`, for --watch-registries: its Lease and the Secrets ClusterRegistries name (default: the pod's namespace)")
+	f.DurationVar(&kube.lease, "lease-duration", 60*time.Second, "how long registryd's Lease lasts without renewal: a replica takes over the status writing within this of the holder's death")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
 	return cmd
+}
+
+// kubeFlags are the flags of --watch-registries.
+type kubeFlags struct {
+	watch      bool
+	kubeconfig string
+	namespace  string
+	lease      time.Duration
+}
+
+// podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the
+// downward API), else the service account's namespace file.
+func podNamespace(getenv func(string) string) string {
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil {
+		return strings.TrimSpace(string(b))
+	}
+	return ""
 }
 
 // defaultCacheDir is $XDG_CACHE_HOME/registryd or ~/.cache/registryd.

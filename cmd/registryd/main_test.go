@@ -418,7 +418,7 @@ func TestGitHub(t *testing.T) {
 	}
 }
 
-func mapFS(t *testing.T, files map[string]string) fstest.MapFS {
+func mapFS(t testing.TB, files map[string]string) fstest.MapFS {
 	t.Helper()
 	m := fstest.MapFS{}
 	for name, content := range files {

@@ -15,6 +15,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/kubereg"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/server"
@@ -147,8 +148,30 @@ func serve(ctx context.Context, s *settings, e env) error {
 			hooks.Registries = append(hooks.Registries, server.WebhookRegistry{Registry: spec.Prefix, Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: s.hookSecrets[spec.Prefix]})
 		}
 	}
-	handler := server.New(server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander, ExampleExpander: examples, Webhooks: hooks, MaxExpansions: maxExpansions})
+	opts := server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
+		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle}
+	var watcher *kubereg.Watcher
+	if s.kube.watch {
+		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, log)
+		if err != nil {
+			return err
+		}
+		hooks.OnPush = watcher.Pushed
+		opts.ReadyNotes, opts.ReadyOptional = watcher.ReadyNotes, watcher.Serves
+		// The Lease holder tests the examples for every replica.
+		opts.ExampleActive, opts.ExampleResult = watcher.Leader, watcher.ExampleResult
+	}
+	opts.Webhooks = hooks
+	handler := server.New(opts)
+	if watcher != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := watcher.Run(bg, handler); err != nil {
+				log.Error("watching registries in the cluster", "err", err)
+			}
+		}()
+	}
 	// Examples are tested in the background: serving does not wait.
 	wg.Add(1)
 	go func() {
@@ -188,6 +211,25 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return fmt.Errorf("shutting down: %w", err)
 	}
 	return nil
+}
+
+// newWatcher builds the watcher of --watch-registries.
+func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks []server.WebhookRegistry, log *slog.Logger) (*kubereg.Watcher, error) {
+	cfg, err := kubereg.LoadConfig(s.kube.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	static := make([]string, 0, len(s.registries))
+	for _, spec := range s.registries {
+		static = append(static, spec.Prefix)
+	}
+	lease := s.kube.lease
+	return kubereg.New(kubereg.Options{
+		Config: cfg, Namespace: s.kube.namespace, Resolver: resolver, Setup: setup,
+		GitHubAPI: s.githubAPI, Refresh: s.refresh, Static: static, StaticWebhooks: hooks,
+		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,
+		Logger: log,
+	})
 }
 
 // waitFirst waits until every channel is closed, ctx ends or max passes.

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"net/http"
 	"strings"
@@ -38,11 +35,7 @@ func TestWebhook(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	sign := func(key string, body []byte) string {
-		m := hmac.New(sha256.New, []byte(key))
-		m.Write(body)
-		return "sha256=" + hex.EncodeToString(m.Sum(nil))
-	}
+	sign := hookSignature
 	body := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"acme/tpl","default_branch":"main"}}`)
 
 	d := start(t, args, map[string]string{"REGISTRYD_WEBHOOK_SECRET": secret})

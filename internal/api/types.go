@@ -275,5 +275,8 @@ type Readiness struct {
 	Ready bool `json:"ready"`
 	// NotReady names the registries without an index.
 	NotReady []string `json:"not_ready,omitempty"`
-	Error    string   `json:"error,omitempty"`
+	// Notes say what is degraded without failing readiness, such as an
+	// unreachable apiserver while snapshots are served.
+	Notes []string `json:"notes,omitempty"`
+	Error string   `json:"error,omitempty"`
 }

@@ -55,6 +55,15 @@ type ExamplesOptions struct {
 	// minute.
 	Retry  time.Duration
 	Logger *slog.Logger
+	// Active, if set, reports whether this process tests examples now:
+	// while it reports false, versions stay pending and their results come
+	// from Import (registryd replicas test each version once, in the
+	// replica that holds their Lease). Resume wakes the workers when it
+	// turns true.
+	Active func() bool
+	// OnResult, if set, is called with every result this process tested,
+	// so that it can be shared.
+	OnResult func(registry, digest string, r ExampleResult)
 }
 
 // Examples expands every version's example.yaml in the background, after
@@ -71,6 +80,8 @@ type Examples struct {
 	// gen counts changes of the results, so pages built from them can be
 	// cached until the next change.
 	gen atomic.Uint64
+	// tested counts the versions this process tested.
+	tested atomic.Int64
 
 	mu      sync.Mutex
 	results map[exampleKey]*ExampleResult
@@ -81,6 +92,9 @@ type Examples struct {
 	recent  []Change
 	usedBy  map[string][]Use // template ref without version -> users
 	dirty   bool             // usedBy needs rebuilding
+	// imported are results from Import of versions no snapshot walked
+	// yet.
+	imported map[exampleKey]*ExampleResult
 }
 
 type exampleKey struct{ registry, digest string }
@@ -159,6 +173,8 @@ func NewExamples(opts ExamplesOptions) *Examples {
 		results: map[exampleKey]*ExampleResult{},
 		seen:    map[string]*index.Snapshot{},
 		settle:  map[string]settling{},
+
+		imported: map[exampleKey]*ExampleResult{},
 	}
 	if e.log == nil {
 		e.log = slog.New(slog.DiscardHandler)
@@ -238,6 +254,13 @@ func (e *Examples) walk() {
 				if ok && !r.held {
 					continue
 				}
+				if imp, found := e.imported[key]; !ok && found {
+					// Tested by another replica before this one saw it.
+					imp.Ref = v.Ref
+					e.results[key] = imp
+					delete(e.imported, key)
+					continue
+				}
 				if !ok {
 					r = &ExampleResult{Ref: v.Ref}
 					if v.Example != "" && v.Problem == "" {
@@ -282,6 +305,7 @@ func (e *Examples) walk() {
 			delete(e.results, k)
 		}
 	}
+
 	e.dirty = true
 	e.gen.Add(1)
 	select {
@@ -291,14 +315,24 @@ func (e *Examples) walk() {
 }
 
 func (e *Examples) next() (exampleJob, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if len(e.queue) == 0 {
+	if e.opts.Active != nil && !e.opts.Active() {
 		return exampleJob{}, false
 	}
-	j := e.queue[0]
-	e.queue[0] = exampleJob{}
-	e.queue = e.queue[1:]
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var j exampleJob
+	for {
+		if len(e.queue) == 0 {
+			return exampleJob{}, false
+		}
+		j = e.queue[0]
+		e.queue[0] = exampleJob{}
+		e.queue = e.queue[1:]
+		// A result imported while the job waited is not tested again.
+		if r, ok := e.results[j.key]; !ok || r.Tested.IsZero() {
+			break
+		}
+	}
 	if len(e.queue) > 0 {
 		// Let another worker go on.
 		select {
@@ -324,6 +358,7 @@ func (e *Examples) worker(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		e.tested.Add(1)
 		if r == nil {
 			// The files could not be read now: try again later.
 			time.AfterFunc(e.opts.Retry, func() {
@@ -346,8 +381,51 @@ func (e *Examples) worker(ctx context.Context) {
 			e.gen.Add(1)
 		}
 		e.mu.Unlock()
+		if e.opts.OnResult != nil {
+			e.opts.OnResult(j.key.registry, j.key.digest, *r)
+		}
 	}
 }
+
+// Resume wakes the workers, for when Active turns true.
+func (e *Examples) Resume() {
+	select {
+	case e.work <- struct{}{}:
+	default:
+	}
+}
+
+// Import installs a result another process tested of the version with
+// digest in registry, unless this process has tested it: it is then not
+// tested here.
+func (e *Examples) Import(registry, digest string, r ExampleResult) {
+	if r.Tested.IsZero() {
+		return
+	}
+	key := exampleKey{registry, digest}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	cur, ok := e.results[key]
+	switch {
+	case !ok:
+		if len(e.imported) < maxImported {
+			e.imported[key] = &r
+		}
+		return
+	case !cur.Tested.IsZero():
+		return
+	}
+	r.Ref, r.held = cur.Ref, false
+	e.results[key] = &r
+	e.dirty = true
+	e.gen.Add(1)
+}
+
+// maxImported bounds the results imported ahead of their snapshots.
+const maxImported = 1 << 20
+
+// TestsRun counts the versions this process tested since it started.
+func (e *Examples) TestsRun() int64 { return e.tested.Load() }
 
 // test reads the version's title and expands its example. It returns nil
 // when the source is unavailable (rate limits, outages), to be tried again.
@@ -532,11 +610,18 @@ func (e *Examples) Recent() []Change {
 type ExampleCounts struct{ OK, Error, Pending int }
 
 // Counts counts the versions with examples by status.
-func (e *Examples) Counts() ExampleCounts {
+func (e *Examples) Counts() ExampleCounts { return e.CountsFor("") }
+
+// CountsFor counts the versions with examples of one registry by status;
+// "" counts every registry's.
+func (e *Examples) CountsFor(registry string) ExampleCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var c ExampleCounts
-	for _, r := range e.results {
+	for k, r := range e.results {
+		if registry != "" && k.registry != registry {
+			continue
+		}
 		switch r.Status {
 		case StatusOK:
 			c.OK++

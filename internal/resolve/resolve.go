@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/mod/semver"
 
@@ -35,24 +37,75 @@ type Resolution struct {
 // Resolved returns the canonical reference as a string.
 func (r *Resolution) Resolved() string { return r.Version.Ref }
 
-// Resolver resolves references against a set of registries.
+// Resolver resolves references against a set of registries. The set may
+// change while it serves (registryd's registries from cluster objects):
+// readers load an immutable set, writers replace it.
 type Resolver struct {
-	registries map[string]*index.Registry
-	byParts    map[regKey]*index.Registry
+	set atomic.Pointer[registrySet]
+	mu  sync.Mutex // serialises Put and Remove
 	// Default is where short references resolve.
 	Default Registry
 }
 
-// New returns a Resolver over regs, resolving short references against def.
-func New(def Registry, regs ...*index.Registry) *Resolver {
-	r := &Resolver{registries: make(map[string]*index.Registry, len(regs)), byParts: map[regKey]*index.Registry{}, Default: def}
+// registrySet is one immutable set of registries, by name and by parts.
+type registrySet struct {
+	registries map[string]*index.Registry
+	byParts    map[regKey]*index.Registry
+}
+
+func newSet(regs []*index.Registry) *registrySet {
+	s := &registrySet{registries: make(map[string]*index.Registry, len(regs)), byParts: make(map[regKey]*index.Registry, len(regs))}
 	for _, g := range regs {
-		r.registries[g.Name] = g
+		s.registries[g.Name] = g
 		if p := strings.SplitN(g.Name, "/", 4); len(p) == 3 {
-			r.byParts[regKey{p[0], p[1], p[2]}] = g
+			s.byParts[regKey{p[0], p[1], p[2]}] = g
 		}
 	}
+	return s
+}
+
+// New returns a Resolver over regs, resolving short references against def.
+func New(def Registry, regs ...*index.Registry) *Resolver {
+	r := &Resolver{Default: def}
+	r.set.Store(newSet(regs))
 	return r
+}
+
+// Put adds g, or replaces the registry of the same name, and returns the
+// one it replaced, if any.
+func (r *Resolver) Put(g *index.Registry) *index.Registry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.set.Load().registries
+	old := cur[g.Name]
+	regs := make([]*index.Registry, 0, len(cur)+1)
+	for n, h := range cur {
+		if n != g.Name {
+			regs = append(regs, h)
+		}
+	}
+	r.set.Store(newSet(append(regs, g)))
+	return old
+}
+
+// Remove takes the registry named name out of the set and returns it, or
+// nil when there is none.
+func (r *Resolver) Remove(name string) *index.Registry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := r.set.Load().registries
+	old, ok := cur[name]
+	if !ok {
+		return nil
+	}
+	regs := make([]*index.Registry, 0, len(cur))
+	for n, h := range cur {
+		if n != name {
+			regs = append(regs, h)
+		}
+	}
+	r.set.Store(newSet(regs))
+	return old
 }
 
 // regKey indexes registries by reference parts, sparing the hot path a
@@ -61,8 +114,9 @@ type regKey struct{ host, owner, repo string }
 
 // Registries returns the registries by name, sorted.
 func (r *Resolver) Registries() []*index.Registry {
-	out := make([]*index.Registry, 0, len(r.registries))
-	for _, g := range r.registries {
+	cur := r.set.Load().registries
+	out := make([]*index.Registry, 0, len(cur))
+	for _, g := range cur {
 		out = append(out, g)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -71,7 +125,7 @@ func (r *Resolver) Registries() []*index.Registry {
 
 // Registry returns the registry with the given reference prefix.
 func (r *Resolver) Registry(name string) (*index.Registry, bool) {
-	g, ok := r.registries[name]
+	g, ok := r.set.Load().registries[name]
 	return g, ok
 }
 
@@ -125,7 +179,7 @@ func (r *Resolver) lookup(ref *Ref, def Registry) (*index.Registry, *index.Templ
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, ok := r.byParts[regKey{q.Host, q.Owner, q.Repo}]
+	reg, ok := r.set.Load().byParts[regKey{q.Host, q.Owner, q.Repo}]
 	if !ok {
 		return nil, nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", q, q.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
 	}
@@ -162,7 +216,7 @@ func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Reso
 
 func (r *Resolver) names() []string {
 	var names []string
-	for n := range r.registries {
+	for n := range r.set.Load().registries {
 		names = append(names, n)
 	}
 	sort.Strings(names)

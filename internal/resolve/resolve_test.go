@@ -193,3 +193,37 @@ func BenchmarkResolve(b *testing.B) {
 		}
 	}
 }
+
+// TestPutRemove changes the set of registries while the resolver serves:
+// a registry put resolves at once, a replaced one resolves to the new
+// index, a removed one is not configured any more.
+func TestPutRemove(t *testing.T) {
+	r := testResolver()
+	ctx := context.Background()
+	const ref = "github.com/new/reg/x:v1"
+	if _, err := r.Resolve(ctx, ref); !errors.Is(err, derrors.NotFound) {
+		t.Fatalf("before Put: %v, want not found", err)
+	}
+	if old := r.Put(registry("github.com/new/reg", map[string]string{"x/v1.0.0/x.py": "a"})); old != nil {
+		t.Fatalf("Put of a new registry replaced %s", old.Name)
+	}
+	res, err := r.Resolve(ctx, ref)
+	if err != nil || res.Resolved() != "github.com/new/reg/x:v1.0.0" {
+		t.Fatalf("after Put: %v, %v", res, err)
+	}
+	if old := r.Put(registry("github.com/new/reg", map[string]string{"x/v1.0.1/x.py": "b"})); old == nil {
+		t.Fatal("Put of a registry of the same name replaced nothing")
+	}
+	if res, err := r.Resolve(ctx, ref); err != nil || res.Resolved() != "github.com/new/reg/x:v1.0.1" {
+		t.Fatalf("after the second Put: %v, %v", res, err)
+	}
+	if n := len(r.Registries()); n != 3 {
+		t.Fatalf("%d registries, want 3", n)
+	}
+	if r.Remove("github.com/new/reg") == nil || r.Remove("github.com/new/reg") != nil {
+		t.Fatal("Remove did not remove exactly once")
+	}
+	if _, err := r.Resolve(ctx, ref); !errors.Is(err, derrors.NotFound) || !strings.Contains(err.Error(), "not configured") {
+		t.Fatalf("after Remove: %v", err)
+	}
+}

@@ -208,8 +208,13 @@ type exampleCollector struct {
 
 var descExamples = prometheus.NewDesc(namespace+"_example_tests", "Template versions whose example.yaml has been expanded in the background, by result (ok, error, pending: not tested yet).", []string{"status"}, nil)
 
-// Describe sends the descriptor of the example gauge.
-func (c *exampleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descExamples }
+var descExamplesRun = prometheus.NewDesc(namespace+"_example_tests_run_total", "Template versions whose example this process has tested since it started (replicas sharing one tester: each version counts in one replica only).", nil, nil)
+
+// Describe sends the descriptors of the example metrics.
+func (c *exampleCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descExamples
+	ch <- descExamplesRun
+}
 
 // Collect counts the examples by status.
 func (c *exampleCollector) Collect(ch chan<- prometheus.Metric) {
@@ -218,6 +223,7 @@ func (c *exampleCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	n := e.Counts()
+	ch <- prometheus.MustNewConstMetric(descExamplesRun, prometheus.CounterValue, float64(e.TestsRun()))
 	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.OK), catalog.StatusOK)
 	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.Error), catalog.StatusError)
 	ch <- prometheus.MustNewConstMetric(descExamples, prometheus.GaugeValue, float64(n.Pending), catalog.StatusPending)

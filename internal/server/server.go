@@ -117,6 +117,22 @@ type Options struct {
 	// its own, so that slow examples cannot hold the workers interactive
 	// expansions need. Nil uses Expander.
 	ExampleExpander api.Expander
+	// ExampleSettle is the examples tester's RemoteSettle: how long a
+	// GitHub registry's index must stay unchanged before its new versions
+	// are tested; zero means one minute, negative none.
+	ExampleSettle time.Duration
+	// ExampleActive and ExampleResult are the tester's Active and
+	// OnResult: replicas that share one tester.
+	ExampleActive func() bool
+	ExampleResult func(registry, digest string, r catalog.ExampleResult)
+	// ReadyNotes, if set, adds notes to /readyz's answer that do not make
+	// it fail, such as "apiserver unreachable: serving snapshots".
+	ReadyNotes func() []string
+	// ReadyOptional, if set, reports registries whose missing index does
+	// not fail /readyz (registries from cluster objects: one broken object
+	// must not take every replica out of its Service); they are named in
+	// the notes instead.
+	ReadyOptional func(registry string) bool
 }
 
 // jsonExpander is an Expander that can answer with the expansion's JSON
@@ -153,18 +169,24 @@ type Server struct {
 	examples *catalog.Examples
 	catalog  *catalog.Catalog
 	webhooks *webhooks
+	// readyNotes and readyOptional are Options.ReadyNotes and
+	// Options.ReadyOptional.
+	readyNotes    func() []string
+	readyOptional func(string) bool
 }
 
 // New returns the handler serving opts.Resolver's registries.
 func New(opts Options) *Server {
 	s := &Server{
-		svc:        api.NewService(opts.Resolver, opts.Expand),
-		resolver:   opts.Resolver,
-		hasAdmin:   opts.AdminToken != "",
-		log:        opts.Logger,
-		metrics:    opts.Metrics,
-		slow:       opts.SlowRequest,
-		refreshTTL: opts.RefreshTimeout,
+		svc:           api.NewService(opts.Resolver, opts.Expand),
+		resolver:      opts.Resolver,
+		hasAdmin:      opts.AdminToken != "",
+		log:           opts.Logger,
+		metrics:       opts.Metrics,
+		slow:          opts.SlowRequest,
+		refreshTTL:    opts.RefreshTimeout,
+		readyNotes:    opts.ReadyNotes,
+		readyOptional: opts.ReadyOptional,
 	}
 	s.expander = opts.Expander
 	if s.log == nil {
@@ -197,7 +219,8 @@ func New(opts Options) *Server {
 	if exx == nil {
 		exx = s.expander
 	}
-	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log})
+	s.examples = catalog.NewExamples(catalog.ExamplesOptions{Resolver: opts.Resolver, Expander: exx, Workers: opts.ExampleWorkers, Logger: s.log,
+		RemoteSettle: opts.ExampleSettle, Active: opts.ExampleActive, OnResult: opts.ExampleResult})
 	s.catalog = catalog.New(catalog.Options{Service: s.svc, Expander: s.expander, Examples: s.examples, Logger: s.log})
 	s.webhooks = newWebhooks(opts.Webhooks, opts.Resolver, s.log, s.metrics.shed)
 	s.metrics.watch(opts.Resolver)
@@ -473,27 +496,57 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // Ready reports whether every registry has an index to serve, and names
-// those that have none.
+// those that have none; registries Options.ReadyOptional names do not
+// count.
 func (s *Server) Ready() (bool, []string) {
-	var missing []string
-	for _, g := range s.resolver.Registries() {
-		if g.Snapshot() == nil {
-			missing = append(missing, g.Name)
-		}
-	}
+	missing, _ := s.readiness()
 	return len(missing) == 0, missing
 }
 
+// readiness names the registries without an index that fail readiness,
+// and notes on the others.
+func (s *Server) readiness() (missing, notes []string) {
+	for _, g := range s.resolver.Registries() {
+		if g.Snapshot() != nil {
+			continue
+		}
+		if s.readyOptional != nil && s.readyOptional(g.Name) {
+			notes = append(notes, "no index yet for "+g.Name)
+			continue
+		}
+		missing = append(missing, g.Name)
+	}
+	if s.readyNotes != nil {
+		notes = append(notes, s.readyNotes()...)
+	}
+	return missing, notes
+}
+
 func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
-	ok, missing := s.Ready()
-	if ok {
-		writeJSON(w, http.StatusOK, api.Readiness{Ready: true})
+	missing, notes := s.readiness()
+	if len(missing) == 0 {
+		writeJSON(w, http.StatusOK, api.Readiness{Ready: true, Notes: notes})
 		return
 	}
 	writeJSON(w, http.StatusServiceUnavailable, api.Readiness{
 		NotReady: missing,
+		Notes:    notes,
 		Error:    "no index yet for " + strings.Join(missing, ", "),
 	})
+}
+
+// SetWebhookRegistries replaces the GitHub registries signed pushes may
+// refresh (registries from cluster objects come and go).
+func (s *Server) SetWebhookRegistries(regs []WebhookRegistry) { s.webhooks.setRegistries(regs) }
+
+// RequestRefresh refreshes the named registry as a push to it would:
+// bursts make one refresh. It reports whether the registry is served.
+func (s *Server) RequestRefresh(name string) bool {
+	g, ok := s.resolver.Registry(name)
+	if ok {
+		s.webhooks.request(g)
+	}
+	return ok
 }
 
 func (s *Server) handleRegistries(w http.ResponseWriter, r *http.Request) {

@@ -593,3 +593,37 @@ func BenchmarkResolveHandler(b *testing.B) {
 		e.srv.ServeHTTP(w, req)
 	}
 }
+
+// TestReadyOptional: a registry ReadyOptional names does not fail /readyz
+// when it has no index; it and ReadyNotes' notes are in the answer.
+func TestReadyOptional(t *testing.T) {
+	ready := &index.Registry{Name: "github.com/a/ready"}
+	ready.Install(index.Build(ready.Name, indextest.Tree(map[string]string{"t/v1.0.0/t.py": "x"}), nil))
+	empty := &index.Registry{Name: "github.com/a/empty"}
+	tests := []struct {
+		name     string
+		optional func(string) bool
+		notes    func() []string
+		code     int
+		want     []string
+	}{
+		{"required", nil, nil, 503, []string{"no index yet for github.com/a/empty"}},
+		{"optional", func(n string) bool { return n == empty.Name }, nil, 200, []string{`"notes":["no index yet for github.com/a/empty"]`}},
+		{"notes", func(string) bool { return true }, func() []string { return []string{"apiserver unreachable"} }, 200, []string{"apiserver unreachable", `"ready":true`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(Options{Resolver: resolve.New(resolve.Registry{}, ready, empty), ReadyOptional: tt.optional, ReadyNotes: tt.notes})
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+			if w.Code != tt.code {
+				t.Errorf("%d %s, want %d", w.Code, w.Body, tt.code)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(w.Body.String(), want) {
+					t.Errorf("answer %s lacks %s", w.Body, want)
+				}
+			}
+		})
+	}
+}

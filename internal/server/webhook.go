@@ -14,8 +14,10 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/go-github/v57/github"
@@ -55,6 +57,10 @@ type WebhookOptions struct {
 	// so that a replayed delivery is answered without a refresh; zero
 	// means 4096.
 	Deliveries int
+	// OnPush, if set, is called for every registry a signed push
+	// refreshes, with the pushed commit: registryd records it on the
+	// registry's cluster object so that its other replicas refresh too.
+	OnPush func(registry, commit string)
 }
 
 // WebhookRegistry is a GitHub registry that push events refresh.
@@ -83,8 +89,9 @@ type webhooks struct {
 	resolver *resolve.Resolver
 	log      *slog.Logger
 	shed     *prometheus.CounterVec
-	// secrets are the distinct configured secrets.
-	secrets []string
+	// cfg holds the registries and their distinct secrets; SetRegistries
+	// replaces it while deliveries are served.
+	cfg atomic.Pointer[hookConfig]
 	// reads is the semaphore of the bodies being read.
 	reads chan struct{}
 	// seen holds the IDs of recent deliveries with a good signature.
@@ -116,28 +123,42 @@ func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, she
 	seen, _ := lru.New[string, struct{}](opts.Deliveries)
 	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[string]*hookRefresh{},
 		reads: make(chan struct{}, opts.MaxReads), seen: seen}
+	h.setRegistries(opts.Registries)
+	return h
+}
+
+// hookConfig is one immutable configuration of the webhook registries.
+type hookConfig struct {
+	registries []WebhookRegistry
+	// secrets are the distinct configured secrets.
+	secrets []string
+}
+
+// setRegistries replaces the registries pushes may refresh.
+func (h *webhooks) setRegistries(regs []WebhookRegistry) {
+	c := &hookConfig{registries: slices.Clone(regs)}
 	seenSecret := map[string]bool{}
 	add := func(s string) {
 		if s != "" && !seenSecret[s] {
 			seenSecret[s] = true
-			h.secrets = append(h.secrets, s)
+			c.secrets = append(c.secrets, s)
 		}
 	}
 	hasGlobalUser := false
-	for _, reg := range opts.Registries {
+	for _, reg := range regs {
 		add(reg.Secret)
 		if reg.Secret == "" {
 			hasGlobalUser = true
 		}
 	}
-	if hasGlobalUser || len(opts.Registries) == 0 {
-		add(opts.Secret)
+	if hasGlobalUser || len(regs) == 0 {
+		add(h.opts.Secret)
 	}
-	return h
+	h.cfg.Store(c)
 }
 
 // enabled reports whether any secret is configured.
-func (h *webhooks) enabled() bool { return len(h.secrets) > 0 }
+func (h *webhooks) enabled() bool { return len(h.cfg.Load().secrets) > 0 }
 
 // webhookAnswer is the JSON body of a webhook's answer.
 type webhookAnswer struct {
@@ -198,7 +219,8 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusServiceUnavailable, api.Error{Error: fmt.Sprintf("%d webhook deliveries are being read; try again shortly", cap(h.reads))})
 		return
 	}
-	body, secret, err := h.read(w, r, want)
+	cfg := h.cfg.Load()
+	body, secret, err := h.read(w, r, want, cfg.secrets)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -233,21 +255,21 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		payload = []byte(form.Get("payload"))
 	}
-	h.handle(w, r, payload, secret)
+	h.handle(w, r, payload, secret, cfg.registries)
 }
 
 // read reads the body, at most MaxBody bytes, hashing it with every
 // secret as it streams; secret is the one whose HMAC is want, or "".
-func (h *webhooks) read(w http.ResponseWriter, r *http.Request, want []byte) (body []byte, secret string, err error) {
+func (h *webhooks) read(w http.ResponseWriter, r *http.Request, want []byte, secrets []string) (body []byte, secret string, err error) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(webhookReadTimeout))
-	macs := make([]hash.Hash, len(h.secrets))
-	sinks := make([]io.Writer, 0, len(h.secrets)+1)
+	macs := make([]hash.Hash, len(secrets))
+	sinks := make([]io.Writer, 0, len(secrets)+1)
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
 	sinks = append(sinks, &buf)
-	for i, s := range h.secrets {
+	for i, s := range secrets {
 		macs[i] = hmac.New(sha256.New, []byte(s))
 		sinks = append(sinks, macs[i])
 	}
@@ -256,14 +278,14 @@ func (h *webhooks) read(w http.ResponseWriter, r *http.Request, want []byte) (bo
 	}
 	for i, m := range macs {
 		if hmac.Equal(m.Sum(nil), want) {
-			return buf.Bytes(), h.secrets[i], nil
+			return buf.Bytes(), secrets[i], nil
 		}
 	}
 	return buf.Bytes(), "", nil
 }
 
 // handle answers a delivery signed with secret.
-func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte, secret string) {
+func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte, secret string, regs []WebhookRegistry) {
 	event := github.WebHookType(r)
 	switch event {
 	case "ping":
@@ -283,7 +305,7 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 	full := push.GetRepo().GetFullName()
 	ref := push.GetRef()
 	var names []string
-	for _, reg := range h.opts.Registries {
+	for _, reg := range regs {
 		own := reg.Secret
 		if own == "" {
 			own = h.opts.Secret
@@ -301,6 +323,9 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 		if g, ok := h.resolver.Registry(reg.Registry); ok {
 			h.request(g)
 			names = append(names, g.Name)
+			if h.opts.OnPush != nil {
+				h.opts.OnPush(g.Name, push.GetAfter())
+			}
 		}
 	}
 	if len(names) == 0 {

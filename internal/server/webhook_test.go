@@ -353,3 +353,35 @@ func TestWebhookCoalesces(t *testing.T) {
 func newTestLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
+
+// TestWebhookSetRegistries: registries set while serving (from cluster
+// objects) are refreshed by signed pushes with their own secrets, and
+// OnPush hears of each with the pushed commit; registries set away are
+// not.
+func TestWebhookSetRegistries(t *testing.T) {
+	var mu sync.Mutex
+	var pushed []string
+	e := newHookEnv(t, WebhookOptions{OnPush: func(registry, commit string) {
+		mu.Lock()
+		defer mu.Unlock()
+		pushed = append(pushed, registry+"@"+commit)
+	}})
+	push := pushBody("acme/tpl", "refs/heads/main", "abc123")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 404 {
+		t.Fatalf("before any registry: %d %s, want 404", code, body)
+	}
+	e.srv.SetWebhookRegistries([]WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl", Secret: hookSecret}})
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 202 || !strings.Contains(body, "refresh scheduled") {
+		t.Fatalf("after SetWebhookRegistries: %d %s", code, body)
+	}
+	mu.Lock()
+	got := strings.Join(pushed, ",")
+	mu.Unlock()
+	if want := prefix + "@abc123"; got != want {
+		t.Errorf("OnPush heard %q, want %q", got, want)
+	}
+	e.srv.SetWebhookRegistries(nil)
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 404 {
+		t.Errorf("after the registry went away: %d %s, want 404", code, body)
+	}
+}

@@ -1,6 +1,7 @@
 package crds
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"slices"
 	"testing"
 )
@@ -14,11 +15,11 @@ func TestAll(t *testing.T) {
 	for _, c := range all {
 		names = append(names, c.Name)
 	}
-	want := []string{"templatedefinitions.dm.io", "templateinstances.dm.io"}
+	want := []string{"clusterregistries.dm.io", "registries.dm.io", "templatedefinitions.dm.io", "templateinstances.dm.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("CRDs %v, want %v", names, want)
 	}
-	ti := all[1]
+	ti := all[3]
 	var cols []string
 	for _, c := range ti.Spec.Versions[0].AdditionalPrinterColumns {
 		if c.Priority == 0 {
@@ -30,5 +31,57 @@ func TestAll(t *testing.T) {
 	}
 	if ti.Spec.Versions[0].Subresources == nil || ti.Spec.Versions[0].Subresources.Status == nil {
 		t.Error("TemplateInstance has no status subresource")
+	}
+}
+
+// TestRegistryCRDs checks the kinds, scopes and printer columns registryd's
+// contract names (issue 16 §1).
+func TestRegistryCRDs(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, kind, scope string }{
+		{"registries.dm.io", "Registry", "Namespaced"},
+		{"clusterregistries.dm.io", "ClusterRegistry", "Cluster"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == tc.name })
+			if i < 0 {
+				t.Fatalf("no CRD %s", tc.name)
+			}
+			c := all[i]
+			if c.Spec.Names.Kind != tc.kind || string(c.Spec.Scope) != tc.scope {
+				t.Errorf("kind %s scope %s, want %s %s", c.Spec.Names.Kind, c.Spec.Scope, tc.kind, tc.scope)
+			}
+			v := c.Spec.Versions[0]
+			var cols []string
+			for _, col := range v.AdditionalPrinterColumns {
+				cols = append(cols, col.Name)
+			}
+			if want := []string{"Prefix", "Commit", "Ready", "Age"}; !slices.Equal(cols, want) {
+				t.Errorf("printer columns %v, want %v", cols, want)
+			}
+			if v.Subresources == nil || v.Subresources.Status == nil {
+				t.Error("no status subresource")
+			}
+			spec := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties
+			for _, f := range []string{"github", "prefix", "defaultCollection", "tokenSecretRef", "webhookSecretRef", "refreshInterval", "suspend"} {
+				if _, ok := spec[f]; !ok {
+					t.Errorf("spec has no field %s", f)
+				}
+			}
+			for _, f := range []string{"owner", "repo", "branch", "apiURL"} {
+				if _, ok := spec["github"].Properties[f]; !ok {
+					t.Errorf("spec.github has no field %s", f)
+				}
+			}
+			status := v.Schema.OpenAPIV3Schema.Properties["status"].Properties
+			for _, f := range []string{"conditions", "commit", "lastSuccessTime", "templates", "versions", "lint", "examples"} {
+				if _, ok := status[f]; !ok {
+					t.Errorf("status has no field %s", f)
+				}
+			}
+		})
 	}
 }

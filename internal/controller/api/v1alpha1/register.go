@@ -14,6 +14,8 @@ func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&TemplateInstance{}, &TemplateInstanceList{},
 		&TemplateDefinition{}, &TemplateDefinitionList{},
+		&Registry{}, &RegistryList{},
+		&ClusterRegistry{}, &ClusterRegistryList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

@@ -1,0 +1,199 @@
+// Package kubereg serves registries that are Kubernetes objects: registryd
+// --watch-registries watches every Registry (namespaced) and
+// ClusterRegistry (cluster-scoped) of API group dm.io/v1alpha1 it can read,
+// and the Secrets they name, and adds, changes, suspends and removes the
+// registries it serves as the objects change, beside those of its flags.
+//
+// Kubernetes is the only channel between replicas: a replica that
+// receives a signed push records the pushed commit on the registry's object
+// (annotation dm.io/pushed-commit) and every replica, watching the object,
+// refreshes; one Lease in registryd's namespace elects the replica that
+// writes the objects' status. A replica that loses the apiserver keeps
+// serving what it has and says so in /readyz's notes.
+//
+// The types come from internal/controller/api/v1alpha1, a package of plain
+// types that imports nothing of the controller's reconcilers.
+package kubereg
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/catalog"
+	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/server"
+)
+
+// Server is what the watcher needs of registryd's HTTP server.
+type Server interface {
+	SetWebhookRegistries(regs []server.WebhookRegistry)
+	RequestRefresh(name string) bool
+	Examples() *catalog.Examples
+}
+
+// Options configure a Watcher.
+type Options struct {
+	// Config reaches the apiserver. Required: see LoadConfig.
+	Config *rest.Config
+	// Namespace is registryd's own namespace: its Lease, and the Secrets
+	// of ClusterRegistries. Required.
+	Namespace string
+	// Identity names this replica in the Lease; default hostname and pid.
+	Identity string
+	// Resolver receives the registries. Required.
+	Resolver *resolve.Resolver
+	// Setup is what every registry shares (cache directory, metrics hooks).
+	Setup api.Setup
+	// GitHubAPI is the API URL of objects without spec.github.apiURL.
+	GitHubAPI string
+	// Refresh is the refresh interval of objects without
+	// spec.refreshInterval.
+	Refresh time.Duration
+	// Static are the registries of flags and the configuration file: an
+	// object naming one of their prefixes is refused (Stalled).
+	Static []string
+	// StaticWebhooks are the flag registries' webhook registrations, kept
+	// beside the objects'.
+	StaticWebhooks []server.WebhookRegistry
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the Lease; zero
+	// means 60s, 40s and 15s: a holder renews four times a minute, and a
+	// replica takes over within a minute of the holder's death.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// StatusPeriod is how often the Lease holder compares each object's
+	// status with what it serves (reading its own caches) and writes the
+	// ones that differ; zero means 2 seconds.
+	StatusPeriod time.Duration
+	Logger       *slog.Logger
+}
+
+// LeaseName is the name of registryd's Lease in its namespace.
+const LeaseName = "registryd"
+
+// LoadConfig reads a kubeconfig file, or with "" the in-cluster
+// configuration of a pod.
+func LoadConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		c, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("--watch-registries without --kubeconfig needs the in-cluster configuration of a pod: %w", err)
+		}
+		return c, nil
+	}
+	c, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	return c, nil
+}
+
+// Scheme returns the kinds the watcher reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, coordinationv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// Watcher keeps the served registries in step with the cluster's objects.
+type Watcher struct {
+	opts   Options
+	log    *slog.Logger
+	client client.WithWatch
+	srv    Server
+	static map[string]bool
+
+	// kick wakes the sync loop; syncs coalesce.
+	kick chan struct{}
+	// leader is true while this replica holds the Lease.
+	leader atomic.Bool
+	// reach tracks the apiserver's reachability.
+	reach reachability
+
+	mu      sync.Mutex
+	running map[string]*running // object key -> what is served for it
+	// byPrefix maps a served prefix to the key of the object serving it.
+	byPrefix map[string]string
+	// problems say why objects are not served, by key.
+	problems map[string]problem
+	secrets  *secretWatches
+	// results are example results to store; resCh wakes their writer.
+	resMu   sync.Mutex
+	results []pendingResult
+	resCh   chan struct{}
+	// pushes are commits to record on objects, by key.
+	pushes map[string]string
+	pushCh chan struct{}
+}
+
+// New returns a Watcher; Run starts it.
+func New(opts Options) (*Watcher, error) {
+	if opts.Config == nil || opts.Namespace == "" || opts.Resolver == nil {
+		return nil, fmt.Errorf("kubereg: Config, Namespace and Resolver are required")
+	}
+	if opts.Identity == "" {
+		host, _ := os.Hostname()
+		opts.Identity = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if opts.LeaseDuration <= 0 {
+		opts.LeaseDuration = 60 * time.Second
+	}
+	if opts.RenewDeadline <= 0 {
+		opts.RenewDeadline = 40 * time.Second
+	}
+	if opts.RetryPeriod <= 0 {
+		opts.RetryPeriod = 15 * time.Second
+	}
+	if opts.StatusPeriod <= 0 {
+		opts.StatusPeriod = 2 * time.Second
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	cfg := rest.CopyConfig(opts.Config)
+	cfg.UserAgent = "registryd"
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	w := &Watcher{opts: opts, log: log, client: c, static: map[string]bool{},
+		kick: make(chan struct{}, 1), running: map[string]*running{}, byPrefix: map[string]string{},
+		problems: map[string]problem{}, pushes: map[string]string{}, pushCh: make(chan struct{}, 1), resCh: make(chan struct{}, 1)}
+	for _, p := range opts.Static {
+		w.static[p] = true
+	}
+	w.secrets = newSecretWatches(w)
+	return w, nil
+}
+
+// Leader reports whether this replica holds the Lease.
+func (w *Watcher) Leader() bool { return w.leader.Load() }
+
+// wake asks the sync loop to run.
+func (w *Watcher) wake() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}

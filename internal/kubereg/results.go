@@ -1,0 +1,170 @@
+package kubereg
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dmhq/dm/internal/catalog"
+)
+
+// Example results live in ConfigMaps of registryd's namespace, one per
+// registry and first hex digit of the version digest (16 shards): a result
+// is about 300 bytes, so a shard stays under the 1 MiB object limit up to
+// some 3,000 versions, 48,000 per registry. Each data key is a version's
+// digest ("sha256.HEX"), its value the result as JSON.
+const (
+	// resultsLabel marks registryd's result ConfigMaps.
+	resultsLabel = "dm.io/registryd-examples"
+	// resultsRegistry is the annotation naming a ConfigMap's registry.
+	resultsRegistry = "dm.io/registry"
+)
+
+// resultName is the ConfigMap holding digest's result in registry.
+func resultName(registry, digest string) string {
+	h := sha256.Sum256([]byte(registry))
+	hexDigest := strings.TrimPrefix(digest, "sha256:")
+	shard := "0"
+	if hexDigest != "" {
+		shard = hexDigest[:1]
+	}
+	return "registryd-examples-" + hex.EncodeToString(h[:])[:12] + "-" + shard
+}
+
+// resultKey is digest as a ConfigMap key.
+func resultKey(digest string) string { return strings.Replace(digest, ":", ".", 1) }
+
+// storedResult is a result as stored.
+type storedResult struct {
+	Ref    string    `json:"ref"`
+	Title  string    `json:"title,omitempty"`
+	Status string    `json:"status,omitempty"`
+	Error  string    `json:"error,omitempty"`
+	Uses   []string  `json:"uses,omitempty"`
+	Tested time.Time `json:"tested"`
+}
+
+type pendingResult struct {
+	registry, digest string
+	r                storedResult
+}
+
+// ExampleResult is the tester's OnResult: the result is queued for the
+// result ConfigMaps. It does not block.
+func (w *Watcher) ExampleResult(registry, digest string, r catalog.ExampleResult) {
+	w.resMu.Lock()
+	w.results = append(w.results, pendingResult{registry, digest, storedResult{r.Ref, r.Title, r.Status, r.Error, r.Uses, r.Tested}})
+	w.resMu.Unlock()
+	select {
+	case w.resCh <- struct{}{}:
+	default:
+	}
+}
+
+// importResults hands every result of a ConfigMap to the tester: this
+// replica then never tests those versions.
+func (w *Watcher) importResults(obj any) {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || w.srv == nil {
+		return
+	}
+	registry := cm.Annotations[resultsRegistry]
+	ex := w.srv.Examples()
+	for k, v := range cm.Data {
+		var r storedResult
+		if err := json.Unmarshal([]byte(v), &r); err != nil {
+			continue
+		}
+		ex.Import(registry, strings.Replace(k, ".", ":", 1), catalog.ExampleResult{Ref: r.Ref, Title: r.Title, Status: r.Status, Error: r.Error, Uses: r.Uses, Tested: r.Tested})
+	}
+}
+
+// storeResults writes queued results to their ConfigMaps until ctx ends;
+// a write that fails is tried again at the next result or after a second.
+func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.resCh:
+		case <-t.C:
+		}
+		w.resMu.Lock()
+		batch := w.results
+		w.results = nil
+		w.resMu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		byName := map[string][]pendingResult{}
+		for _, p := range batch {
+			n := resultName(p.registry, p.digest)
+			byName[n] = append(byName[n], p)
+		}
+		var failed []pendingResult
+		for name, ps := range byName {
+			if err := w.writeResults(ctx, store, name, ps); err != nil {
+				w.log.Warn("cannot store example results; trying again", "configmap", name, "err", err)
+				failed = append(failed, ps...)
+			}
+		}
+		if len(failed) > 0 {
+			w.resMu.Lock()
+			w.results = append(failed, w.results...)
+			w.resMu.Unlock()
+		}
+	}
+}
+
+func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name string, ps []pendingResult) error {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var cm *corev1.ConfigMap
+	if o, ok, _ := store.GetByKey(w.opts.Namespace + "/" + name); ok {
+		cm = o.(*corev1.ConfigMap).DeepCopy()
+	} else {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: name,
+			Labels:      map[string]string{resultsLabel: "true", "app.kubernetes.io/name": "registryd"},
+			Annotations: map[string]string{resultsRegistry: ps[0].registry}}}
+	}
+	if cm.Data == nil {
+		cm.Data = map[string]string{}
+	}
+	for _, p := range ps {
+		b, err := json.Marshal(p.r)
+		if err != nil {
+			return err
+		}
+		cm.Data[resultKey(p.digest)] = string(b)
+	}
+	if cm.ResourceVersion == "" {
+		err := w.client.Create(wctx, cm)
+		if apierrors.IsAlreadyExists(err) {
+			// The cache had not seen it yet: read it and merge.
+			cur := &corev1.ConfigMap{}
+			if err := w.client.Get(wctx, client.ObjectKeyFromObject(cm), cur); err != nil {
+				return err
+			}
+			if cur.Data == nil {
+				cur.Data = map[string]string{}
+			}
+			for k, v := range cm.Data {
+				cur.Data[k] = v
+			}
+			return w.client.Update(wctx, cur)
+		}
+		return err
+	}
+	return w.client.Update(wctx, cm)
+}

@@ -1,0 +1,209 @@
+package kubereg
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+)
+
+// Run watches the objects and serves their registries through srv until
+// ctx ends. It returns at once with an error only when it cannot start;
+// an unreachable apiserver is retried, and what is served stays served.
+func (w *Watcher) Run(ctx context.Context, srv Server) error {
+	if srv == nil {
+		return errNoServer
+	}
+	w.srv = srv
+	lease, err := coordinationv1client.NewForConfig(w.opts.Config)
+	if err != nil {
+		return err
+	}
+	regs := w.informer(ctx, &v1alpha1.RegistryList{}, &v1alpha1.Registry{}, "", "")
+	cregs := w.informer(ctx, &v1alpha1.ClusterRegistryList{}, &v1alpha1.ClusterRegistry{}, "", "")
+	results := w.selected(ctx, &corev1.ConfigMapList{}, &corev1.ConfigMap{}, w.opts.Namespace, "", resultsLabel+"=true")
+	_, _ = results.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    w.importResults,
+		UpdateFunc: func(_, o any) { w.importResults(o) },
+	})
+	go regs.Run(ctx.Done())
+	go cregs.Run(ctx.Done())
+	go results.Run(ctx.Done())
+	go w.storeResults(ctx, results.GetStore())
+	go w.recordPushes(ctx)
+	go w.elect(ctx, lease)
+	go w.writeStatuses(ctx, regs.GetStore(), cregs.GetStore())
+	for {
+		select {
+		case <-ctx.Done():
+			w.mu.Lock()
+			for key, r := range w.running {
+				w.stop(key, r)
+			}
+			w.mu.Unlock()
+			return nil
+		case <-w.kick:
+		}
+		// Until both kinds are listed, an object missing from a store may
+		// only be unread: nothing is removed before.
+		if !regs.HasSynced() || !cregs.HasSynced() {
+			go func() {
+				if toolscache.WaitForCacheSync(ctx.Done(), regs.HasSynced, cregs.HasSynced) {
+					w.wake()
+				}
+			}()
+			continue
+		}
+		w.sync(ctx, regs.GetStore(), cregs.GetStore())
+	}
+}
+
+// elect takes part in the election of the replica that writes status,
+// until ctx ends.
+func (w *Watcher) elect(ctx context.Context, c coordinationv1client.CoordinationV1Interface) {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: LeaseName},
+		Client:     c,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: w.opts.Identity},
+	}
+	for ctx.Err() == nil {
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock:            lock,
+			LeaseDuration:   w.opts.LeaseDuration,
+			RenewDeadline:   w.opts.RenewDeadline,
+			RetryPeriod:     w.opts.RetryPeriod,
+			ReleaseOnCancel: true,
+			Name:            LeaseName,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(context.Context) {
+					w.log.Info("holding the Lease: this replica writes the registries' status", "lease", w.opts.Namespace+"/"+LeaseName, "identity", w.opts.Identity)
+					w.leader.Store(true)
+					// The tester of examples too: it goes on with what
+					// the previous holder left untested.
+					w.srv.Examples().Resume()
+				},
+				OnStoppedLeading: func() {
+					w.leader.Store(false)
+				},
+			},
+		})
+		if err != nil {
+			w.log.Error("leader election", "err", err)
+			return
+		}
+		le.Run(ctx)
+	}
+}
+
+// writeStatuses, while this replica holds the Lease, writes every
+// object's status that differs from what it serves. It reads the
+// informers' stores: with nothing changing it sends nothing.
+func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs toolscache.Store) {
+	t := time.NewTicker(w.opts.StatusPeriod)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !w.leader.Load() {
+			continue
+		}
+		for _, o := range objects(regs, cregs) {
+			st := w.status(o)
+			if equality.Semantic.DeepEqual(st, o.status) {
+				continue
+			}
+			if err := w.writeStatus(ctx, o, st); err != nil {
+				w.log.Warn("cannot write the registry's status", "object", o.key, "err", err)
+			}
+		}
+	}
+}
+
+func (w *Watcher) writeStatus(ctx context.Context, o object, st v1alpha1.RegistryStatus) error {
+	obj := o.obj.DeepCopyObject().(client.Object)
+	switch r := obj.(type) {
+	case *v1alpha1.Registry:
+		r.Status = st
+	case *v1alpha1.ClusterRegistry:
+		r.Status = st
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	// An update, not a patch: a status computed from an older object is
+	// refused (conflict) and written again from the newer one.
+	return w.client.Status().Update(wctx, obj)
+}
+
+// status computes o's status from what this replica serves.
+func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
+	st := v1alpha1.RegistryStatus{ObservedGeneration: o.gen, Conditions: append([]metav1.Condition(nil), o.status.Conditions...)}
+	set := func(typ string, ok bool, reason, msg string) {
+		s := metav1.ConditionFalse
+		if ok {
+			s = metav1.ConditionTrue
+		}
+		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: o.gen})
+	}
+	w.mu.Lock()
+	r, serving := w.running[o.key]
+	pr, hasProblem := w.problems[o.key]
+	w.mu.Unlock()
+	switch {
+	case hasProblem:
+		set(v1alpha1.ConditionReady, false, pr.reason, pr.message)
+		set(v1alpha1.ConditionStalled, pr.stalled, pr.reason, pr.message)
+		return st
+	case !serving:
+		set(v1alpha1.ConditionReady, false, "Pending", "registryd has not read the object yet")
+		set(v1alpha1.ConditionStalled, false, "Pending", "")
+		return st
+	}
+	st.Prefix = r.prefix
+	snap, gs := r.g.Snapshot(), r.g.Status()
+	if !gs.LastSuccess.IsZero() {
+		// The apiserver keeps seconds: compare what it keeps.
+		t := metav1.NewTime(gs.LastSuccess.Truncate(time.Second))
+		st.LastSuccessTime = &t
+	} else if o.status.LastSuccessTime != nil {
+		st.LastSuccessTime = o.status.LastSuccessTime
+	}
+	if snap != nil {
+		st.Commit = snap.Tree.Version
+		st.Templates, st.Versions = snap.Templates, snap.Versions
+		errs := snap.Errors()
+		st.Lint = v1alpha1.LintCounts{Errors: errs, Warnings: len(snap.Findings) - errs}
+		if w.srv != nil {
+			c := w.srv.Examples().CountsFor(r.prefix)
+			st.Examples = v1alpha1.ExampleCounts{OK: c.OK, Error: c.Error, Pending: c.Pending}
+		}
+	}
+	suspended := ""
+	if r.suspend {
+		suspended = " (suspended: not refreshed)"
+	}
+	switch {
+	case snap != nil && gs.LastError == "":
+		set(v1alpha1.ConditionReady, true, "Indexed", "serving commit "+snap.Tree.Version+suspended)
+	case snap != nil:
+		set(v1alpha1.ConditionReady, false, "RefreshFailed", "serving commit "+snap.Tree.Version+suspended+"; the last refresh failed: "+gs.LastError)
+	case gs.LastError != "":
+		set(v1alpha1.ConditionReady, false, "IndexFailed", gs.LastError)
+	default:
+		set(v1alpha1.ConditionReady, false, "Indexing", "indexing the registry"+suspended)
+	}
+	set(v1alpha1.ConditionStalled, false, "Serving", "")
+	return st
+}
