@@ -585,9 +585,8 @@ func TestStatusTemplate(t *testing.T) {
 	h.instance(t, ns, "oops", v1alpha1.TemplateInstanceSpec{Template: "broken:v1", ServiceAccountName: "deployer"})
 	ti = h.condition(t, ns, "oops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
 	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
-	// The line is the engine's statement line, and the whole status
-	// template is one statement inside the capture that runs it: line 1.
-	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:1: integer division or modulo by zero") {
+	// The line is the status template's own, not the capture's that runs it.
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:2: integer division or modulo by zero") {
 		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
 	}
 }
