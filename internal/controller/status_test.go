@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"io/fs"
 	"strings"
 	"testing"
 
+	"github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
@@ -39,6 +42,48 @@ func TestRenderStatusErrorLine(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("error %v; want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// registry-example's common/webapp ships a status template: over a live
+// Service and Deployment it outputs the cluster IP, the URL and the ready
+// replicas, and holds Ready back until every replica is ready.
+func TestExampleWebappStatus(t *testing.T) {
+	const file = "webapp.status.jinja"
+	src, err := fs.ReadFile(dm.ExampleRegistry(), "common/webapp/v1.0.0/"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exp := api.NewService(resolve.New(resolve.Registry{}), expand.Options{})
+	for _, tt := range []struct {
+		name  string
+		ready int
+		want  string
+	}{
+		{"rolling out", 1, `{"clusterIP":"10.0.0.7","message":"1 of 2 replicas ready","ready":false,"readyReplicas":1,"replicas":2,"url":"http://shop.web.svc:8080"}`},
+		{"ready", 2, `{"clusterIP":"10.0.0.7","readyReplicas":2,"replicas":2,"url":"http://shop.web.svc:8080"}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := json.Marshal(map[string]any{
+				"resources": map[string]any{
+					"service":    map[string]any{"metadata": map[string]any{"name": "shop", "namespace": "web"}, "spec": map[string]any{"clusterIP": "10.0.0.7"}},
+					"deployment": map[string]any{"spec": map[string]any{"replicas": 2}, "status": map[string]any{"readyReplicas": tt.ready}},
+				},
+				"instance":   map[string]any{"metadata": map[string]any{"name": "shop"}},
+				"properties": map[string]any{"image": "x", "port": 8080},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := renderStatus(context.Background(), exp, "status", file, string(src), statusPrefix, statusSuffix, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(out)
+			if string(got) != tt.want {
+				t.Errorf("outputs %s\nwant    %s", got, tt.want)
 			}
 		})
 	}
