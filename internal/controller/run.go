@@ -56,6 +56,14 @@ type RunConfig struct {
 	Options Options
 }
 
+// DefaultQPS and DefaultBurst bound the controller's own requests to the
+// apiserver (the manager's client, the history); the impersonating clients
+// that apply are not limited, as dm deploy's is not.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 300
+)
+
 // LeaderElectionID is the name of the Lease the controllers elect by.
 const LeaderElectionID = "dm-controller.dm.io"
 
@@ -67,6 +75,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		cfg.Options.Logger = log
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	// client-go's default limit (20/s, bursts of 30) made 100 instances
+	// wait seconds for their history and status writes; the limits are
+	// Flux's controllers' defaults.
+	cfg.REST = rest.CopyConfig(cfg.REST)
+	if cfg.REST.QPS == 0 {
+		cfg.REST.QPS, cfg.REST.Burst = DefaultQPS, DefaultBurst
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return err
