@@ -8,15 +8,18 @@ import (
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -53,9 +56,18 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.TemplateInstance{}, sourceIndex, sourcesOf); err != nil {
 		return fmt.Errorf("controller: indexing propertiesFrom: %w", err)
 	}
+	// The propertiesFrom sources' informers exist before the manager
+	// starts, so that /readyz (the cache synced) waits for them too.
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+		if _, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("controller: watching %ss: %w", kind, err)
+		}
+	}
 	events := make(chan event.GenericEvent, 1024)
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named("templateinstance").
+		Named(instanceController).
 		// Status writes (the controller's own) do not reconcile again.
 		For(&v1alpha1.TemplateInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
@@ -82,6 +94,33 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		}
 	}
 	return nil
+}
+
+// instanceController names the TemplateInstance controller (its queue and
+// metrics).
+const instanceController = "templateinstance"
+
+// queueStarted reports whether controller-runtime's workqueue of the
+// controller name exists, by its workqueue_depth metric, which the
+// controller registers when it starts.
+func queueStarted(name string) bool {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return false
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // sourceIndex indexes instances by the Secrets and ConfigMaps their
@@ -128,6 +167,16 @@ func CacheSynced(mgr ctrl.Manager) func(*http.Request) error {
 	return func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
+		}
+		select {
+		case <-mgr.Elected():
+		default:
+			return nil // a standby: synced, ready to take over
+		}
+		// The cache syncs before the manager starts the controller: ready
+		// also means the controller's queue exists (its metrics say so).
+		if !queueStarted(instanceController) {
+			return errors.New("the controller has not started")
 		}
 		return nil
 	}
