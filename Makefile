@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas
+.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller
 
 all: build
 
@@ -148,6 +148,12 @@ bench-deploy: build testenv kubectl
 bench-replicas: testenv
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkReplicas -benchtime 1x -timeout 15m ./cmd/registryd/
 
+# dm-controller as a process against a test apiserver: 100 instances of a
+# five-object template (create -> Ready, drift restored, a patch rolled
+# out, the writes of an idle resync), then its RSS with
+# DM_BENCH_INSTANCES (default 1000) instances (docs/benchmarks.md).
+bench-controller: testenv
+	$(GO) test -run '^$$' -bench BenchmarkController -benchtime 1x -timeout 40m ./cmd/dm-controller
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
 dmref:

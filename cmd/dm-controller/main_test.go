@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/server"
 )
 
 // TestMain lets the test binary serve as the expansion worker, as the
@@ -47,7 +51,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -152,22 +156,8 @@ func TestLeaderElection(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "cm", "v1.0.0", "cm.jinja"), []byte(tmpl), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The instance applies as the namespace's own account, allowed to
-	// manage ConfigMaps.
 	ctx := context.Background()
-	for _, obj := range []struct{ path, body string }{
-		{"/api/v1/namespaces/" + ns + "/serviceaccounts", `{"metadata":{"name":"deployer"}}`},
-		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", `{"metadata":{"name":"cm"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]}]}`},
-		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings", `{"metadata":{"name":"cm"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"cm"},"subjects":[{"kind":"ServiceAccount","name":"deployer","namespace":"` + ns + `"}]}`},
-	} {
-		var v any
-		if err := json.Unmarshal([]byte(obj.body), &v); err != nil {
-			t.Fatal(err)
-		}
-		if code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, obj.path, v); err != nil || code != http.StatusCreated {
-			t.Fatalf("POST %s: %d %s %v", obj.path, code, body, err)
-		}
-	}
+	deployer(t, env, ns)
 	start := func(health string) (*syncBuffer, context.CancelFunc, chan error) {
 		ctx, cancel := context.WithCancel(context.Background())
 		logs := &syncBuffer{}
@@ -263,24 +253,128 @@ func TestLeaderElection(t *testing.T) {
 	}
 }
 
+// startWithServer runs dm-controller with --server url, applying as
+// ServiceAccount deployer; stop ends it and waits.
+func startWithServer(t *testing.T, env *kubetest.Env, url string) (logs *syncBuffer, stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs = &syncBuffer{}
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", env.Kubeconfig, "--server", url,
+			"--health-addr", "0", "--metrics-addr", "0", "--default-service-account", "deployer"},
+			logs, logs, func(string) string { return "" })
+	}()
+	return logs, func() {
+		cancel()
+		<-done
+	}
+}
+
+// deployer makes ServiceAccount deployer in ns, allowed to manage
+// ConfigMaps: the account instances apply as.
+func deployer(t *testing.T, env *kubetest.Env, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []struct{ path, body string }{
+		{"/api/v1/namespaces/" + ns + "/serviceaccounts", `{"metadata":{"name":"deployer"}}`},
+		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", `{"metadata":{"name":"cm"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]}]}`},
+		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings", `{"metadata":{"name":"cm"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"cm"},"subjects":[{"kind":"ServiceAccount","name":"deployer","namespace":"` + ns + `"}]}`},
+	} {
+		var v any
+		if err := json.Unmarshal([]byte(obj.body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, obj.path, v); err != nil || code != http.StatusCreated {
+			t.Fatalf("POST %s: %d %s %v", obj.path, code, body, err)
+		}
+	}
+}
+
+// writeCM writes version v of template cm into the registry directory dir:
+// one ConfigMap, named after the deployment, that records the version.
+func writeCM(t *testing.T, dir, v string) {
+	t.Helper()
+	d := filepath.Join(dir, "cm", "v"+v)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmpl := "resources:\n- name: cm\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"{{ env['deployment'] }}\"}, data: {version: \"" + v + "\"}}\n"
+	if err := os.WriteFile(filepath.Join(d, "cm.jinja"), []byte(tmpl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With --server, a new patch version that registryd indexes reaches the
+// instances resolving through it at once, by the long poll on registryd's
+// GET /v1/index/changes, not at their interval (10m): registryd runs in
+// the test on loopback, over a directory it watches.
+func TestServerIndexChangeRollsOut(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	deployer(t, env, ns)
+	dir := t.TempDir()
+	writeCM(t, dir, "1.0.0")
+	const prefix = "github.com/acme/t"
+	reg, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, Dir: dir}, api.Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := resolve.ParseRegistry(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	first := api.KeepIndexed(ctx, &wg, reg, time.Hour, nil) // the directory is watched
+	<-first
+	rd := httptest.NewServer(server.New(server.Options{Resolver: resolve.New(def, reg)}))
+	defer rd.Close()
+
+	logs, stop := startWithServer(t, env, rd.URL)
+	defer stop()
+	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
+		"metadata": map[string]any{"name": "follow"}, "spec": map[string]any{"template": "cm:v1"}}
+	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(90 * time.Second)
+		for !ok() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not after 90s\n%s", what, logs.String())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("instance created (the controller installs the CRDs)", func() bool {
+		code, _, err := env.Do(ctx, env.AdminToken, http.MethodPost, path, ti)
+		return err == nil && code == http.StatusCreated
+	})
+	version := func(want string) func() bool {
+		return func() bool {
+			code, body, err := env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps/follow", nil)
+			return err == nil && code == http.StatusOK && strings.Contains(string(body), `"version":"`+want+`"`)
+		}
+	}
+	waitFor("ConfigMap follow at 1.0.0", version("1.0.0"))
+	// The reconciles the instance's own first writes queued end first, so
+	// that only the index change can bring the new version.
+	time.Sleep(5 * time.Second)
+	writeCM(t, dir, "1.0.1")
+	waitFor("ConfigMap follow rolled out to 1.0.1", version("1.0.1"))
+}
+
 // With --server and the registryd unreachable, an instance is Reconciling
 // (retried, nothing applied), not Stalled: it needs time, not a human.
 func TestRegistryUnreachable(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	logs := &syncBuffer{}
-	nobody := "http://" + freeAddr(t) // nothing listens there
-	go func() {
-		done <- run(ctx, []string{"--kubeconfig", env.Kubeconfig, "--server", nobody,
-			"--health-addr", "0", "--metrics-addr", "0", "--default-service-account", "deployer"},
-			logs, logs, func(string) string { return "" })
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	logs, stop := startWithServer(t, env, "http://"+freeAddr(t)) // nothing listens there
+	defer stop()
 	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
 		"metadata": map[string]any{"name": "far"}, "spec": map[string]any{"template": "cm:v1"}}
 	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,6 +135,16 @@ func values(kv ...string) url.Values {
 func (c *Client) Registries(ctx context.Context) (*RegistryList, error) {
 	var out RegistryList
 	return &out, c.do(ctx, http.MethodGet, "/v1/registries", nil, nil, &out)
+}
+
+// IndexChanges waits, up to wait (whole seconds, within the client's
+// timeout), until the registries' indexed state differs from the one
+// whose token is since, and returns the state; with since empty it
+// answers at once. GET /v1/index/changes.
+func (c *Client) IndexChanges(ctx context.Context, since string, wait time.Duration) (*IndexChanges, error) {
+	var out IndexChanges
+	q := values("since", since, "wait", strconv.Itoa(int(wait/time.Second)))
+	return &out, c.do(ctx, http.MethodGet, "/v1/index/changes", q, nil, &out)
 }
 
 // Registry describes one registry with its findings.

@@ -21,6 +21,7 @@
 //	/v1/resolve?ref=&registry=              Resolution
 //	/v1/search?q=&registry=                 SearchResults
 //	POST /v1/expand                         ExpandRequest -> ExpandResult
+//	/v1/index/changes?since=&wait=          IndexChanges, a long poll: answers when the state differs from since
 //
 // The registry parameter is [host/]owner/repo[/collection]. For the
 // reference-taking routes it is the default registry that short references
@@ -101,6 +102,14 @@ func (r *Registry) HideLocalPath() {
 	if r.Kind == KindLocal {
 		r.Location = ""
 	}
+}
+
+// IndexChanges answers GET /v1/index/changes: every registry's indexed
+// version (a commit SHA or a listing hash; "" before the first index) and
+// a token naming that state, to pass as since in the next request.
+type IndexChanges struct {
+	Token      string            `json:"token"`
+	Registries map[string]string `json:"registries"`
 }
 
 // RegistryList answers GET /v1/registries.

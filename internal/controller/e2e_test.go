@@ -486,6 +486,27 @@ func TestPropertiesFromSecret(t *testing.T) {
 	h.condition(t, ns, "secretive", v1alpha1.ConditionReady, metav1.ConditionTrue)
 	h.configMap(t, ns, "secretive", "greeting", "from-secret")
 
+	// The sources are watched: a changed Secret, or a ConfigMap source
+	// created after its instance, applies anew at once, not at the
+	// interval (10m). The reconciles the instance's own first writes
+	// queued end first, so that only the watch can bring the change.
+	time.Sleep(5 * time.Second)
+	must(t, h.c.Update(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data:       map[string][]byte{"values.yaml": []byte("greeting: changed\n")},
+	}))
+	h.configMap(t, ns, "secretive", "greeting", "changed")
+	h.instance(t, ns, "later", v1alpha1.TemplateInstanceSpec{
+		Template: "cm:v1", ServiceAccountName: "deployer",
+		PropertiesFrom: []v1alpha1.PropertiesSource{{ConfigMapRef: &v1alpha1.KeyReference{Name: "later-values", Key: "v"}}},
+	})
+	h.condition(t, ns, "later", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	must(t, h.c.Create(context.Background(), &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later-values"},
+		Data:       map[string]string{"v": "greeting: late\n"},
+	}))
+	h.configMap(t, ns, "later", "greeting", "late")
+
 	// A missing key is a Stalled instance naming the source, not its content.
 	h.instance(t, ns, "missing", v1alpha1.TemplateInstanceSpec{
 		Template: "cm:v1", ServiceAccountName: "deployer",
@@ -585,9 +606,8 @@ func TestStatusTemplate(t *testing.T) {
 	h.instance(t, ns, "oops", v1alpha1.TemplateInstanceSpec{Template: "broken:v1", ServiceAccountName: "deployer"})
 	ti = h.condition(t, ns, "oops", v1alpha1.ConditionStalled, metav1.ConditionTrue)
 	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
-	// The line is the engine's statement line, and the whole status
-	// template is one statement inside the capture that runs it: line 1.
-	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:1: integer division or modulo by zero") {
+	// The line is the status template's own, not the capture's that runs it.
+	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:2: integer division or modulo by zero") {
 		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
 	}
 }

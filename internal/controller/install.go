@@ -18,7 +18,7 @@ const crdTimeout = time.Minute
 // InstallCRDs creates or updates the controller's CRDs with server-side
 // apply and waits until the apiserver serves them.
 func InstallCRDs(ctx context.Context, c client.Client) error {
-	all, err := crds.All()
+	all, err := crds.Controller()
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -55,6 +56,14 @@ type RunConfig struct {
 	Options Options
 }
 
+// DefaultQPS and DefaultBurst bound the controller's own requests to the
+// apiserver (the manager's client, the history); the impersonating clients
+// that apply are not limited, as dm deploy's is not.
+const (
+	DefaultQPS   = 50
+	DefaultBurst = 300
+)
+
 // LeaderElectionID is the name of the Lease the controllers elect by.
 const LeaderElectionID = "dm-controller.dm.io"
 
@@ -66,6 +75,13 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		cfg.Options.Logger = log
 	}
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
+	// client-go's default limit (20/s, bursts of 30) made 100 instances
+	// wait seconds for their history and status writes; the limits are
+	// Flux's controllers' defaults.
+	cfg.REST = rest.CopyConfig(cfg.REST)
+	if cfg.REST.QPS == 0 {
+		cfg.REST.QPS, cfg.REST.Burst = DefaultQPS, DefaultBurst
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return err
@@ -117,6 +133,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 			return fmt.Errorf("--server: %w", err)
 		}
 		opts.Expander, opts.Files, opts.Templates = c, c, c
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			followServer(bg, c, notifier, log)
+		}()
 	} else {
 		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
 		if err != nil {
@@ -182,6 +203,53 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 		}
 	}()
 	return pool, resolver, nil
+}
+
+// Waits of the long poll on registryd's GET /v1/index/changes: each
+// request waits serverWait (within the client's 30-second timeout); after
+// an error the next is sent serverRetry later, and serverAbsent later when
+// the registryd is older than the endpoint.
+const (
+	serverWait   = 20 * time.Second
+	serverRetry  = 5 * time.Second
+	serverAbsent = time.Minute
+)
+
+// followServer long-polls registryd for changes of its index and reports
+// each registry whose indexed version moved to n, until ctx ends: a new
+// patch version reaches the instances resolving through it in seconds,
+// with one request in flight whatever the number of instances.
+func followServer(ctx context.Context, c *api.Client, n *Notifier, log *slog.Logger) {
+	var seen *api.IndexChanges
+	for ctx.Err() == nil {
+		since := ""
+		if seen != nil {
+			since = seen.Token
+		}
+		st, err := c.IndexChanges(ctx, since, serverWait)
+		if err != nil {
+			pause := serverRetry
+			if errors.Is(err, derrors.NotFound) {
+				pause = serverAbsent
+			}
+			if ctx.Err() == nil {
+				log.Warn("following registryd's index; instances still resync at their interval", "err", err, "retry_in", pause)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
+			}
+			continue
+		}
+		if seen != nil {
+			for name, v := range st.Registries {
+				if seen.Registries[name] != v {
+					n.Changed(name)
+				}
+			}
+		}
+		seen = st
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

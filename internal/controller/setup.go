@@ -7,15 +7,21 @@ import (
 	"log/slog"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
@@ -48,12 +54,28 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		log:     log,
 		kind:    templateInstances{client: mgr.GetClient()},
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.TemplateInstance{}, sourceIndex, sourcesOf); err != nil {
+		return fmt.Errorf("controller: indexing propertiesFrom: %w", err)
+	}
+	// The propertiesFrom sources' informers exist before the manager
+	// starts, so that /readyz (the cache synced) waits for them too.
+	for _, kind := range []string{"Secret", "ConfigMap"} {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+		if _, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false)); err != nil {
+			return fmt.Errorf("controller: watching %ss: %w", kind, err)
+		}
+	}
 	events := make(chan event.GenericEvent, 1024)
 	c, err := ctrl.NewControllerManagedBy(mgr).
-		Named("templateinstance").
+		Named(instanceController).
 		// Status writes (the controller's own) do not reconcile again.
 		For(&v1alpha1.TemplateInstance{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
+		// A propertiesFrom source changed: its instances apply anew.
+		// Metadata only: the controller caches no Secret's content.
+		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOf(mgr.GetClient(), "Secret"))).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(readersOf(mgr.GetClient(), "ConfigMap"))).
 		// Names are unique per process, not per manager: tests run two
 		// controllers (leader election) in one process.
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Concurrency, SkipNameValidation: ptr(true)}).
@@ -78,12 +100,87 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	return nil
 }
 
+// instanceController names the TemplateInstance controller (its queue and
+// metrics).
+const instanceController = "templateinstance"
+
+// queueStarted reports whether controller-runtime's workqueue of the
+// controller name exists, by its workqueue_depth metric, which the
+// controller registers when it starts.
+func queueStarted(name string) bool {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		return false
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == name {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// sourceIndex indexes instances by the Secrets and ConfigMaps their
+// spec.propertiesFrom reads, as "Secret/NAME" and "ConfigMap/NAME".
+const sourceIndex = "spec.propertiesFrom"
+
+// sourcesOf is sourceIndex's function.
+func sourcesOf(o client.Object) []string {
+	ti, ok := o.(*v1alpha1.TemplateInstance)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, s := range ti.Spec.PropertiesFrom {
+		if s.SecretRef != nil {
+			keys = append(keys, "Secret/"+s.SecretRef.Name)
+		}
+		if s.ConfigMapRef != nil {
+			keys = append(keys, "ConfigMap/"+s.ConfigMapRef.Name)
+		}
+	}
+	return keys
+}
+
+// readersOf maps a Secret or ConfigMap (kind) to the instances in its
+// namespace whose propertiesFrom names it.
+func readersOf(c client.Reader, kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		var list v1alpha1.TemplateInstanceList
+		if err := c.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{sourceIndex: kind + "/" + o.GetName()}); err != nil {
+			return nil
+		}
+		reqs := make([]reconcile.Request, 0, len(list.Items))
+		for i := range list.Items {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+		return reqs
+	}
+}
+
 // CacheSynced is a readiness check: it answers once the manager's caches
 // have synced (or fails when the request ends first).
 func CacheSynced(mgr ctrl.Manager) func(*http.Request) error {
 	return func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
+		}
+		select {
+		case <-mgr.Elected():
+		default:
+			return nil // a standby: synced, ready to take over
+		}
+		// The cache syncs before the manager starts the controller: ready
+		// also means the controller's queue exists (its metrics say so).
+		if !queueStarted(instanceController) {
+			return errors.New("the controller has not started")
 		}
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 
 	"github.com/dmhq/dm/internal/api"
@@ -53,6 +54,17 @@ func statusForms() []engine.Status {
 	return forms
 }
 
+// statusFormFor is the status form of the engine table that status
+// template file is written in, by its name's ending.
+func statusFormFor(file string) engine.Status {
+	for _, st := range statusForms() {
+		if strings.HasSuffix(file, st.Extension) {
+			return st
+		}
+	}
+	return engine.Status{}
+}
+
 // statusLanguageNames names the languages a status template may be
 // written in, for messages: "jinja or gotmpl".
 func statusLanguageNames() string {
@@ -79,12 +91,8 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 			return nil, err
 		}
 	}
-	var prefix, suffix string
-	for _, st := range statusForms() {
-		if strings.HasSuffix(file, st.Extension) {
-			prefix, suffix = st.Prefix, st.Suffix
-		}
-	}
+	form := statusFormFor(file)
+	prefix, suffix := form.Prefix, form.Suffix
 	live := map[string]any{}
 	for _, res := range rec.Resources {
 		gv, _ := parseAPIVersion(res.APIVersion)
@@ -104,25 +112,9 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 	if err != nil {
 		return nil, fmt.Errorf("status template %s: %w", file, err)
 	}
-	config := "imports:\n- path: " + file + "\nresources:\n- name: status\n  type: " + file + "\n  properties: " + string(in) + "\n"
-	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
-		Config: config, ConfigName: "status of " + r.kind.controllerName(ti),
-		Imports: map[string]string{file: prefix + string(src) + suffix},
-	})
+	out, err := renderStatus(ctx, r.opts.Expander, "status of "+r.kind.controllerName(ti), file, string(src), prefix, suffix, in)
 	if err != nil {
-		return nil, fmt.Errorf("status template %s: %w", file, err)
-	}
-	if len(x.Config.Resources) != 1 {
-		return nil, fmt.Errorf("status template %s: no output", file)
-	}
-	text, _ := x.Config.Resources[0].Properties["text"].(string)
-	v, err := expand.DecodeValue([]byte(text))
-	if err != nil {
-		return nil, fmt.Errorf("status template %s: its output is not YAML: %w", file, err)
-	}
-	out, ok := v.(map[string]any)
-	if !ok && v != nil {
-		return nil, fmt.Errorf("status template %s: want a mapping, got %T", file, v)
+		return nil, err
 	}
 	o := &statusOutcome{outputs: out}
 	if ready, ok := out["ready"].(bool); ok {
@@ -158,6 +150,58 @@ func (r *InstanceReconciler) statusFile(ctx context.Context, resolved, digest st
 		return name, b, nil
 	}
 	return "", nil, nil
+}
+
+// renderStatus runs the status template file (source src, wrapped in
+// prefix and suffix) over the JSON input in, in the expander, and returns
+// its output mapping.
+func renderStatus(ctx context.Context, exp api.Expander, configName, file, src, prefix, suffix string, in []byte) (map[string]any, error) {
+	config := "imports:\n- path: " + file + "\nresources:\n- name: status\n  type: " + file + "\n  properties: " + string(in) + "\n"
+	req := func(text string) *api.ExpandRequest {
+		return &api.ExpandRequest{Config: config, ConfigName: configName, Imports: map[string]string{file: text}}
+	}
+	x, err := exp.Expand(ctx, req(prefix+src+suffix))
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: %w", file, jinjaStatusLine(ctx, exp, err, file, prefix, src, req))
+	}
+	if len(x.Config.Resources) != 1 {
+		return nil, fmt.Errorf("status template %s: no output", file)
+	}
+	text, _ := x.Config.Resources[0].Properties["text"].(string)
+	v, err := expand.DecodeValue([]byte(text))
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: its output is not YAML: %w", file, err)
+	}
+	out, ok := v.(map[string]any)
+	if !ok && v != nil {
+		return nil, fmt.Errorf("status template %s: want a mapping, got %T", file, v)
+	}
+	return out, nil
+}
+
+// jinjaCapture ends the Jinja status form's prefix of the engine table:
+// the capture of what the status template prints.
+const jinjaCapture = `{% set out %}`
+
+// jinjaStatusLine finds the true line of a Jinja status template's error.
+// The engine names the line of the outermost statement, and in the capture
+// that runs a status template that is always line 1; run again without the
+// capture (the inputs' prefix holds no newline, so lines are the file's),
+// the template's own statements are outermost and the error names the
+// line the author wrote. Only a template error at line 1 is run again, never
+// a limit: a hostile template runs once.
+func jinjaStatusLine(ctx context.Context, exp api.Expander, err error, file, prefix, src string, req func(string) *api.ExpandRequest) error {
+	if !strings.HasSuffix(prefix, jinjaCapture) || !errors.Is(err, derrors.InvalidArgument) || errors.Is(err, derrors.LimitExceeded) ||
+		!strings.Contains(err.Error(), file+":1:") {
+		return err
+	}
+	_, again := exp.Expand(ctx, req(strings.TrimSuffix(prefix, jinjaCapture)+src))
+	// Rendered without the capture its output is no configuration, so an
+	// error that names no line of the file is not the template's.
+	if again == nil || !errors.Is(again, derrors.InvalidArgument) || !regexp.MustCompile(regexp.QuoteMeta(file)+`:\d+:`).MatchString(again.Error()) {
+		return err
+	}
+	return again
 }
 
 // toMap converts an object to its JSON form.

@@ -41,7 +41,7 @@ func (c *Config) history(ctx context.Context, ns, name string, mutating bool) ([
 			continue
 		}
 		r.Status = release.StatusFailed
-		r.Description = "interrupted: the dm that was applying this revision did not finish"
+		r.Description = interruptedDescription
 		r.Updated = c.now()
 		if err := c.History.Update(ctx, r); err != nil && !errors.Is(err, driver.ErrConflict) {
 			return nil, fmt.Errorf("marking %s interrupted: %w", r, err)
@@ -49,6 +49,26 @@ func (c *Config) history(ctx context.Context, ns, name string, mutating bool) ([
 		c.logf("dm: %s was left pending by an interrupted dm; marked failed", r)
 	}
 	return hist, nil
+}
+
+// interruptedDescription describes a revision left pending by a dm that
+// did not finish.
+const interruptedDescription = "interrupted: the dm that was applying this revision did not finish"
+
+// resumable returns the latest revision of hist when a controller
+// (controller, not "") recorded it and was interrupted applying it: the
+// controller's next reconcile takes that revision over instead of
+// recording one more, so that a controller killed mid-apply leaves no
+// revision that nobody asked for. Else nil.
+func resumable(hist []*release.Record, controller string) *release.Record {
+	if controller == "" || len(hist) == 0 {
+		return nil
+	}
+	last := hist[len(hist)-1]
+	if last.Controller != controller || last.Status != release.StatusFailed || last.Description != interruptedDescription {
+		return nil
+	}
+	return last
 }
 
 // nextRevision is one more than the highest revision in hist.
@@ -187,8 +207,14 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.DMVersion = c.DMVersion
 	rec.Controller = opts.Controller
 	desc := rec.Description
-	if err := c.History.Create(ctx, rec); err != nil {
-		if errors.Is(err, driver.ErrExists) {
+	create := c.History.Create
+	if prev := resumable(hist, opts.Controller); prev != nil {
+		rec.Revision, rec.StorageVersion = prev.Revision, prev.StorageVersion
+		create = c.History.Update
+		c.logf("dm: %s: taking over the revision the interrupted controller left", rec)
+	}
+	if err := create(ctx, rec); err != nil {
+		if errors.Is(err, driver.ErrExists) || errors.Is(err, driver.ErrConflict) {
 			return nil, fmt.Errorf("another dm is deploying %s revision %d; re-run: %w", name, rec.Revision, derrors.Conflict)
 		}
 		return nil, fmt.Errorf("recording %s: %w", rec, err)

@@ -140,3 +140,37 @@ func TestControllerManagedRefused(t *testing.T) {
 		})
 	}
 }
+
+// A controller interrupted applying a revision takes that revision over at
+// its next reconcile; people's dm, or a revision another controller or a
+// real failure left, gets one more revision.
+func TestResumable(t *testing.T) {
+	rec := func(rev int, status release.Status, controller, desc string) *release.Record {
+		r := record("ns", "app", rev, status)
+		r.Controller, r.Description = controller, desc
+		return r
+	}
+	const me = "TemplateInstance ns/app"
+	for _, tt := range []struct {
+		name       string
+		hist       []*release.Record
+		controller string
+		want       int
+	}{
+		{"interrupted by me", []*release.Record{rec(1, release.StatusFailed, me, interruptedDescription)}, me, 1},
+		{"after a deployed one", []*release.Record{rec(1, release.StatusSuperseded, me, ""), rec(2, release.StatusFailed, me, interruptedDescription)}, me, 2},
+		{"no history", nil, me, 0},
+		{"people's dm", []*release.Record{rec(1, release.StatusFailed, "", interruptedDescription)}, "", 0},
+		{"another controller", []*release.Record{rec(1, release.StatusFailed, "TemplateInstance ns/other", interruptedDescription)}, me, 0},
+		{"a real failure", []*release.Record{rec(1, release.StatusFailed, me, "applying: forbidden")}, me, 0},
+		{"deployed", []*release.Record{rec(1, release.StatusDeployed, me, "")}, me, 0},
+	} {
+		got := 0
+		if r := resumable(tt.hist, tt.controller); r != nil {
+			got = r.Revision
+		}
+		if got != tt.want {
+			t.Errorf("%s: resumable revision %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}

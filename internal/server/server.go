@@ -21,6 +21,7 @@
 //	                                         application/octet-stream, CSP sandbox), ETag "<blob sha>"
 //	GET  /v1/resolve?ref=&registry=          api.Resolution
 //	GET  /v1/search?q=&registry=             api.SearchResults
+//	GET  /v1/index/changes?since=&wait=      api.IndexChanges, a long poll (wait <= 60 s, 256 waiters)
 //	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
 //	POST /processedTemplates                 a kind: Template -> the processed Template (seed 000)
 //	POST /v1/webhooks/github                 GitHub push events refresh a registry (needs a secret)
@@ -162,7 +163,9 @@ type Server struct {
 	router     chi.Router
 	hot        *resolveHandler
 	expansions chan struct{} // semaphore of POST /v1/expand
-	queueWait  time.Duration
+	// changeWaiters is the semaphore of GET /v1/index/changes.
+	changeWaiters chan struct{}
+	queueWait     time.Duration
 	// expander expands for POST /v1/expand, the catalog's previews and the
 	// tested examples: the in-process service unless a sandbox replaces it.
 	expander api.Expander
@@ -207,6 +210,7 @@ func New(opts Options) *Server {
 		opts.MaxExpansions = 2 * runtime.GOMAXPROCS(0)
 	}
 	s.expansions = make(chan struct{}, opts.MaxExpansions)
+	s.changeWaiters = make(chan struct{}, MaxChangesWaiters)
 	s.queueWait = opts.ExpansionQueueWait
 	if s.queueWait <= 0 {
 		s.queueWait = 5 * time.Second
@@ -261,6 +265,7 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1/template", s.handleTemplate)
 		r.Get("/v1/file", s.handleFile)
 		r.Get("/v1/search", s.handleSearch)
+		r.Get("/v1/index/changes", s.handleChanges)
 		r.Post("/v1/expand", s.handleExpand)
 		r.Post("/processedTemplates", s.handleProcessedTemplates)
 		r.Post("/v1/webhooks/github", s.webhooks.ServeHTTP)
@@ -483,7 +488,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 			"GET /v1/registries", "GET /v1/registries/{name}", "POST /v1/registries/{name}/refresh",
 			"GET /v1/collections?registry=", "GET /v1/templates?registry=&collection=&q=",
 			"GET /v1/versions?ref=", "GET /v1/template?ref=", "GET /v1/file?ref=&path=",
-			"GET /v1/resolve?ref=", "GET /v1/search?q=",
+			"GET /v1/resolve?ref=", "GET /v1/search?q=", "GET /v1/index/changes?since=&wait=",
 			"POST /v1/expand", "POST /processedTemplates", "POST /v1/webhooks/github",
 		},
 		"catalog": []string{"GET /", "GET /search?q=", "GET /r/{registry}", "GET /t/{reference}",

@@ -1,9 +1,16 @@
 package crds
 
 import (
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"bytes"
+	"io/fs"
+	"path"
 	"slices"
 	"testing"
+
+	"golang.org/x/mod/semver"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/dmhq/dm"
 )
 
 func TestAll(t *testing.T) {
@@ -31,6 +38,33 @@ func TestAll(t *testing.T) {
 	}
 	if ti.Spec.Versions[0].Subresources == nil || ti.Spec.Versions[0].Subresources.Status == nil {
 		t.Error("TemplateInstance has no status subresource")
+	}
+}
+
+// The controller installs its own kinds only; registryd's template
+// installs the registry kinds.
+func TestControllerAndRegistry(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		load func() ([]*apiextensionsv1.CustomResourceDefinition, error)
+		want []string
+	}{
+		{"Controller", Controller, []string{"templatedefinitions.dm.io", "templateinstances.dm.io"}},
+		{"Registry", Registry, []string{"clusterregistries.dm.io", "registries.dm.io"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := tc.load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for _, c := range got {
+				names = append(names, c.Name)
+			}
+			if !slices.Equal(names, tc.want) {
+				t.Errorf("%s() = %v, want %v", tc.name, names, tc.want)
+			}
+		})
 	}
 }
 
@@ -83,5 +117,40 @@ func TestRegistryCRDs(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// registry-example publishes dm-controller as a template (dogfood) with
+// these very CRDs: its latest version's crds/ holds the same files,
+// byte for byte, so that dm deploy dm-controller:v1 installs what the
+// binary would. After make generate changes them, publish a new version
+// of the template with the new files.
+func TestDogfoodTemplateCRDs(t *testing.T) {
+	reg := dm.ExampleRegistry()
+	dirs, err := fs.Glob(reg, "dm-controller/v*")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no dm-controller version in registry-example: %v", err)
+	}
+	latest := slices.MaxFunc(dirs, func(a, b string) int { return semver.Compare(path.Base(a), path.Base(b)) })
+	names, err := ControllerFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	published, err := fs.Glob(reg, latest+"/crds/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(published) != len(names) {
+		t.Errorf("%s/crds holds %v, want the %d files %v", latest, published, len(names), names)
+	}
+	for _, n := range names {
+		want, err := files.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := fs.ReadFile(reg, latest+"/crds/"+n)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("registry-example/%s/crds/%s differs from internal/controller/crds/%s (%v): publish a new dm-controller version with the generated CRDs", latest, n, n, err)
+		}
 	}
 }
