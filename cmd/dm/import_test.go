@@ -217,6 +217,42 @@ func TestImportHelm(t *testing.T) {
 		}
 	})
 
+	t.Run("forbidden namespace", func(t *testing.T) {
+		// A user who may do anything in ns but only read elsewhere
+		// imports a release with an object in elsewhere: refused, naming
+		// it, before anything changes.
+		elsewhere := env.Namespace(t)
+		dir := t.TempDir()
+		files := map[string]string{
+			"Chart.yaml":               "apiVersion: v2\nname: spread\nversion: 0.1.0\n",
+			"templates/here.yaml":      "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: here\n",
+			"templates/elsewhere.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: there\n  namespace: " + elsewhere + "\n",
+		}
+		for name, body := range files {
+			os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755)
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		helmRun(t, env.Kubeconfig, "install", "spread", dir, "-n", ns)
+		grant(t, dyn, ns, kubetest.LimitedUser, "*")
+		grant(t, dyn, elsewhere, kubetest.LimitedUser, "get", "list", "watch")
+		r := dmRun(t, nil, "--kubeconfig", env.LimitedKubeconfig, "-n", ns, "import", "helm", "spread")
+		if r.code == 0 || !strings.Contains(r.stderr, "forbidden") || !strings.Contains(r.stderr, elsewhere) {
+			t.Errorf("import as a user without rights in %s: code %d, stderr %q; want a forbidden error naming it", elsewhere, r.code, r.stderr)
+		}
+		if r := dm("get", "spread"); r.code == 0 {
+			t.Errorf("a refused import recorded deployment spread:\n%s", r.stdout)
+		}
+		here, err := dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns).Get(ctx, "here", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := managers(here); slices.Contains(m, "dm") {
+			t.Errorf("a refused import applied ConfigMap here (managers %v)", m)
+		}
+	})
+
 	t.Run("delete helm record", func(t *testing.T) {
 		if r := dm("import", "helm", "other", "--delete-helm-record"); r.code != 0 {
 			t.Fatalf("import: code %d\n%s", r.code, r.stderr)
@@ -253,4 +289,38 @@ func writeHelmRecord(t *testing.T, dyn dynamic.Interface, ns string, rel *hrelea
 	if _, err := dyn.Resource(secretsGVR).Namespace(ns).Create(context.Background(), s, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// grant lets user do verbs to anything in namespace ns.
+func grant(t *testing.T, dyn dynamic.Interface, ns, user string, verbs ...string) {
+	t.Helper()
+	ctx := context.Background()
+	role := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+		"metadata": map[string]any{"name": "all"},
+		"rules":    []any{map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": toAny(verbs)}},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+		"metadata": map[string]any{"name": "all"},
+		"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "all"},
+		"subjects": []any{map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}},
+	}}
+	for _, o := range []struct {
+		res string
+		u   *unstructured.Unstructured
+	}{{"roles", role}, {"rolebindings", binding}} {
+		gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: o.res}
+		if _, err := dyn.Resource(gvr).Namespace(ns).Create(ctx, o.u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }

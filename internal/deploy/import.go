@@ -50,6 +50,21 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 		return nil, fmt.Errorf("nothing to import into %s: no objects: %w", opts.Name, derrors.InvalidArgument)
 	}
 	x := importResult(opts)
+	aopts := ApplyOptions{DryRun: opts.DryRun, Adopt: true, ForceConflicts: true, HistoryMax: -1}
+	if opts.DryRun == "" {
+		// Every object is tried first with a server-side dry run, so that
+		// one the user may read but not patch (in a namespace they have
+		// fewer rights in) stops the import before anything changes.
+		p, err := objectsOf(x, opts.Name, ns)
+		if err != nil {
+			return nil, err
+		}
+		dry := aopts
+		dry.DryRun = "server"
+		if _, err := c.apply(ctx, opts.Name, hist, p, &release.Record{}, dry); err != nil {
+			return nil, fmt.Errorf("importing %s (nothing was changed): %w", opts.Name, err)
+		}
+	}
 	p, err := objectsOf(x, opts.Name, ns)
 	if err != nil {
 		return nil, err
@@ -60,7 +75,6 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 		Properties:  opts.Properties,
 		Layout:      x.Layout,
 	}
-	aopts := ApplyOptions{DryRun: opts.DryRun, Adopt: true, ForceConflicts: true, HistoryMax: -1}
 	return c.apply(ctx, opts.Name, hist, p, rec, aopts)
 }
 
