@@ -264,6 +264,25 @@ func TestImportHelm(t *testing.T) {
 			t.Errorf("Helm records of web: %v; only other's were to go", got)
 		}
 	})
+
+	t.Run("update with a new input", func(t *testing.T) {
+		// An imported deployment updated with a configuration: revision 2,
+		// and the chart's objects the configuration lacks are pruned.
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		if err := os.WriteFile(cfg, []byte("resources:\n- name: settings\n  type: v1/ConfigMap\n  properties:\n    metadata: {name: settings}\n    data: {a: b}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if r := dm("update", "other", cfg); r.code != 0 {
+			t.Fatalf("update: code %d\n%s", r.code, r.stderr)
+		}
+		r := dm("get", "other", "-o", "json")
+		if !strings.Contains(r.stdout, `"revision": 2`) || !strings.Contains(r.stdout, `"name": "settings"`) || strings.Contains(r.stdout, "other-basic") {
+			t.Errorf("get after update:\n%s%s", r.stdout, r.stderr)
+		}
+		if _, err := dyn.Resource(deploymentsGVR).Namespace(ns).Get(ctx, "other-basic", metav1.GetOptions{}); err == nil {
+			t.Errorf("Deployment other-basic still exists after an update without it")
+		}
+	})
 }
 
 // writeHelmRecord stores rel as Helm's Secrets driver does.
