@@ -512,6 +512,8 @@ func viewOf(r *release.Record, st []kube.Status) deploymentView {
 				break
 			}
 		}
+	} else if ch := r.Input.Chart; ch != nil && r.Input.Config == "" {
+		v.Template = "helm:" + ch.Name + "@" + ch.Version
 	} else {
 		v.Template = r.Input.ConfigName
 	}

@@ -274,6 +274,7 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 		},
 	)
 	root.AddCommand(newDeployCommands(g, p)...)
+	root.AddCommand(newImportCommand(g, p))
 	return root
 }
 

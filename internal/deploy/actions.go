@@ -111,6 +111,12 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 	src := opts.Source
 	latest := hist[len(hist)-1]
 	if src.Input.Ref == "" && src.Input.Config == "" {
+		if ch := latest.Input.Chart; ch != nil && latest.Input.Ref == "" && latest.Input.Config == "" {
+			// An imported Helm release: there is no dm input to expand
+			// again until dm deploys charts.
+			return nil, fmt.Errorf("deployment %s was imported from %s (chart %s %s); dm cannot render Helm charts for deploy yet, so dm update needs a template reference or configuration to deploy instead: %w",
+				opts.Name, ch.From, ch.Name, ch.Version, derrors.InvalidArgument)
+		}
 		// The same input, expanded where this dm expands now.
 		srv := src.Input.Server
 		src.Input = latest.Input

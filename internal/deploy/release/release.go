@@ -113,6 +113,18 @@ type Input struct {
 	// Server is the URL of the registryd that resolved and expanded, if
 	// any.
 	Server string `json:"server,omitempty"`
+	// Chart is set for a deployment adopted from a Helm release (dm import
+	// helm): the chart it was installed from. dm cannot expand it again.
+	Chart *Chart `json:"chart,omitempty"`
+}
+
+// Chart names the Helm chart an imported deployment was installed from.
+type Chart struct {
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	AppVersion string `json:"appVersion,omitempty"`
+	// From names the Helm record imported: "helm release NAME revision N".
+	From string `json:"from,omitempty"`
 }
 
 // Resource is one applied object of a revision.
