@@ -185,14 +185,12 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 		meta                                     *md
 	)
 	lines := doc
-	for lines != "" {
-		var line string
-		line, lines = cutLine(lines)
-		body := strings.TrimLeft(line, " ")
-		if body == "" || body[0] == '#' {
-			continue
+	for {
+		body, ind, rest := nextContent(lines)
+		if body == "" {
+			break
 		}
-		ind := len(line) - len(body)
+		lines = rest
 		if !lineSafe(body) {
 			return nil, false
 		}
@@ -315,7 +313,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 				return nil, false
 			}
 			// The first deeper line sets the annotations' indent.
-			n := nextIndent(lines)
+			_, n, _ := nextContent(lines)
 			if n <= metaIndent {
 				// annotations: with no value is null: no annotations.
 				continue
@@ -337,19 +335,21 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 	return head, true
 }
 
-// nextIndent is the indent of the next line that is not blank or a
-// comment, or 0.
-func nextIndent(lines string) int {
+// nextContent is the next line of lines that is not blank or a comment:
+// its content, its indent and the lines after it; body is "" at the end.
+func nextContent(lines string) (body string, indent int, rest string) {
 	for lines != "" {
 		var line string
-		line, lines = cutLine(lines)
-		body := strings.TrimLeft(line, " ")
-		if body == "" || body[0] == '#' {
-			continue
+		if i := strings.IndexByte(lines, '\n'); i >= 0 {
+			line, lines = lines[:i], lines[i+1:]
+		} else {
+			line, lines = lines, ""
 		}
-		return len(line) - len(body)
+		if body = strings.TrimLeft(line, " "); body != "" && body[0] != '#' {
+			return body, len(line) - len(body), lines
+		}
 	}
-	return 0
+	return "", 0, ""
 }
 
 // isItem reports whether a line is a block sequence item.
@@ -541,12 +541,4 @@ func foldsTo(key string, names ...string) bool {
 		}
 	}
 	return false
-}
-
-// cutLine splits the first line off lines.
-func cutLine(lines string) (line, rest string) {
-	if i := strings.IndexByte(lines, '\n'); i >= 0 {
-		return lines[:i], lines[i+1:]
-	}
-	return lines, ""
 }
