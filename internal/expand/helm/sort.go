@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,19 +20,52 @@ import (
 // scanner meets anything outside the plain block YAML it understands, so
 // its result is Helm's in every case it accepts (TestSortManifestsParity).
 
-// manifestSep is releaseutil's document separator, kept as is: its quirks
-// (a "---" swallowed by the whitespace after another) decide what Helm sees.
-var manifestSep = regexp.MustCompile("(?:^|\\s*\n)---\\s*")
-
-// splitManifests is releaseutil.SplitManifests as an ordered slice.
+// splitManifests is releaseutil.SplitManifests as an ordered slice and
+// without its regular expression, (?:^|\s*\n)---\s*, whose backtracking
+// took most of the sorting time. Its quirks are kept, since they decide
+// what Helm sees: a separator takes the whitespace after it, so in
+// "a\n---\n---\nb" the second "---" starts the document "---\nb".
 func splitManifests(bigFile string) []string {
+	s := strings.TrimSpace(bigFile)
 	var docs []string
-	for _, d := range manifestSep.Split(strings.TrimSpace(bigFile), -1) {
+	add := func(d string) {
 		if d != "" {
 			docs = append(docs, strings.TrimSpace(d))
 		}
 	}
+	skipSpace := func(e int) int {
+		for e < len(s) && isRESpace(s[e]) {
+			e++
+		}
+		return e
+	}
+	beg := 0
+	if strings.HasPrefix(s, "---") {
+		beg = skipSpace(3)
+	}
+	for pos := beg; ; {
+		i := strings.Index(s[pos:], "\n---")
+		if i < 0 {
+			break
+		}
+		// The match starts where the run of whitespace before "\n---"
+		// does, not before the previous match's end.
+		k := pos + i
+		start := k
+		for start > pos && isRESpace(s[start-1]) {
+			start--
+		}
+		add(s[beg:start])
+		beg = skipSpace(k + 4)
+		pos = beg
+	}
+	add(s[beg:])
 	return docs
+}
+
+// isRESpace is \s of Go's regular expressions.
+func isRESpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\f' || c == '\r'
 }
 
 // sortManifests is releaseutil.SortManifests(files, nil, InstallOrder):

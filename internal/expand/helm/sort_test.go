@@ -247,3 +247,26 @@ func renderedThirty(b *testing.B) map[string]string {
 	}
 	return files
 }
+
+// TestSplitManifestsParity compares the splitter with Helm's on strings
+// made of separators, whitespace and text.
+func TestSplitManifestsParity(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 15))
+	parts := []string{"---", "-", "\n", " ", "\t", "\v", "\r", "a", "k: v", "\n---\n", "\n--- ", "--", "\u00a0"}
+	for i := 0; i < 20000; i++ {
+		var b strings.Builder
+		for j := 0; j < r.IntN(12); j++ {
+			b.WriteString(parts[r.IntN(len(parts))])
+		}
+		s := b.String()
+		want := releaseutil.SplitManifests(s)
+		got := splitManifests(s)
+		ok := len(got) == len(want)
+		for k := 0; ok && k < len(got); k++ {
+			ok = want[fmt.Sprintf("manifest-%d", k)] == got[k]
+		}
+		if !ok {
+			t.Fatalf("splitManifests(%q) = %q, Helm's %q", s, got, want)
+		}
+	}
+}
