@@ -211,7 +211,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 	// text.
 	var (
 		openTop, openMeta, scalarTop, scalarMeta bool
-		metaIndent, annIndent                    int
+		metaIndent, annIndent, otherIndent       int
 		seen                                     = map[string]bool{}
 		metaSeen                                 = map[string]bool{}
 		meta                                     *md
@@ -227,7 +227,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			return nil, false
 		}
 		if ind == 0 {
-			state = top
+			state, otherIndent = top, 0
 			if isItem(body) {
 				if !openTop {
 					return nil, false
@@ -276,7 +276,12 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			// several lines, or YAML's "mapping values are not allowed".
 			return nil, false
 		case inOther:
-			if !openTop && !scalarTop {
+			// The body is not read, but a line less indented than the
+			// first of its block is YAML's "did not find expected key".
+			if otherIndent == 0 {
+				otherIndent = ind
+			}
+			if (!openTop && !scalarTop) || ind < otherIndent {
 				return nil, false
 			}
 			continue

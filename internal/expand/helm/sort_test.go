@@ -205,6 +205,7 @@ func genDoc(r *rand.Rand) string {
 				"spec:\n\ta: 1\n",
 				"top: value\n  deeper: x\n",
 				"type: Opaque\n",
+				"spec:\n    a: 1\n  b: 2\n",
 			))
 		},
 	}
@@ -268,5 +269,25 @@ func TestSplitManifestsParity(t *testing.T) {
 		if !ok {
 			t.Fatalf("splitManifests(%q) = %q, Helm's %q", s, got, want)
 		}
+	}
+}
+
+// TestSortManifestsBodyNotRead pins what the sorter does not do: YAML
+// errors deeper in a document's body than its head and its top-level
+// blocks (here a line ending a block scalar at an indent no mapping has)
+// pass the sorter, where Helm's full parse refuses them; Object.Decode
+// refuses them, naming the template.
+func TestSortManifestsBodyNotRead(t *testing.T) {
+	doc := "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: |\n    text\n   x: y\n"
+	if _, _, err := releaseutil.SortManifests(map[string]string{"c/templates/a.yaml": doc}, nil, releaseutil.InstallOrder); err == nil {
+		t.Fatal("Helm's SortManifests took the document: the case no longer shows the gap")
+	}
+	_, man, err := sortManifests(map[string]string{"c/templates/a.yaml": doc})
+	if err != nil || len(man) != 1 {
+		t.Fatalf("sortManifests: %d manifests, %v", len(man), err)
+	}
+	o := Object{Source: man[0].Name, Manifest: man[0].Content}
+	if _, err := o.Decode(); err == nil || !strings.Contains(err.Error(), "c/templates/a.yaml") {
+		t.Fatalf("Decode: %v, want an error naming c/templates/a.yaml", err)
 	}
 }
