@@ -211,7 +211,8 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 	// text.
 	var (
 		openTop, openMeta, scalarTop, scalarMeta bool
-		metaIndent, annIndent, otherIndent       int
+		metaIndent, annIndent                    int
+		shape                                    blockShape
 		seen                                     = map[string]bool{}
 		metaSeen                                 = map[string]bool{}
 		meta                                     *md
@@ -227,9 +228,9 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			return nil, false
 		}
 		if ind == 0 {
-			state, otherIndent = top, 0
+			state = top
 			if isItem(body) {
-				if !openTop {
+				if !openTop || !shape.line(0, body) {
 					return nil, false
 				}
 				state = inOther
@@ -261,8 +262,10 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 				switch inlineValue(val) {
 				case valueNone:
 					openTop, state = true, inOther
+					shape.reset(true, false)
 				case valueBlockScalar:
 					scalarTop, state = true, inOther
+					shape.reset(false, true)
 				case valueInline:
 				default:
 					return nil, false
@@ -276,12 +279,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			// several lines, or YAML's "mapping values are not allowed".
 			return nil, false
 		case inOther:
-			// The body is not read, but a line less indented than the
-			// first of its block is YAML's "did not find expected key".
-			if otherIndent == 0 {
-				otherIndent = ind
-			}
-			if (!openTop && !scalarTop) || ind < otherIndent {
+			if (!openTop && !scalarTop) || !shape.line(ind, body) {
 				return nil, false
 			}
 			continue
@@ -513,6 +511,10 @@ func lineSafe(body string) bool {
 	case '&', '*', '!', '%', '@', '`', '?', ',', ']', '}', ':':
 		return false
 	}
+	if isItem(v) {
+		// "key: - item" is YAML's "block sequence entries are not allowed".
+		return false
+	}
 	if j := strings.Index(v, " #"); j >= 0 {
 		v = v[:j]
 	}
@@ -578,4 +580,100 @@ func foldsTo(key string, names ...string) bool {
 		}
 	}
 	return false
+}
+
+// blockShape follows the indentation of a top-level block's lines, which
+// scanHead does not otherwise read, so that a line at an indent YAML
+// refuses (a mis-indented nindent) sends the document to Helm's parse.
+type blockShape struct {
+	levels []level // the open mappings and sequences, outermost first
+	deeper bool    // the last line opened a block: the next may be deeper
+	scalar int     // >= 0: in a block scalar of a key at this column
+	text   int     // the block scalar's indent, set by its first line
+}
+
+// level is one open block collection: its indent and whether it is a
+// sequence.
+type level struct {
+	indent int
+	seq    bool
+}
+
+// reset starts the block of a top-level key with no value on its line
+// (open) or a block scalar.
+func (b *blockShape) reset(open, scalar bool) {
+	b.levels = append(b.levels[:0], level{})
+	b.deeper, b.scalar, b.text = open, -1, 0
+	if scalar {
+		b.scalar = 0
+	}
+}
+
+// line takes the block's next line that is not blank or a comment; false
+// when its indentation is not YAML's, or not surely.
+func (b *blockShape) line(ind int, body string) bool {
+	if b.scalar >= 0 {
+		if b.text == 0 && ind > b.scalar {
+			b.text = ind
+		}
+		if b.text > 0 && ind >= b.text {
+			return true
+		}
+		b.scalar, b.text = -1, 0
+	}
+	item := isItem(body)
+	top := b.levels[len(b.levels)-1]
+	switch {
+	case b.deeper && (ind > top.indent || ind == top.indent && item && !top.seq):
+		// A new block; a sequence may sit at its key's indent.
+		b.levels = append(b.levels, level{indent: ind, seq: item})
+	case ind > top.indent:
+		return false
+	default:
+		for len(b.levels) > 1 {
+			t, below := b.levels[len(b.levels)-1], b.levels[len(b.levels)-2]
+			if t.indent > ind || t.indent == ind && t.seq && !item && below.indent == ind {
+				b.levels = b.levels[:len(b.levels)-1]
+				continue
+			}
+			break
+		}
+		if t := b.levels[len(b.levels)-1]; t.indent != ind || t.seq != item {
+			return false
+		}
+	}
+	b.deeper = false
+	col, v := ind, body
+	inItem := false
+	for isItem(v) {
+		rest := strings.TrimLeft(v[1:], " ")
+		if rest == "" {
+			b.deeper = true
+			return true
+		}
+		col += len(v) - len(rest)
+		v, inItem = rest, true
+		if isItem(v) {
+			b.levels = append(b.levels, level{indent: col, seq: true})
+		}
+	}
+	i := strings.Index(v, ": ")
+	if i < 0 && strings.HasSuffix(v, ":") {
+		i = len(v) - 1
+	}
+	if i <= 0 || strings.ContainsAny(v[:i], "\"'[]{}#&*!|>%@`?,") {
+		// A scalar alone: fine as an item, else a plain scalar over
+		// several lines or an error.
+		return inItem && v[0] != '|' && v[0] != '>'
+	}
+	if inItem {
+		b.levels = append(b.levels, level{indent: col})
+	}
+	switch inlineValue(v[i+1:]) {
+	case valueNone:
+		b.deeper = true
+	case valueBlockScalar:
+		b.scalar, b.text = col, 0
+	}
+	return true
 }

@@ -205,6 +205,9 @@ func genDoc(r *rand.Rand) string {
 				"spec:\n\ta: 1\n",
 				"top: value\n  deeper: x\n",
 				"type: Opaque\n",
+				"data:\n  s: |\n    text\n   x: y\n",
+				"spec:\n  template:\n    metadata:\n      labels:\n        a: b\n"+pick(r, "       ", "         ", "        ")+"c: d\n",
+				"spec:\n  l:\n  - a: 1\n"+pick(r, "    ", "   ", "  ")+"b: 2\n  - c\n  m: x\n",
 				"spec:\n    a: 1\n  b: 2\n",
 			))
 		},
@@ -272,13 +275,13 @@ func TestSplitManifestsParity(t *testing.T) {
 	}
 }
 
-// TestSortManifestsBodyNotRead pins what the sorter does not do: YAML
-// errors deeper in a document's body than its head and its top-level
-// blocks (here a line ending a block scalar at an indent no mapping has)
-// pass the sorter, where Helm's full parse refuses them; Object.Decode
-// refuses them, naming the template.
+// TestSortManifestsBodyNotRead pins what the sorter does not do: it
+// follows a body's lines and their indentation but not its characters, so
+// a YAML error there (here a control character) passes the sorter, where
+// Helm's full parse refuses it; Object.Decode refuses it, naming the
+// template.
 func TestSortManifestsBodyNotRead(t *testing.T) {
-	doc := "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: |\n    text\n   x: y\n"
+	doc := "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: a\x01b\n"
 	if _, _, err := releaseutil.SortManifests(map[string]string{"c/templates/a.yaml": doc}, nil, releaseutil.InstallOrder); err == nil {
 		t.Fatal("Helm's SortManifests took the document: the case no longer shows the gap")
 	}
