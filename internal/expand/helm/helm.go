@@ -394,7 +394,7 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 			delete(files, k)
 		}
 	}
-	hooks, manifests, err := releaseutil.SortManifests(files, nil, releaseutil.InstallOrder)
+	hooks, manifests, err := sortManifests(files)
 	if err != nil {
 		return nil, invalid(fmt.Errorf("the rendered chart is not valid YAML: %w", err))
 	}
