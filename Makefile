@@ -116,14 +116,15 @@ bench-scale:
 	$(BIN)/benchscale -sizes 10000,100000,1000000
 	$(BIN)/benchscale -sizes 100000,1000000 -registries 10000 -versions 5
 
-# kube-apiserver, kube-controller-manager and etcd for the cluster tests,
-# `make dev-cluster` and `make bench-deploy`, built once from the tools
-# module hack/kube (the main module never requires k8s.io/kubernetes) into
-# .testenv/bin; a stamp makes a second run do nothing. kubectl is built
-# apart, for people and bench-deploy: the tests do not need it. helm (from
+# kube-apiserver, kube-controller-manager, etcd and kubectl for the cluster
+# tests, `make dev-cluster` and `make bench-deploy`, built once from the
+# tools module hack/kube (the main module never requires k8s.io/kubernetes)
+# into .testenv/bin; a stamp makes a second run do nothing. kubectl is for
+# the documentation's kubectl lines, which the README test runs, and for
+# people; it shares most of its packages with the others. helm (from
 # hack/helm) is for the chart parity test of internal/expand/helm.
 testenv:
-	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd helm
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd kubectl helm
 
 kubectl:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin kubectl

@@ -491,7 +491,7 @@ func (r *readmeRunner) runBlock(dir string, f readmeFence) []string {
 		case prog == "kubectl" && cluster:
 			if r.cluster.Kubectl == "" {
 				// Never a silent skip: the line cannot run here.
-				fail(c, "kubectl is not in .testenv/bin: make kubectl builds it (make test does not)")
+				fail(c, "kubectl is not in .testenv/bin: make testenv builds it (make test does)")
 				continue
 			}
 			words = append([]string{r.cluster.Kubectl}, words[1:]...)
