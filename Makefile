@@ -155,6 +155,7 @@ bench-replicas: testenv
 # DM_BENCH_INSTANCES (default 1000) instances (docs/benchmarks.md).
 bench-controller: testenv
 	$(GO) test -run '^$$' -bench BenchmarkController -benchtime 1x -timeout 40m ./cmd/dm-controller
+
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
 dmref:
