@@ -16,7 +16,7 @@ import (
 // no kubelet, so the pod never runs: the test checks the objects.
 func TestDogfoodControllerTemplate(t *testing.T) {
 	_, dmBin := buildBinaries(t)
-	env := kubetest.Start(t)
+	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: "dm-system"}
 	d.ok("deploy", "dm-controller:v1", "--create-namespace", "--properties", "server=http://registryd.dm-system.svc:8080,defaultServiceAccount=deployer")
 

@@ -42,12 +42,9 @@ func TestRegistrydTemplateCRDs(t *testing.T) {
 // and PodDisruptionBudget to the test apiserver.
 func TestRegistrydTemplateDeploy(t *testing.T) {
 	_, dmBin := buildBinaries(t)
-	env := kubetest.Start(t)
-	if err := env.CreateNamespace(context.Background(), "dm-system"); err != nil {
-		t.Fatal(err)
-	}
+	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: "dm-system"}
-	d.ok("deploy", "registryd:v1", "--properties", "replicas=3")
+	d.ok("deploy", "registryd:v1", "--create-namespace", "--properties", "replicas=3")
 	out := d.ok("get", "registryd")
 	for _, want := range []string{"CustomResourceDefinition", "registries.dm.io", "clusterregistries.dm.io", "ServiceAccount", "Role",
 		"RoleBinding", "ClusterRole", "ClusterRoleBinding", "Deployment", "Service", "PodDisruptionBudget"} {
