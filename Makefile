@@ -81,7 +81,8 @@ FUZZ_TARGETS := \
 	./internal/deploy/kube:FuzzExportParam:100000x \
 	./internal/catalog:FuzzForm:20000x \
 	./internal/sandbox:FuzzDecode:100000x \
-	./internal/sandbox:FuzzSlotRecord:50000x
+	./internal/sandbox:FuzzSlotRecord:50000x \
+	./internal/expand/helm:FuzzSortManifests:20000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

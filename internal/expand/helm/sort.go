@@ -86,7 +86,7 @@ func sortManifests(files map[string]string) ([]*release.Hook, []releaseutil.Mani
 		}
 		for _, m := range splitManifests(content) {
 			head, ok := scanHead(m)
-			if !ok {
+			if !ok || !plainASCII(m) {
 				var err error
 				if head, err = parseHead(m); err != nil {
 					return nil, nil, fmt.Errorf("YAML parse error on %s: %w", p, err)
@@ -134,6 +134,21 @@ func sortManifests(files map[string]string) ([]*release.Hook, []releaseutil.Mani
 	sort.SliceStable(generic, func(i, j int) bool { return lessByKind(generic[i].Head.Kind, generic[j].Head.Kind) })
 	sort.SliceStable(hooks, func(i, j int) bool { return lessByKind(hooks[i].Kind, hooks[j].Kind) })
 	return hooks, generic, nil
+}
+
+// plainASCII reports whether doc is printable ASCII, tabs and line ends
+// only. The head scanner does not judge characters: a document with any
+// other byte (a control character YAML refuses, invalid UTF-8, or text it
+// would have to check) goes through Helm's parse, so that it is refused or
+// taken exactly as helm template does. One pass over the bytes costs far
+// less than the parse.
+func plainASCII(doc string) bool {
+	for i := 0; i < len(doc); i++ {
+		if c := doc[i]; c >= 0x7f || c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // parseHead is Helm's parse of a document's head.

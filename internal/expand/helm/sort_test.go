@@ -275,22 +275,16 @@ func TestSplitManifestsParity(t *testing.T) {
 	}
 }
 
-// TestSortManifestsBodyNotRead pins what the sorter does not do: it
-// follows a body's lines and their indentation but not its characters, so
-// a YAML error there (here a control character) passes the sorter, where
-// Helm's full parse refuses it; Object.Decode refuses it, naming the
-// template.
-func TestSortManifestsBodyNotRead(t *testing.T) {
-	doc := "kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: a\x01b\n"
-	if _, _, err := releaseutil.SortManifests(map[string]string{"c/templates/a.yaml": doc}, nil, releaseutil.InstallOrder); err == nil {
-		t.Fatal("Helm's SortManifests took the document: the case no longer shows the gap")
-	}
-	_, man, err := sortManifests(map[string]string{"c/templates/a.yaml": doc})
-	if err != nil || len(man) != 1 {
-		t.Fatalf("sortManifests: %d manifests, %v", len(man), err)
-	}
-	o := Object{Source: man[0].Name, Manifest: man[0].Content}
-	if _, err := o.Decode(); err == nil || !strings.Contains(err.Error(), "c/templates/a.yaml") {
-		t.Fatalf("Decode: %v, want an error naming c/templates/a.yaml", err)
+// A body's characters are Helm's to judge: a control character, even in
+// a comment, is refused with Helm's error.
+func TestSortManifestsBodyCharacters(t *testing.T) {
+	for _, doc := range []string{
+		"kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: a\x01b\n",
+		"#\x00",
+		"kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: \xff\n",
+		"kind: ConfigMap\nmetadata:\n  name: c\ndata:\n  s: caf\u00e9\n",
+	} {
+		sameAsHelm(t, map[string]string{"c/templates/a.yaml": doc, "c/templates/b.yaml": "0"})
+		sameAsHelm(t, map[string]string{"c/templates/a.yaml": doc})
 	}
 }
