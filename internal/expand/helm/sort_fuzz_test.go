@@ -1,11 +1,6 @@
 package helm
 
-import (
-	"reflect"
-	"testing"
-
-	"helm.sh/helm/v3/pkg/releaseutil"
-)
+import "testing"
 
 // FuzzSortManifests holds dm's head scanner to Helm's SortManifests on
 // arbitrary rendered text: never a panic; where Helm takes the files, the
@@ -33,37 +28,8 @@ func FuzzSortManifests(f *testing.F) {
 		if b != "" {
 			files["c/templates/b.yaml"] = b
 		}
-		cp := func() map[string]string {
-			m := make(map[string]string, len(files))
-			for k, v := range files {
-				m[k] = v
-			}
-			return m
-		}
-		wantHooks, wantMan, wantErr := releaseutil.SortManifests(cp(), nil, releaseutil.InstallOrder)
-		gotHooks, gotMan, gotErr := sortManifests(cp())
-		switch {
-		case wantErr == nil && gotErr != nil:
-			t.Fatalf("refused what Helm takes: %v\nfiles: %q", gotErr, files)
-		case wantErr != nil && gotErr != nil:
-			if gotErr.Error() != wantErr.Error() {
-				t.Fatalf("error %q, Helm's %q\nfiles: %q", gotErr, wantErr, files)
-			}
-			return
-		case wantErr != nil:
-			t.Fatalf("took what Helm refuses (%v)\nfiles: %q", wantErr, files)
-		}
-		if len(gotMan) != len(wantMan) {
-			t.Fatalf("%d manifests, Helm %d\nfiles: %q", len(gotMan), len(wantMan), files)
-		}
-		for i := range wantMan {
-			g, w := gotMan[i], wantMan[i]
-			if g.Name != w.Name || g.Content != w.Content || headKey(g.Head) != headKey(w.Head) {
-				t.Fatalf("manifest %d: %s %q, Helm's %s %q\nfiles: %q", i, g.Name, headKey(g.Head), w.Name, headKey(w.Head), files)
-			}
-		}
-		if (len(gotHooks) != 0 || len(wantHooks) != 0) && !reflect.DeepEqual(gotHooks, wantHooks) {
-			t.Fatalf("hooks\n%s\nHelm's\n%s\nfiles: %q", hooksString(gotHooks), hooksString(wantHooks), files)
+		if msg := diffFromHelm(files); msg != "" {
+			t.Fatalf("%s\nfiles: %q", msg, files)
 		}
 	})
 }

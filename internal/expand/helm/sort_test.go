@@ -17,6 +17,16 @@ import (
 // result on files: the same error, manifests and hooks in the same order.
 func sameAsHelm(t *testing.T, files map[string]string) {
 	t.Helper()
+	if msg := diffFromHelm(files); msg != "" {
+		t.Fatalf("%s, files:\n%s", msg, dump(files))
+	}
+}
+
+// diffFromHelm sorts files with sortManifests and with Helm's
+// SortManifests and says how the results differ ("" when they do not):
+// the same manifests in the same order with the same heads and hooks, or
+// the same error.
+func diffFromHelm(files map[string]string) string {
 	// SortManifests sorts in place: each gets its own copy of the map.
 	cp := func() map[string]string {
 		m := make(map[string]string, len(files))
@@ -28,29 +38,27 @@ func sameAsHelm(t *testing.T, files map[string]string) {
 	wantHooks, wantMan, wantErr := releaseutil.SortManifests(cp(), nil, releaseutil.InstallOrder)
 	gotHooks, gotMan, gotErr := sortManifests(cp())
 	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("error %v, Helm's %v, files:\n%s", gotErr, wantErr, dump(files))
+		return fmt.Sprintf("error %v, Helm's %v", gotErr, wantErr)
 	}
 	if wantErr != nil {
 		if gotErr.Error() != wantErr.Error() {
-			t.Fatalf("error %q, Helm's %q", gotErr, wantErr)
+			return fmt.Sprintf("error %q, Helm's %q", gotErr, wantErr)
 		}
-		return
+		return ""
 	}
 	if len(gotMan) != len(wantMan) {
-		t.Fatalf("%d manifests, Helm %d, files:\n%s", len(gotMan), len(wantMan), dump(files))
+		return fmt.Sprintf("%d manifests, Helm %d", len(gotMan), len(wantMan))
 	}
 	for i := range wantMan {
 		g, w := gotMan[i], wantMan[i]
 		if g.Name != w.Name || g.Content != w.Content || headKey(g.Head) != headKey(w.Head) {
-			t.Fatalf("manifest %d: %s %q, Helm's %s %q, files:\n%s", i, g.Name, headKey(g.Head), w.Name, headKey(w.Head), dump(files))
+			return fmt.Sprintf("manifest %d: %s %q, Helm's %s %q", i, g.Name, headKey(g.Head), w.Name, headKey(w.Head))
 		}
 	}
-	if len(gotHooks) == 0 && len(wantHooks) == 0 {
-		return
+	if (len(gotHooks) != 0 || len(wantHooks) != 0) && !reflect.DeepEqual(gotHooks, wantHooks) {
+		return fmt.Sprintf("hooks\n%s\nHelm's\n%s", hooksString(gotHooks), hooksString(wantHooks))
 	}
-	if !reflect.DeepEqual(gotHooks, wantHooks) {
-		t.Fatalf("hooks\n%s\nHelm's\n%s\nfiles:\n%s", hooksString(gotHooks), hooksString(wantHooks), dump(files))
-	}
+	return ""
 }
 
 func headKey(h *releaseutil.SimpleHead) string {
