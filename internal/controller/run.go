@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("caches", CacheSynced(mgr)); err != nil {
+	if err := mgr.AddReadyzCheck("caches", CacheSynced(mgr, cfg.LeaderElect)); err != nil {
 		return err
 	}
 

@@ -166,16 +166,23 @@ func readersOf(c client.Reader, kind string) handler.MapFunc {
 }
 
 // CacheSynced is a readiness check: it answers once the manager's caches
-// have synced (or fails when the request ends first).
-func CacheSynced(mgr ctrl.Manager) func(*http.Request) error {
+// have synced (or fails when the request ends first) and, for the
+// controller that leads (every controller when leaderElect is false), once
+// its controller has started.
+func CacheSynced(mgr ctrl.Manager, leaderElect bool) func(*http.Request) error {
 	return func(req *http.Request) error {
 		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
 			return errors.New("caches not synced")
 		}
-		select {
-		case <-mgr.Elected():
-		default:
-			return nil // a standby: synced, ready to take over
+		// Without an election the manager closes Elected only as it starts
+		// the controllers, a moment after the caches sync: a controller
+		// that elects nobody is never a standby.
+		if leaderElect {
+			select {
+			case <-mgr.Elected():
+			default:
+				return nil // a standby: synced, ready to take over
+			}
 		}
 		// The cache syncs before the manager starts the controller: ready
 		// also means the controller's queue exists (its metrics say so).
