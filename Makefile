@@ -6,12 +6,18 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller
+.PHONY: all build install run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller
 
 all: build
 
+# dm-helm renders Helm charts for dm, which finds it beside itself (dm
+# does not link Helm: its start-up cost stays off commands without charts).
 build:
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-controller
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
+
+# Into $GOBIN (go env GOPATH/bin): dm and dm-helm side by side.
+install:
+	$(GO) install -buildvcs=auto ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example

@@ -15,6 +15,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/helmproxy"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -43,6 +44,10 @@ type globals struct {
 	noPrompt bool
 	// kube are the cluster flags (--kubeconfig, --context, -n).
 	kube kubeFlags
+	// charts are the Helm chart flags; helm renders charts in dm-helm,
+	// started on the first chart.
+	charts chartFlags
+	helm   *helmproxy.Engine
 
 	getenv func(string) string
 	stderr io.Writer
@@ -191,7 +196,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 	resolver := resolve.New(b.def, regs...)
 	if b.sandboxed() {
 		// The worker starts while the registries are indexed.
-		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1, Logger: log})
+		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines()}, Workers: 1, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -212,7 +217,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 		}
 	}
-	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log})
+	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log, Engines: b.g.engines()})
 	return b.svc, nil
 }
 
@@ -307,7 +312,7 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 	}
 	if b.pool == nil && b.sandboxed() {
 		// The service was made before Expand was called.
-		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs}, Workers: 1})
+		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines()}, Workers: 1})
 		if err != nil {
 			return nil, err
 		}

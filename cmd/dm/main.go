@@ -61,6 +61,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	err := root.ExecuteContext(ctx)
+	g.closeHelm()
 	if err == nil {
 		return 0
 	}
@@ -118,6 +119,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.BoolVar(&g.noPrompt, "no-prompt", false, "never ask for required properties without a value (deploy, expand, process): list them in an error, as without a terminal")
 	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
 	addKubeFlags(pf, &g.kube)
+	addChartFlags(pf, &g.charts)
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
 	root.RegisterFlagCompletionFunc("output", completeOutput)

@@ -58,6 +58,10 @@ func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, 
 // without one, its required parameters without value or generator.
 func missingInputs(ctx context.Context, b api.Backend, tv *api.TemplateVersion, props map[string]any) ([]schema.Input, error) {
 	switch {
+	case tv.Language == "helm":
+		// A chart's required values may come from its values.yaml;
+		// Helm's validation of the coalesced values names what lacks.
+		return nil, nil
 	case tv.SchemaContent != "":
 		sc, err := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
 		if err != nil {

@@ -727,6 +727,13 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	if x.opts.OnTemplate != nil {
 		x.opts.OnTemplate(p, inv.label)
 	}
+	if l, _ := x.langs.Lookup(string(inv.lang)); l.SchemaFile != "" {
+		// A chart's values.schema.json validates the values coalesced
+		// with values.yaml, which the engine does as Helm does: checked
+		// here, a required value values.yaml gives would be missing, and
+		// the schema's defaults, which Helm does not apply, would be.
+		schemaFile = ""
+	}
 	if schemaFile != "" {
 		orig := props
 		var unknown, warns []string

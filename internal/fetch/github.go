@@ -293,11 +293,18 @@ func (g *GitHub) entry(dir string, e *github.TreeEntry) (Entry, bool) {
 // and directories Local leaves out (.git, .github, .gitignore).
 func hidden(p string) bool {
 	for _, el := range strings.Split(p, "/") {
-		if strings.HasPrefix(el, ".") {
+		if hiddenName(el) {
 			return true
 		}
 	}
 	return false
+}
+
+// hiddenName reports whether a file or directory name is left out of
+// registries: it starts with ".", but for a Helm chart's .helmignore,
+// which says what of the chart Helm loads (dm reads charts as Helm does).
+func hiddenName(name string) bool {
+	return strings.HasPrefix(name, ".") && name != ".helmignore"
 }
 
 func sortEntries(entries []Entry) {

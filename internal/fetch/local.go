@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"path"
 	"sort"
-	"strings"
 	"sync"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -45,7 +44,7 @@ func (l *Local) Tree(ctx context.Context, prev *Tree) (*Tree, error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p != "." && strings.HasPrefix(d.Name(), ".") {
+		if p != "." && hiddenName(d.Name()) {
 			if d.IsDir() {
 				return fs.SkipDir
 			}

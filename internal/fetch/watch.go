@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -73,7 +72,7 @@ func watchTree(w *fsnotify.Watcher, dir string) error {
 		if !d.IsDir() {
 			return nil
 		}
-		if p != dir && strings.HasPrefix(d.Name(), ".") {
+		if p != dir && hiddenName(d.Name()) {
 			return fs.SkipDir
 		}
 		return w.Add(p)

@@ -1,18 +1,17 @@
 package sandbox
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	"github.com/dmhq/dm/internal/memlimit"
 )
 
 // applyLimits confines the worker process: an address-space limit of
@@ -30,16 +29,10 @@ func applyLimits(maxMemory uint64) hello {
 	if maxMemory > 0 {
 		// The Go runtime reserves address space it has not used (about a
 		// gigabyte at start); the limit counts from there.
-		base, err := vmSize()
-		if err != nil {
+		if err := memlimit.Apply(maxMemory); err != nil {
 			h.Problems = append(h.Problems, "memory limit: "+err.Error())
 		} else {
-			lim := base + maxMemory
-			if err := unix.Setrlimit(unix.RLIMIT_AS, &unix.Rlimit{Cur: lim, Max: lim}); err != nil {
-				h.Problems = append(h.Problems, "memory limit: setrlimit(RLIMIT_AS): "+err.Error())
-			} else {
-				h.MemoryLimit = maxMemory
-			}
+			h.MemoryLimit = maxMemory
 		}
 		// The collector works harder before the hard limit is reached.
 		debug.SetMemoryLimit(int64(maxMemory / 8 * 7))
@@ -72,26 +65,6 @@ func applyLimits(maxMemory uint64) hello {
 		h.Problems = append(h.Problems, fmt.Sprintf("Landlock ABI %d has no network rules (needs 4, Linux 6.7): TCP connections are not restricted by the kernel", abi))
 	}
 	return h
-}
-
-// vmSize reads the process's address-space size.
-func vmSize() (uint64, error) {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmSize:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/self/status: VmSize %q: %w", v, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("/proc/self/status has no VmSize")
 }
 
 // setCPULimit gives the coming job a CPU-time budget, a backstop behind

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 )
@@ -167,6 +168,9 @@ type call struct {
 	Registry string `json:"registry,omitempty"`
 	Resolved string `json:"resolved,omitempty"`
 	Name     string `json:"name,omitempty"`
+	// Render, for Op "render", is an invocation of an engine the parent
+	// attached (forward.go).
+	Render *renderCall `json:"render,omitempty"`
 }
 
 // reply answers a call.
@@ -177,7 +181,9 @@ type reply struct {
 	// round trip is cheaper than one per file.
 	Files map[string][]byte `json:"files,omitempty"`
 	Data  []byte            `json:"data,omitempty"`
-	Err   *wireError        `json:"error,omitempty"`
+	// Output is a render's.
+	Output *engine.Output `json:"output,omitempty"`
+	Err    *wireError     `json:"error,omitempty"`
 }
 
 // wireResolution is resolve.Resolution without the registry handle: the

@@ -48,7 +48,8 @@ type Options struct {
 	// configurations without registry references only.
 	Resolver *resolve.Resolver
 	// Expand holds the engine's limits and AllowURLs; its Resolver,
-	// Logger and OnTemplate are the pool's own.
+	// Logger and OnTemplate are the pool's own. Its Engines stay in this
+	// process: workers forward their templates here.
 	Expand expand.Options
 	// Workers is the number of worker processes, and so of expansions
 	// running at once; zero means 2.
@@ -150,7 +151,7 @@ func New(opts Options) (*Pool, error) {
 		}
 		opts.Command = []string{exe}
 	}
-	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: opts.Expand})
+	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: opts.Expand, Forward: forwardNames(opts.Expand.Engines)})
 	if err != nil {
 		return nil, err
 	}
@@ -317,6 +318,9 @@ func (p *Pool) retire(w *proc) {
 
 // answer serves one call of a worker.
 func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
+	if c.Op == "render" && c.Render != nil {
+		return p.render(ctx, c.Render)
+	}
 	r := p.opts.Resolver
 	if r == nil {
 		return &reply{Err: toWire(fmt.Errorf("no registry is configured: %w", derrors.NotFound))}

@@ -40,6 +40,9 @@ type workerConfig struct {
 	// Expand holds the engine's limits; its functions and interfaces
 	// do not travel.
 	Expand expand.Options `json:"expand"`
+	// Forward names the engines the parent attached: the worker forwards
+	// their templates to it.
+	Forward []string `json:"forward,omitempty"`
 }
 
 // A worker that reaches its CPU-time limit exits with exitCPU after
@@ -119,6 +122,9 @@ func newWorker(cfg workerConfig, in io.Reader, out io.Writer, sl *slot, log *slo
 		// Recorded at once, in memory the parent keeps: a worker that dies
 		// of a template still names it.
 		o.OnTemplate = sl.record
+	}
+	for _, name := range cfg.Forward {
+		o.Engines = append(o.Engines, &forwarded{w: w, name: name})
 	}
 	w.x = expand.New(o)
 	return w

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/dmhq/dm/internal/fetch/githubtest"
+)
+
+// buildDMHelm builds cmd/dm-helm for the test.
+func buildDMHelm(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds dm-helm")
+	}
+	p := filepath.Join(t.TempDir(), "dm-helm")
+	if out, err := exec.Command("go", "build", "-o", p, "../dm-helm").CombinedOutput(); err != nil {
+		t.Fatalf("building dm-helm: %v\n%s", err, out)
+	}
+	return p
+}
+
+// chartRepo is a registry holding one chart, web v1.
+var chartRepo = map[string]string{
+	"web/v1/Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+	"web/v1/values.yaml": "greeting: hello\nreplicas: 1\n",
+	"web/v1/templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-cm
+  namespace: {{ .Release.Namespace }}
+data:
+  greeting: {{ .Values.greeting | quote }}
+  replicas: {{ .Values.replicas | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  {{- if .Values.strict }}
+  must: {{ required "must is required when strict" .Values.must }}
+  {{- end }}
+`,
+}
+
+// TestChartSandboxed expands a chart of a GitHub registry, whose
+// templates dm expands in a sandboxed worker: the worker cannot start
+// dm-helm, so it forwards the chart to dm, which renders it in dm-helm.
+// The result is the in-process one, and a chart's error keeps its file
+// and line.
+func TestChartSandboxed(t *testing.T) {
+	helmBin := buildDMHelm(t)
+	m := fstest.MapFS{}
+	for name, content := range chartRepo {
+		m[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
+	}
+	gh := githubtest.New(map[string]string{"acme/tpl": githubtest.NewRepoFS(t, m)})
+	defer gh.Close()
+	vars := map[string]string{"DM_HELM": helmBin}
+	args := []string{"--registry", "acme/tpl", "--github-api", gh.URL, "--cache-dir", t.TempDir(), "expand", "web:v1", "-o", "manifest", "-n", "shop", "--properties", "replicas=3", "--kube-version", "v1.30.2"}
+	sandboxed := dmRun(t, vars, args...)
+	if sandboxed.code != 0 {
+		t.Fatalf("%+v", sandboxed)
+	}
+	for _, want := range []string{"name: web-cm", "namespace: shop", "greeting: hello", `replicas: "3"`, "kube: v1.30.2"} {
+		if !strings.Contains(sandboxed.stdout, want) {
+			t.Errorf("no %q in\n%s", want, sandboxed.stdout)
+		}
+	}
+	inProcess := dmRun(t, vars, append(args, "--no-sandbox")...)
+	if inProcess.code != 0 || inProcess.stdout != sandboxed.stdout {
+		t.Errorf("sandboxed and in-process differ:\n%s\n---\n%+v", sandboxed.stdout, inProcess)
+	}
+	bad := dmRun(t, vars, append(args, "--properties", "strict=true")...)
+	if bad.code != 1 || !strings.Contains(bad.stderr, "web/templates/cm.yaml:11") || !strings.Contains(bad.stderr, "must is required when strict") {
+		t.Errorf("a chart's error: %+v", bad)
+	}
+}
+
+// TestChartWithoutDMHelm: without dm-helm a chart is an error saying what
+// to install, and commands that meet no chart do not need it.
+func TestChartWithoutDMHelm(t *testing.T) {
+	dir := writeTree(t, chartRepo)
+	vars := map[string]string{"DM_HELM": filepath.Join(t.TempDir(), "dm-helm")}
+	r := dmRun(t, vars, "--registry-dir", "github.com/acme/tpl="+dir, "expand", "web:v1", "-o", "manifest")
+	if r.code != 1 || !strings.Contains(r.stderr, "go install github.com/dmhq/dm/cmd/dm-helm") {
+		t.Errorf("%+v", r)
+	}
+	r = dmRun(t, vars, "--registry-dir", "github.com/acme/tpl="+dir, "describe", "web:v1")
+	if r.code != 0 {
+		t.Errorf("describe without dm-helm: %+v", r)
+	}
+}

@@ -1,0 +1,73 @@
+package helmproxy
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// TestWireError: an error crosses the pipe with its message, location and
+// kind, so dm reports a chart's error as it would in-process.
+func TestWireError(t *testing.T) {
+	tests := []struct {
+		name     string
+		err      error
+		want     string
+		kind     error
+		file     string
+		line     int
+		limitFld string
+	}{
+		{"located", engine.At("web/templates/cm.yaml", 6, engine.Invalid("must is required")), "web/templates/cm.yaml:6: must is required", derrors.InvalidArgument, "web/templates/cm.yaml", 6, ""},
+		{"limit", engine.Limit("MaxOutputBytes", 10, "the rendered chart"), "the rendered chart: exceeds the limit of 10 (Options.MaxOutputBytes)", derrors.LimitExceeded, "", 0, "MaxOutputBytes"},
+		{"plain", errors.New("boom"), "boom", nil, "", 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			w := bufio.NewWriter(&buf)
+			if err := WriteFrame(w, Response{Err: ToWire(tc.err)}); err != nil {
+				t.Fatal(err)
+			}
+			var resp Response
+			if err := ReadFrame(&buf, 1<<20, "MaxResponseBytes", &resp); err != nil {
+				t.Fatal(err)
+			}
+			got := resp.Err.Err()
+			if got.Error() != tc.want {
+				t.Errorf("message %q, want %q", got, tc.want)
+			}
+			if tc.kind != nil && !errors.Is(got, tc.kind) {
+				t.Errorf("%v is not %v", got, tc.kind)
+			}
+			var l *engine.Located
+			if tc.file != "" && (!errors.As(got, &l) || l.File != tc.file || l.Line != tc.line) {
+				t.Errorf("location lost: %#v", got)
+			}
+			var le *engine.LimitError
+			if tc.limitFld != "" && (!errors.As(got, &le) || le.Field != tc.limitFld) {
+				t.Errorf("limit lost: %#v", got)
+			}
+		})
+	}
+}
+
+// TestReadFrameLimit: a frame over the limit is refused naming the field,
+// before it is read.
+func TestReadFrameLimit(t *testing.T) {
+	var buf bytes.Buffer
+	w := bufio.NewWriter(&buf)
+	if err := WriteFrame(w, Response{Files: map[string][]byte{"a": make([]byte, 100)}}); err != nil {
+		t.Fatal(err)
+	}
+	var resp Response
+	err := ReadFrame(&buf, 50, "MaxResponseBytes", &resp)
+	var le *engine.LimitError
+	if !errors.As(err, &le) || le.Field != "MaxResponseBytes" {
+		t.Fatalf("got %v", err)
+	}
+}

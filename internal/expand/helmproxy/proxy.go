@@ -1,0 +1,296 @@
+package helmproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// Program is the name of the program that renders charts.
+const Program = "dm-helm"
+
+// InstallHint says how to get dm-helm, for errors.
+const InstallHint = "install it beside dm: go install github.com/dmhq/dm/cmd/dm-helm@latest (or make install), or name it with $DM_HELM"
+
+// Defaults of Engine's limits.
+const (
+	// DefaultTimeout bounds one request to dm-helm: a render, or a fetch.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxResponseBytes bounds one answer of dm-helm.
+	DefaultMaxResponseBytes = 64 << 20
+)
+
+// Engine is the helm language of dm's engine table, rendered by dm-helm.
+// It starts dm-helm on its first request and keeps it until Close; a
+// request past its time, or a dm-helm that dies, ends the process, and the
+// next request starts another. Engine is safe for concurrent use;
+// requests run one at a time.
+type Engine struct {
+	// Path is dm-helm; empty finds it with Find.
+	Path string
+	// Getenv reads $DM_HELM for Find; nil is os.Getenv.
+	Getenv func(string) string
+	// KubeVersion and APIVersions are every render's .Capabilities (empty:
+	// Helm's offline default, helm template's).
+	KubeVersion string
+	APIVersions []string
+	// Timeout bounds one request; MaxResponseBytes one answer.
+	Timeout          time.Duration
+	MaxResponseBytes int
+
+	mu    sync.Mutex
+	child *child
+}
+
+var _ engine.Engine = (*Engine)(nil)
+
+// Name returns "helm".
+func (*Engine) Name() string { return "helm" }
+
+// Render renders the chart whose Chart.yaml is inv.File, in dm-helm.
+func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	req := &Request{Op: OpRender, Render: &RenderRequest{
+		File: inv.File, Files: inv.Files, FilesKey: inv.FilesKey, Properties: inv.Properties,
+		Env: inv.Env, Label: inv.Label, KubeVersion: e.KubeVersion, APIVersions: e.APIVersions,
+	}}
+	resp, err := e.do(ctx, req)
+	if err != nil {
+		return engine.Output{}, engine.At(inv.File, 0, err)
+	}
+	if err := resp.Err.Err(); err != nil {
+		return engine.Output{}, err
+	}
+	if resp.Output == nil {
+		return engine.Output{}, engine.At(inv.File, 0, fmt.Errorf("%s answered a render without output", Program))
+	}
+	return *resp.Output, nil
+}
+
+// Fetch downloads a chart in dm-helm and returns its files (relative to
+// the chart's directory) and what it is.
+func (e *Engine) Fetch(ctx context.Context, f FetchRequest) (map[string][]byte, *FetchedChart, error) {
+	resp, err := e.do(ctx, &Request{Op: OpFetch, Fetch: &f})
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := resp.Err.Err(); err != nil {
+		return nil, nil, err
+	}
+	if resp.Chart == nil {
+		return nil, nil, fmt.Errorf("%s answered a fetch without a chart", Program)
+	}
+	return resp.Files, resp.Chart, nil
+}
+
+// Close ends dm-helm, if it runs.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.child == nil {
+		return nil
+	}
+	err := e.child.close()
+	e.child = nil
+	return err
+}
+
+// do sends one request and reads its answer, starting dm-helm if needed.
+func (e *Engine) do(ctx context.Context, req *Request) (*Response, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.child == nil {
+		c, err := e.start()
+		if err != nil {
+			return nil, err
+		}
+		e.child = c
+	}
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	max := e.MaxResponseBytes
+	if max <= 0 {
+		max = DefaultMaxResponseBytes
+	}
+	resp, err := e.child.roundTrip(ctx, req, timeout, max)
+	if err != nil {
+		// Whatever state it is in, this process is not asked again.
+		e.child.kill()
+		e.child = nil
+	}
+	return resp, err
+}
+
+// Find returns the dm-helm to run: $DM_HELM when set, else dm-helm beside
+// this program's executable (where make install and go install put it),
+// else dm-helm on $PATH. Not finding it is an error saying what to
+// install.
+func Find(getenv func(string) string) (string, error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	if p := getenv("DM_HELM"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("$DM_HELM: %w; %s", err, InstallHint)
+		}
+		return p, nil
+	}
+	var tried []string
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), Program)
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+		tried = append(tried, filepath.Dir(exe))
+	}
+	if p, err := exec.LookPath(Program); err == nil {
+		return p, nil
+	}
+	tried = append(tried, "$PATH")
+	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", Program, strings.Join(tried, " nor "), InstallHint)
+}
+
+// child is one dm-helm process.
+type child struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	w      *bufio.Writer
+	out    io.ReadCloser
+	stderr *tailBuffer
+	done   chan struct{} // closed when the process has exited
+}
+
+// start starts dm-helm.
+func (e *Engine) start() (*child, error) {
+	p := e.Path
+	if p == "" {
+		var err error
+		if p, err = Find(e.Getenv); err != nil {
+			return nil, err
+		}
+	}
+	// Not tied to a request's context: the process outlives it.
+	cmd := exec.Command(p)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), out: out, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
+	cmd.Stderr = c.stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s: %w; %s", p, err, InstallHint)
+	}
+	go func() {
+		_ = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// roundTrip sends req and reads the answer within timeout.
+func (c *child) roundTrip(ctx context.Context, req *Request, timeout time.Duration, max int) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	type result struct {
+		resp *Response
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		if err := WriteFrame(c.w, req); err != nil {
+			ch <- result{err: err}
+			return
+		}
+		var resp Response
+		err := ReadFrame(c.out, max, "MaxResponseBytes", &resp)
+		ch <- result{&resp, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			var le *engine.LimitError
+			if errors.As(r.err, &le) {
+				return nil, r.err
+			}
+			c.kill()
+			return nil, fmt.Errorf("%s failed: %w%s", Program, r.err, c.stderrSuffix())
+		}
+		return r.resp, nil
+	case <-ctx.Done():
+		c.kill()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
+			return nil, engine.Limit("Timeout", timeout, "%s's %s request", Program, req.Op)
+		}
+		return nil, ctx.Err()
+	}
+}
+
+// stderrSuffix is what dm-helm wrote on stderr, for an error.
+func (c *child) stderrSuffix() string {
+	<-c.done
+	if s := strings.TrimSpace(c.stderr.String()); s != "" {
+		return ": " + s
+	}
+	return ""
+}
+
+// close ends the process: its stdin closes, so it exits; one that does not
+// within a second is killed.
+func (c *child) close() error {
+	_ = c.in.Close()
+	select {
+	case <-c.done:
+	case <-time.After(time.Second):
+		c.kill()
+	}
+	return nil
+}
+
+// kill kills the process and waits for it.
+func (c *child) kill() {
+	_ = c.in.Close()
+	if c.cmd.Process != nil {
+		_ = c.cmd.Process.Kill()
+	}
+	<-c.done
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   bytes.Buffer
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b.Write(p)
+	if t.b.Len() > t.max {
+		t.b.Next(t.b.Len() - t.max)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.b.String()
+}
