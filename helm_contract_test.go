@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"io/fs"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -261,5 +263,130 @@ func copyTree(t *testing.T, src, dst string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// chartRepository packs the basic chart as web 1.2.0 and 1.3.0 with the
+// helm command, indexes them, and serves the repository on loopback.
+func chartRepository(t *testing.T, helm string, env []string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, v := range []string{"1.2.0", "1.3.0"} {
+		src := filepath.Join(t.TempDir(), "web")
+		copyTree(t, "internal/expand/helm/testdata/charts/basic", src)
+		chart := "apiVersion: v2\nname: web\nversion: " + v + "\n"
+		if err := os.WriteFile(filepath.Join(src, "Chart.yaml"), []byte(chart), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, e := run(t, env, helm, "package", src, "-d", dir); e != "" {
+			t.Fatal(e)
+		}
+	}
+	if _, e := run(t, env, helm, "repo", "index", dir); e != "" {
+		t.Fatal(e)
+	}
+	hs := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(hs.Close)
+	return hs.URL
+}
+
+// TestChartResourceDM is issue 15's second contract: dm expand
+// CONFIG.yaml --chart-repo URL with a type: helm resource naming repo,
+// chart and version renders the highest version the constraint allows,
+// its content template's values over its properties; the layout records
+// the chart resource with its objects as children. A Jinja and a Python
+// template may make chart resources too, and a host not given with
+// --chart-repo is not reached.
+func TestChartResourceDM(t *testing.T) {
+	helm := helmCLI(t)
+	dm := buildDMHelm(t)
+	home := t.TempDir()
+	env := append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"))
+	repo := chartRepository(t, helm, env)
+	dir := t.TempDir()
+	files := map[string]string{
+		"config.yaml": `resources:
+- name: site
+  type: helm
+  repo: ` + repo + `
+  chart: web
+  version: ~1.2.0
+  properties:
+    replicaCount: 3
+    image: {repository: nginx, tag: "1.0"}
+  content: |
+    image:
+      tag: {{ .properties.image.tag }}-{{ .env.name }}
+`,
+		"jinja.yaml": "imports:\n- path: site.jinja\nresources:\n- name: j\n  type: site.jinja\n  properties: {repo: \"" + repo + "\"}\n",
+		"site.jinja": `resources:
+- name: {{ env['name'] }}-chart
+  type: helm
+  repo: {{ properties['repo'] }}
+  chart: web
+  version: ">=1.0"
+  properties:
+    replicaCount: 4
+`,
+		"python.yaml": "imports:\n- path: site.py\nresources:\n- name: p\n  type: site.py\n  properties: {repo: \"" + repo + "\"}\n",
+		"site.py": `def GenerateConfig(context):
+    return {"resources": [{
+        "name": context.env["name"] + "-chart",
+        "type": "helm",
+        "repo": context.properties["repo"],
+        "chart": "web",
+        "version": "1.2.0",
+        "properties": {"replicaCount": 5},
+    }]}
+`,
+	}
+	for n, c := range files {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	out, e := run(t, env, dm, "expand", cfg, "--chart-repo", repo, "-o", "manifest")
+	if e != "" {
+		t.Fatal(e)
+	}
+	for _, want := range []string{"name: site-web", "replicas: 3", "image: nginx:1.0-site", "helm.sh/chart: web-1.2.0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in\n%s", want, out)
+		}
+	}
+	out, e = run(t, env, dm, "expand", cfg, "--chart-repo", repo, "-o", "json")
+	if e != "" {
+		t.Fatal(e)
+	}
+	var res struct {
+		Layout struct {
+			Resources []struct {
+				Name, Type string
+				Resources  []struct{ Name, Type string }
+			}
+		}
+		References []struct{ Ref, Resolved, Version string }
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatal(err)
+	}
+	if l := res.Layout.Resources; len(l) != 1 || l[0].Name != "site" || l[0].Type != "helm" || len(l[0].Resources) != 3 {
+		t.Errorf("layout: %+v", res.Layout)
+	}
+	if r := res.References; len(r) != 1 || r[0].Version != "1.2.0" || !strings.HasSuffix(r[0].Resolved, "/web-1.2.0.tgz") {
+		t.Errorf("references: %+v", r)
+	}
+	for cfg, want := range map[string]string{"jinja.yaml": "replicas: 4", "python.yaml": "replicas: 5"} {
+		out, e := run(t, env, dm, "expand", filepath.Join(dir, cfg), "--chart-repo", repo, "-o", "manifest")
+		if e != "" || !strings.Contains(out, want) || !strings.Contains(out, "-chart-web") {
+			t.Errorf("%s: want %q\n%s%s", cfg, want, out, e)
+		}
+	}
+	// Without --chart-repo the repository's host is not reached.
+	_, e = run(t, env, dm, "expand", cfg, "-o", "manifest")
+	if !strings.Contains(e, "is not among the allowed chart hosts") {
+		t.Errorf("without --chart-repo: %s", e)
 	}
 }

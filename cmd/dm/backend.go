@@ -196,7 +196,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 	resolver := resolve.New(b.def, regs...)
 	if b.sandboxed() {
 		// The worker starts while the registries are indexed.
-		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines()}, Workers: 1, Logger: log})
+		pool, err := sandbox.New(sandbox.Options{Resolver: resolver, Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines(), Charts: b.g.chartFetcher()}, Workers: 1, Logger: log})
 		if err != nil {
 			return nil, err
 		}
@@ -217,7 +217,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 		}
 	}
-	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log, Engines: b.g.engines()})
+	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log, Engines: b.g.engines(), Charts: b.g.chartFetcher()})
 	return b.svc, nil
 }
 
@@ -312,7 +312,7 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 	}
 	if b.pool == nil && b.sandboxed() {
 		// The service was made before Expand was called.
-		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines()}, Workers: 1})
+		pool, err := sandbox.New(sandbox.Options{Resolver: s.Resolver(), Expand: expand.Options{AllowURLs: b.g.allowURLs, Engines: b.g.engines(), Charts: b.g.chartFetcher()}, Workers: 1})
 		if err != nil {
 			return nil, err
 		}

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/spf13/pflag"
 
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -31,6 +34,23 @@ func (g *globals) engines() []engine.Engine {
 		g.helm = &helmproxy.Engine{Getenv: g.getenv, KubeVersion: g.charts.kubeVersion, APIVersions: g.charts.apiVersions}
 	}
 	return []engine.Engine{g.helm}
+}
+
+// chartFetcher downloads the charts of type: helm resources, in dm-helm,
+// from the hosts of --chart-repo only, with Helm's credentials files.
+func (g *globals) chartFetcher() engine.ChartFetcher {
+	g.engines()
+	f := &helmproxy.Fetcher{Engine: g.helm, Repos: g.charts.repos,
+		RepositoryConfig: g.getenv("HELM_REPOSITORY_CONFIG"), RegistryConfig: g.getenv("HELM_REGISTRY_CONFIG")}
+	if d := g.cacheDirOrDefault(); d != "" {
+		f.CacheDir = filepath.Join(d, "charts")
+	}
+	if f.RepositoryConfig == "" {
+		if d, err := os.UserConfigDir(); err == nil {
+			f.RepositoryConfig = filepath.Join(d, "helm", "repositories.yaml")
+		}
+	}
+	return f
 }
 
 // closeHelm ends dm-helm if a chart started it.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,17 @@ func TestChartSandboxed(t *testing.T) {
 	if inProcess.code != 0 || inProcess.stdout != sandboxed.stdout {
 		t.Errorf("sandboxed and in-process differ:\n%s\n---\n%+v", sandboxed.stdout, inProcess)
 	}
+	// A configuration's type: helm resource naming the registry's chart,
+	// its content's values over its properties.
+	cfg := filepath.Join(t.TempDir(), "site.yaml")
+	config := "resources:\n- name: site\n  type: helm\n  chart: web:v1\n  properties: {replicas: 2}\n  content: |\n    greeting: hi-{{ .env.name }}\n"
+	if err := os.WriteFile(cfg, []byte(config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := dmRun(t, vars, append(args[:6:6], "expand", cfg, "-o", "manifest")...)
+	if r.code != 0 || !strings.Contains(r.stdout, "name: site-cm") || !strings.Contains(r.stdout, "greeting: hi-site") || !strings.Contains(r.stdout, `replicas: "2"`) {
+		t.Errorf("a chart resource: %+v", r)
+	}
 	bad := dmRun(t, vars, append(args, "--properties", "strict=true")...)
 	if bad.code != 1 || !strings.Contains(bad.stderr, "web/templates/cm.yaml:11") || !strings.Contains(bad.stderr, "must is required when strict") {
 		t.Errorf("a chart's error: %+v", bad)
@@ -88,5 +100,33 @@ func TestChartWithoutDMHelm(t *testing.T) {
 	r = dmRun(t, vars, "--registry-dir", "github.com/acme/tpl="+dir, "describe", "web:v1")
 	if r.code != 0 {
 		t.Errorf("describe without dm-helm: %+v", r)
+	}
+}
+
+// TestInitHelmChart: dm init --lang helm scaffolds a chart version that dm
+// lint --expand passes and whose example makes a Deployment and a Service.
+func TestInitHelmChart(t *testing.T) {
+	vars := map[string]string{"DM_HELM": buildDMHelm(t)}
+	dir := t.TempDir()
+	r := dmRun(t, vars, "init", "--dir", dir, "--lang", "helm", "app-helm")
+	if r.code != 0 {
+		t.Fatalf("dm init --lang helm: %+v", r)
+	}
+	for _, f := range []string{"Chart.yaml", "values.yaml", "values.schema.json", "templates/deployment.yaml", "templates/service.yaml", "example.yaml"} {
+		if !strings.Contains(r.stdout, filepath.Join(dir, "app-helm", "v0.1.0", f)+"\n") {
+			t.Errorf("dm init did not write %s:\n%s", f, r.stdout)
+		}
+	}
+	if r := dmRun(t, vars, "lint", "--expand", dir); r.code != 0 {
+		t.Fatalf("dm lint --expand: %+v", r)
+	}
+	r = dmRun(t, vars, "--registry-dir", "github.com/x/y="+dir, "expand", filepath.Join(dir, "app-helm", "v0.1.0", "example.yaml"), "-o", "manifest")
+	if r.code != 0 || strings.Count(r.stdout, "\nkind: ") != 2 || !strings.Contains(r.stdout, "replicas: 2") || !strings.Contains(r.stdout, "name: app-helm\n") {
+		t.Errorf("example: %+v", r)
+	}
+	// A schema violation is Helm's error, naming the value.
+	r = dmRun(t, vars, "--registry-dir", "github.com/x/y="+dir, "expand", "app-helm:v0.1", "--properties", "replicas=-1")
+	if r.code != 1 || !strings.Contains(r.stderr, "replicas") {
+		t.Errorf("a schema violation: %+v", r)
 	}
 }

@@ -316,7 +316,7 @@ func cmdLint(ctx context.Context, g *globals, p *printer, dir string, f *lintFla
 		return err
 	}
 	snap := reg.Snapshot()
-	findings := append(append([]index.Finding{}, snap.Findings...), expand.Lint(ctx, reg, f.expand)...)
+	findings := append(append([]index.Finding{}, snap.Findings...), expand.LintWith(ctx, reg, f.expand, g.engines())...)
 	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Path < findings[j].Path })
 	res := lintResult{Dir: dir, Findings: api.Findings(findings)}
 	for _, f := range findings {

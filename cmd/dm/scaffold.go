@@ -7,6 +7,7 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,16 +41,26 @@ func cmdShow(ctx context.Context, g *globals, w io.Writer, ref, file string) err
 // scaffold is what dm init writes for one language: the template, its
 // schema ("" for none: an OpenShift template carries its parameters, and
 // its properties in a configuration are parameter values) and the example.
-type scaffold struct{ template, schema, example string }
+type scaffold struct {
+	template, schema, example string
+	// files are a directory language's other files (a chart's
+	// values.yaml and templates/), by path.
+	files map[string]string
+}
 
 // scaffolds returns the scaffolds by language name (the engine table's
 // names; --lang takes its aliases too).
 func scaffolds() map[string]scaffold {
 	return map[string]scaffold{
-		"jinja":     {scaffoldJinja, scaffoldSchema, scaffoldExample},
-		"python":    {scaffoldPy, scaffoldSchema, scaffoldExample},
-		"gotmpl":    {scaffoldGoTmpl, scaffoldSchema, scaffoldExample},
-		"openshift": {scaffoldOpenShift, "", scaffoldOpenShiftExample},
+		"jinja":     {scaffoldJinja, scaffoldSchema, scaffoldExample, nil},
+		"python":    {scaffoldPy, scaffoldSchema, scaffoldExample, nil},
+		"gotmpl":    {scaffoldGoTmpl, scaffoldSchema, scaffoldExample, nil},
+		"openshift": {scaffoldOpenShift, "", scaffoldOpenShiftExample, nil},
+		"helm": {scaffoldChart, scaffoldChartSchema, scaffoldExample, map[string]string{
+			"values.yaml":               scaffoldChartValues,
+			"templates/deployment.yaml": scaffoldChartDeployment,
+			"templates/service.yaml":    scaffoldChartService,
+		}},
 	}
 }
 
@@ -66,7 +77,6 @@ func cmdInit(w io.Writer, dir, name, lang string) error {
 	if !ok || !scaffolded {
 		return &usageError{fmt.Errorf("--lang %q: want %s", lang, langs.DescribeNames())}
 	}
-	ext := slices.Concat(l.Extensions, l.DataExtensions)[0]
 	parts := strings.Split(name, "/")
 	if len(parts) > 2 {
 		return &usageError{fmt.Errorf("%q: want TEMPLATE or COLLECTION/TEMPLATE", name)}
@@ -81,19 +91,29 @@ func cmdInit(w io.Writer, dir, name, lang string) error {
 	if _, err := os.Stat(filepath.Join(dir, filepath.FromSlash(name))); err == nil {
 		return fmt.Errorf("%s exists already; dm init writes only new templates: %w", filepath.Join(dir, filepath.FromSlash(name)), fs.ErrExist)
 	}
-	file := tname + ext
+	// A directory language's template file is its marker (Chart.yaml).
+	file := l.Marker
+	if file == "" {
+		file = tname + slices.Concat(l.Extensions, l.DataExtensions)[0]
+	}
 	data := map[string]string{"Name": tname, "Ref": name + ":v0.1", "File": file}
 	files := map[string]string{file: sc.template, "example.yaml": sc.example}
 	if sc.schema != "" {
 		files[l.Schema(file)] = sc.schema
 	}
-	if err := os.MkdirAll(vdir, 0o755); err != nil {
-		return err
+	order := []string{file, l.Schema(file)}
+	for _, f := range slices.Sorted(maps.Keys(sc.files)) {
+		files[f] = sc.files[f]
+		order = append(order, f)
 	}
-	for _, f := range []string{file, l.Schema(file), "example.yaml"} {
+	order = append(order, "example.yaml")
+	for _, f := range order {
 		src, ok := files[f]
 		if !ok {
 			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(vdir, f)), 0o755); err != nil {
+			return err
 		}
 		var buf bytes.Buffer
 		// The scaffolds use [[ ]] so that the templates' own {{ }} stay.
@@ -289,4 +309,67 @@ objects:
     selector: {app: "${NAME}"}
     ports:
     - port: ${{PORT}}
+`
+
+// The chart scaffold is what helm create makes, smaller: a Deployment and a
+// Service from values.yaml, whose values.schema.json is the catalog's
+// properties table.
+const scaffoldChart = `apiVersion: v2
+name: [[.Name]]
+description: A Deployment and a Service for one container image.
+type: application
+version: 0.1.0
+`
+
+const scaffoldChartValues = `# -- The container image to run.
+image: nginx:1.27
+# -- How many pods to run.
+replicas: 1
+# -- The port the container listens on and the Service exposes.
+port: 80
+`
+
+const scaffoldChartSchema = `{
+  "$schema": "http://json-schema.org/draft-07/schema#",
+  "title": "[[.Name]]",
+  "description": "A Deployment and a Service for one container image.",
+  "type": "object",
+  "required": ["image"],
+  "properties": {
+    "image": {"type": "string", "description": "The container image to run."},
+    "replicas": {"type": "integer", "minimum": 0, "default": 1, "description": "How many pods to run."},
+    "port": {"type": "integer", "default": 80, "description": "The port the container listens on and the Service exposes."}
+  }
+}
+`
+
+const scaffoldChartDeployment = `# The release's name is the resource's name in dm.
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Release.Name }}
+  labels: {app: {{ .Release.Name }}}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector:
+    matchLabels: {app: {{ .Release.Name }}}
+  template:
+    metadata:
+      labels: {app: {{ .Release.Name }}}
+    spec:
+      containers:
+      - name: main
+        image: {{ required "image is required" .Values.image | quote }}
+        ports:
+        - containerPort: {{ .Values.port }}
+`
+
+const scaffoldChartService = `apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  selector: {app: {{ .Release.Name }}}
+  ports:
+  - port: {{ .Values.port }}
 `

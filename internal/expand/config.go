@@ -44,6 +44,60 @@ type Resource struct {
 	Properties    map[string]any `json:"properties,omitempty"`
 	Metadata      map[string]any `json:"metadata,omitempty"`
 	AccessControl map[string]any `json:"accessControl,omitempty"`
+	// Helm is where a type: helm resource's chart comes from, and its
+	// content template (seed 002); nil for every other type.
+	Helm *HelmChart `json:"-"`
+}
+
+// HelmType is the type of a resource that is a Helm chart.
+const HelmType = "helm"
+
+// HelmChart is a type: helm resource's chart: Chart alone, a registry
+// reference whose version is a chart (or an oci:// reference); URL, a .tgz
+// (or an oci:// reference); or Repo, a chart repository, with Chart its
+// name and Version a constraint. Content is a Go template whose output,
+// YAML, is merged over the resource's properties, the chart's values.
+type HelmChart struct {
+	Chart, URL, Repo, Version, Content string
+}
+
+// source returns where the chart comes from outside the registries, or
+// ok false for a registry reference (Chart alone).
+func (h *HelmChart) source() (src engine.ChartSource, ok bool) {
+	switch {
+	case strings.HasPrefix(h.URL, "oci://"):
+		return engine.ChartSource{OCI: h.URL}, true
+	case h.URL != "":
+		return engine.ChartSource{URL: h.URL}, true
+	case h.Repo != "":
+		return engine.ChartSource{Repo: h.Repo, Chart: h.Chart, Version: h.Version}, true
+	case strings.HasPrefix(h.Chart, "oci://"):
+		return engine.ChartSource{OCI: h.Chart}, true
+	}
+	return engine.ChartSource{}, false
+}
+
+// checkHelm checks a resource's chart fields.
+func checkHelm(i int, r Resource) error {
+	h := r.Helm
+	if r.Type != HelmType {
+		if h != nil {
+			return invalid("resources[%d] (%s): chart, url, repo, version and content are fields of type: helm resources, not of type %q", i, r.Name, r.Type)
+		}
+		return nil
+	}
+	if h == nil || h.Chart == "" && h.URL == "" {
+		return invalid("resources[%d] (%s): a type: helm resource needs chart (a registry reference or oci://HOST/PATH:VERSION), url (a .tgz or oci://...) or repo with chart and version", i, r.Name)
+	}
+	switch {
+	case h.URL != "" && (h.Chart != "" || h.Repo != ""):
+		return invalid("resources[%d] (%s): url names the chart alone; chart and repo are for a registry reference or a chart repository", i, r.Name)
+	case h.Repo != "" && h.Chart == "":
+		return invalid("resources[%d] (%s): repo needs chart, the chart's name in the repository", i, r.Name)
+	case h.Version != "" && h.Repo == "":
+		return invalid("resources[%d] (%s): version is the constraint of a chart of a repository (repo); a registry reference or URL names its version itself", i, r.Name)
+	}
+	return nil
 }
 
 // ParseConfig parses a configuration in YAML or JSON. file names the
@@ -194,11 +248,23 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 				default:
 					r.AccessControl = p
 				}
+			case "chart", "url", "repo", "version", "content":
+				s, ok := fv.(string)
+				if !ok {
+					return nil, lineErr(line("resources", i, k), "resources[%d].%s is %s; want a string", i, k, kindOf(fv))
+				}
+				if r.Helm == nil {
+					r.Helm = &HelmChart{}
+				}
+				*map[string]*string{"chart": &r.Helm.Chart, "url": &r.Helm.URL, "repo": &r.Helm.Repo, "version": &r.Helm.Version, "content": &r.Helm.Content}[k] = s
 			default:
 				return nil, lineErr(line("resources", i, k), "field %s not found in a resource (want name, type, properties)", k)
 			}
 		}
 		if err := checkResource(i, r); err != nil {
+			return nil, &located{Line: line("resources", i), Err: err}
+		}
+		if err := checkHelm(i, r); err != nil {
 			return nil, &located{Line: line("resources", i), Err: err}
 		}
 		out = append(out, r)
@@ -346,6 +412,7 @@ const (
 	importType
 	registryType
 	urlType
+	chartType // type: helm, its chart outside the registries
 )
 
 // classifyType decides what typ names, given the type names the scope's

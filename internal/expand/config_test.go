@@ -191,3 +191,41 @@ func TestDuplicateKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestHelmResourceFields: a type: helm resource names its chart one way,
+// and its fields belong to no other type.
+func TestHelmResourceFields(t *testing.T) {
+	tests := []struct {
+		name, res string
+		want      *HelmChart
+		err       string
+	}{
+		{"registry", "type: helm\n  chart: web:v1", &HelmChart{Chart: "web:v1"}, ""},
+		{"repo", "type: helm\n  repo: https://charts.example.com\n  chart: web\n  version: ^1.2\n  content: 'a: 1'", &HelmChart{Repo: "https://charts.example.com", Chart: "web", Version: "^1.2", Content: "a: 1"}, ""},
+		{"url", "type: helm\n  url: https://example.com/web-1.0.0.tgz", &HelmChart{URL: "https://example.com/web-1.0.0.tgz"}, ""},
+		{"oci", "type: helm\n  chart: oci://r.example.com/charts/web:1.0.0", &HelmChart{Chart: "oci://r.example.com/charts/web:1.0.0"}, ""},
+		{"nothing", "type: helm", nil, "needs chart"},
+		{"url and chart", "type: helm\n  url: https://x/y.tgz\n  chart: web", nil, "url names the chart alone"},
+		{"repo without chart", "type: helm\n  repo: https://x\n  url: https://x/y.tgz", nil, "url names the chart alone"},
+		{"version without repo", "type: helm\n  chart: web:v1\n  version: ^1", nil, "version is the constraint"},
+		{"other type", "type: Service\n  chart: web", nil, "fields of type: helm resources"},
+		{"not a string", "type: helm\n  chart: [web]", nil, "want a string"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := ParseConfig([]byte("resources:\n- name: r\n  "+tc.res+"\n"), "c.yaml")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Resources[0].Helm; got == nil || *got != *tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

@@ -19,6 +19,8 @@ package expand
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -108,6 +110,9 @@ type Options struct {
 	// them only if it pays their start-up cost. A template of an attached
 	// language without one fails with a clear error.
 	Engines []engine.Engine `json:"-"`
+	// Charts downloads the charts of type: helm resources that name a URL,
+	// an OCI reference or a chart repository; nil refuses them.
+	Charts engine.ChartFetcher `json:"-"`
 
 	// Schemas compiles schema files; nil uses the schema package.
 	Schemas SchemaCompiler `json:"-"`
@@ -575,6 +580,14 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 		if kind == primitiveType && len(path) == 0 && res.Type == r.refType {
 			kind = registryType // a reference asked for by name, any version
 		}
+		if res.Type == HelmType && res.Helm != nil {
+			// A chart of a registry is a registry reference; the others
+			// are downloaded.
+			kind, target = registryType, res.Helm.Chart
+			if _, ok := res.Helm.source(); ok {
+				kind = chartType
+			}
+		}
 		switch kind {
 		case primitiveType:
 			r.config = append(r.config, res)
@@ -669,9 +682,16 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		if x.opts.Resolver == nil {
 			return nil, &Error{Path: p, Err: fmt.Errorf("type %q is a registry reference and no registry is configured: %w", res.Type, derrors.NotFound)}
 		}
-		rs, err := x.opts.Resolver.ResolveIn(ctx, res.Type, sc.registry)
+		ref := res.Type
+		if res.Helm != nil {
+			ref = target
+		}
+		rs, err := x.opts.Resolver.ResolveIn(ctx, ref, sc.registry)
 		if err != nil {
-			return nil, &Error{Path: p, Err: fmt.Errorf("type %q: %w", res.Type, err)}
+			return nil, &Error{Path: p, Err: fmt.Errorf("type %q: %w", ref, err)}
+		}
+		if res.Helm != nil && rs.Version.Language != HelmType {
+			return nil, &Error{Path: p, Template: rs.Resolved(), Err: invalid("chart %s is a %s template, not a Helm chart (a version directory with Chart.yaml)", ref, rs.Version.Language)}
 		}
 		id = rs.Resolved()
 		inv.label = id
@@ -693,7 +713,26 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 		env["version"] = rs.Version.Semver
 		if !r.seenRefs[id] {
 			r.seenRefs[id] = true
-			r.refs = append(r.refs, Reference{Ref: res.Type, Resolved: id, Version: rs.Version.Semver, Digest: rs.Version.Digest})
+			r.refs = append(r.refs, Reference{Ref: ref, Resolved: id, Version: rs.Version.Semver, Digest: rs.Version.Digest})
+		}
+	case chartType:
+		src, _ := res.Helm.source()
+		if x.opts.Charts == nil {
+			return nil, &Error{Path: p, Err: fmt.Errorf("type: helm resource names a chart outside the registries (%s), which this program does not download: %w", src, errors.ErrUnsupported)}
+		}
+		c, err := x.opts.Charts.FetchChart(ctx, src)
+		if err != nil {
+			return nil, &Error{Path: p, Err: fmt.Errorf("chart %s: %w", src, err)}
+		}
+		id = "chart:" + c.Digest
+		inv.label = src.String()
+		inv.sc = &scope{b: &bundle{key: id, files: c.Files}, types: map[string]string{}}
+		inv.file = "Chart.yaml"
+		inv.lang = HelmType
+		env["version"] = c.Version
+		if !r.seenRefs[id] {
+			r.seenRefs[id] = true
+			r.refs = append(r.refs, Reference{Ref: src.String(), Resolved: c.URL, Version: c.Version, Digest: c.Digest})
 		}
 	}
 	if i := slices.Index(chain, id); i >= 0 {
@@ -726,6 +765,12 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	if x.opts.OnTemplate != nil {
 		x.opts.OnTemplate(p, inv.label)
+	}
+	if res.Helm != nil && res.Helm.Content != "" {
+		var err error
+		if props, err = r.contentValues(ctx, res, props, env); err != nil {
+			return nil, fail(err)
+		}
 	}
 	if l, _ := x.langs.Lookup(string(inv.lang)); l.SchemaFile != "" {
 		// A chart's values.schema.json validates the values coalesced
@@ -888,3 +933,50 @@ func (x *Expander) cached(key string, compile func() (any, error)) (any, error) 
 // limitWriter collects rendered output up to a limit; see
 // engine.LimitWriter.
 type limitWriter = engine.LimitWriter
+
+// contentValues renders a type: helm resource's content, a Go template
+// with the properties and env of every Go template, and merges the YAML
+// it prints over props (seed 002: values made by a template).
+func (r *run) contentValues(ctx context.Context, res Resource, props, env map[string]any) (map[string]any, error) {
+	file := res.Name + ".content.gotmpl"
+	src := []byte(res.Helm.Content)
+	sum := sha256.Sum256(src)
+	out, err := r.x.engines["gotmpl"].Render(ctx, engine.Invocation{
+		File: file, Source: src, Files: map[string][]byte{file: src}, FilesKey: "content:" + hex.EncodeToString(sum[:]),
+		Imports: func() map[string]any { return map[string]any{} }, Properties: props, Env: env, Label: file, Order: r.order,
+	})
+	if err != nil {
+		return nil, err
+	}
+	v, err := decodeYAML(out.YAML, r.x.yamlLimits("MaxOutputBytes", r.x.opts.MaxOutputBytes))
+	if err != nil {
+		return nil, at(file, engine.LineOf(err), invalid("content's output is not YAML: %v", err))
+	}
+	if v == nil {
+		return props, nil
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, at(file, 0, invalid("content's output is %s; want a mapping of values", kindOf(v)))
+	}
+	return mergeValues(props, m), nil
+}
+
+// mergeValues returns over merged into a copy of base: mappings merge
+// key by key, anything else replaces (as Helm merges values files).
+func mergeValues(base, over map[string]any) map[string]any {
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		bm, ok1 := out[k].(map[string]any)
+		om, ok2 := v.(map[string]any)
+		if ok1 && ok2 {
+			out[k] = mergeValues(bm, om)
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}

@@ -22,13 +22,19 @@ import (
 // errors at the version directory, and warnings for mapping keys a schema
 // or example repeats.
 func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index.Finding {
+	return LintWith(ctx, reg, expandExamples, nil)
+}
+
+// LintWith is Lint with the engines of attached languages (Helm charts'
+// examples expand only where a chart engine is attached).
+func LintWith(ctx context.Context, reg *index.Registry, expandExamples bool, engines []engine.Engine) []index.Finding {
 	snap := reg.Snapshot()
 	if snap == nil {
 		return nil
 	}
 	def, _ := resolve.ParseRegistry(reg.Name)
 	r := resolve.New(def, reg)
-	x := New(Options{Resolver: r})
+	x := New(Options{Resolver: r, Engines: engines})
 	var out []index.Finding
 	note := func(v *index.Version, format string, args ...any) {
 		out = append(out, index.Finding{Path: v.Path, Severity: index.Error, Message: fmt.Sprintf(format, args...)})

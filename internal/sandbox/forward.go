@@ -94,3 +94,31 @@ func forwardNames(engs []engine.Engine) []string {
 	}
 	return names
 }
+
+// forwardedCharts is the worker's chart fetcher: the parent downloads
+// (the worker has no network).
+type forwardedCharts struct{ w *worker }
+
+// FetchChart asks the parent for the chart of src.
+func (f *forwardedCharts) FetchChart(ctx context.Context, src engine.ChartSource) (*engine.Chart, error) {
+	rep, err := (*remoteResolver)(f.w).call(call{Op: "chart", Chart: &src})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Chart == nil {
+		return nil, fmt.Errorf("chart %s: the parent answered nothing", src)
+	}
+	return rep.Chart, nil
+}
+
+// fetchChart answers a worker's chart call with the parent's fetcher.
+func (p *Pool) fetchChart(ctx context.Context, src *engine.ChartSource) *reply {
+	if p.opts.Expand.Charts == nil {
+		return &reply{Err: toWire(fmt.Errorf("chart %s: this program does not download charts: %w", src, errors.ErrUnsupported))}
+	}
+	c, err := p.opts.Expand.Charts.FetchChart(ctx, *src)
+	if err != nil {
+		return &reply{Err: toWire(err)}
+	}
+	return &reply{Chart: c}
+}

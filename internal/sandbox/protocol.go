@@ -171,6 +171,8 @@ type call struct {
 	// Render, for Op "render", is an invocation of an engine the parent
 	// attached (forward.go).
 	Render *renderCall `json:"render,omitempty"`
+	// Chart, for Op "chart", is a chart to download (forward.go).
+	Chart *engine.ChartSource `json:"chart,omitempty"`
 }
 
 // reply answers a call.
@@ -183,7 +185,9 @@ type reply struct {
 	Data  []byte            `json:"data,omitempty"`
 	// Output is a render's.
 	Output *engine.Output `json:"output,omitempty"`
-	Err    *wireError     `json:"error,omitempty"`
+	// Chart is a downloaded chart.
+	Chart *engine.Chart `json:"chart,omitempty"`
+	Err   *wireError    `json:"error,omitempty"`
 }
 
 // wireResolution is resolve.Resolution without the registry handle: the

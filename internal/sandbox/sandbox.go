@@ -151,7 +151,7 @@ func New(opts Options) (*Pool, error) {
 		}
 		opts.Command = []string{exe}
 	}
-	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: opts.Expand, Forward: forwardNames(opts.Expand.Engines)})
+	cfg, err := json.Marshal(workerConfig{MaxMemory: opts.MaxMemory, MaxResultBytes: opts.MaxResultBytes, Expand: opts.Expand, Forward: forwardNames(opts.Expand.Engines), ForwardCharts: opts.Expand.Charts != nil})
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +320,9 @@ func (p *Pool) retire(w *proc) {
 func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 	if c.Op == "render" && c.Render != nil {
 		return p.render(ctx, c.Render)
+	}
+	if c.Op == "chart" && c.Chart != nil {
+		return p.fetchChart(ctx, c.Chart)
 	}
 	r := p.opts.Resolver
 	if r == nil {

@@ -43,6 +43,8 @@ type workerConfig struct {
 	// Forward names the engines the parent attached: the worker forwards
 	// their templates to it.
 	Forward []string `json:"forward,omitempty"`
+	// ForwardCharts: the parent downloads charts (Expand.Charts).
+	ForwardCharts bool `json:"forward_charts,omitempty"`
 }
 
 // A worker that reaches its CPU-time limit exits with exitCPU after
@@ -125,6 +127,9 @@ func newWorker(cfg workerConfig, in io.Reader, out io.Writer, sl *slot, log *slo
 	}
 	for _, name := range cfg.Forward {
 		o.Engines = append(o.Engines, &forwarded{w: w, name: name})
+	}
+	if cfg.ForwardCharts {
+		o.Charts = &forwardedCharts{w: w}
 	}
 	w.x = expand.New(o)
 	return w

@@ -120,3 +120,46 @@ type Resource struct {
 	Type       string
 	Properties map[string]any
 }
+
+// ChartSource names a Helm chart outside the registries, as a type: helm
+// resource gives it: a .tgz URL, an OCI reference
+// (oci://HOST/PATH:VERSION), or a chart repository with the chart's name
+// and a version constraint.
+type ChartSource struct {
+	URL     string `json:"url,omitempty"`
+	OCI     string `json:"oci,omitempty"`
+	Repo    string `json:"repo,omitempty"`
+	Chart   string `json:"chart,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// String names the source for people.
+func (s ChartSource) String() string {
+	switch {
+	case s.OCI != "":
+		return s.OCI
+	case s.URL != "":
+		return s.URL
+	}
+	v := s.Version
+	if v == "" {
+		v = "latest"
+	}
+	return s.Repo + " " + s.Chart + "@" + v
+}
+
+// Chart is a downloaded chart: its files relative to its directory, and
+// what it is.
+type Chart struct {
+	Files   map[string][]byte
+	Name    string
+	Version string
+	URL     string
+	Digest  string
+}
+
+// ChartFetcher downloads the charts of type: helm resources; a program
+// that renders charts attaches one (expand.Options.Charts).
+type ChartFetcher interface {
+	FetchChart(ctx context.Context, src ChartSource) (*Chart, error)
+}
