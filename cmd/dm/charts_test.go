@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 )
 
@@ -128,5 +129,13 @@ func TestInitHelmChart(t *testing.T) {
 	r = dmRun(t, vars, "--registry-dir", "github.com/x/y="+dir, "expand", "app-helm:v0.1", "--properties", "replicas=-1")
 	if r.code != 1 || !strings.Contains(r.stderr, "replicas") {
 		t.Errorf("a schema violation: %+v", r)
+	}
+}
+
+// TestDefaultKubeVersion: dm's --kube-version default is Helm's offline
+// one, which dm cannot name itself without linking the renderer.
+func TestDefaultKubeVersion(t *testing.T) {
+	if defaultKubeVersion != helm.DefaultKubeVersion {
+		t.Errorf("--kube-version defaults to %s, helm.DefaultKubeVersion is %s", defaultKubeVersion, helm.DefaultKubeVersion)
 	}
 }
