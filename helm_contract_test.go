@@ -3,7 +3,9 @@ package dm_test
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"io/fs"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"testing"
 
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
 	"sigs.k8s.io/yaml"
 )
 
@@ -383,6 +386,27 @@ func TestChartResourceDM(t *testing.T) {
 		if e != "" || !strings.Contains(out, want) || !strings.Contains(out, "-chart-web") {
 			t.Errorf("%s: want %q\n%s%s", cfg, want, out, e)
 		}
+	}
+	// The same chart from an OCI registry on loopback (go-containerregistry's
+	// implementation of the distribution API), pushed by helm; an http://
+	// --chart-repo of its host reaches it over plain HTTP.
+	reg := httptest.NewServer(ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(reg.Close)
+	host := strings.TrimPrefix(reg.URL, "http://")
+	pkgDir := t.TempDir()
+	if _, e := run(t, env, helm, "pull", "web", "--repo", repo, "--version", "1.3.0", "-d", pkgDir); e != "" {
+		t.Fatal(e)
+	}
+	if _, e := run(t, env, helm, "push", filepath.Join(pkgDir, "web-1.3.0.tgz"), "oci://"+host+"/charts", "--plain-http"); e != "" {
+		t.Fatal(e)
+	}
+	ociCfg := filepath.Join(dir, "oci.yaml")
+	if err := os.WriteFile(ociCfg, []byte("resources:\n- name: o\n  type: helm\n  url: oci://"+host+"/charts/web:1.3.0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, e = run(t, env, dm, "expand", ociCfg, "--chart-repo", reg.URL, "-o", "manifest")
+	if e != "" || !strings.Contains(out, "helm.sh/chart: web-1.3.0") || !strings.Contains(out, "name: o-web") {
+		t.Errorf("oci: %s%s", out, e)
 	}
 	// Without --chart-repo the repository's host is not reached.
 	_, e = run(t, env, dm, "expand", cfg, "-o", "manifest")
