@@ -2,28 +2,15 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 )
-
-// buildDMHelm builds cmd/dm-helm for the test.
-func buildDMHelm(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds dm-helm")
-	}
-	p := filepath.Join(t.TempDir(), "dm-helm")
-	if out, err := exec.Command("go", "build", "-o", p, "../dm-helm").CombinedOutput(); err != nil {
-		t.Fatalf("building dm-helm: %v\n%s", err, out)
-	}
-	return p
-}
 
 // chartRepo is a registry holding one chart, web v1.
 var chartRepo = map[string]string{
@@ -50,7 +37,7 @@ data:
 // The result is the in-process one, and a chart's error keeps its file
 // and line.
 func TestChartSandboxed(t *testing.T) {
-	helmBin := buildDMHelm(t)
+	helmBin := helmproxytest.Build(t)
 	m := fstest.MapFS{}
 	for name, content := range chartRepo {
 		m[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
@@ -107,7 +94,7 @@ func TestChartWithoutDMHelm(t *testing.T) {
 // TestInitHelmChart: dm init --lang helm scaffolds a chart version that dm
 // lint --expand passes and whose example makes a Deployment and a Service.
 func TestInitHelmChart(t *testing.T) {
-	vars := map[string]string{"DM_HELM": buildDMHelm(t)}
+	vars := map[string]string{"DM_HELM": helmproxytest.Build(t)}
 	dir := t.TempDir()
 	r := dmRun(t, vars, "init", "--dir", dir, "--lang", "helm", "app-helm")
 	if r.code != 0 {

@@ -2,28 +2,14 @@ package helmproxy
 
 import (
 	"errors"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 )
-
-// buildDMHelm builds cmd/dm-helm for the test.
-func buildDMHelm(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("builds dm-helm")
-	}
-	p := filepath.Join(t.TempDir(), "dm-helm")
-	if out, err := exec.Command("go", "build", "-o", p, "../../../cmd/dm-helm").CombinedOutput(); err != nil {
-		t.Fatalf("building dm-helm: %v\n%s", err, out)
-	}
-	return p
-}
 
 // chart returns an invocation of a one-template chart.
 func chart(tmpl string) engine.Invocation {
@@ -41,7 +27,7 @@ const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name
 // the limit, an answer over MaxResponseBytes is refused naming its field,
 // and the next render starts dm-helm again and succeeds.
 func TestEngineLimits(t *testing.T) {
-	e := &Engine{Path: buildDMHelm(t)}
+	e := &Engine{Path: helmproxytest.Build(t)}
 	defer e.Close()
 	ctx := t.Context()
 	out, err := e.Render(ctx, chart(cm))
