@@ -6,11 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -240,7 +238,7 @@ func resolveParseTemplate(ref string) (string, error) {
 
 // propertyValues merges --values files (in order), then --properties,
 // then --set-string. text holds the --properties values as written, by
-// dotted key, for typeByText.
+// dotted key, for schema.KeepText.
 func (g *globals) propertyValues(files []string) (props map[string]any, text map[string]string, err error) {
 	props = map[string]any{}
 	text = map[string]string{}
@@ -277,33 +275,6 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 		return nil, nil, nil
 	}
 	return props, text, nil
-}
-
-// typeByText gives the top-level --properties values that the schema of
-// template version tv says are strings their text as written: tag=1.27
-// is the string "1.27" (YAML would make it a number, and 1.10 would lose
-// its zero), as oc process and helm --set-string users expect.
-func typeByText(tv *api.TemplateVersion, props map[string]any, text map[string]string) {
-	for _, p := range tv.Properties {
-		t, ok := text[p.Name]
-		if !ok || !isStringType(p.Type) {
-			continue
-		}
-		if _, isString := props[p.Name].(string); !isString {
-			props[p.Name] = t
-		}
-	}
-}
-
-// isStringType reports whether a schema type (as schema.PropertyDoc has
-// it: "string", "integer", "string|null") admits only strings and null.
-func isStringType(t string) bool {
-	for _, p := range strings.Split(t, "|") {
-		if p != "string" && p != "null" {
-			return false
-		}
-	}
-	return strings.Contains(t, "string")
 }
 
 // parsePairs parses KEY=VALUE pairs for flag (comma-separated, as
@@ -466,21 +437,14 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 		}
 	}
 	if f.ignoreUnknown {
-		for k := range params {
-			if !slices.ContainsFunc(t.Parameters, func(p openshift.Parameter) bool { return p.Name == k }) {
-				delete(params, k)
-			}
-		}
+		t.DropUnknown(params)
 	}
 	for _, l := range f.labels {
-		kv, err := parseLabels(l)
+		kv, err := openshift.ParseLabels(l)
 		if err != nil {
-			return err
+			return &usageError{fmt.Errorf("-l %w", err)}
 		}
-		if t.Labels == nil {
-			t.Labels = map[string]string{}
-		}
-		maps.Copy(t.Labels, kv)
+		t.AddLabels(kv)
 	}
 	if err := g.ask(t.Missing(params), "parameter", "NAME=VALUE or -p NAME=VALUE", stdin, func(name string, v any) { params[name] = fmt.Sprint(v) }); err != nil {
 		return fmt.Errorf("%s: %w", source, err)
@@ -542,19 +506,6 @@ func printParameters(w io.Writer, t *openshift.Template, output string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), gen, val)
 	}
 	return tw.Flush()
-}
-
-// parseLabels parses -l KEY=VALUE[,KEY=VALUE...].
-func parseLabels(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, &usageError{fmt.Errorf("-l %q: want KEY=VALUE[,KEY=VALUE...]", s)}
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return out, nil
 }
 
 func printYAML(w io.Writer, v any) error {

@@ -673,17 +673,6 @@ func TestLintParsesTemplates(t *testing.T) {
 	}
 }
 
-func TestIsStringType(t *testing.T) {
-	for typ, want := range map[string]bool{
-		"string": true, "string|null": true, "null|string": true,
-		"integer": false, "string|integer": false, "null": false, "": false,
-	} {
-		if got := isStringType(typ); got != want {
-			t.Errorf("isStringType(%q) = %v, want %v", typ, got, want)
-		}
-	}
-}
-
 // TestExpandEmptyConfig: a configuration without resources (an empty file,
 // comments only, resources absent, null or empty) expands to nothing, as
 // DM did; --properties given with a configuration says how to key them.

@@ -200,3 +200,13 @@ func (s *Service) ReadFile(ctx context.Context, ref, registry, path string) ([]b
 	}
 	return f.Content, nil
 }
+
+// PropertyTypes returns the type of each property the version describes,
+// by name, as schema.KeepText takes them.
+func (tv *TemplateVersion) PropertyTypes() map[string]string {
+	types := make(map[string]string, len(tv.Properties))
+	for _, p := range tv.Properties {
+		types[p.Name] = p.Type
+	}
+	return types
+}

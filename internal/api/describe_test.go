@@ -95,6 +95,9 @@ func TestTemplateAndFile(t *testing.T) {
 	if tv.Title != "Web" || len(tv.Properties) != 1 || tv.ExampleContent == "" || tv.SchemaContent == "" || tv.Resolved != "github.com/a/b/web:v1.0.0" {
 		t.Errorf("Template: %+v", tv)
 	}
+	if types := tv.PropertyTypes(); len(types) != 1 || types["port"] != "integer" {
+		t.Errorf("PropertyTypes() = %v, want port: integer", types)
+	}
 	f, err := s.File(ctx, "github.com/a/b/web:v1", "", "web.jinja")
 	if err != nil || string(f.Content) != "resources: []\n" || f.File.Path != "web.jinja" {
 		t.Errorf("File web.jinja: %+v, %v", f, err)

@@ -189,7 +189,7 @@ func (w *worker) run(body []byte) (*done, []byte) {
 		}
 		out, err = w.expand(ctx, j.Expand)
 	case j.Process != nil:
-		out, err = process(j.Process)
+		out, err = openshift.ProcessRequest(j.Process)
 	default:
 		err = fmt.Errorf("empty job: %w", derrors.InvalidArgument)
 	}
@@ -212,15 +212,6 @@ func (w *worker) expand(ctx context.Context, req *expand.Request) (*expand.Resul
 	// float64, as from YAML.
 	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
 	return w.x.Expand(ctx, *req)
-}
-
-// process processes an OpenShift Template as POST /processedTemplates does.
-func process(body []byte) (any, error) {
-	t, err := openshift.Parse(body)
-	if err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
-	}
-	return t.Process(nil, openshift.Options{})
 }
 
 // mappedBytes is the memory the Go runtime has mapped, read without
