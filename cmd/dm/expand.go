@@ -9,7 +9,6 @@ import (
 	"maps"
 	"os"
 	"os/user"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,12 +22,10 @@ import (
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/configfile"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
 )
-
-// maxInputFile bounds a configuration, values or template file dm reads.
-const maxInputFile = 8 << 20
 
 // expandFlags are dm expand's own flags.
 type expandFlags struct {
@@ -190,119 +187,21 @@ func looksLikeConfigFile(arg string) bool {
 	return false
 }
 
-// readConfig reads a configuration and the files its imports name,
-// relative to the configuration's directory, as Deployment Manager's
-// client did: a template's schema (<file>.schema) comes along, and the
-// files a schema lists under imports (relative to the schema), recursively.
-// Paths may use ../ but must stay inside the import root (importRoot, else
-// the configuration's git work tree, else its directory), symlinks
-// included.
+// readConfig fills req with a configuration file (- for stdin) and the
+// files its imports name (see configfile.Read).
 func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot string) error {
-	var data []byte
-	var err error
-	dir := "."
-	if name == "-" {
-		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
-		req.ConfigName = "stdin"
-	} else {
-		data, err = readFileLimited(name)
-		req.ConfigName = filepath.Base(name)
-		dir = filepath.Dir(name)
-	}
+	f, err := configfile.Read(name, stdin, importRoot)
 	if err != nil {
 		return err
 	}
-	req.Config = string(data)
-	cfg, err := expand.ParseConfig(data, req.ConfigName)
-	if err != nil {
-		// A kind: Template document is not a configuration; the engine
-		// tells the two apart and reports what is wrong.
-		return nil
-	}
-	root, err := importRootOf(dir, importRoot)
-	if err != nil {
-		return err
-	}
-	files, err := expand.ReadImports(cfg, req.ConfigName, func(key string) ([]byte, error) {
-		return readImport(dir, root, key)
-	})
-	if err != nil {
-		return err
-	}
-	if len(files) > 0 {
-		req.Imports = make(map[string]string, len(files))
-		for k, b := range files {
+	req.Config, req.ConfigName = string(f.Content), f.Name
+	if len(f.Imports) > 0 {
+		req.Imports = make(map[string]string, len(f.Imports))
+		for k, b := range f.Imports {
 			req.Imports[k] = string(b)
 		}
 	}
 	return nil
-}
-
-// importRootOf returns the absolute, symlink-free import root.
-func importRootOf(dir, flag string) (string, error) {
-	root := flag
-	if root == "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return "", err
-		}
-		root = abs
-		for d := abs; ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				root = d // the nearest enclosing git work tree
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("--import-root: %w", err)
-	}
-	return real, nil
-}
-
-// readImport reads the import at key (a slash path relative to the
-// configuration's directory dir), which must stay inside the import root,
-// symlinks included.
-func readImport(dir, root, key string) ([]byte, error) {
-	if filepath.IsAbs(key) {
-		return nil, fmt.Errorf("imports are paths relative to the configuration: %w", derrors.InvalidArgument)
-	}
-	full, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(path.Clean(key))))
-	if err != nil {
-		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return nil, err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil, fmt.Errorf("%s is outside the import root %s (set it with --import-root): %w", real, root, derrors.InvalidArgument)
-	}
-	return readFileLimited(real)
-}
-
-func readFileLimited(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(b) > maxInputFile {
-		return nil, fmt.Errorf("%s is over the %d-byte limit: %w", name, maxInputFile, derrors.LimitExceeded)
-	}
-	return b, nil
 }
 
 // deploymentName names a deployment after its configuration file or
@@ -346,7 +245,7 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 	props = map[string]any{}
 	text = map[string]string{}
 	for _, f := range files {
-		b, err := readFileLimited(f)
+		b, err := configfile.ReadFile(f)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--values: %w", err)
 		}
@@ -533,9 +432,9 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	case f.file == "":
 		return &usageError{errors.New("dm process needs a template: a reference (postgres:v1) or -f FILE (- for standard input)")}
 	case f.file == "-":
-		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
+		data, err = configfile.ReadStdin(stdin)
 	default:
-		data, err = readFileLimited(f.file)
+		data, err = configfile.ReadFile(f.file)
 	}
 	if err != nil {
 		return err
@@ -549,7 +448,7 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	}
 	params := map[string]string{}
 	if f.paramFile != "" {
-		b, err := readFileLimited(f.paramFile)
+		b, err := configfile.ReadFile(f.paramFile)
 		if err != nil {
 			return fmt.Errorf("--param-file: %w", err)
 		}
