@@ -30,6 +30,7 @@ func RegistryInfo(g *index.Registry, def resolve.Registry) Registry {
 		Kind:        g.Kind,
 		Location:    g.Location,
 		Default:     !def.IsZero() && def.Prefix() == g.Name,
+		Namespace:   g.Namespace,
 		LastAttempt: st.LastAttempt,
 		LastSuccess: st.LastSuccess,
 		LastError:   st.LastError,

@@ -1,6 +1,8 @@
 package expand
 
 import (
+	"context"
+	"errors"
 	"fmt"
 
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -44,8 +46,21 @@ func enginesByName(langs *engine.Registry, engs []engine.Engine) (map[string]eng
 	}
 	for _, l := range langs.Languages() {
 		if m[l.Name] == nil {
-			return nil, fmt.Errorf("language %q has no engine", l.Name)
+			if !l.Attached {
+				return nil, fmt.Errorf("language %q has no engine", l.Name)
+			}
+			m[l.Name] = unattached(l.Name)
 		}
 	}
 	return m, nil
+}
+
+// unattached stands for an attached language (engine.Language.Attached)
+// whose engine this program did not attach.
+type unattached string
+
+func (u unattached) Name() string { return string(u) }
+
+func (u unattached) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	return engine.Output{}, engine.At(inv.File, 0, fmt.Errorf("%s templates are not rendered by this program: %w", string(u), errors.ErrUnsupported))
 }

@@ -103,6 +103,12 @@ type Options struct {
 	// CacheEntries bounds the compiled-template and file caches.
 	CacheEntries int
 
+	// Engines are the engines of attached languages (engine.Language.
+	// Attached) that this program renders, Helm's for one: a program links
+	// them only if it pays their start-up cost. A template of an attached
+	// language without one fails with a clear error.
+	Engines []engine.Engine `json:"-"`
+
 	// Schemas compiles schema files; nil uses the schema package.
 	Schemas SchemaCompiler `json:"-"`
 	// Logger receives debug logs; nil discards them.
@@ -181,7 +187,7 @@ func New(opts Options) *Expander {
 	bundles, _ := lru.New[string, *bundle](max(opts.CacheEntries/8, 16))
 	x := &Expander{opts: opts, compiled: compiled, bundles: bundles, langs: engine.Default()}
 	x.print = x.templatePrint
-	engines, err := enginesByName(x.langs, builtinEngines(x))
+	engines, err := enginesByName(x.langs, append(builtinEngines(x), opts.Engines...))
 	if err != nil {
 		panic(err) // the table and builtinEngines disagree: a programming error a test catches
 	}

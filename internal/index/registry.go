@@ -35,6 +35,10 @@ type Registry struct {
 	Source   fetch.Source
 	Kind     string
 	Location string
+	// Namespace is the Kubernetes namespace the registry is confined to
+	// (a namespaced Registry object's), "" for none. The index only
+	// carries it: dm-controller enforces it.
+	Namespace string
 	// CacheDir, if set, holds persisted snapshots.
 	CacheDir string
 	Logger   *slog.Logger

@@ -71,6 +71,13 @@ type Language struct {
 	// directory (values.schema.json); otherwise a template's schema is
 	// its file name plus SchemaSuffix.
 	SchemaFile string
+	// Attached marks a language whose engine is not built into every
+	// program: the program that renders it attaches the engine
+	// (expand.Options.Engines), because its libraries cost start-up time
+	// that commands which never meet such a template should not pay
+	// (Helm's engine initialises client-go's scheme). Elsewhere a template
+	// of the language fails with a clear error.
+	Attached bool
 	// Status, if its Extension is set, is the language's form of a
 	// status template, which dm-controller renders over the live objects.
 	Status Status
@@ -114,6 +121,7 @@ func Default() *Registry {
 		Language{Name: "python", Aliases: []string{"py"}, Extensions: []string{".py"}},
 		Language{Name: "gotmpl", Extensions: []string{".gotmpl"}, Status: Status{".status.gotmpl", gotmplStatusPrefix, gotmplStatusSuffix}},
 		Language{Name: "openshift", DataExtensions: []string{".yaml", ".yml", ".json"}, DataNoun: "a kind: Template"},
+		Language{Name: "helm", Marker: "Chart.yaml", SchemaFile: "values.schema.json", Attached: true},
 	)
 }
 

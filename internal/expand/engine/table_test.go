@@ -35,13 +35,13 @@ func TestDefaultForFile(t *testing.T) {
 
 func TestDefaultLookupAndNames(t *testing.T) {
 	r := Default()
-	for name, want := range map[string]string{"jinja": "jinja", "py": "python", "python": "python", "gotmpl": "gotmpl", "openshift": "openshift", "helm": "", "": ""} {
+	for name, want := range map[string]string{"jinja": "jinja", "py": "python", "python": "python", "gotmpl": "gotmpl", "openshift": "openshift", "helm": "helm", "cue": "", "": ""} {
 		l, ok := r.Lookup(name)
 		if ok != (want != "") || l.Name != want {
 			t.Errorf("Lookup(%q) = %q, %v; want %q", name, l.Name, ok, want)
 		}
 	}
-	if got, want := r.Names(), []string{"jinja", "py", "gotmpl", "openshift"}; !slices.Equal(got, want) {
+	if got, want := r.Names(), []string{"jinja", "py", "gotmpl", "openshift", "helm"}; !slices.Equal(got, want) {
 		t.Errorf("Names() = %q, want %q", got, want)
 	}
 	if got, want := r.StatusExtensions(), []string{".status.jinja", ".status.gotmpl"}; !slices.Equal(got, want) {
@@ -56,8 +56,8 @@ func TestDescribe(t *testing.T) {
 		data bool
 		want string
 	}{
-		{"t", true, "t.jinja, t.py, t.gotmpl or a kind: Template t.yaml"},
-		{"", true, ".jinja, .py, .gotmpl or a kind: Template .yaml"},
+		{"t", true, "t.jinja, t.py, t.gotmpl, a kind: Template t.yaml or a directory with Chart.yaml"},
+		{"", true, ".jinja, .py, .gotmpl, a kind: Template .yaml or a directory with Chart.yaml"},
 		{"", false, ".jinja, .py or .gotmpl"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,142 @@
+package helm
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+
+	"helm.sh/helm/v3/pkg/chart"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+)
+
+// installEvents are the hook events of a first deploy, in the order Helm
+// runs them around the chart's objects.
+var installEvents = [...]string{"pre-install", "post-install"}
+
+// Engine is the helm language of dm's engine table: a version directory
+// holding Chart.yaml, rendered by Helm's own loader, values and engine.
+// The invocation's properties are the values; its env's name is the
+// release name and its namespace the release namespace, so a chart
+// renders as `helm template NAME CHART -n NAMESPACE` would.
+//
+// Each object becomes a primitive named by its metadata.name (qualified by
+// its lower-cased kind when two objects share a name). The install hooks
+// come around them in Helm's order (pre-install tiers, the objects,
+// post-install tiers) and keep their helm.sh/hook annotations, by which a
+// deploy applies them as ordered tiers; test hooks are left out.
+//
+// The engine is attached (engine.Language.Attached): a program links it
+// only where its start-up cost is paid once.
+type Engine struct {
+	// Options are the release options every render starts from
+	// (KubeVersion, APIVersions, Lookup, limits); ReleaseName and
+	// Namespace come from each invocation.
+	Options Options
+
+	mu     sync.Mutex
+	charts map[string]*chart.Chart // by FilesKey and chart directory
+}
+
+// Name returns "helm".
+func (*Engine) Name() string { return "helm" }
+
+// Render renders the chart whose Chart.yaml is inv.File.
+func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Output, err error) {
+	defer engine.Recover("Helm chart", inv.File, nil, &err)
+	c, err := e.load(inv)
+	if err != nil {
+		return engine.Output{}, err
+	}
+	opts := e.Options
+	opts.ReleaseName, _ = inv.Env["name"].(string)
+	if ns, _ := inv.Env["namespace"].(string); ns != "" {
+		opts.Namespace = ns
+	}
+	res, err := Render(ctx, c, inv.Properties, opts)
+	if err != nil {
+		return engine.Output{}, err
+	}
+	var objs []Object
+	for _, t := range res.Hooks[installEvents[0]] {
+		for _, h := range t.Hooks {
+			objs = append(objs, h.Object)
+		}
+	}
+	objs = append(objs, res.Objects...)
+	for _, t := range res.Hooks[installEvents[1]] {
+		for _, h := range t.Hooks {
+			objs = append(objs, h.Object)
+		}
+	}
+	return resources(objs)
+}
+
+// load returns the chart of inv, loaded once per content.
+func (e *Engine) load(inv engine.Invocation) (*chart.Chart, error) {
+	dir := path.Dir(inv.File)
+	key := inv.FilesKey + "\x00" + dir
+	if inv.FilesKey != "" {
+		e.mu.Lock()
+		c := e.charts[key]
+		e.mu.Unlock()
+		if c != nil {
+			return c, nil
+		}
+	}
+	files := inv.Files
+	if dir != "." {
+		files = make(map[string][]byte)
+		for n, b := range inv.Files {
+			if rel, ok := strings.CutPrefix(n, dir+"/"); ok {
+				files[rel] = b
+			}
+		}
+	}
+	c, err := LoadFiles(files, e.Options.MaxChartBytes)
+	if err != nil {
+		return nil, err
+	}
+	if inv.FilesKey != "" {
+		e.mu.Lock()
+		if e.charts == nil || len(e.charts) >= maxCachedCharts {
+			e.charts = make(map[string]*chart.Chart)
+		}
+		e.charts[key] = c
+		e.mu.Unlock()
+	}
+	return c, nil
+}
+
+// maxCachedCharts bounds the loaded charts an Engine keeps; past it the
+// cache starts again (charts are few per program).
+const maxCachedCharts = 64
+
+// resources makes the primitives of rendered objects.
+func resources(objs []Object) (engine.Output, error) {
+	count := make(map[string]int, len(objs))
+	for _, o := range objs {
+		count[o.Name]++
+	}
+	res := make([]engine.Resource, 0, len(objs))
+	for i, o := range objs {
+		m, err := o.Decode()
+		if err != nil {
+			return engine.Output{}, err
+		}
+		if m == nil {
+			continue
+		}
+		n := o.Name
+		if n == "" {
+			n = fmt.Sprintf("object-%d", i)
+		}
+		if count[o.Name] > 1 {
+			n = strings.ToLower(o.Kind) + "-" + n
+		}
+		res = append(res, engine.Resource{Name: n, Type: o.Kind, Properties: m})
+	}
+	return engine.Output{Resources: res}, nil
+}
