@@ -18,7 +18,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 )
@@ -177,16 +176,14 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 			}
 		},
 	}}
-	regs := make([]*index.Registry, 0, len(cfg.Registries))
-	for _, spec := range cfg.Registries {
-		g, err := api.OpenRegistry(spec, setup)
-		if err != nil {
-			return nil, nil, err
-		}
+	regs, err := api.OpenRegistries(cfg.Registries, setup)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range regs {
 		if g.CacheDir != "" {
 			_ = g.Load() // a persisted snapshot serves until the first refresh
 		}
-		regs = append(regs, g)
 		api.KeepIndexed(ctx, wg, g, cfg.Refresh, log)
 	}
 	so := cfg.Sandbox
