@@ -286,10 +286,16 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("push to one replica reaches all", func(t *testing.T) {
 		head := githubtest.Commit(t, repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+		gh.ResetCounts()
 		if code, body := rs[1].push(t, hookSecret, head); code != 202 || !strings.Contains(body, "refresh scheduled") {
 			t.Fatalf("push: %d %s", code, body)
 		}
 		allResolve("pushed", "github.com/acme/tpl/redis:v1.0", "github.com/acme/tpl/redis:v1.0.9")
+		// The receiver reads the head and its tree; the two others only the
+		// tree of the commit recorded on the object.
+		if n, c := gh.Requests(), gh.RequestsTo("commit"); n > 4 || c != 1 {
+			t.Errorf("one push to 3 replicas: %d GitHub requests (%d head reads), want at most 4 (1)", n, c)
+		}
 		got := &v1alpha1.Registry{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
 			t.Fatal(err)
