@@ -127,6 +127,20 @@ func TestReadyzAndShutdown(t *testing.T) {
 	}
 }
 
+// waitLogged polls ok every 100 milliseconds until it holds, failing the
+// test with what and the controller's logs after 90 seconds: a bound on a
+// hang, not a timed assertion.
+func waitLogged(t *testing.T, logs *syncBuffer, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 90s\n%s", what, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // syncBuffer is a bytes.Buffer safe for the controller's goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -344,13 +358,7 @@ func TestServerIndexChangeRollsOut(t *testing.T) {
 	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 90s\n%s", what, logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitLogged(t, logs, what, ok)
 	}
 	waitFor("instance created (the controller installs the CRDs)", func() bool {
 		code, _, err := env.Do(ctx, env.AdminToken, http.MethodPost, path, ti)
@@ -454,13 +462,7 @@ func TestGitHubPushRollsOut(t *testing.T) {
 	}()
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 90s\n%s", what, logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitLogged(t, logs, what, ok)
 	}
 	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
 		"metadata": map[string]any{"name": "gh"}, "spec": map[string]any{"template": "cm:v1.0"}}

@@ -74,6 +74,11 @@ func startReplica(t testing.TB, args ...string) *replica {
 		case <-time.After(20 * time.Second):
 			_ = r.cmd.Process.Kill()
 		}
+		// registryd runs with its template's rights (registrydAccount):
+		// a request they do not allow is a gap in the template's RBAC.
+		if strings.Contains(r.log.String(), "forbidden") {
+			t.Errorf("the apiserver refused registryd %s a request: registry-example's registryd:v1 grants too little", addr)
+		}
 		if t.Failed() {
 			t.Logf("registryd %s log:\n%s", addr, r.log)
 		}
@@ -90,13 +95,14 @@ func startReplica(t testing.TB, args ...string) *replica {
 }
 
 // startReplicas runs three registryd processes with --watch-registries
-// against env, registryd's namespace system and the GitHub API at ghURL,
-// with extra flags.
-func startReplicas(t testing.TB, env *kubetest.Env, system, ghURL string, extra ...string) []*replica {
+// against the cluster of kubeconfig (registrydAccount's: registryd holds
+// only its template's rights), registryd's namespace system and the
+// GitHub API at ghURL, with extra flags.
+func startReplicas(t testing.TB, kubeconfig, system, ghURL string, extra ...string) []*replica {
 	t.Helper()
 	var rs []*replica
 	for range 3 {
-		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
+		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", kubeconfig, "--namespace", system,
 			"--github-api", ghURL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox"}, extra...)...))
 	}
 	return rs
@@ -242,7 +248,8 @@ func TestReplicas(t *testing.T) {
 	defer gh.Close()
 	gh.RequireToken("token-1")
 
-	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "4s")
+	secretReader(t, c, ns, system, "github")
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "4s")
 	for i, r := range rs {
 		if code, body := r.ready(); code != 200 {
 			t.Fatalf("replica %d /readyz without registries: %d %s", i, code, body)
@@ -286,10 +293,16 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("push to one replica reaches all", func(t *testing.T) {
 		head := githubtest.Commit(t, repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+		gh.ResetCounts()
 		if code, body := rs[1].push(t, hookSecret, head); code != 202 || !strings.Contains(body, "refresh scheduled") {
 			t.Fatalf("push: %d %s", code, body)
 		}
 		allResolve("pushed", "github.com/acme/tpl/redis:v1.0", "github.com/acme/tpl/redis:v1.0.9")
+		// The receiver reads the head and its tree; the two others only the
+		// tree of the commit recorded on the object.
+		if n, c := gh.Requests(), gh.RequestsTo("commit"); n > 4 || c != 1 {
+			t.Errorf("one push to 3 replicas: %d GitHub requests (%d head reads), want at most 4 (1)", n, c)
+		}
 		got := &v1alpha1.Registry{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
 			t.Fatal(err)
@@ -415,7 +428,7 @@ func TestReplicaExamples(t *testing.T) {
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
 
-	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
 	createClusterRegistry(t, c)
 	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
 	allTested := func(rs []*replica, n float64) {

@@ -47,8 +47,8 @@ func TestRegistryScope(t *testing.T) {
 		"acme/shared":  githubtest.NewRepoFS(t, mapFS(t, map[string]string{"cm/v1.0.0/cm.jinja": cm})),
 	})
 	defer gh.Close()
-	r := startReplica(t, "--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
-		"--github-api", gh.URL, "--refresh", "1h", "--no-sandbox")
+	r := startReplica(t, "--watch-registries", "--kubeconfig", registrydAccount(t, env.Kubeconfig, c, system), "--namespace", system,
+		"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox")
 	for _, obj := range []client.Object{
 		&v1alpha1.Registry{ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "private"},
 			Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "private", Branch: "main"}}},

@@ -212,7 +212,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 			r.pushed = p
 			if !d.suspend {
 				w.log.Info("push recorded on the registry's object: refreshing", "registry", d.prefix, "commit", p)
-				w.srv.RequestRefresh(d.prefix)
+				w.srv.RequestRefresh(d.prefix, p)
 			}
 		}
 		if !d.suspend {
