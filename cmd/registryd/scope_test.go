@@ -25,7 +25,9 @@ import (
 // through it (--server); an instance of the Registry's namespace gets its
 // template, an instance of another namespace naming the same template is
 // Stalled with a message that names the registry and the namespace rule,
-// and the ClusterRegistry's template reaches that other namespace.
+// the ClusterRegistry's template reaches that other namespace, and a
+// TemplateDefinition (cluster-scoped) of the Registry's template is
+// Stalled too.
 func TestRegistryScope(t *testing.T) {
 	if testing.Short() {
 		t.Skip("needs the apiserver")
@@ -127,6 +129,26 @@ func TestRegistryScope(t *testing.T) {
 	}
 	if err := configMap(teamB, "foreign"); err == nil {
 		t.Errorf("ConfigMap %s/foreign applied from another namespace's registry", teamB)
+	}
+
+	// A TemplateDefinition is cluster-scoped: a namespaced Registry's
+	// template is not its to define a kind with.
+	def := &v1alpha1.TemplateDefinition{ObjectMeta: metav1.ObjectMeta{Name: "privates.scope.example.com"},
+		Spec: v1alpha1.TemplateDefinitionSpec{Group: "scope.example.com", Names: v1alpha1.DefinitionNames{Kind: "Private"}, Template: "github.com/acme/private/cm:v1"}}
+	if err := c.Create(ctx, def); err != nil {
+		t.Fatal(err)
+	}
+	var defStalled *metav1.Condition
+	waitFor(t, 90*time.Second, "the TemplateDefinition Stalled", func() bool {
+		got := &v1alpha1.TemplateDefinition{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(def), got); err != nil {
+			return false
+		}
+		defStalled = apimeta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)
+		return defStalled != nil && defStalled.Status == metav1.ConditionTrue
+	})
+	if defStalled.Reason != "RegistryOutOfScope" || !strings.Contains(defStalled.Message, "a TemplateDefinition (cluster-scoped) is in no namespace") {
+		t.Errorf("definition Stalled %s: %s; want RegistryOutOfScope, saying a definition is in no namespace", defStalled.Reason, defStalled.Message)
 	}
 }
 
