@@ -29,6 +29,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/sandbox"
 )
 
@@ -37,7 +38,7 @@ import (
 // kube-controller-manager) and one controller among the tests.
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(&helm.Engine{})
 	}
 	kubetest.Main(m)
 }
