@@ -28,7 +28,7 @@ import (
 // dm-controller binary does: the pool re-executes os.Executable.
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(engines()...)
 	}
 	kubetest.Main(m)
 }

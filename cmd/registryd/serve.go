@@ -98,7 +98,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
-	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout}
+	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout, Engines: engines()}
 	var expander, examples api.Expander
 	// With workers, only as many expansions run at once as there are
 	// workers: the others wait in the server's queue, which answers 503

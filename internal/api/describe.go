@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
-	"github.com/dmhq/dm/internal/expand/openshift"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
@@ -75,24 +77,28 @@ func (s *Service) template(ctx context.Context, ref, registry string) (*Template
 		return nil, err
 	}
 	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings), ExampleFile: res.Example}
+	out.Findings = append(out.Findings, Findings(s.languageFindings(ctx, res))...)
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
+	d := Describer(string(res.Language), res.Schema)
 	if res.Schema != "" {
 		b, err := res.ReadFile(ctx, res.Schema)
 		if err != nil {
 			return nil, err
 		}
 		out.SchemaContent = string(b)
-		if err := describeSchema(out, b, res.Schema); err != nil {
-			out.SchemaError = err.Error()
+		if d == nil {
+			if err := describeSchema(out, b, res.Schema); err != nil {
+				out.SchemaError = err.Error()
+			}
 		}
 	}
-	if res.Schema == "" && res.Language == index.OpenShift {
-		// An OpenShift template's parameters are its properties.
-		b, err := res.ReadFile(ctx, res.Version.Template)
-		if err != nil {
-			return nil, err
+	if d != nil {
+		read, readErr := readsFailing(func(name string) ([]byte, error) { return res.ReadFile(ctx, name) })
+		desc, err := d.Describe(ctx, res.Version.Template, read)
+		if *readErr != nil {
+			return nil, *readErr
 		}
-		describeParameters(out, b)
+		fromDescription(out, desc, err)
 	}
 	if res.Example != "" {
 		b, err := res.ReadFile(ctx, res.Example)
@@ -104,41 +110,52 @@ func (s *Service) template(ctx context.Context, ref, registry string) (*Template
 	return out, nil
 }
 
-// describeParameters fills a template version's title, description and
-// properties from an OpenShift template's metadata and parameters.
-func describeParameters(out *TemplateVersion, src []byte) {
-	t, err := openshift.Parse(src)
+// Describer returns the engine.Describer that describes a version of
+// language whose schema file is schema, nil when its DM schema does: a
+// DM schema (file.schema) is the description of any template that has
+// one, and otherwise a language with a describer (an OpenShift
+// Template's parameters, a Helm chart's values) describes its own.
+func Describer(language, schema string) engine.Describer {
+	if strings.HasSuffix(schema, index.SchemaSuffix) {
+		return nil
+	}
+	return expand.DescriberFor(language)
+}
+
+// readsFailing wraps read to keep its last failure other than a missing
+// file: a describer's error says what is wrong with the template, but a
+// file that could not be read (an outage) fails the request instead.
+func readsFailing(read func(string) ([]byte, error)) (func(string) ([]byte, error), *error) {
+	var failed error
+	return func(name string) ([]byte, error) {
+		b, err := read(name)
+		if err != nil && !errors.Is(err, derrors.NotFound) {
+			failed = err
+		}
+		return b, err
+	}, &failed
+}
+
+// fromDescription fills a template version's title, description and
+// properties from a describer's answer; err, if not nil, is why the
+// template could not describe itself.
+func fromDescription(out *TemplateVersion, d *engine.Description, err error) {
 	if err != nil {
 		out.SchemaError = err.Error()
+	}
+	if d == nil {
 		return
 	}
 	if out.Title == "" {
-		if n, ok := t.Metadata["name"].(string); ok {
-			out.Title = n
-		}
+		out.Title = d.Title
 	}
-	if ann, ok := t.Metadata["annotations"].(map[string]any); ok && out.Description == "" {
-		out.Description, _ = ann["description"].(string)
+	if out.Description == "" {
+		out.Description = d.Description
 	}
-	for _, p := range t.Parameters {
-		prop := Property{Name: p.Name, Type: p.Type, Description: p.Description, Required: p.Required}
-		if prop.Type == "" {
-			prop.Type = "string"
-		}
-		switch {
-		case p.Value != "":
-			prop.Default = p.Value
-		case p.Generate != "":
-			prop.Default = "generated: " + p.From
-		}
-		if p.DisplayName != "" && prop.Description == "" {
-			prop.Description = p.DisplayName
-		}
-		out.Properties = append(out.Properties, prop)
-		if p.Required {
-			out.Required = append(out.Required, p.Name)
-		}
+	for _, p := range d.Properties {
+		out.Properties = append(out.Properties, Property{Name: p.Name, Type: p.Type, Default: p.Default, Description: p.Description, Required: p.Required})
 	}
+	out.Required = append(out.Required, d.Required...)
 }
 
 // describeSchema fills a template version's title, description and

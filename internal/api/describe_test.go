@@ -49,6 +49,9 @@ func TestDescribeSchema(t *testing.T) {
 	}
 }
 
+// TestDescribeParameters: an OpenShift template without a DM schema is
+// described by its engine's Describer (its parameters), through
+// fromDescription.
 func TestDescribeParameters(t *testing.T) {
 	src := `apiVersion: template.openshift.io/v1
 kind: Template
@@ -61,8 +64,16 @@ parameters:
 - {name: USER, displayName: User name, required: true}
 objects: []
 `
+	describe := func(tv *TemplateVersion, src []byte) {
+		d := Describer("openshift", "")
+		if d == nil {
+			t.Fatal("no describer for openshift")
+		}
+		desc, err := d.Describe(context.Background(), "pg.yaml", func(string) ([]byte, error) { return src, nil })
+		fromDescription(tv, desc, err)
+	}
 	var tv TemplateVersion
-	describeParameters(&tv, []byte(src))
+	describe(&tv, []byte(src))
 	want := []Property{
 		{Name: "DB", Type: "string", Default: "app", Description: "The database."},
 		{Name: "PASSWORD", Type: "string", Default: "generated: [a-z]{8}", Required: true},
@@ -75,7 +86,7 @@ objects: []
 		t.Errorf("properties %+v required %q", tv.Properties, tv.Required)
 	}
 	var bad TemplateVersion
-	describeParameters(&bad, []byte("kind: ConfigMap\n"))
+	describe(&bad, []byte("kind: ConfigMap\n"))
 	if bad.SchemaError == "" {
 		t.Errorf("a document that is not a Template gives no error")
 	}

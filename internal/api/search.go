@@ -212,21 +212,23 @@ func readMeta(ctx context.Context, g *index.Registry, v *index.Version) (*Versio
 		}
 		return g.Blob(ctx, e.SHA)
 	}
-	switch {
-	case v.Schema != "":
+	if d := Describer(string(v.Language), v.Schema); d != nil {
+		read, readErr := readsFailing(read)
+		desc, err := d.Describe(ctx, v.Template, read)
+		if *readErr != nil {
+			return m, *readErr
+		}
+		fromDescription(&tv, desc, err)
+		if desc != nil {
+			m.Tags = desc.Tags
+		}
+	} else if v.Schema != "" {
 		b, err := read(v.Schema)
 		if err != nil {
 			return m, err
 		}
 		describeSchema(&tv, b, v.Schema) // a broken schema still has a name
 		m.Tags = schemaTags(b)
-	case v.Language == index.OpenShift:
-		b, err := read(v.Template)
-		if err != nil {
-			return m, err
-		}
-		describeParameters(&tv, b)
-		m.Tags = openShiftTags(b)
 	}
 	m.Title, m.Description = tv.Title, tv.Description
 	m.lower = append(m.lower, strings.ToLower(m.Title), strings.ToLower(m.Description))
@@ -254,19 +256,6 @@ func schemaTags(b []byte) []string {
 	return tagList(doc.Info.Tags)
 }
 
-// openShiftTags reads the tags annotation of an OpenShift template
-// ("database,postgresql"), as oc and the OpenShift console do.
-func openShiftTags(b []byte) []string {
-	var doc struct {
-		Metadata struct {
-			Annotations map[string]any `json:"annotations"`
-		} `json:"metadata"`
-	}
-	if yaml.Unmarshal(b, &doc) != nil {
-		return nil
-	}
-	return tagList(doc.Metadata.Annotations["tags"])
-}
 
 func tagList(v any) []string {
 	var tags []string

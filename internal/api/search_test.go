@@ -112,8 +112,6 @@ func TestTags(t *testing.T) {
 		{"schema string", schemaTags, "info: {tags: 'db, sql,,'}\n", []string{"db", "sql"}},
 		{"schema none", schemaTags, "info: {title: x}\n", nil},
 		{"schema not YAML", schemaTags, "info: [\n", nil},
-		{"openshift annotation", openShiftTags, "metadata: {annotations: {tags: 'database,postgresql'}}\n", []string{"database", "postgresql"}},
-		{"openshift none", openShiftTags, "metadata: {name: x}\n", nil},
 	}
 	for _, tt := range tests {
 		if got := tt.read([]byte(tt.src)); !slices.Equal(got, tt.want) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/fetch"
@@ -38,6 +40,8 @@ type Service struct {
 	resolver *resolve.Resolver
 	expander *expand.Expander
 	search   *searcher
+	// lints caches the findings of languages' own lint rules by digest.
+	lints *lru.Cache[string, []index.Finding]
 }
 
 // NewService returns a Service over r. Its expander, configured by eo
@@ -45,7 +49,8 @@ type Service struct {
 // calls.
 func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 	eo.Resolver = r
-	return &Service{resolver: r, expander: expand.New(eo), search: newSearcher()}
+	lints, _ := lru.New[string, []index.Finding](lintCacheEntries) // fails only for size <= 0
+	return &Service{resolver: r, expander: expand.New(eo), search: newSearcher(), lints: lints}
 }
 
 // Relisted runs op and, when it failed because a local directory changed

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/resolve"
@@ -58,8 +59,11 @@ const maxJobBytes = 64 << 20
 
 // ServeWorker runs this process as a worker: it applies the kernel limits,
 // then serves jobs on stdin/stdout until stdin closes, and exits. It does
-// not return.
-func ServeWorker() {
+// not return. engines are the attached languages' engines the worker
+// renders (expand.Options.Engines): a program passes the ones it attaches
+// in-process, since a worker re-executes the same binary and engines do
+// not travel in the worker's JSON configuration.
+func ServeWorker(engines ...engine.Engine) {
 	var cfg workerConfig
 	if err := json.Unmarshal([]byte(os.Getenv(envWorker)), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "expand worker: bad configuration: %v\n", err)
@@ -76,6 +80,7 @@ func ServeWorker() {
 	h := applyLimits(cfg.MaxMemory)
 	h.PID = os.Getpid()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Expand.Engines = engines
 	w := newWorker(cfg, os.Stdin, os.Stdout, sl, log)
 	if err := w.send(kindHello, h); err != nil {
 		os.Exit(1)
