@@ -256,7 +256,6 @@ func schemaTags(b []byte) []string {
 	return tagList(doc.Info.Tags)
 }
 
-
 func tagList(v any) []string {
 	var tags []string
 	switch v := v.(type) {
