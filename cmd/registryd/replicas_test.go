@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,39 @@ type replica struct {
 	url string
 	cmd *exec.Cmd
 	log *syncBuffer
+
+	mu sync.Mutex
+	// restarts are the spans of log written while the apiserver was away
+	// or starting: before its RBAC caches sync, a starting apiserver
+	// refuses requests that its roles allow.
+	restarts [][2]int
+}
+
+// apiserverAway marks the log from now until the returned function is
+// called as written while the apiserver was stopped or starting.
+func (r *replica) apiserverAway() (back func()) {
+	from := len(r.log.String())
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.restarts = append(r.restarts, [2]int{from, len(r.log.String())})
+	}
+}
+
+// refused reports whether the apiserver refused the replica a request
+// outside a restart.
+func (r *replica) refused() bool {
+	log := r.log.String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	at := 0
+	for _, span := range r.restarts {
+		b.WriteString(log[at:span[0]])
+		at = span[1]
+	}
+	b.WriteString(log[at:])
+	return strings.Contains(b.String(), "forbidden")
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.
@@ -76,7 +110,7 @@ func startReplica(t testing.TB, args ...string) *replica {
 		}
 		// registryd runs with its template's rights (registrydAccount):
 		// a request they do not allow is a gap in the template's RBAC.
-		if strings.Contains(r.log.String(), "forbidden") {
+		if r.refused() {
 			t.Errorf("the apiserver refused registryd %s a request: registry-example's registryd:v1 grants too little", addr)
 		}
 		if t.Failed() {
@@ -358,6 +392,10 @@ func TestReplicas(t *testing.T) {
 	})
 
 	t.Run("apiserver stopped", func(t *testing.T) {
+		var back []func()
+		for _, r := range rs {
+			back = append(back, r.apiserverAway())
+		}
 		if err := env.StopAPIServer(); err != nil {
 			t.Fatal(err)
 		}
@@ -372,6 +410,9 @@ func TestReplicas(t *testing.T) {
 		}
 		if err := env.StartAPIServer(ctx); err != nil {
 			t.Fatal(err)
+		}
+		for _, b := range back {
+			b() // the apiserver is ready (its /readyz waits for its caches)
 		}
 		for i, r := range rs {
 			waitFor(t, 60*time.Second, fmt.Sprintf("replica %d to see the apiserver back", i), func() bool {
