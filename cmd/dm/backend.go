@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -298,19 +296,6 @@ func (g *globals) cacheDirOrDefault() string {
 		return filepath.Join(h, ".cache", "dm")
 	}
 	return ""
-}
-
-// lintDir indexes a local directory the way every source is indexed, as
-// the registry prefix (short references in examples resolve against it).
-func lintDir(ctx context.Context, dir, prefix string) (*index.Registry, error) {
-	if err := checkDir(dir); err != nil {
-		return nil, fmt.Errorf("linting: %w", err)
-	}
-	reg := &index.Registry{Name: prefix, Source: fetch.NewLocal(os.DirFS(dir))}
-	if err := reg.Refresh(ctx); err != nil {
-		return nil, fmt.Errorf("linting %s: %w", dir, err)
-	}
-	return reg, nil
 }
 
 // exitCode maps an error to dm's exit status: 2 for usage errors, 1
