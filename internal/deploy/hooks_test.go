@@ -97,6 +97,21 @@ metadata:
   name: {{ .Release.Name }}-deleted
   annotations:
     helm.sh/hook: post-delete
+{{- if .Values.preDeleteJob }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-predelete
+  annotations:
+    helm.sh/hook: pre-delete
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: backup, image: busybox, command: ["true"]}]
+{{- end }}
 `,
 }
 
@@ -322,6 +337,30 @@ func TestChartHookFails(t *testing.T) {
 	}
 	if hist := f.history("web"); len(hist) != 1 || hist[0].Status != release.StatusFailed || !strings.Contains(hist[0].Description, "web-migrate") {
 		t.Errorf("history: %s", statuses(hist))
+	}
+}
+
+// TestPreDeleteHookFails: a failed pre-delete hook stops dm delete before
+// anything is deleted or the history changes.
+func TestPreDeleteHookFails(t *testing.T) {
+	f := helmFixture(t)
+	dyn := f.kc.Dynamic()
+	jobController(t, dyn, f.ns, func(name string) string {
+		if name == "web-predelete" {
+			return "backup failed"
+		}
+		return ""
+	}, nil)
+	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"preDeleteJob": true}}, deploy.ApplyOptions{Timeout: time.Minute})
+	_, err := f.c.Delete(context.Background(), "web", deploy.DeleteOptions{Timeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), "pre-delete hook Job.batch "+f.ns+"/web-predelete") || !strings.Contains(err.Error(), "backup failed") {
+		t.Fatalf("delete: %v", err)
+	}
+	if !exists(t, dyn, configMapsGVR, f.ns, "web-app") || exists(t, dyn, configMapsGVR, f.ns, "web-deleted") {
+		t.Error("objects deleted, or the post-delete hook run, after a failed pre-delete hook")
+	}
+	if hist := f.history("web"); statuses(hist) != "1:deployed" {
+		t.Errorf("history after a refused delete: %s", statuses(hist))
 	}
 }
 
