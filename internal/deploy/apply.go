@@ -134,12 +134,10 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		return nil, err
 	}
 	res := &Result{Objects: p.unstructured()}
-	if p.action != "" {
-		for _, ev := range []string{"pre-" + p.action, "post-" + p.action} {
-			for _, tier := range p.tiers(ev) {
-				for _, o := range tier {
-					res.Hooks = append(res.Hooks, o.obj)
-				}
+	for _, ev := range []string{"pre-" + p.action, "post-" + p.action} {
+		for _, tier := range p.tiers(ev) {
+			for _, o := range tier {
+				res.Hooks = append(res.Hooks, o.obj)
 			}
 		}
 	}
@@ -240,9 +238,8 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 
 	deadline := time.Now().Add(opts.timeout())
 	var applied []*object
-	if p.action != "" {
-		err = c.runHooks(ctx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
-	}
+	// The action's pre- hooks (none when p.action is "").
+	err = c.runHooks(ctx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
 	if err == nil {
 		applied, err = c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, deadline)
 	}
@@ -259,7 +256,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	if err == nil && opts.Wait {
 		err = c.wait(ctx, p, opts.timeout())
 	}
-	if err == nil && p.action != "" {
+	if err == nil {
 		// After the wait, as Helm runs post-install hooks once the
 		// objects are ready.
 		err = c.runHooks(ctx, p, "post-"+p.action, opts.ForceConflicts, time.Now().Add(opts.timeout()))

@@ -86,6 +86,9 @@ func splitList(s string) []string {
 // Helm's execHook runs them: by weight, then name, the expansion's order
 // between equal names; each tier holds the hooks of one weight.
 func (p *plan) tiers(event string) [][]*object {
+	if strings.HasSuffix(event, "-") {
+		return nil // an action of none
+	}
 	var hs []*object
 	for _, o := range p.hooks {
 		if slices.Contains(o.hook.events, event) {
@@ -109,8 +112,11 @@ func (p *plan) tiers(event string) [][]*object {
 }
 
 // actionHooks returns the hooks an action runs (its pre- and post-
-// events).
+// events); none for action "".
 func (p *plan) actionHooks(action string) []*object {
+	if action == "" {
+		return nil
+	}
 	var out []*object
 	for _, o := range p.hooks {
 		if slices.Contains(o.hook.events, "pre-"+action) || slices.Contains(o.hook.events, "post-"+action) {
