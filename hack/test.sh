@@ -145,8 +145,8 @@ finish_beside() {
   local f n name rc
   for f in "$beside"/*.name; do
     n="${f%.name}"; name="$(cat "$f")"; rc="$(cat "$n.rc" 2>/dev/null || echo 1)"
+    echo "== $name (ran beside the tests)"
     if [ "$(cat "$n.kind")" = check ]; then
-      echo "== $name (ran beside the tests)"
       cat "$n.out"
       if [ "$rc" = 0 ]; then
         "$sum" -tally "$tally" -check "$name"
@@ -155,7 +155,6 @@ finish_beside() {
         "$sum" -tally "$tally" -check "$name" -failed -detail "exit $rc"
       fi
     else
-      echo "== $name (ran beside the tests)"
       "$sum" -tally "$tally" < "$n.out" || status=1
     fi
   done
