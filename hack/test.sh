@@ -179,7 +179,7 @@ full)
   # and counted once the tests are done.
   start_beside
   step "go test -race ./..."
-  gotest -race -count=1 ./...
+  gotest -race -count=1 -timeout 30m ./...
   # The memory limits of the sandbox's workers cannot be set under the
   # race detector (its allocator reserves terabytes of address space):
   # those tests are built without -race, and run here.
