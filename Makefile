@@ -24,11 +24,11 @@ run: build
 
 # hack/test.sh: builds .testenv/bin (kube-apiserver, kube-controller-manager,
 # kubectl, etcd) if missing or outdated, installs Chromium with apt-get when
-# run as root (else stops with the command to run), then go vet, gofmt,
-# go test -race ./..., the sandbox's memory limits without -race, and the
-# fuzz targets; every test and subtest is counted from go test -json and
-# the last line is "N passed, M failed, K skipped". A suite that cannot
-# run fails it. It runs generate-check too: the controller's committed CRDs
+# run as root (else stops with the command to run), then gofmt,
+# go test -race ./... and the sandbox's memory limits without -race, with
+# go vet and the fuzz targets beside them at the lowest CPU priority; every
+# test and subtest is counted from go test -json and the last line is
+# "N passed, M failed, K skipped". A suite that cannot run fails it. It runs generate-check too: the controller's committed CRDs
 # and deepcopy code must be what its Go types generate.
 test:
 	@FUZZ_TARGETS="$(FUZZ_TARGETS)" GO="$(GO)" ./hack/test.sh full
@@ -66,29 +66,30 @@ unit:
 
 # Each fuzz target runs briefly; a crash is saved under testdata/fuzz and
 # fails the run (and every later `go test` replays it). Budgets are counts of
-# executions, about ten seconds each here: a duration -fuzztime can fail at
+# executions, about six seconds each on the 2-core machine (make test runs
+# them beside the tests, at nice 19): a duration -fuzztime can fail at
 # its deadline with a bare "context deadline exceeded" and no failing input
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides them all.
 FUZZ_TARGETS := \
-	./internal/resolve:FuzzParse:100000x \
-	./internal/expand:FuzzParseConfig:30000x \
-	./internal/expand:FuzzFastYAML:50000x \
-	./internal/expand:FuzzEmitYAML:50000x \
-	./internal/expand/starlark:FuzzPythonRewrites:50000x \
-	./internal/expand:FuzzPyPercent:20000x \
-	./internal/expand/jinja:FuzzJinjaTagNewlines:50000x \
-	./internal/expand/jinja:FuzzJinjaTagLiterals:20000x \
-	./internal/expand/starlark:FuzzPyYAMLDump:20000x \
-	./internal/expand/pyyaml:FuzzDecode:50000x \
-	./internal/expand/openshift:FuzzSubstitute:100000x \
-	./internal/expand/openshift:FuzzParse:3000x \
-	./internal/expand/schema:FuzzParse:50000x \
-	./internal/deploy/driver:FuzzDecode:50000x \
-	./internal/deploy/kube:FuzzExportParam:100000x \
-	./internal/catalog:FuzzForm:20000x \
-	./internal/sandbox:FuzzDecode:100000x \
-	./internal/sandbox:FuzzSlotRecord:50000x \
-	./internal/expand/helm:FuzzSortManifests:20000x
+	./internal/resolve:FuzzParse:60000x \
+	./internal/expand:FuzzParseConfig:18000x \
+	./internal/expand:FuzzFastYAML:30000x \
+	./internal/expand:FuzzEmitYAML:30000x \
+	./internal/expand/starlark:FuzzPythonRewrites:30000x \
+	./internal/expand:FuzzPyPercent:12000x \
+	./internal/expand/jinja:FuzzJinjaTagNewlines:30000x \
+	./internal/expand/jinja:FuzzJinjaTagLiterals:12000x \
+	./internal/expand/starlark:FuzzPyYAMLDump:12000x \
+	./internal/expand/pyyaml:FuzzDecode:30000x \
+	./internal/expand/openshift:FuzzSubstitute:60000x \
+	./internal/expand/openshift:FuzzParse:1800x \
+	./internal/expand/schema:FuzzParse:30000x \
+	./internal/deploy/driver:FuzzDecode:30000x \
+	./internal/deploy/kube:FuzzExportParam:60000x \
+	./internal/catalog:FuzzForm:12000x \
+	./internal/sandbox:FuzzDecode:60000x \
+	./internal/sandbox:FuzzSlotRecord:30000x \
+	./internal/expand/helm:FuzzSortManifests:12000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -49,6 +49,7 @@ func flood(n int, req func(i int) *http.Request) []int {
 // TestFloodMemory runs the floods of issue 20, each against a registryd
 // of its own.
 func TestFloodMemory(t *testing.T) {
+	t.Parallel()
 	registryd, _ := buildBinaries(t)
 	t.Run("webhook", func(t *testing.T) { webhookFlood(t, registryd) })
 	t.Run("expand", func(t *testing.T) { expandFlood(t, registryd) })

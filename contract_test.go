@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -27,12 +28,45 @@ func buildBinaries(t testing.TB) (registryd, dmBin string) {
 	if testing.Short() {
 		t.Skip("builds the binaries")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/registryd", "./cmd/dm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	dir, err := built.get()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return filepath.Join(dir, "registryd"), filepath.Join(dir, "dm")
+}
+
+// testBinaries are registryd, dm and dm-helm, built by the first test that needs
+// them and shared by the rest: linking both again for each of a dozen
+// tests cost the package more than a minute on the 2-core machine.
+type testBinaries struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// built is the package's one testBinaries; TestMain removes its directory.
+var built testBinaries
+
+func (b *testBinaries) get() (string, error) {
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "dm-test-binaries-")
+		if b.err != nil {
+			return
+		}
+		// dm-helm beside dm, as make install puts it: dm renders charts in it.
+		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	return b.dir, b.err
+}
+
+// remove deletes the binaries once the tests are done.
+func (b *testBinaries) remove() {
+	if b.dir != "" {
+		os.RemoveAll(b.dir)
+	}
 }
 
 func freeAddr(t *testing.T) string {
@@ -122,6 +156,7 @@ func getJSON(t *testing.T, url string) (int, map[string]any) {
 }
 
 func TestContractLocal(t *testing.T) {
+	t.Parallel()
 	registryd, dm := buildBinaries(t)
 	const prefix = "github.com/acme/templates"
 	url := startRegistryd(t, registryd, nil, "--registry-dir", prefix+"=./registry-example")
@@ -179,6 +214,7 @@ func TestContractLocal(t *testing.T) {
 }
 
 func TestContractGitHub(t *testing.T) {
+	t.Parallel()
 	registryd, _ := buildBinaries(t)
 	repo := githubtest.NewRepo(t, "registry-example")
 	srv := githubtest.New(map[string]string{"acme/templates": repo})
@@ -232,6 +268,7 @@ func TestContractGitHub(t *testing.T) {
 // examples in GET /v1/template as issue 8's interface contract states
 // them, against the embedded registry-example.
 func TestContractCatalog(t *testing.T) {
+	t.Parallel()
 	registryd, _ := buildBinaries(t)
 	url := startRegistryd(t, registryd, nil)
 	page := func(method, path, form string) (int, string, string) {

@@ -79,8 +79,9 @@ func labelledCount(t *testing.T, kubeconfig, ns, name string, kinds ...string) i
 // TestDeployContract drives issue 6's interface contract through the
 // built dm binary against a real apiserver.
 func TestDeployContract(t *testing.T) {
+	t.Parallel()
 	_, dmBin := buildBinaries(t)
-	env := kubetest.Start(t)
+	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: env.Namespace(t)}
 
 	// --dry-run=server creates nothing, not even a history record.
@@ -274,8 +275,9 @@ func interrupt(t *testing.T, d *dmRun, file string, stop func(cmd *exec.Cmd)) {
 // TestDeployKilledAndRerun SIGKILLs dm in the middle of applying, then
 // re-runs the same deploy: it converges and the history is whole.
 func TestDeployKilledAndRerun(t *testing.T) {
+	t.Parallel()
 	_, dmBin := buildBinaries(t)
-	env := kubetest.Start(t)
+	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: env.Namespace(t)}
 	const n = 800
 	file := manyObjects(t, n)
@@ -287,6 +289,7 @@ func TestDeployKilledAndRerun(t *testing.T) {
 // TestAPIServerStoppedMidDeploy stops the apiserver while dm applies, then
 // restarts it and re-runs the deploy.
 func TestAPIServerStoppedMidDeploy(t *testing.T) {
+	t.Parallel()
 	_, dmBin := buildBinaries(t)
 	env := kubetest.Start(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: env.Namespace(t)}

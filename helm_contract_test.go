@@ -19,19 +19,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// buildDMHelm builds dm and dm-helm into one directory, as make install
-// puts them, and returns dm's path.
+// buildDMHelm returns dm, built with dm-helm beside it as make install
+// puts them.
 func buildDMHelm(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("builds the binaries")
-	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/dm", "./cmd/dm-helm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return filepath.Join(dir, "dm")
+	_, dm := buildBinaries(t)
+	return dm
 }
 
 // helmCLI finds the helm command make testenv builds.

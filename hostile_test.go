@@ -38,6 +38,10 @@ const (
 // template, within its deadline; right after each, /healthz and a normal
 // expansion answer, registryd's memory stays bounded and no worker is
 // left burning CPU.
+//
+// It runs alone, not in parallel with the package's other tests: starved of
+// CPU, a template meant to meet a memory or output limit meets its 3 s
+// Timeout first (seen with the contract and deploy tests beside it).
 func TestHostileTemplates(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the hostile-template suite takes about a minute")
@@ -270,6 +274,7 @@ func childrenCPU(t *testing.T, parent int) time.Duration {
 // a memory bomb there ends with dm's clean error naming the limit, and a
 // well-behaved template of the same registry still expands.
 func TestHostileDM(t *testing.T) {
+	t.Parallel()
 	_, dmBin := buildBinaries(t)
 	repo := githubtest.NewRepoFS(t, fstest.MapFS{
 		"bomb/v1/bomb.py":      {Data: []byte("def GenerateConfig(context):\n    l = [\"x\"]\n    for i in range(31):\n        l.extend(l)\n    return {\"resources\": []}\n")},

@@ -19,6 +19,7 @@ import (
 // them current and builds nothing. The Go build cache stays warm: what is
 // tested is the Makefile and hack/kube, not the compiler's speed.
 func TestMakeTestenv(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds the cluster programs: -short (make test-short) leaves it out")
 	}

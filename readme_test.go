@@ -44,8 +44,13 @@ import (
 // temporary directories.
 
 // TestMain lets the README's cluster blocks and the mechanism's share one
-// apiserver (kubetest.Shared), stopped when the tests end.
-func TestMain(m *testing.M) { kubetest.Main(m) }
+// apiserver (kubetest.Shared), stopped when the tests end, and removes the
+// registryd and dm the tests built.
+func TestMain(m *testing.M) {
+	code := kubetest.Run(m)
+	built.remove()
+	os.Exit(code)
+}
 
 // readmeFence is one fenced code block of a Markdown file.
 type readmeFence struct {

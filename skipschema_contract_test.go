@@ -13,6 +13,7 @@ import (
 // fail, naming --skip-schema-validation, and with it apply the objects
 // with the schema's defaults.
 func TestSkipSchemaValidationCluster(t *testing.T) {
+	t.Parallel()
 	_, dmBin := buildBinaries(t)
 	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: env.Namespace(t)}

@@ -3,8 +3,9 @@
 #
 #   hack/test.sh full    set up what the tests need (kube-apiserver,
 #                        kube-controller-manager, kubectl and etcd built into
-#                        .testenv/bin; Chromium from Debian), then go vet,
-#                        gofmt, every test with -race, the fuzz targets
+#                        .testenv/bin; Chromium from Debian), then gofmt,
+#                        every test with -race, and beside the tests at
+#                        nice 19 go vet and the fuzz targets
 #   hack/test.sh short   go vet, gofmt and the tests with -short: no
 #                        apiserver, no browser, no fuzzing
 #
@@ -98,29 +99,93 @@ setup() {
   fi
 }
 
+# What runs beside the tests (start_beside) writes into $beside: for step N,
+# N.name (the step's header), N.kind (check or test), N.out (its output,
+# go test -json for a test) and N.rc (its exit status, once it ended).
+beside="$out/beside"
+beside_pid=""
+
+beside_step() { # N KIND NAME COMMAND...
+  local n="$1" kind="$2" name="$3"; shift 3
+  printf '%s\n' "$name" > "$beside/$n.name"
+  echo "$kind" > "$beside/$n.kind"
+  nice -n 19 "$@" > "$beside/$n.out" 2>&1
+  echo $? > "$beside/$n.rc"
+}
+
+start_beside() {
+  rm -rf "$beside"; mkdir -p "$beside"
+  step "go vet and the fuzz targets: beside the tests, at nice 19"
+  # A process group of its own (job control on while it starts), so that
+  # an interrupted run stops it whole.
+  set -m
+  (
+    beside_step 000 check "go vet" "$GO" vet ./...
+    # Budgets are counts of executions, about six seconds each here: a
+    # duration -fuzztime can fail at its deadline with a bare "context
+    # deadline exceeded" (go.dev/issue/75804). FUZZTIME=30s overrides them.
+    i=1
+    for t in ${FUZZ_TARGETS:-}; do
+      pkg="${t%%:*}"; rest="${t#*:}"; fn="${rest%%:*}"; budget="${FUZZTIME:-${rest#*:}}"
+      beside_step "$(printf %03d "$i")" test "fuzz $fn ($pkg, $budget)" \
+        "$GO" test -json -run '^$' -fuzz "^$fn\$" -fuzztime "$budget" "$pkg"
+      i=$((i + 1))
+    done
+  ) &
+  beside_pid=$!
+  set +m
+  trap 'kill -TERM -- "-$beside_pid" 2>/dev/null' EXIT
+}
+
+# finish_beside waits for what start_beside runs and counts it, in order.
+finish_beside() {
+  step "waiting for go vet and the fuzz targets"
+  wait "$beside_pid"
+  trap - EXIT
+  local f n name rc
+  for f in "$beside"/*.name; do
+    n="${f%.name}"; name="$(cat "$f")"; rc="$(cat "$n.rc" 2>/dev/null || echo 1)"
+    echo "== $name (ran beside the tests)"
+    if [ "$(cat "$n.kind")" = check ]; then
+      cat "$n.out"
+      if [ "$rc" = 0 ]; then
+        "$sum" -tally "$tally" -check "$name"
+      else
+        status=1
+        "$sum" -tally "$tally" -check "$name" -failed -detail "exit $rc"
+      fi
+    else
+      "$sum" -tally "$tally" < "$n.out" || status=1
+    fi
+  done
+}
+
 case "$mode" in
 full)
   setup
   # The tests find the programs here, whatever directory they run in.
   export DM_KUBE_BIN="$PWD/.testenv/bin"
-  check "go vet" "$GO" vet ./...
   check "gofmt" fmt_check
+  # make generate rewrites the generated files: it runs before the tests
+  # compile them.
   check "generated code (make generate-check)" make -s generate-check
+  # go vet and the fuzz targets only read the tree: they run beside the
+  # tests, at the lowest CPU priority, so that they take the CPU the
+  # tests leave idle (the tests wait on apiservers, processes and
+  # deadlines a good part of the time) and barely slow the tests, whose
+  # deadlines were set for a machine without them. Fuzz budgets are
+  # counts of executions, not durations, so being starved for a while
+  # changes when a target ends, not what it does. Their output is kept
+  # and counted once the tests are done.
+  start_beside
   step "go test -race ./..."
-  gotest -race -count=1 ./...
+  gotest -race -count=1 -timeout 30m ./...
   # The memory limits of the sandbox's workers cannot be set under the
   # race detector (its allocator reserves terabytes of address space):
   # those tests are built without -race, and run here.
   step "go test ./internal/sandbox (memory limits, without -race)"
   gotest -count=1 -run '^TestMemory' ./internal/sandbox
-  # Budgets are counts of executions, about ten seconds each here: a
-  # duration -fuzztime can fail at its deadline with a bare "context
-  # deadline exceeded" (go.dev/issue/75804). FUZZTIME=30s overrides them.
-  for t in ${FUZZ_TARGETS:-}; do
-    pkg="${t%%:*}"; rest="${t#*:}"; fn="${rest%%:*}"; budget="${FUZZTIME:-${rest#*:}}"
-    step "fuzz $fn ($pkg, $budget)"
-    gotest -run '^$' -fuzz "^$fn\$" -fuzztime "$budget" "$pkg"
-  done
+  finish_beside
   step "done"
   "$sum" -tally "$tally" -summary || status=1
   ;;

@@ -34,6 +34,8 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
@@ -42,7 +44,7 @@ import (
 func main() {
 	// An expansion worker re-executes this binary; it serves and exits.
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(engines()...)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -50,6 +52,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, "dm-controller:", err)
 		os.Exit(1)
 	}
+}
+
+// engines are the attached languages' engines the controller's workers
+// render: Helm charts, with the offline release options
+// (helm.DefaultKubeVersion, Helm's default API versions, lookup empty).
+// The workers have no cluster access (the sandbox), so .Capabilities are
+// not read from the cluster yet. A long-running controller pays Helm's
+// start-up cost once.
+func engines() []engine.Engine {
+	return []engine.Engine{&helm.Engine{}}
 }
 
 // run parses args and runs the controller until ctx ends.

@@ -13,10 +13,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/server"
@@ -26,7 +28,7 @@ import (
 // dm-controller binary does: the pool re-executes os.Executable.
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(engines()...)
 	}
 	kubetest.Main(m)
 }
@@ -122,6 +124,20 @@ func TestReadyzAndShutdown(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("dm-controller after SIGTERM: %v\n%s", err, stderr.String())
+	}
+}
+
+// waitLogged polls ok every 100 milliseconds until it holds, failing the
+// test with what and the controller's logs after 90 seconds: a bound on a
+// hang, not a timed assertion.
+func waitLogged(t *testing.T, logs *syncBuffer, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 90s\n%s", what, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -342,13 +358,7 @@ func TestServerIndexChangeRollsOut(t *testing.T) {
 	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"
 	waitFor := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(90 * time.Second)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not after 90s\n%s", what, logs.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitLogged(t, logs, what, ok)
 	}
 	waitFor("instance created (the controller installs the CRDs)", func() bool {
 		code, _, err := env.Do(ctx, env.AdminToken, http.MethodPost, path, ti)
@@ -417,4 +427,80 @@ func TestRegistryUnreachable(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// With --github, the controller indexes the repository itself (through the
+// GitHub test server over a real git repository) and refreshes it every
+// --refresh with a conditional request: a new patch version pushed to the
+// repository rolls out to the instances that follow its MAJOR.MINOR, their
+// status.resolved and their objects in the cluster, without any change to
+// the instance.
+func TestGitHubPushRollsOut(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	deployer(t, env, ns)
+	cm := func(v string) string {
+		return "resources:\n- name: cm\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"{{ env['deployment'] }}\"}, data: {version: \"" + v + "\"}}\n"
+	}
+	repo := githubtest.NewRepoFS(t, fstest.MapFS{"cm/v1.0.0/cm.jinja": {Data: []byte(cm("1.0.0"))}})
+	gh := githubtest.New(map[string]string{"acme/tpl": repo})
+	defer gh.Close()
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	logs := &syncBuffer{}
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", env.Kubeconfig, "--github", "acme/tpl", "--github-api", gh.URL, "--refresh", "1s",
+			"--health-addr", "0", "--metrics-addr", "0", "--expand-workers", "1", "--default-service-account", "deployer"},
+			logs, logs, func(string) string { return "" })
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("dm-controller: %v", err)
+		}
+	}()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		waitLogged(t, logs, what, ok)
+	}
+	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
+		"metadata": map[string]any{"name": "gh"}, "spec": map[string]any{"template": "cm:v1.0"}}
+	path := "/apis/dm.io/v1alpha1/namespaces/" + ns + "/templateinstances"
+	waitFor("instance created (the controller installs the CRDs)", func() bool {
+		code, _, err := env.Do(ctx, env.AdminToken, http.MethodPost, path, ti)
+		return err == nil && code == http.StatusCreated
+	})
+	rolledOut := func(v string) func() bool {
+		return func() bool {
+			code, body, err := env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps/gh", nil)
+			if err != nil || code != http.StatusOK || !strings.Contains(string(body), `"version":"`+v+`"`) {
+				return false
+			}
+			code, body, err = env.Do(ctx, env.AdminToken, http.MethodGet, path+"/gh", nil)
+			if err != nil || code != http.StatusOK {
+				return false
+			}
+			var got struct {
+				Status struct {
+					Resolved   string                                  `json:"resolved"`
+					Conditions []struct{ Type, Status, Reason string } `json:"conditions"`
+				} `json:"status"`
+			}
+			if json.Unmarshal(body, &got) != nil || got.Status.Resolved != "github.com/acme/tpl/cm:v"+v {
+				return false
+			}
+			for _, c := range got.Status.Conditions {
+				if c.Type == "Ready" && c.Status == "True" {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	waitFor("instance Ready at 1.0.0, ConfigMap gh at 1.0.0", rolledOut("1.0.0"))
+	// Unchanged refreshes are conditional: answered 304, no tree read.
+	waitFor("a conditional refresh answered 304", func() bool { return gh.Responses(http.StatusNotModified) > 0 })
+	githubtest.Commit(t, repo, map[string]string{"cm/v1.0.1/cm.jinja": cm("1.0.1")})
+	waitFor("instance Ready at 1.0.1, ConfigMap gh rolled out to 1.0.1", rolledOut("1.0.1"))
 }

@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
-	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/helmproxy"
-	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -83,47 +80,29 @@ func (g *globals) backend() (api.Backend, error) {
 	return b, nil
 }
 
-// local builds the in-process backend: the --registry-dir directories, the
+// local builds the in-process backend over the registries the flags
+// choose (api.LocalChoice): the --registry-dir directories, the
 // --registry GitHub repository when no directory serves it, or with
 // neither the embedded example registry.
 func (g *globals) local() (*localBackend, error) {
-	b := &localBackend{g: g, byPrefix: map[string]bool{}}
-	for _, d := range g.dirs {
-		spec, err := api.ParseDirSpec(d)
-		if err != nil {
-			return nil, &usageError{fmt.Errorf("--registry-dir: %w", err)}
-		}
-		if b.byPrefix[spec.Prefix] {
-			return nil, &usageError{fmt.Errorf("--registry-dir: registry %s is given twice", spec.Prefix)}
-		}
+	b := &localBackend{g: g, byPrefix: map[string]bool{}, choice: api.LocalChoice{
+		Dirs: g.dirs, Registry: g.registry,
+		GitHub:  api.GitHubSpec{APIURL: g.githubAPI, Token: g.getenv("GITHUB_TOKEN")},
+		Example: api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()},
+	}}
+	specs, def, err := b.choice.Choose()
+	var ce *api.ChoiceError
+	if errors.As(err, &ce) {
+		return nil, &usageError{err}
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, spec := range specs {
 		b.specs = append(b.specs, spec)
 		b.byPrefix[spec.Prefix] = true
 	}
-	if g.registry != "" {
-		def, err := resolve.ParseRegistry(g.registry)
-		if err != nil {
-			return nil, &usageError{fmt.Errorf("--registry: %w", err)}
-		}
-		b.def = def
-		if !b.byPrefix[def.Prefix()] {
-			switch {
-			case len(g.dirs) == 0 && def.Prefix() == dm.ExampleRegistryPrefix:
-				b.addExample()
-			case def.Host != resolve.DefaultHost && g.githubAPI == fetch.DefaultGitHubAPI:
-				return nil, fmt.Errorf("--registry %s: the host is not github.com; give its API with --github-api (GitHub Enterprise: https://%s/api/v3/) or mount a directory with --registry-dir: %w", g.registry, def.Host, derrors.InvalidArgument)
-			default:
-				b.addGitHub(def.Prefix(), def.Owner, def.Repo)
-			}
-		}
-	}
-	switch {
-	case len(b.specs) == 0:
-		b.addExample()
-		b.def, _ = resolve.ParseRegistry(dm.ExampleRegistryPrefix)
-	case b.def.IsZero() && len(g.dirs) == 1:
-		// One directory and no --registry: short references mean it.
-		b.def, _ = resolve.ParseRegistry(b.specs[0].Prefix)
-	}
+	b.def = def
 	return b, nil
 }
 
@@ -131,6 +110,7 @@ func (g *globals) local() (*localBackend, error) {
 // full reference to a GitHub registry that is not configured adds it.
 type localBackend struct {
 	g        *globals
+	choice   api.LocalChoice
 	specs    []api.RegistrySpec
 	byPrefix map[string]bool
 	def      resolve.Registry
@@ -142,29 +122,16 @@ type localBackend struct {
 	pool      *sandbox.Pool
 }
 
-func (b *localBackend) addExample() {
-	b.specs = append(b.specs, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()})
-	b.byPrefix[dm.ExampleRegistryPrefix] = true
-}
-
-func (b *localBackend) addGitHub(prefix, owner, repo string) {
-	b.specs = append(b.specs, api.RegistrySpec{Prefix: prefix, GitHub: &api.GitHubSpec{
-		Owner: owner, Repo: repo, APIURL: b.g.githubAPI, Token: b.g.getenv("GITHUB_TOKEN"),
-	}})
-	b.byPrefix[prefix] = true
-	b.svc = nil
-}
-
 // need makes sure a full reference's registry is configured: a github.com
-// repository that no flag names is read through --github-api. References
-// to other hosts reach only registries configured for them (a
-// --registry-dir mounted under that prefix), never GitHub by accident.
+// repository that no flag names is read through --github-api (see
+// api.LocalChoice.ForReference).
 func (b *localBackend) need(ref string) {
-	r, err := resolve.Parse(ref)
-	if err != nil || !r.Full() || b.byPrefix[r.Registry()] || r.Host != resolve.DefaultHost {
+	spec, ok := b.choice.ForReference(ref)
+	if !ok || b.byPrefix[spec.Prefix] {
 		return
 	}
-	b.addGitHub(r.Registry(), r.Owner, r.Repo)
+	b.specs = append(b.specs, spec)
+	b.byPrefix[spec.Prefix] = true
 	b.svc = nil // indexed again, with it
 }
 
@@ -180,18 +147,16 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		log = slog.New(slog.NewTextHandler(b.g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	setup := api.Setup{CacheDir: b.g.cacheDirOrDefault(), Logger: log}
-	var regs []*index.Registry
-	for _, spec := range b.specs {
-		reg, err := api.OpenRegistry(spec, setup)
-		if err != nil {
-			return nil, err
-		}
+	regs, err := api.OpenRegistries(b.specs, setup)
+	if err != nil {
+		return nil, err
+	}
+	for _, reg := range regs {
 		if reg.Kind != api.KindGitHub {
 			// Listing a directory is quicker than loading a snapshot,
 			// and dm leaves no snapshots of directories behind.
 			reg.CacheDir = ""
 		}
-		regs = append(regs, reg)
 	}
 	resolver := resolve.New(b.def, regs...)
 	if b.sandboxed() {
@@ -206,16 +171,11 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		b.pool = pool
 		go pool.Warm(ctx)
 	}
-	for _, reg := range regs {
-		if reg.CacheDir != "" {
-			_ = reg.Load()
-		}
-		if err := reg.Refresh(ctx); err != nil {
-			if reg.Snapshot() == nil {
-				return nil, err
-			}
-			fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
-		}
+	err = api.IndexOnce(ctx, regs, func(reg *index.Registry, err error) {
+		fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
+	})
+	if err != nil {
+		return nil, err
 	}
 	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log, Engines: b.g.engines(), Charts: b.g.chartFetcher()})
 	return b.svc, nil
@@ -341,19 +301,6 @@ func (g *globals) cacheDirOrDefault() string {
 		return filepath.Join(h, ".cache", "dm")
 	}
 	return ""
-}
-
-// lintDir indexes a local directory the way every source is indexed, as
-// the registry prefix (short references in examples resolve against it).
-func lintDir(ctx context.Context, dir, prefix string) (*index.Registry, error) {
-	if err := checkDir(dir); err != nil {
-		return nil, fmt.Errorf("linting: %w", err)
-	}
-	reg := &index.Registry{Name: prefix, Source: fetch.NewLocal(os.DirFS(dir))}
-	if err := reg.Refresh(ctx); err != nil {
-		return nil, fmt.Errorf("linting %s: %w", dir, err)
-	}
-	return reg, nil
 }
 
 // exitCode maps an error to dm's exit status: 2 for usage errors, 1

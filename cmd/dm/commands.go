@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -14,9 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/api"
-	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -311,21 +307,11 @@ func cmdLint(ctx context.Context, g *globals, p *printer, dir string, f *lintFla
 	if _, err := resolve.ParseRegistry(f.prefix); err != nil {
 		return &usageError{fmt.Errorf("--prefix: %w", err)}
 	}
-	reg, err := lintDir(ctx, dir, f.prefix)
+	rep, err := expand.LintDir(ctx, dir, f.prefix, f.expand, g.engines()...)
 	if err != nil {
 		return err
 	}
-	snap := reg.Snapshot()
-	findings := append(append([]index.Finding{}, snap.Findings...), expand.LintWith(ctx, reg, f.expand, g.engines())...)
-	sort.SliceStable(findings, func(i, j int) bool { return findings[i].Path < findings[j].Path })
-	res := lintResult{Dir: dir, Findings: api.Findings(findings)}
-	for _, f := range findings {
-		if f.Severity == index.Error {
-			res.Errors++
-		} else {
-			res.Warnings++
-		}
-	}
+	res := lintResult{Dir: dir, Errors: rep.Errors, Warnings: rep.Warnings, Findings: api.Findings(rep.Findings)}
 	if ok, err := p.structured(res); ok {
 		if err != nil {
 			return err
@@ -334,22 +320,10 @@ func cmdLint(ctx context.Context, g *globals, p *printer, dir string, f *lintFla
 		for _, f := range res.Findings {
 			fmt.Fprintln(p.w, f)
 		}
-		fmt.Fprintf(g.stderr, "dm lint: %s: %d templates, %d versions, %d errors, %d warnings\n", dir, snap.Templates, snap.Versions, res.Errors, res.Warnings)
+		fmt.Fprintf(g.stderr, "dm lint: %s: %d templates, %d versions, %d errors, %d warnings\n", dir, rep.Templates, rep.Versions, res.Errors, res.Warnings)
 	}
 	if res.Errors > 0 {
 		return &lintFailed{res.Errors}
-	}
-	return nil
-}
-
-// checkDir reports whether dir is a directory.
-func checkDir(dir string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("%w: %w", err, derrors.InvalidArgument)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a directory: %w", dir, derrors.InvalidArgument)
 	}
 	return nil
 }

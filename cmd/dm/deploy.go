@@ -14,7 +14,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/driver"
-	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
@@ -176,9 +175,21 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	return src, nil
 }
 
+// newDeployCommands returns the commands that work on deployments in the
+// cluster, each from its own constructor.
 func newDeployCommands(g *globals, p *printer) []*cobra.Command {
-	var df applyFlags
-	deployCmd := &cobra.Command{
+	return []*cobra.Command{
+		newDeployCommand(g, p), newUpdateCommand(g, p), newRollbackCommand(g, p),
+		newDeleteCommand(g, p), newListCommand(g, p), newGetCommand(g, p),
+		newHistoryCommand(g, p), newManifestCommand(g, p), newDiffCommand(g, p),
+		newTypesCommand(g, p), newInstancesCommand(g, p),
+	}
+}
+
+// newDeployCommand is dm deploy.
+func newDeployCommand(g *globals, p *printer) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
 		Use:   "deploy REF|CONFIG.yaml|template:NAMESPACE/NAME",
 		Short: "Deploy a template reference or a configuration into the cluster as a new deployment",
 		Long: `Expand a template reference (with --properties/--values) or a configuration and apply
@@ -189,29 +200,37 @@ template:NAMESPACE/NAME deploys an OpenShift Template kept in the cluster (read 
 your credentials), --properties giving its parameters.`,
 		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := df.check(); err != nil {
+			if err := f.check(); err != nil {
 				return err
 			}
-			src, err := g.source(cmd.Context(), args[0], &df, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], &f, cmd.InOrStdin())
 			if err != nil {
 				return err
-			}
-			name := df.name
-			if name == "" {
-				name = deploymentName(args[0])
 			}
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
-			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: df.options(), Name: name, Source: src, Upgrade: df.upgrade})
-			return p.applied(c, res, df.dryRun, err)
+			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade})
+			return p.applied(c, res, f.dryRun, err)
 		},
 	}
-	addApplyFlags(deployCmd, &df, true)
+	addApplyFlags(cmd, &f, true)
+	return cmd
+}
 
-	var uf applyFlags
-	updateCmd := &cobra.Command{
+// nameOr is --name, else the deployment name arg gives.
+func (f *applyFlags) nameOr(arg string) string {
+	if f.name != "" {
+		return f.name
+	}
+	return deploymentName(arg)
+}
+
+// newUpdateCommand is dm update.
+func newUpdateCommand(g *globals, p *printer) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
 		Use:   "update NAME [REF|CONFIG.yaml]",
 		Short: "Deploy a new revision of a deployment, pruning the objects it no longer has",
 		Long: `Expand again and apply a new revision. Without REF|CONFIG the last revision's input is
@@ -221,10 +240,10 @@ are merged over them. Objects of the previous revision that the new one no longe
 are pruned (only those that carry this deployment's labels).`,
 		Args: rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := uf.check(); err != nil {
+			if err := f.check(); err != nil {
 				return err
 			}
-			src, err := g.source(cmd.Context(), optional(args[1:]), &uf, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), optional(args[1:]), &f, cmd.InOrStdin())
 			if err != nil {
 				return err
 			}
@@ -232,19 +251,24 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Update(cmd.Context(), deploy.UpdateOptions{ApplyOptions: uf.options(), Name: args[0], Source: src, ReuseProperties: uf.reuseProperties})
-			return p.applied(c, res, uf.dryRun, err)
+			res, err := c.Update(cmd.Context(), deploy.UpdateOptions{ApplyOptions: f.options(), Name: args[0], Source: src, ReuseProperties: f.reuseProperties})
+			return p.applied(c, res, f.dryRun, err)
 		},
 	}
-	addApplyFlags(updateCmd, &uf, false)
+	addApplyFlags(cmd, &f, false)
+	return cmd
+}
 
-	var rf applyFlags
-	rollbackCmd := &cobra.Command{
+// newRollbackCommand is dm rollback. It shares update's flags, hiding
+// those about a new input: a rollback applies a recorded revision.
+func newRollbackCommand(g *globals, p *printer) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
 		Use:   "rollback NAME [REVISION]",
 		Short: "Deploy a new revision with the objects an earlier revision applied (default: the previous one)",
 		Args:  rangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := rf.check(); err != nil {
+			if err := f.check(); err != nil {
 				return err
 			}
 			rev := 0
@@ -259,20 +283,21 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Rollback(cmd.Context(), args[0], rev, rf.options())
-			return p.applied(c, res, rf.dryRun, err)
+			res, err := c.Rollback(cmd.Context(), args[0], rev, f.options())
+			return p.applied(c, res, f.dryRun, err)
 		},
 	}
-	addApplyFlags(rollbackCmd, &rf, false)
-	rollbackCmd.Flags().MarkHidden("reuse-properties")
-	rollbackCmd.Flags().MarkHidden("values")
-	rollbackCmd.Flags().MarkHidden("strict")
-	rollbackCmd.Flags().MarkHidden("skip-schema-validation")
-	rollbackCmd.Flags().MarkHidden("env")
-	rollbackCmd.Flags().MarkHidden("import-root")
+	addApplyFlags(cmd, &f, false)
+	for _, name := range []string{"reuse-properties", "values", "strict", "skip-schema-validation", "env", "import-root"} {
+		cmd.Flags().MarkHidden(name)
+	}
+	return cmd
+}
 
-	var delf deploy.DeleteOptions
-	deleteCmd := &cobra.Command{
+// newDeleteCommand is dm delete.
+func newDeleteCommand(g *globals, p *printer) *cobra.Command {
+	var f deploy.DeleteOptions
+	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a deployment's objects (in reverse order) and its history",
 		Args:  exactArgs(1),
@@ -281,7 +306,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			refs, err := c.Delete(cmd.Context(), args[0], delf)
+			refs, err := c.Delete(cmd.Context(), args[0], f)
 			if err != nil {
 				return err
 			}
@@ -289,13 +314,24 @@ are pruned (only those that carry this deployment's labels).`,
 			return nil
 		},
 	}
-	deleteCmd.Flags().BoolVar(&delf.KeepHistory, "keep-history", false, "keep the deployment's history records")
-	deleteCmd.Flags().BoolVar(&delf.Wait, "wait", false, "wait until the objects are gone")
-	deleteCmd.Flags().DurationVar(&delf.Timeout, "timeout", deploy.DefaultTimeout, "how long --wait waits")
-	deleteCmd.Flags().BoolVar(&delf.PruneCRDs, "prune-crds", false, "allow deleting CustomResourceDefinitions that still have custom resources")
+	fs := cmd.Flags()
+	fs.BoolVar(&f.KeepHistory, "keep-history", false, "keep the deployment's history records")
+	fs.BoolVar(&f.Wait, "wait", false, "wait until the objects are gone")
+	fs.DurationVar(&f.Timeout, "timeout", deploy.DefaultTimeout, "how long --wait waits")
+	fs.BoolVar(&f.PruneCRDs, "prune-crds", false, "allow deleting CustomResourceDefinitions that still have custom resources")
+	return cmd
+}
 
+// addAllNamespacesFlag registers -A, shared by the commands that look at
+// the deployments of one namespace or of all; usage ends the help line.
+func addAllNamespacesFlag(cmd *cobra.Command, all *bool, usage string) {
+	cmd.Flags().BoolVarP(all, "all-namespaces", "A", false, usage)
+}
+
+// newListCommand is dm list.
+func newListCommand(g *globals, p *printer) *cobra.Command {
 	var all bool
-	listCmd := &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the deployments of the namespace (-A: of every namespace)",
 		Args:  noArgs,
@@ -311,9 +347,13 @@ are pruned (only those that carry this deployment's labels).`,
 			return p.list(recs)
 		},
 	}
-	listCmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the deployments of every namespace")
+	addAllNamespacesFlag(cmd, &all, "list the deployments of every namespace")
+	return cmd
+}
 
-	getCmd := &cobra.Command{
+// newGetCommand is dm get.
+func newGetCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
 		Use:   "get NAME",
 		Short: "Show a deployment: revision, status, and each object with its layout path and live readiness",
 		Args:  exactArgs(1),
@@ -333,8 +373,11 @@ are pruned (only those that carry this deployment's labels).`,
 			return p.deployment(r, st)
 		},
 	}
+}
 
-	historyCmd := &cobra.Command{
+// newHistoryCommand is dm history.
+func newHistoryCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
 		Use:   "history NAME",
 		Short: "List the revisions of a deployment",
 		Args:  exactArgs(1),
@@ -350,9 +393,12 @@ are pruned (only those that carry this deployment's labels).`,
 			return p.history(hist)
 		},
 	}
+}
 
-	var mrev int
-	manifestCmd := &cobra.Command{
+// newManifestCommand is dm manifest.
+func newManifestCommand(g *globals, p *printer) *cobra.Command {
+	var rev int
+	cmd := &cobra.Command{
 		Use:   "manifest NAME",
 		Short: "Print the objects a revision applied (default: the latest)",
 		Args:  exactArgs(1),
@@ -361,34 +407,35 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			r, err := c.Revision(cmd.Context(), args[0], mrev)
+			r, err := c.Revision(cmd.Context(), args[0], rev)
 			if err != nil {
 				return err
 			}
 			return p.objects(r.Objects)
 		},
 	}
-	manifestCmd.Flags().IntVar(&mrev, "revision", 0, "`revision` to print (default: the latest)")
+	cmd.Flags().IntVar(&rev, "revision", 0, "`revision` to print (default: the latest)")
+	return cmd
+}
 
-	var xf applyFlags
-	diffCmd := &cobra.Command{
+// newDiffCommand is dm diff. It takes the input flags of dm deploy, not
+// those about applying.
+func newDiffCommand(g *globals, p *printer) *cobra.Command {
+	var f applyFlags
+	cmd := &cobra.Command{
 		Use:   "diff REF|CONFIG.yaml",
 		Short: "Compare what deploying would apply (server-side dry run) with the live objects; exit 1 if they differ",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			src, err := g.source(cmd.Context(), args[0], &xf, cmd.InOrStdin())
+			src, err := g.source(cmd.Context(), args[0], &f, cmd.InOrStdin())
 			if err != nil {
 				return err
-			}
-			name := xf.name
-			if name == "" {
-				name = deploymentName(args[0])
 			}
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
-			diff, changed, err := c.Diff(cmd.Context(), deploy.DiffOptions{Name: name, Source: src})
+			diff, changed, err := c.Diff(cmd.Context(), deploy.DiffOptions{Name: f.nameOr(args[0]), Source: src})
 			if err != nil {
 				return err
 			}
@@ -399,13 +446,18 @@ are pruned (only those that carry this deployment's labels).`,
 			return nil
 		},
 	}
-	diffCmd.Flags().StringVar(&xf.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
-	diffCmd.Flags().StringArrayVar(&xf.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
-	diffCmd.Flags().BoolVar(&xf.strict, "strict", false, "fail on properties a template's schema does not define")
-	addConfigFlags(diffCmd.Flags(), &xf.configFlags)
+	fs := cmd.Flags()
+	fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
+	fs.StringArrayVar(&f.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
+	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define")
+	addConfigFlags(fs, &f.configFlags)
+	return cmd
+}
 
-	var tall bool
-	typesCmd := &cobra.Command{
+// newTypesCommand is dm types.
+func newTypesCommand(g *globals, p *printer) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "types",
 		Short: "List the template types in use in the namespace's deployments (-A: every namespace), with versions and instance counts",
 		Args:  noArgs,
@@ -414,7 +466,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			types, err := c.Types(cmd.Context(), tall)
+			types, err := c.Types(cmd.Context(), all)
 			if err != nil {
 				return err
 			}
@@ -428,10 +480,14 @@ are pruned (only those that carry this deployment's labels).`,
 			return p.table([]string{"TEMPLATE", "VERSION", "INSTANCES", "DEPLOYMENTS"}, rows)
 		},
 	}
-	typesCmd.Flags().BoolVarP(&tall, "all-namespaces", "A", false, "look at the deployments of every namespace")
+	addAllNamespacesFlag(cmd, &all, "look at the deployments of every namespace")
+	return cmd
+}
 
-	var iall bool
-	instancesCmd := &cobra.Command{
+// newInstancesCommand is dm instances.
+func newInstancesCommand(g *globals, p *printer) *cobra.Command {
+	var all bool
+	cmd := &cobra.Command{
 		Use:   "instances TYPE",
 		Short: "List which deployments use a template, and where in their layouts",
 		Args:  exactArgs(1),
@@ -440,7 +496,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
-			ins, err := c.Instances(cmd.Context(), args[0], iall)
+			ins, err := c.Instances(cmd.Context(), args[0], all)
 			if err != nil {
 				return err
 			}
@@ -454,215 +510,6 @@ are pruned (only those that carry this deployment's labels).`,
 			return p.table([]string{"NAMESPACE", "DEPLOYMENT", "REVISION", "PATH", "TEMPLATE"}, rows)
 		},
 	}
-	instancesCmd.Flags().BoolVarP(&iall, "all-namespaces", "A", false, "look at the deployments of every namespace")
-
-	return []*cobra.Command{deployCmd, updateCmd, rollbackCmd, deleteCmd, listCmd, getCmd, historyCmd, manifestCmd, diffCmd, typesCmd, instancesCmd}
-}
-
-func nonNil[T any](s []T) []T {
-	if s == nil {
-		return []T{}
-	}
-	return s
-}
-
-// silentExit ends dm with a status and no message (dm diff's 1).
-type silentExit struct{ code int }
-
-func (e *silentExit) Error() string { return "exit status " + strconv.Itoa(e.code) }
-
-// resourceView is one object of a deployment as dm get prints it.
-type resourceView struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Name       string `json:"name"`
-	// Namespace is empty for cluster-scoped objects.
-	Namespace string `json:"namespace"`
-	Path      string `json:"path,omitempty"`
-	Template  string `json:"template,omitempty"`
-	Status    string `json:"status,omitempty"`
-	Message   string `json:"message,omitempty"`
-}
-
-// deploymentView is a deployment as dm get and dm deploy print it.
-type deploymentView struct {
-	Name        string             `json:"name"`
-	Namespace   string             `json:"namespace"`
-	Revision    int                `json:"revision"`
-	Status      string             `json:"status"`
-	Description string             `json:"description,omitempty"`
-	Template    string             `json:"template,omitempty"`
-	Controller  string             `json:"controller,omitempty"`
-	Updated     time.Time          `json:"updated"`
-	References  []expand.Reference `json:"references,omitempty"`
-	Resources   []resourceView     `json:"resources"`
-}
-
-func viewOf(r *release.Record, st []kube.Status) deploymentView {
-	v := deploymentView{
-		Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, Status: string(r.Status),
-		Description: r.Description, Updated: r.Updated, References: r.References, Controller: r.Controller,
-		Resources: make([]resourceView, len(r.Resources)),
-	}
-	if r.Input.Ref != "" {
-		v.Template = r.Input.Ref
-		for _, ref := range r.References {
-			if ref.Ref == r.Input.Ref {
-				v.Template = ref.Resolved
-				break
-			}
-		}
-	} else if ch := r.Input.Chart; ch != nil && r.Input.Config == "" {
-		v.Template = "helm:" + ch.Name + "@" + ch.Version
-	} else {
-		v.Template = r.Input.ConfigName
-	}
-	for i, res := range r.Resources {
-		v.Resources[i] = resourceView{APIVersion: res.APIVersion, Kind: res.Kind, Name: res.Name, Namespace: res.Namespace, Path: res.Path, Template: res.Template}
-		if i < len(st) {
-			v.Resources[i].Status, v.Resources[i].Message = st[i].Status, st[i].Message
-		}
-	}
-	return v
-}
-
-// deployment prints one deployment with its objects.
-func (p *printer) deployment(r *release.Record, st []kube.Status) error {
-	v := viewOf(r, st)
-	if ok, err := p.structured(v); ok {
-		return err
-	}
-	fmt.Fprintf(p.w, "NAME:         %s\nNAMESPACE:    %s\nREVISION:     %d\nSTATUS:       %s\nTEMPLATE:     %s\nUPDATED:      %s\n",
-		v.Name, v.Namespace, v.Revision, v.Status, orDash(v.Template), v.Updated.Format(time.RFC3339))
-	if v.Description != "" {
-		fmt.Fprintf(p.w, "DESCRIPTION:  %s\n", v.Description)
-	}
-	if v.Controller != "" {
-		fmt.Fprintf(p.w, "MANAGED BY:   %s (dm-controller; change the instance, not the deployment)\n", v.Controller)
-	}
-	fmt.Fprintln(p.w)
-	rows := make([][]string, len(v.Resources))
-	for i, res := range v.Resources {
-		kind := res.Kind
-		if g, _, ok := strings.Cut(res.APIVersion, "/"); ok {
-			kind += "." + g
-		}
-		name := res.Name
-		if res.Namespace != "" {
-			name = res.Namespace + "/" + name
-		}
-		rows[i] = []string{kind, name, res.Path}
-		if st != nil {
-			status := orDash(res.Status)
-			if res.Message != "" && res.Status != kube.Current {
-				status += ": " + res.Message
-			}
-			rows[i] = append(rows[i], status)
-		}
-	}
-	header := []string{"KIND", "NAME", "PATH"}
-	if st != nil {
-		header = append(header, "STATUS")
-	}
-	return p.table(header, rows)
-}
-
-// list prints the deployments.
-func (p *printer) list(recs []*release.Record) error {
-	type item struct {
-		Name      string    `json:"name"`
-		Namespace string    `json:"namespace"`
-		Revision  int       `json:"revision"`
-		Status    string    `json:"status"`
-		Template  string    `json:"template,omitempty"`
-		Updated   time.Time `json:"updated"`
-		// Controller names the instance managing the deployment.
-		Controller string `json:"controller,omitempty"`
-	}
-	items := make([]item, len(recs))
-	rows := make([][]string, len(recs))
-	for i, r := range recs {
-		v := viewOf(r, nil)
-		items[i] = item{r.Name, r.Namespace, r.Revision, string(r.Status), v.Template, r.Updated, r.Controller}
-		rows[i] = []string{r.Name, r.Namespace, strconv.Itoa(r.Revision), statusCell(r), orDash(v.Template), r.Updated.Format(time.RFC3339)}
-	}
-	if ok, err := p.structured(map[string]any{"items": items}); ok {
-		return err
-	}
-	return p.table([]string{"NAME", "NAMESPACE", "REVISION", "STATUS", "TEMPLATE", "UPDATED"}, rows)
-}
-
-// statusCell is a revision's status as the tables show it: marked when
-// dm-controller manages the deployment.
-func statusCell(r *release.Record) string {
-	if r.Controller != "" {
-		return string(r.Status) + " (controller)"
-	}
-	return string(r.Status)
-}
-
-// history prints a deployment's revisions.
-func (p *printer) history(hist []*release.Record) error {
-	type item struct {
-		Revision    int       `json:"revision"`
-		Status      string    `json:"status"`
-		Template    string    `json:"template,omitempty"`
-		Description string    `json:"description,omitempty"`
-		Updated     time.Time `json:"updated"`
-		DMVersion   string    `json:"dmVersion,omitempty"`
-		Controller  string    `json:"controller,omitempty"`
-	}
-	items := make([]item, len(hist))
-	rows := make([][]string, len(hist))
-	for i, r := range hist {
-		v := viewOf(r, nil)
-		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion, r.Controller}
-		desc := r.Description
-		if i := strings.IndexByte(desc, '\n'); i >= 0 {
-			desc = desc[:i] + " …"
-		}
-		rows[i] = []string{strconv.Itoa(r.Revision), r.Updated.Format(time.RFC3339), statusCell(r), orDash(v.Template), desc}
-	}
-	if ok, err := p.structured(map[string]any{"items": items}); ok {
-		return err
-	}
-	return p.table([]string{"REVISION", "UPDATED", "STATUS", "TEMPLATE", "DESCRIPTION"}, rows)
-}
-
-// objects prints objects as a YAML stream (or a JSON List with -o json).
-func (p *printer) objects(objs []map[string]any) error {
-	if p.g.output == "json" {
-		items := make([]any, len(objs))
-		for i, o := range objs {
-			items[i] = o
-		}
-		_, err := p.structured(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
-		return err
-	}
-	for _, o := range objs {
-		fmt.Fprintln(p.w, "---")
-		if err := printYAML(p.w, o); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// applied prints the outcome of deploy, update or rollback (the action
-// said on stderr which version the reference resolved to).
-func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, err error) error {
-	if err != nil {
-		return err
-	}
-	if dryRun != "" {
-		objs := make([]map[string]any, len(res.Objects))
-		for i, u := range res.Objects {
-			objs[i] = u.Object
-		}
-		if dryRun == "server" {
-			fmt.Fprintf(p.g.stderr, "dm: server dry run: the server accepted %d objects; nothing was applied or recorded\n", len(objs))
-		}
-		return p.objects(objs)
-	}
-	return p.deployment(res.Record, nil)
+	addAllNamespacesFlag(cmd, &all, "look at the deployments of every namespace")
+	return cmd
 }

@@ -6,12 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/user"
-	"path"
 	"path/filepath"
-	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -23,12 +20,10 @@ import (
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/configfile"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
 )
-
-// maxInputFile bounds a configuration, values or template file dm reads.
-const maxInputFile = 8 << 20
 
 // expandFlags are dm expand's own flags.
 type expandFlags struct {
@@ -190,119 +185,21 @@ func looksLikeConfigFile(arg string) bool {
 	return false
 }
 
-// readConfig reads a configuration and the files its imports name,
-// relative to the configuration's directory, as Deployment Manager's
-// client did: a template's schema (<file>.schema) comes along, and the
-// files a schema lists under imports (relative to the schema), recursively.
-// Paths may use ../ but must stay inside the import root (importRoot, else
-// the configuration's git work tree, else its directory), symlinks
-// included.
+// readConfig fills req with a configuration file (- for stdin) and the
+// files its imports name (see configfile.Read).
 func readConfig(req *api.ExpandRequest, name string, stdin io.Reader, importRoot string) error {
-	var data []byte
-	var err error
-	dir := "."
-	if name == "-" {
-		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
-		req.ConfigName = "stdin"
-	} else {
-		data, err = readFileLimited(name)
-		req.ConfigName = filepath.Base(name)
-		dir = filepath.Dir(name)
-	}
+	f, err := configfile.Read(name, stdin, importRoot)
 	if err != nil {
 		return err
 	}
-	req.Config = string(data)
-	cfg, err := expand.ParseConfig(data, req.ConfigName)
-	if err != nil {
-		// A kind: Template document is not a configuration; the engine
-		// tells the two apart and reports what is wrong.
-		return nil
-	}
-	root, err := importRootOf(dir, importRoot)
-	if err != nil {
-		return err
-	}
-	files, err := expand.ReadImports(cfg, req.ConfigName, func(key string) ([]byte, error) {
-		return readImport(dir, root, key)
-	})
-	if err != nil {
-		return err
-	}
-	if len(files) > 0 {
-		req.Imports = make(map[string]string, len(files))
-		for k, b := range files {
+	req.Config, req.ConfigName = string(f.Content), f.Name
+	if len(f.Imports) > 0 {
+		req.Imports = make(map[string]string, len(f.Imports))
+		for k, b := range f.Imports {
 			req.Imports[k] = string(b)
 		}
 	}
 	return nil
-}
-
-// importRootOf returns the absolute, symlink-free import root.
-func importRootOf(dir, flag string) (string, error) {
-	root := flag
-	if root == "" {
-		abs, err := filepath.Abs(dir)
-		if err != nil {
-			return "", err
-		}
-		root = abs
-		for d := abs; ; d = filepath.Dir(d) {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-				root = d // the nearest enclosing git work tree
-				break
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		return "", err
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return "", fmt.Errorf("--import-root: %w", err)
-	}
-	return real, nil
-}
-
-// readImport reads the import at key (a slash path relative to the
-// configuration's directory dir), which must stay inside the import root,
-// symlinks included.
-func readImport(dir, root, key string) ([]byte, error) {
-	if filepath.IsAbs(key) {
-		return nil, fmt.Errorf("imports are paths relative to the configuration: %w", derrors.InvalidArgument)
-	}
-	full, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(path.Clean(key))))
-	if err != nil {
-		return nil, err
-	}
-	real, err := filepath.EvalSymlinks(full)
-	if err != nil {
-		return nil, err
-	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return nil, fmt.Errorf("%s is outside the import root %s (set it with --import-root): %w", real, root, derrors.InvalidArgument)
-	}
-	return readFileLimited(real)
-}
-
-func readFileLimited(name string) ([]byte, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", name, err)
-	}
-	if len(b) > maxInputFile {
-		return nil, fmt.Errorf("%s is over the %d-byte limit: %w", name, maxInputFile, derrors.LimitExceeded)
-	}
-	return b, nil
 }
 
 // deploymentName names a deployment after its configuration file or
@@ -341,12 +238,12 @@ func resolveParseTemplate(ref string) (string, error) {
 
 // propertyValues merges --values files (in order), then --properties,
 // then --set-string. text holds the --properties values as written, by
-// dotted key, for typeByText.
+// dotted key, for schema.KeepText.
 func (g *globals) propertyValues(files []string) (props map[string]any, text map[string]string, err error) {
 	props = map[string]any{}
 	text = map[string]string{}
 	for _, f := range files {
-		b, err := readFileLimited(f)
+		b, err := configfile.ReadFile(f)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--values: %w", err)
 		}
@@ -380,116 +277,14 @@ func (g *globals) propertyValues(files []string) (props map[string]any, text map
 	return props, text, nil
 }
 
-// typeByText gives the top-level --properties values that the schema of
-// template version tv says are strings their text as written: tag=1.27
-// is the string "1.27" (YAML would make it a number, and 1.10 would lose
-// its zero), as oc process and helm --set-string users expect.
-func typeByText(tv *api.TemplateVersion, props map[string]any, text map[string]string) {
-	for _, p := range tv.Properties {
-		t, ok := text[p.Name]
-		if !ok || !isStringType(p.Type) {
-			continue
-		}
-		if _, isString := props[p.Name].(string); !isString {
-			props[p.Name] = t
-		}
-	}
-}
-
-// isStringType reports whether a schema type (as schema.PropertyDoc has
-// it: "string", "integer", "string|null") admits only strings and null.
-func isStringType(t string) bool {
-	for _, p := range strings.Split(t, "|") {
-		if p != "string" && p != "null" {
-			return false
-		}
-	}
-	return strings.Contains(t, "string")
-}
-
-// parsePairs parses KEY=VALUE pairs for flag (comma-separated, as
-// --properties takes them) into a nested mapping. VALUE is typed as YAML
-// types it (replicas=3 is a number, on=true a boolean, ports=[80,443] a
-// list) unless asString; KEY may be a dotted path into nested mappings
-// (resources.limits.memory=1Gi). Commas inside brackets, braces or quotes
-// do not separate pairs, and \, is a literal comma. text, if not nil,
-// receives each VALUE as written, by dotted KEY.
+// parsePairs parses --properties or --set-string (flag) KEY=VALUE pairs
+// with expand.ParsePairs; a mistake is a usage error naming the flag.
 func parsePairs(flag, s string, asString bool, text map[string]string) (map[string]any, error) {
-	out := map[string]any{}
-	for _, pair := range splitPairs(s) {
-		if strings.TrimSpace(pair) == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(pair, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, &usageError{fmt.Errorf("%s %q: want KEY=VALUE", flag, pair)}
-		}
-		var val any = v
-		if !asString {
-			val = ""
-			if strings.TrimSpace(v) != "" {
-				d, err := expand.DecodeValue([]byte(v))
-				if err != nil {
-					return nil, &usageError{fmt.Errorf("%s %s: value %q: %w", flag, k, v, err)}
-				}
-				val = d
-			}
-		}
-		if text != nil {
-			text[k] = v
-		}
-		keys := strings.Split(k, ".")
-		m := out
-		for i, part := range keys {
-			if part == "" {
-				return nil, &usageError{fmt.Errorf("%s %q: empty key segment", flag, k)}
-			}
-			if i == len(keys)-1 {
-				m[part] = val
-				break
-			}
-			next, ok := m[part].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[part] = next
-			}
-			m = next
-		}
+	kv, err := expand.ParsePairs(s, asString, text)
+	if err != nil {
+		return nil, &usageError{fmt.Errorf("%s %w", flag, err)}
 	}
-	return out, nil
-}
-
-func splitPairs(s string) []string {
-	var out []string
-	var cur strings.Builder
-	depth := 0
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '\\' && i+1 < len(s) && s[i+1] == ',':
-			cur.WriteByte(',')
-			i++
-			continue
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '[' || c == '{':
-			depth++
-		case (c == ']' || c == '}') && depth > 0:
-			depth--
-		case c == ',' && depth == 0:
-			out = append(out, cur.String())
-			cur.Reset()
-			continue
-		}
-		cur.WriteByte(c)
-	}
-	return append(out, cur.String())
+	return kv, nil
 }
 
 // processFlags are dm process's flags.
@@ -533,9 +328,9 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	case f.file == "":
 		return &usageError{errors.New("dm process needs a template: a reference (postgres:v1) or -f FILE (- for standard input)")}
 	case f.file == "-":
-		data, err = io.ReadAll(io.LimitReader(stdin, maxInputFile+1))
+		data, err = configfile.ReadStdin(stdin)
 	default:
-		data, err = readFileLimited(f.file)
+		data, err = configfile.ReadFile(f.file)
 	}
 	if err != nil {
 		return err
@@ -549,7 +344,7 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 	}
 	params := map[string]string{}
 	if f.paramFile != "" {
-		b, err := readFileLimited(f.paramFile)
+		b, err := configfile.ReadFile(f.paramFile)
 		if err != nil {
 			return fmt.Errorf("--param-file: %w", err)
 		}
@@ -567,21 +362,14 @@ func cmdProcess(ctx context.Context, g *globals, f *processFlags, args []string,
 		}
 	}
 	if f.ignoreUnknown {
-		for k := range params {
-			if !slices.ContainsFunc(t.Parameters, func(p openshift.Parameter) bool { return p.Name == k }) {
-				delete(params, k)
-			}
-		}
+		t.DropUnknown(params)
 	}
 	for _, l := range f.labels {
-		kv, err := parseLabels(l)
+		kv, err := openshift.ParseLabels(l)
 		if err != nil {
-			return err
+			return &usageError{fmt.Errorf("-l %w", err)}
 		}
-		if t.Labels == nil {
-			t.Labels = map[string]string{}
-		}
-		maps.Copy(t.Labels, kv)
+		t.AddLabels(kv)
 	}
 	if err := g.ask(t.Missing(params), "parameter", "NAME=VALUE or -p NAME=VALUE", stdin, func(name string, v any) { params[name] = fmt.Sprint(v) }); err != nil {
 		return fmt.Errorf("%s: %w", source, err)
@@ -643,19 +431,6 @@ func printParameters(w io.Writer, t *openshift.Template, output string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, strings.Join(strings.Fields(p.Description), " "), gen, val)
 	}
 	return tw.Flush()
-}
-
-// parseLabels parses -l KEY=VALUE[,KEY=VALUE...].
-func parseLabels(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range strings.Split(s, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, &usageError{fmt.Errorf("-l %q: want KEY=VALUE[,KEY=VALUE...]", s)}
-		}
-		out[strings.TrimSpace(k)] = strings.TrimSpace(v)
-	}
-	return out, nil
 }
 
 func printYAML(w io.Writer, v any) error {

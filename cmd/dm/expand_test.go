@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -20,40 +19,6 @@ import (
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/server"
 )
-
-func TestParseProperties(t *testing.T) {
-	tests := []struct {
-		in      string
-		want    map[string]any
-		wantErr string
-	}{
-		{"replicas=3", map[string]any{"replicas": int64(3)}, ""},
-		{"a=1,b=true,c=x", map[string]any{"a": int64(1), "b": true, "c": "x"}, ""},
-		{"ports=[80,443],name=web", map[string]any{"ports": []any{int64(80), int64(443)}, "name": "web"}, ""},
-		{`msg="a,b",x=1`, map[string]any{"msg": "a,b", "x": int64(1)}, ""},
-		{`msg=a\,b`, map[string]any{"msg": "a,b"}, ""},
-		{"resources.limits.memory=1Gi,resources.limits.cpu=2", map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1Gi", "cpu": int64(2)}}}, ""},
-		{"empty=", map[string]any{"empty": ""}, ""},
-		{"ratio=0.5", map[string]any{"ratio": 0.5}, ""},
-		{"novalue", nil, "want KEY=VALUE"},
-		{"=3", nil, "want KEY=VALUE"},
-		{"a..b=3", nil, "empty key segment"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := parsePairs("--properties", tt.in, false, nil)
-			if tt.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("parsePairs(%q) = %#v, %v; want %#v", tt.in, got, err, tt.want)
-			}
-		})
-	}
-}
 
 // expandJSON is the interface contract's shape of dm expand -o json.
 type expandJSON struct {
@@ -670,17 +635,6 @@ func TestLintParsesTemplates(t *testing.T) {
 	}
 	if r.code != 1 || strings.Contains(r.stdout+r.stderr, "ok/v1: error") {
 		t.Errorf("exit %d, want 1 and no error for ok/v1:\n%s%s", r.code, r.stdout, r.stderr)
-	}
-}
-
-func TestIsStringType(t *testing.T) {
-	for typ, want := range map[string]bool{
-		"string": true, "string|null": true, "null|string": true,
-		"integer": false, "string|integer": false, "null": false, "": false,
-	} {
-		if got := isStringType(typ); got != want {
-			t.Errorf("isStringType(%q) = %v, want %v", typ, got, want)
-		}
 	}
 }
 

@@ -49,6 +49,9 @@ with. Helm's records stay unless --delete-helm-record. Hooks are not imported.`,
 			if err != nil {
 				return err
 			}
+			if rel.NoChartFiles != "" {
+				fmt.Fprintf(g.stderr, "dm: %s; dm update %s will need a template or configuration\n", rel.NoChartFiles, args[0])
+			}
 			if rel.Hooks > 0 {
 				fmt.Fprintf(g.stderr, "dm: %s has %d Helm hooks; they are not imported\n", args[0], rel.Hooks)
 			}
@@ -57,12 +60,13 @@ with. Helm's records stay unless --delete-helm-record. Hooks are not imported.`,
 				Name:    rel.Name,
 				Objects: rel.Objects,
 				Input: release.Input{Chart: &release.Chart{
-					Name: rel.Chart, Version: rel.ChartVersion, AppVersion: rel.AppVersion, From: from,
+					Name: rel.Chart, Version: rel.ChartVersion, AppVersion: rel.AppVersion, From: from, Files: rel.ChartFiles,
 				}},
 				Properties:  rel.Values,
 				Type:        "helm:" + rel.Chart + "@" + rel.ChartVersion,
 				Description: "Imported from " + from,
 				DryRun:      dryRun,
+				TakeOver:    []string{helmimport.FieldManager},
 			})
 			if err == nil && dryRun == "" && deleteRecord {
 				if err = helmimport.DeleteRecords(ctx, kc.Dynamic(), ns, rel.Records); err == nil {

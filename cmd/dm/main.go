@@ -124,6 +124,29 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 
 	root.RegisterFlagCompletionFunc("output", completeOutput)
 	p := &printer{w: stdout, g: g}
+	root.AddCommand(
+		newExpandCommand(g, p),
+		newProcessCommand(g, stdout),
+		newRegistriesCommand(g, p),
+		newTemplatesCommand(g, p),
+		newVersionsCommand(g, p),
+		newDescribeCommand(g, p),
+		newResolveCommand(g, p),
+		newSearchCommand(g, p),
+		newLintCommand(g, p),
+		newExportCmd(g, stdout),
+		newInstallCmd(g, stdout),
+		newShowCommand(g, stdout),
+		initCmd(stdout),
+		newVersionCommand(p, stdout),
+	)
+	root.AddCommand(newDeployCommands(g, p)...)
+	root.AddCommand(newImportCommand(g, p))
+	return root
+}
+
+// newExpandCommand is dm expand.
+func newExpandCommand(g *globals, p *printer) *cobra.Command {
 	var ef expandFlags
 	expandCmd := &cobra.Command{
 		Use:   "expand CONFIG.yaml|REF",
@@ -149,7 +172,19 @@ with -o json always all three. -o manifest prints the Kubernetes objects as a
 	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	addConfigFlags(xf, &ef.configFlags)
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
+	expandCmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		// A configuration file or a reference.
+		refs, dir := completeRef(g)(cmd, args, toComplete)
+		if len(args) > 0 || strings.Contains(toComplete, ":") {
+			return refs, dir
+		}
+		return refs, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
+	}
+	return expandCmd
+}
 
+// newLintCommand is dm lint.
+func newLintCommand(g *globals, p *printer) *cobra.Command {
 	var lf lintFlags
 	lintCmd := &cobra.Command{
 		Use:   "lint DIR",
@@ -164,7 +199,12 @@ against the directory itself (mounted as --prefix).`,
 	}
 	lintCmd.Flags().BoolVar(&lf.expand, "expand", false, "also expand every version's example.yaml")
 	lintCmd.Flags().StringVar(&lf.prefix, "prefix", "github.com/lint/registry", "reference `prefix` to mount the directory under (what full references in examples name)")
+	return lintCmd
+}
 
+// newProcessCommand is dm process, which prints JSON unless -o says
+// otherwise, as oc process.
+func newProcessCommand(g *globals, stdout io.Writer) *cobra.Command {
 	var pflags processFlags
 	processCmd := &cobra.Command{
 		Use:   "process [REF | NAMESPACE/NAME | -f TEMPLATE] [NAME=VALUE ...]",
@@ -194,90 +234,103 @@ or --param-file, as oc process takes them. Prints a List of the objects (JSON un
 	qf.BoolVar(&pflags.listParams, "parameters", false, "list the template's parameters instead of processing it")
 	qf.StringArrayVarP(&pflags.labels, "labels", "l", nil, "labels `KEY=VALUE[,KEY=VALUE...]` to add to every object (repeatable)")
 	qf.BoolVar(&pflags.ignoreUnknown, "ignore-unknown-parameters", false, "ignore parameters the template does not define instead of failing")
-
-	expandCmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		// A configuration file or a reference.
-		refs, dir := completeRef(g)(cmd, args, toComplete)
-		if len(args) > 0 || strings.Contains(toComplete, ":") {
-			return refs, dir
-		}
-		return refs, cobra.ShellCompDirectiveNoSpace | cobra.ShellCompDirectiveDefault
-	}
 	processCmd.ValidArgsFunction = completeRef(g)
-	root.AddCommand(
-		expandCmd,
-		processCmd,
-		&cobra.Command{
-			Use:   "registries",
-			Short: "List the registries and the state of their indexes",
-			Args:  noArgs,
-			RunE:  func(cmd *cobra.Command, _ []string) error { return cmdRegistries(cmd.Context(), g, p) },
+	return processCmd
+}
+
+// newRegistriesCommand is dm registries.
+func newRegistriesCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "registries",
+		Short: "List the registries and the state of their indexes",
+		Args:  noArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmdRegistries(cmd.Context(), g, p) },
+	}
+}
+
+// newTemplatesCommand is dm templates.
+func newTemplatesCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "templates [REGEXP]",
+		Short: "List templates (of --registry, else of every registry), optionally those whose name matches REGEXP",
+		Args:  maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdTemplates(cmd.Context(), g, p, optional(args))
 		},
-		&cobra.Command{
-			Use:   "templates [REGEXP]",
-			Short: "List templates (of --registry, else of every registry), optionally those whose name matches REGEXP",
-			Args:  maxArgs(1),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmdTemplates(cmd.Context(), g, p, optional(args))
-			},
+	}
+}
+
+// newVersionsCommand is dm versions.
+func newVersionsCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:               "versions TEMPLATE",
+		ValidArgsFunction: completeRef(g),
+		Short:             "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
+		Args:              exactArgs(1),
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
+	}
+}
+
+// newDescribeCommand is dm describe.
+func newDescribeCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:               "describe REF",
+		ValidArgsFunction: completeRef(g),
+		Short:             "Describe a template version: title, description, properties, files and example",
+		Args:              exactArgs(1),
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
+	}
+}
+
+// newResolveCommand is dm resolve.
+func newResolveCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:               "resolve REF",
+		ValidArgsFunction: completeRef(g),
+		Short:             "Print the canonical reference REF resolves to (notes go to stderr)",
+		Args:              exactArgs(1),
+		RunE:              func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
+	}
+}
+
+// newSearchCommand is dm search.
+func newSearchCommand(g *globals, p *printer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "search TEXT",
+		Short: "Find templates by name, title, collection, tags, property names, description or file paths, best match first",
+		Args:  cobra.MinimumNArgs(1),
+		RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
+	}
+}
+
+// newShowCommand is dm show.
+func newShowCommand(g *globals, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:               "show REF [FILE]",
+		ValidArgsFunction: completeRef(g),
+		Short:             "Print a version's template file, or its FILE (a path in the version directory), like helm show",
+		Args:              rangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return cmdShow(cmd.Context(), g, stdout, args[0], optional(args[1:]))
 		},
-		&cobra.Command{
-			Use:               "versions TEMPLATE",
-			ValidArgsFunction: completeRef(g),
-			Short:             "List the versions of a template ([COLLECTION/]NAME or a full reference without version)",
-			Args:              exactArgs(1),
-			RunE:              func(cmd *cobra.Command, args []string) error { return cmdVersions(cmd.Context(), g, p, args[0]) },
-		},
-		&cobra.Command{
-			Use:               "describe REF",
-			ValidArgsFunction: completeRef(g),
-			Short:             "Describe a template version: title, description, properties, files and example",
-			Args:              exactArgs(1),
-			RunE:              func(cmd *cobra.Command, args []string) error { return cmdDescribe(cmd.Context(), g, p, args[0]) },
-		},
-		&cobra.Command{
-			Use:               "resolve REF",
-			ValidArgsFunction: completeRef(g),
-			Short:             "Print the canonical reference REF resolves to (notes go to stderr)",
-			Args:              exactArgs(1),
-			RunE:              func(cmd *cobra.Command, args []string) error { return cmdResolve(cmd.Context(), g, p, args[0]) },
-		},
-		&cobra.Command{
-			Use:   "search TEXT",
-			Short: "Find templates by name, title, collection, tags, property names, description or file paths, best match first",
-			Args:  cobra.MinimumNArgs(1),
-			RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
-		},
-		lintCmd,
-		newExportCmd(g, stdout),
-		newInstallCmd(g, stdout),
-		&cobra.Command{
-			Use:               "show REF [FILE]",
-			ValidArgsFunction: completeRef(g),
-			Short:             "Print a version's template file, or its FILE (a path in the version directory), like helm show",
-			Args:              rangeArgs(1, 2),
-			RunE: func(cmd *cobra.Command, args []string) error {
-				return cmdShow(cmd.Context(), g, stdout, args[0], optional(args[1:]))
-			},
-		},
-		initCmd(stdout),
-		&cobra.Command{
-			Use:   "version",
-			Short: "Print dm's version and the VCS revision it was built from",
-			Args:  noArgs,
-			RunE: func(cmd *cobra.Command, _ []string) error {
-				in := version.Get()
-				if ok, err := p.structured(in); ok {
-					return err
-				}
-				_, err := fmt.Fprintln(stdout, "dm", in)
+	}
+}
+
+// newVersionCommand is dm version.
+func newVersionCommand(p *printer, stdout io.Writer) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print dm's version and the VCS revision it was built from",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			in := version.Get()
+			if ok, err := p.structured(in); ok {
 				return err
-			},
+			}
+			_, err := fmt.Fprintln(stdout, "dm", in)
+			return err
 		},
-	)
-	root.AddCommand(newDeployCommands(g, p)...)
-	root.AddCommand(newImportCommand(g, p))
-	return root
+	}
 }
 
 // initCmd is dm init, which scaffolds a template version directory.

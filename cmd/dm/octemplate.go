@@ -101,6 +101,6 @@ func (g *globals) templateSource(ctx context.Context, req *api.ExpandRequest, ar
 	if !ask {
 		return props, nil
 	}
-	err = g.ask(t.Missing(textValues(props)), "parameter", "--properties NAME=VALUE or --values FILE", stdin, func(name string, v any) { props[name] = v })
+	err = g.ask(t.Missing(openshift.TextValues(props)), "parameter", "--properties NAME=VALUE or --values FILE", stdin, func(name string, v any) { props[name] = v })
 	return props, err
 }

@@ -24,7 +24,7 @@ const (
 
 // refProperties prepares the properties of a template reference: values
 // --properties gave that its schema types as strings keep their text
-// (typeByText), and with ask, the required properties without a value or
+// (schema.KeepText), and with ask, the required properties without a value or
 // default are asked for on a terminal or listed in one error.
 func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, props map[string]any, text map[string]string, ask bool, stdin io.Reader) (map[string]any, error) {
 	if len(text) == 0 && !ask {
@@ -34,7 +34,7 @@ func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, 
 	if err != nil {
 		return nil, err
 	}
-	typeByText(tv, props, text)
+	schema.KeepText(tv.PropertyTypes(), props, text)
 	if !ask {
 		return props, nil
 	}
@@ -77,19 +77,9 @@ func missingInputs(ctx context.Context, b api.Backend, tv *api.TemplateVersion, 
 		if err != nil {
 			return nil, nil // the expansion reports it
 		}
-		return t.Missing(textValues(props)), nil
+		return t.Missing(openshift.TextValues(props)), nil
 	}
 	return nil, nil
-}
-
-// textValues returns the parameter values of props as OpenShift takes
-// them: text.
-func textValues(props map[string]any) map[string]string {
-	out := make(map[string]string, len(props))
-	for k, v := range props {
-		out[k] = fmt.Sprint(v)
-	}
-	return out
 }
 
 // ask obtains every input: on a terminal (standard input one, and no

@@ -38,6 +38,8 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
@@ -46,7 +48,7 @@ import (
 func main() {
 	// A worker re-executes this binary; it serves expansions and exits.
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(engines()...)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -55,6 +57,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "registryd:", err)
 		os.Exit(1)
 	}
+}
+
+// engines are the attached languages' engines registryd renders, in
+// process and in its workers: Helm charts, with the offline release
+// options (helm.DefaultKubeVersion, Helm's default API versions, lookup
+// empty), since registryd renders for no cluster. A long-running server
+// pays Helm's start-up cost once.
+func engines() []engine.Engine {
+	return []engine.Engine{&helm.Engine{}}
 }
 
 // env is what run needs from the outside world, so tests run it in-process.

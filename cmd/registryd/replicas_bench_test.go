@@ -72,7 +72,7 @@ func BenchmarkReplicas(b *testing.B) {
 	repo := githubtest.NewRepoFS(b, mapFS(b, fixture))
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
-	rs := startReplicas(b, env, system, gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
+	rs := startReplicas(b, registrydAccount(b, env.Kubeconfig, c, system), system, gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
 	createClusterRegistry(b, c)
 	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
 	settled := func(n float64) {

@@ -14,14 +14,17 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +41,39 @@ type replica struct {
 	url string
 	cmd *exec.Cmd
 	log *syncBuffer
+
+	mu sync.Mutex
+	// restarts are the spans of log written while the apiserver was away
+	// or starting: before its RBAC caches sync, a starting apiserver
+	// refuses requests that its roles allow.
+	restarts [][2]int
+}
+
+// apiserverAway marks the log from now until the returned function is
+// called as written while the apiserver was stopped or starting.
+func (r *replica) apiserverAway() (back func()) {
+	from := len(r.log.String())
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.restarts = append(r.restarts, [2]int{from, len(r.log.String())})
+	}
+}
+
+// refused reports whether the apiserver refused the replica a request
+// outside a restart.
+func (r *replica) refused() bool {
+	log := r.log.String()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var b strings.Builder
+	at := 0
+	for _, span := range r.restarts {
+		b.WriteString(log[at:span[0]])
+		at = span[1]
+	}
+	b.WriteString(log[at:])
+	return strings.Contains(b.String(), "forbidden")
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.
@@ -72,6 +108,11 @@ func startReplica(t testing.TB, args ...string) *replica {
 		case <-time.After(20 * time.Second):
 			_ = r.cmd.Process.Kill()
 		}
+		// registryd runs with its template's rights (registrydAccount):
+		// a request they do not allow is a gap in the template's RBAC.
+		if r.refused() {
+			t.Errorf("the apiserver refused registryd %s a request: registry-example's registryd:v1 grants too little", addr)
+		}
 		if t.Failed() {
 			t.Logf("registryd %s log:\n%s", addr, r.log)
 		}
@@ -88,13 +129,14 @@ func startReplica(t testing.TB, args ...string) *replica {
 }
 
 // startReplicas runs three registryd processes with --watch-registries
-// against env, registryd's namespace system and the GitHub API at ghURL,
-// with extra flags.
-func startReplicas(t testing.TB, env *kubetest.Env, system, ghURL string, extra ...string) []*replica {
+// against the cluster of kubeconfig (registrydAccount's: registryd holds
+// only its template's rights), registryd's namespace system and the
+// GitHub API at ghURL, with extra flags.
+func startReplicas(t testing.TB, kubeconfig, system, ghURL string, extra ...string) []*replica {
 	t.Helper()
 	var rs []*replica
 	for range 3 {
-		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", env.Kubeconfig, "--namespace", system,
+		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", kubeconfig, "--namespace", system,
 			"--github-api", ghURL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox"}, extra...)...))
 	}
 	return rs
@@ -189,8 +231,10 @@ func kubeClient(t testing.TB, env *kubetest.Env) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
+	for _, add := range []func(*runtime.Scheme) error{apiextensionsv1.AddToScheme, rbacv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -238,7 +282,8 @@ func TestReplicas(t *testing.T) {
 	defer gh.Close()
 	gh.RequireToken("token-1")
 
-	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "4s")
+	secretReader(t, c, ns, system, "github")
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "4s")
 	for i, r := range rs {
 		if code, body := r.ready(); code != 200 {
 			t.Fatalf("replica %d /readyz without registries: %d %s", i, code, body)
@@ -282,10 +327,16 @@ func TestReplicas(t *testing.T) {
 
 	t.Run("push to one replica reaches all", func(t *testing.T) {
 		head := githubtest.Commit(t, repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+		gh.ResetCounts()
 		if code, body := rs[1].push(t, hookSecret, head); code != 202 || !strings.Contains(body, "refresh scheduled") {
 			t.Fatalf("push: %d %s", code, body)
 		}
 		allResolve("pushed", "github.com/acme/tpl/redis:v1.0", "github.com/acme/tpl/redis:v1.0.9")
+		// The receiver reads the head and its tree; the two others only the
+		// tree of the commit recorded on the object.
+		if n, c := gh.Requests(), gh.RequestsTo("commit"); n > 4 || c != 1 {
+			t.Errorf("one push to 3 replicas: %d GitHub requests (%d head reads), want at most 4 (1)", n, c)
+		}
 		got := &v1alpha1.Registry{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
 			t.Fatal(err)
@@ -341,6 +392,10 @@ func TestReplicas(t *testing.T) {
 	})
 
 	t.Run("apiserver stopped", func(t *testing.T) {
+		var back []func()
+		for _, r := range rs {
+			back = append(back, r.apiserverAway())
+		}
 		if err := env.StopAPIServer(); err != nil {
 			t.Fatal(err)
 		}
@@ -355,6 +410,9 @@ func TestReplicas(t *testing.T) {
 		}
 		if err := env.StartAPIServer(ctx); err != nil {
 			t.Fatal(err)
+		}
+		for _, b := range back {
+			b() // the apiserver is ready (its /readyz waits for its caches)
 		}
 		for i, r := range rs {
 			waitFor(t, 60*time.Second, fmt.Sprintf("replica %d to see the apiserver back", i), func() bool {
@@ -411,7 +469,7 @@ func TestReplicaExamples(t *testing.T) {
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
 
-	rs := startReplicas(t, env, system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
 	createClusterRegistry(t, c)
 	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
 	allTested := func(rs []*replica, n float64) {

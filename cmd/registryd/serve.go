@@ -14,7 +14,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/kubereg"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -50,14 +49,12 @@ func serve(ctx context.Context, s *settings, e env) error {
 			CacheLookup:   metrics.CacheLookupFunc,
 		},
 	}
-	regs := make([]*index.Registry, 0, len(s.registries))
-	for _, spec := range s.registries {
-		g, err := api.OpenRegistry(spec, setup)
-		if err != nil {
-			return err
-		}
-		regs = append(regs, g)
-		log.Info("registry", "registry", spec.Prefix, "kind", g.Kind, "location", g.Location)
+	regs, err := api.OpenRegistries(s.registries, setup)
+	if err != nil {
+		return err
+	}
+	for _, g := range regs {
+		log.Info("registry", "registry", g.Name, "kind", g.Kind, "location", g.Location)
 	}
 	resolver := resolve.New(s.def, regs...)
 
@@ -101,7 +98,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
-	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout}
+	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout, Engines: engines()}
 	var expander, examples api.Expander
 	// With workers, only as many expansions run at once as there are
 	// workers: the others wait in the server's queue, which answers 503

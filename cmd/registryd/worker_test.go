@@ -16,7 +16,7 @@ const asRegistryd = "DM_TEST_AS_REGISTRYD"
 // the registryd binary does: the pool re-executes os.Executable.
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(engines()...)
 	}
 	if os.Getenv(asRegistryd) == "1" {
 		main()

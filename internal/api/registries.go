@@ -35,6 +35,10 @@ type RegistrySpec struct {
 	Dir    string
 	FS     fs.FS
 	GitHub *GitHubSpec
+	// Namespace confines the registry to one Kubernetes namespace: that of
+	// the Registry object that configures it (registryd
+	// --watch-registries). "" is visible everywhere.
+	Namespace string
 }
 
 // GitHubSpec names a GitHub repository and how to reach it.
@@ -153,7 +157,7 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 	if mem <= 0 {
 		mem = 32 << 20
 	}
-	g := &index.Registry{Name: spec.Prefix, Logger: log, OnIndex: setup.Hooks.OnIndex}
+	g := &index.Registry{Name: spec.Prefix, Namespace: spec.Namespace, Logger: log, OnIndex: setup.Hooks.OnIndex}
 	var src fetch.Source
 	blobDir := ""
 	switch {

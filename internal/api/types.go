@@ -74,6 +74,11 @@ type Registry struct {
 	Location string `json:"location"`
 	// Default reports that short references resolve here.
 	Default bool `json:"default,omitempty"`
+	// Namespace is set for a registry of a namespaced Registry object: its
+	// templates are for the TemplateInstances of that namespace only
+	// (dm-controller refuses the others). Empty: visible everywhere (flags,
+	// configuration file, ClusterRegistry).
+	Namespace string `json:"namespace,omitempty"`
 	// Status is one of the Status constants; Ready reports that an index is
 	// being served.
 	Status string `json:"status"`

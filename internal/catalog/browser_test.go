@@ -224,3 +224,46 @@ func addRequired(t testing.TB, e *testEnv) {
 	}
 	e.examples.Kick()
 }
+
+// TestBrowserChart: registry-example's Helm chart has a page like any
+// template's: its values as the properties table (nested values by dotted
+// path, defaults from values.yaml, descriptions from the schema), its
+// README rendered, its example tested, and a preview form that renders
+// the chart with the values typed.
+func TestBrowserChart(t *testing.T) {
+	ctx := browser(t)
+	e := newTestEnv(t)
+	e.settle(t)
+
+	var props, readme, example, text string
+	err := chromedp.Run(ctx,
+		chromedp.Navigate(e.url+"/t/charts/hello:v0.1"),
+		chromedp.WaitVisible(`table.props`, chromedp.ByQuery),
+		chromedp.Text(`table.props`, &props, chromedp.ByQuery),
+		chromedp.Text(`section[aria-labelledby=readme] .md`, &readme, chromedp.ByQuery),
+		chromedp.Text(`#example-status`, &example, chromedp.ByQuery),
+		screenshot(t, "chart"),
+		chromedp.SendKeys(`#f-message`, "typed in chromium", chromedp.ByQuery),
+		chromedp.Click(`form.preview button[type=submit]`, chromedp.ByQuery),
+		chromedp.Poll(`(document.querySelector("#objects")?.textContent || "").includes("typed in chromium")`, nil, chromedp.WithPollingTimeout(30*time.Second)),
+		chromedp.Evaluate(`document.querySelector("#objects").textContent`, &text),
+		screenshot(t, "chart-preview"),
+	)
+	if err != nil {
+		t.Fatalf("chart page: %v", err)
+	}
+	for _, want := range []string{"image.repository", "nginx", "Image repository.", "replicaCount", "Number of nginx pods.", "service.port"} {
+		if !strings.Contains(props, want) {
+			t.Errorf("properties table lacks %q:\n%s", want, props)
+		}
+	}
+	if !strings.Contains(readme, "A Helm chart kept in a dm registry") {
+		t.Errorf("README not rendered:\n%s", readme)
+	}
+	if example != "ok" {
+		t.Errorf("example status %q, want ok", example)
+	}
+	if !strings.Contains(text, "kind: Deployment") || !strings.Contains(text, "index.html: typed in chromium") {
+		t.Errorf("preview shows:\n%s", text)
+	}
+}

@@ -19,6 +19,8 @@ import (
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -69,7 +71,8 @@ func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *t
 		t.Fatal(err)
 	}
 	def, _ := resolve.ParseRegistry(spec.Prefix)
-	svc := api.NewService(resolve.New(def, reg), expand.Options{})
+	// registryd attaches Helm's engine: registry-example has a chart.
+	svc := api.NewService(resolve.New(def, reg), expand.Options{Engines: []engine.Engine{&helm.Engine{}}})
 	counter := &countingExpander{next: svc}
 	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond, RemoteSettle: settle})
 	ctx, cancel := context.WithCancel(context.Background())

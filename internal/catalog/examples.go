@@ -15,7 +15,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -447,17 +446,14 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 		}
 		return j.g.Blob(ctx, f.SHA)
 	}
-	switch {
-	case v.Schema != "":
+	if d := api.Describer(string(v.Language), v.Schema); d != nil {
+		if desc, err := d.Describe(ctx, v.Template, read); err == nil {
+			r.Title = desc.Title
+		}
+	} else if v.Schema != "" {
 		if b, err := read(v.Schema); err == nil {
 			if sc, err := schema.Parse(b, v.Schema); err == nil {
 				r.Title = strings.TrimSpace(sc.Info.Title)
-			}
-		}
-	case v.Language == index.OpenShift:
-		if b, err := read(v.Template); err == nil {
-			if t, err := openshift.Parse(b); err == nil {
-				r.Title, _ = t.Metadata["name"].(string)
 			}
 		}
 	}

@@ -187,12 +187,13 @@ func higher(a, b string) bool {
 // version's schema (nested properties included), or from an OpenShift
 // template's parameters.
 func describe(tv *api.TemplateVersion) ([]propRow, []field) {
-	if tv.SchemaContent == "" || tv.SchemaError != "" {
-		// OpenShift parameters (or nothing): flat.
+	if tv.SchemaContent == "" || tv.SchemaError != "" || api.Describer(tv.Language, tv.Schema) != nil {
+		// The template's own description (OpenShift parameters, a
+		// chart's values by dotted path) or nothing: flat.
 		var rows []propRow
 		var fields []field
 		for _, p := range tv.Properties {
-			rows = append(rows, propRow{Path: p.Name, Type: p.Type, Description: p.Description, Default: show(p.Default), Required: p.Required})
+			rows = append(rows, propRow{Path: p.Name, Type: p.Type, Description: p.Description, Default: show(p.Default), Required: p.Required, Depth: strings.Count(p.Name, ".")})
 			fields = append(fields, newField(p.Name, p.Type, p.Description, p.Default, nil, p.Required))
 		}
 		return rows, fields

@@ -44,6 +44,10 @@ type Options struct {
 	// Templates describes template versions (their schemas) for
 	// TemplateDefinitions; nil leaves definitions Stalled.
 	Templates TemplateDescriber
+	// Scopes tells which namespace each registry's templates are confined
+	// to (a namespaced Registry's); nil: every registry serves every
+	// namespace, as those of the controller's own flags do.
+	Scopes RegistryScopes
 	// DefaultRegistry is the registry short references resolve against,
 	// [host/]owner/repo[/collection]; "" means the expander's default.
 	DefaultRegistry string

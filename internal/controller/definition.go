@@ -266,6 +266,9 @@ func (d *DefinitionReconciler) define(ctx context.Context, def *v1alpha1.Templat
 	if err != nil {
 		return false, fmt.Errorf("spec.template %s: %w", def.Spec.Template, err)
 	}
+	if err := checkScope(ctx, d.opts.Scopes, "", "a TemplateDefinition (cluster-scoped)", tv.Resolved); err != nil {
+		return false, fmt.Errorf("spec.template: %w", err)
+	}
 	if tv.SchemaError != "" {
 		return false, fmt.Errorf("spec.template %s: %s: %w", tv.Resolved, tv.SchemaError, derrors.InvalidArgument)
 	}

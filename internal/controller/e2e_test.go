@@ -29,6 +29,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/sandbox"
 )
 
@@ -37,7 +38,7 @@ import (
 // kube-controller-manager) and one controller among the tests.
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
-		sandbox.ServeWorker()
+		sandbox.ServeWorker(&helm.Engine{})
 	}
 	kubetest.Main(m)
 }
@@ -149,6 +150,20 @@ func start(env *kubetest.Env) (*harness, error) {
 			ext = ".status.gotmpl"
 		}
 		if err := os.WriteFile(filepath.Join(d, name+ext), []byte(st), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// A Helm chart: a ConfigMap named after the release.
+	for name, content := range map[string]string{
+		"Chart.yaml":        "apiVersion: v2\nname: chart\nversion: 1.0.0\n",
+		"values.yaml":       "# The greeting.\ngreeting: hello\n",
+		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  release: {{ .Release.Name }}-{{ .Release.Namespace }}\n",
+	} {
+		p := filepath.Join(dir, "chart", "v1.0.0", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -609,6 +624,23 @@ func TestStatusTemplate(t *testing.T) {
 	// The line is the status template's own, not the capture's that runs it.
 	if c.Reason != "StatusTemplateError" || !strings.Contains(c.Message, "broken.status.jinja:2: integer division or modulo by zero") {
 		t.Errorf("Stalled %s: %s; want StatusTemplateError naming broken.status.jinja and the error", c.Reason, c.Message)
+	}
+}
+
+// TestChartInstance: an instance whose template is a Helm chart is
+// rendered by Helm's engine in the controller's workers (attached by
+// TestMain, as dm-controller's main does), its properties the chart's
+// values and its name the release name, and becomes Ready.
+func TestChartInstance(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "greeter", v1alpha1.TemplateInstanceSpec{Template: "chart:v1", ServiceAccountName: "deployer", Properties: props(t, `{"greeting":"hola"}`)})
+	ti := h.condition(t, ns, "greeter", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "greeter", "greeting", "hola")
+	h.configMap(t, ns, "greeter", "release", "greeter-"+ns)
+	if want := registryPrefix + "/chart:v1.0.0"; ti.Status.Resolved != want {
+		t.Errorf("status.resolved = %q, want %q", ti.Status.Resolved, want)
 	}
 }
 

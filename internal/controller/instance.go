@@ -248,6 +248,13 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 	if err != nil {
 		return nil, err
 	}
+	refs := make([]string, len(x.References))
+	for i, ref := range x.References {
+		refs[i] = ref.Resolved
+	}
+	if err := checkScope(ctx, r.opts.Scopes, src.Namespace, "this instance", refs...); err != nil {
+		return nil, err
+	}
 	if pinned != "" {
 		for i := range x.References {
 			if x.References[i].Ref == pinned {
@@ -442,6 +449,7 @@ func (r *InstanceReconciler) failed(ti *v1alpha1.TemplateInstance, err error) {
 func stalled(err error) bool {
 	switch {
 	case errors.Is(err, errNoAccount),
+		errors.Is(err, errOutOfScope),
 		errors.Is(err, derrors.InvalidArgument),
 		errors.Is(err, derrors.Conflict),
 		errors.Is(err, derrors.LimitExceeded),
@@ -460,6 +468,8 @@ func reason(err error) string {
 	switch {
 	case errors.Is(err, errNoAccount):
 		return "NoServiceAccount"
+	case errors.Is(err, errOutOfScope):
+		return "RegistryOutOfScope"
 	case apierrors.IsForbidden(err):
 		return "Forbidden"
 	case apierrors.IsInvalid(err), errors.Is(err, derrors.InvalidArgument):

@@ -18,7 +18,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 )
@@ -132,11 +131,12 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		if err != nil {
 			return fmt.Errorf("--server: %w", err)
 		}
-		opts.Expander, opts.Files, opts.Templates = c, c, c
+		scopes := newServerScopes(c)
+		opts.Expander, opts.Files, opts.Templates, opts.Scopes = c, c, c, scopes
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followServer(bg, c, notifier, log)
+			followServer(bg, c, notifier, scopes, log)
 		}()
 	} else {
 		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
@@ -176,16 +176,14 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 			}
 		},
 	}}
-	regs := make([]*index.Registry, 0, len(cfg.Registries))
-	for _, spec := range cfg.Registries {
-		g, err := api.OpenRegistry(spec, setup)
-		if err != nil {
-			return nil, nil, err
-		}
+	regs, err := api.OpenRegistries(cfg.Registries, setup)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, g := range regs {
 		if g.CacheDir != "" {
 			_ = g.Load() // a persisted snapshot serves until the first refresh
 		}
-		regs = append(regs, g)
 		api.KeepIndexed(ctx, wg, g, cfg.Refresh, log)
 	}
 	so := cfg.Sandbox
@@ -218,8 +216,9 @@ const (
 // followServer long-polls registryd for changes of its index and reports
 // each registry whose indexed version moved to n, until ctx ends: a new
 // patch version reaches the instances resolving through it in seconds,
-// with one request in flight whatever the number of instances.
-func followServer(ctx context.Context, c *api.Client, n *Notifier, log *slog.Logger) {
+// with one request in flight whatever the number of instances. Every
+// change also has the registries' scopes read again (a registry added).
+func followServer(ctx context.Context, c *api.Client, n *Notifier, scopes *serverScopes, log *slog.Logger) {
 	var seen *api.IndexChanges
 	for ctx.Err() == nil {
 		since := ""
@@ -240,6 +239,9 @@ func followServer(ctx context.Context, c *api.Client, n *Notifier, log *slog.Log
 			case <-time.After(pause):
 			}
 			continue
+		}
+		if seen == nil || seen.Token != st.Token {
+			scopes.invalidate()
 		}
 		if seen != nil {
 			for name, v := range st.Registries {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/dmhq/dm/internal/deploy/driver"
@@ -111,10 +112,10 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 	src := opts.Source
 	latest := hist[len(hist)-1]
 	if src.Input.Ref == "" && src.Input.Config == "" {
-		if ch := latest.Input.Chart; ch != nil && latest.Input.Ref == "" && latest.Input.Config == "" {
-			// An imported Helm release: there is no dm input to expand
-			// again until dm deploys charts.
-			return nil, fmt.Errorf("deployment %s was imported from %s (chart %s %s); dm cannot render Helm charts for deploy yet, so dm update needs a template reference or configuration to deploy instead: %w",
+		if ch := latest.Input.Chart; ch != nil && len(ch.Files) == 0 && latest.Input.Ref == "" && latest.Input.Config == "" {
+			// An imported Helm release whose chart was not recorded: there
+			// is nothing to render again.
+			return nil, fmt.Errorf("deployment %s was imported from %s (chart %s %s) without the chart's files (a chart with subcharts, which Helm's record does not keep, or an import by an older dm), so dm update needs a template reference or configuration to deploy instead: %w",
 				opts.Name, ch.From, ch.Name, ch.Version, derrors.InvalidArgument)
 		}
 		// The same input, expanded where this dm expands now.
@@ -175,6 +176,12 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 		References:  x.References,
 		Layout:      x.Layout,
 	}
+	// Hooks run as Helm's: install hooks when nothing is deployed, upgrade
+	// hooks over a live revision.
+	p.action = actionInstall
+	if liveRecord(hist) != nil {
+		p.action = actionUpgrade
+	}
 	res, err := c.apply(ctx, name, hist, p, rec, opts)
 	if res != nil {
 		res.Ref, res.Resolved = src.Input.Ref, topResolved(rec)
@@ -216,7 +223,11 @@ func (c *Config) expandSource(ctx context.Context, name string, src *Source) (*e
 		// the deployment, so two deployments of one template differ.
 		src.Name = name
 	}
-	x, err := c.Expander.Expand(ctx, *src)
+	xsrc := *src
+	if isChartInput(src.Input) {
+		xsrc.Input = chartInput(src.Input)
+	}
+	x, err := c.Expander.Expand(ctx, xsrc)
 	if err != nil {
 		return nil, err
 	}
@@ -225,6 +236,29 @@ func (c *Config) expandSource(ctx context.Context, name string, src *Source) (*e
 		return nil, err
 	}
 	return &expanded{x, p}, nil
+}
+
+// isChartInput reports whether in is an imported Helm release's recorded
+// chart, to render again.
+func isChartInput(in release.Input) bool {
+	return in.Chart != nil && len(in.Chart.Files) > 0 && in.Ref == "" && in.Config == ""
+}
+
+// chartInput is what the expander renders for a recorded chart: its files
+// as imports under a directory named after the chart, and their
+// Chart.yaml as the reference, so that the expander renders it with the
+// helm engine the program attached (as the deployment's resource, the
+// release name).
+func chartInput(in release.Input) release.Input {
+	dir := in.Chart.Name
+	if dir == "" || strings.ContainsAny(dir, `/\`) || dir == "." || dir == ".." {
+		dir = "chart"
+	}
+	imports := make(map[string]string, len(in.Chart.Files))
+	for p, c := range in.Chart.Files {
+		imports[dir+"/"+p] = c
+	}
+	return release.Input{Ref: dir + "/Chart.yaml", Imports: imports, Registry: in.Registry, Server: in.Server}
 }
 
 // topResolved is the canonical reference the input's reference resolved
@@ -298,7 +332,10 @@ func (c *Config) Rollback(ctx context.Context, name string, revision int, opts A
 		References:  target.References,
 		Layout:      target.Layout,
 	}
-	return c.apply(ctx, name, hist, planOfRecord(target), rec, opts)
+	// The target's rollback hooks run, as Helm runs the target release's.
+	p := planOfRecord(target)
+	p.action = actionRollback
+	return c.apply(ctx, name, hist, p, rec, opts)
 }
 
 // DeleteOptions are Delete's options.
@@ -359,6 +396,19 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	if err := c.checkCRDs(ctx, del, opts.PruneCRDs, "deleting"); err != nil {
 		return nil, err
 	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	hooks, err := c.deleteHookPlan(ctx, hist, name)
+	if err != nil {
+		return nil, err
+	}
+	if hooks != nil {
+		if err := c.runHooks(ctx, hooks, "pre-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
+			return nil, fmt.Errorf("deleting %s (nothing was deleted): %w", name, err)
+		}
+	}
 	latest := hist[len(hist)-1]
 	latest.Status = release.StatusDeleting
 	latest.Description = "Deleting"
@@ -366,15 +416,18 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	if err := c.History.Update(ctx, latest); err != nil {
 		return nil, fmt.Errorf("recording %s deleting: %w", latest, err)
 	}
-	timeout := opts.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
 	if err := c.Cluster.Delete(ctx, del, kube.DeleteOptions{Wait: opts.Wait, Timeout: timeout}); err != nil {
 		return nil, fmt.Errorf("deleting %s: %w", name, err)
 	}
 	for _, r := range del {
 		c.logf("dm: deleted %s", r)
+	}
+	if hooks != nil {
+		if err := c.runHooks(ctx, hooks, "post-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
+			// The objects are gone; the history stays, marked deleting,
+			// for the next dm delete to remove.
+			return del, fmt.Errorf("deleting %s: the objects were deleted, but: %w", name, err)
+		}
 	}
 	if opts.KeepHistory {
 		latest.Description = "Deleted"
@@ -391,6 +444,42 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 		}
 	}
 	return del, errors.Join(errs...)
+}
+
+// deleteHookPlan returns the delete hooks of the deployed revision of
+// hist, prepared and checked (an existing object that is not this
+// deployment's is refused), or nil when it has none.
+func (c *Config) deleteHookPlan(ctx context.Context, hist []*release.Record, name string) (*plan, error) {
+	var deployed *release.Record
+	for i := len(hist) - 1; i >= 0 && deployed == nil; i-- {
+		if hist[i].Status == release.StatusDeployed {
+			deployed = hist[i]
+		}
+	}
+	if deployed == nil || len(deployed.Hooks) == 0 {
+		return nil, nil
+	}
+	p := planOfRecord(deployed)
+	p.objects, p.action = nil, actionDelete
+	hooks := p.actionHooks(actionDelete)
+	if len(hooks) == 0 {
+		return nil, nil
+	}
+	if err := p.prepare(ctx, c.Cluster); err != nil {
+		return nil, err
+	}
+	refs := make([]kube.ObjectRef, len(hooks))
+	for i, o := range hooks {
+		refs[i] = o.ref()
+	}
+	live, err := c.Cluster.Existing(ctx, refs)
+	if err != nil {
+		return nil, fmt.Errorf("reading existing hooks: %w", err)
+	}
+	if err := checkOwnership(hooks, live, c.namespace(), name, false); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // mergeValues merges src into dst, recursing into mappings both have.

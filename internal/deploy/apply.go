@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -133,6 +134,13 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		return nil, err
 	}
 	res := &Result{Objects: p.unstructured()}
+	for _, ev := range []string{"pre-" + p.action, "post-" + p.action} {
+		for _, tier := range p.tiers(ev) {
+			for _, o := range tier {
+				res.Hooks = append(res.Hooks, o.obj)
+			}
+		}
+	}
 	if opts.DryRun == "client" {
 		return res, nil
 	}
@@ -151,11 +159,16 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 			gone = append(gone, ref)
 		}
 	}
-	live, err := cl.Existing(ctx, append(refs[:len(refs):len(refs)], gone...))
+	hooks := p.actionHooks(p.action)
+	var hookRefs []kube.ObjectRef
+	for _, o := range hooks {
+		hookRefs = append(hookRefs, o.ref())
+	}
+	live, err := cl.Existing(ctx, slices.Concat(refs, gone, hookRefs))
 	if err != nil {
 		return nil, fmt.Errorf("reading existing objects: %w", err)
 	}
-	if err := checkOwnership(p, live, ns, name, opts.Adopt); err != nil {
+	if err := checkOwnership(slices.Concat(p.objects, hooks), live, ns, name, opts.Adopt); err != nil {
 		return nil, err
 	}
 	markUnchanged(p, hist, live, opts)
@@ -203,6 +216,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Status = release.StatusPending
 	rec.Resources = p.resources()
 	rec.Objects = objectMaps(p.objects)
+	rec.Hooks = objectMaps(p.hooks)
 	rec.Created, rec.Updated = now, now
 	rec.DMVersion = c.DMVersion
 	rec.Controller = opts.Controller
@@ -223,7 +237,12 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	c.logf("dm: %s: applying %d objects", rec, len(p.objects))
 
 	deadline := time.Now().Add(opts.timeout())
-	applied, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, deadline)
+	var applied []*object
+	// The action's pre- hooks (none when p.action is "").
+	err = c.runHooks(ctx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
+	if err == nil {
+		applied, err = c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, deadline)
+	}
 	if err == nil && len(prune) > 0 {
 		if err = cl.Delete(ctx, prune, kube.DeleteOptions{}); err != nil {
 			err = fmt.Errorf("pruning: %w", err)
@@ -237,6 +256,11 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	if err == nil && opts.Wait {
 		err = c.wait(ctx, p, opts.timeout())
 	}
+	if err == nil {
+		// After the wait, as Helm runs post-install hooks once the
+		// objects are ready.
+		err = c.runHooks(ctx, p, "post-"+p.action, opts.ForceConflicts, time.Now().Add(opts.timeout()))
+	}
 	if err != nil {
 		return res, c.fail(ctx, name, hist, rec, applied, err, opts)
 	}
@@ -245,6 +269,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Description = desc
 	rec.Resources = p.resources()       // with the resourceVersions applied
 	rec.Objects = objectMaps(p.objects) // deferred references filled
+	rec.Hooks = objectMaps(p.hooks)
 	rec.Updated = c.now()
 	if err := c.History.Update(ctx, rec); err != nil {
 		if errors.Is(err, driver.ErrConflict) {
@@ -594,9 +619,9 @@ func (c *Config) wait(ctx context.Context, p *plan, timeout time.Duration) error
 
 // checkOwnership refuses objects that exist and belong to no dm deployment
 // (unless adopt) or to another one.
-func checkOwnership(p *plan, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, ns, name string, adopt bool) error {
+func checkOwnership(objs []*object, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, ns, name string, adopt bool) error {
 	var errs []error
-	for _, o := range p.objects {
+	for _, o := range objs {
 		m := live[o.ref()]
 		if m == nil {
 			continue

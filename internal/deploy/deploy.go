@@ -115,6 +115,7 @@ type Cluster interface {
 	Wait(ctx context.Context, refs []kube.ObjectRef, progress func(kube.Status)) error
 	Diff(ctx context.Context, objs []*unstructured.Unstructured, gone []kube.ObjectRef) (string, bool, error)
 	List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error)
+	TakeOverFields(ctx context.Context, refs []kube.ObjectRef, managers []string) error
 }
 
 var _ Cluster = (*kube.Client)(nil)
@@ -218,6 +219,9 @@ type Result struct {
 	Record *release.Record
 	// Objects are the objects applied (or that would be, for dry runs).
 	Objects []*unstructured.Unstructured
+	// Hooks are the hooks the action ran (or would run), pre- then post-
+	// hooks, each event's in tier order.
+	Hooks []*unstructured.Unstructured
 	// Pruned are the objects deleted because the revision no longer has
 	// them.
 	Pruned []kube.ObjectRef

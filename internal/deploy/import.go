@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
@@ -28,6 +29,11 @@ type ImportOptions struct {
 	Description string
 	// DryRun is "", "client" or "server", as for ApplyOptions.
 	DryRun string
+	// TakeOver names the client-side field managers (Helm's "helm")
+	// whose fields dm takes over once the objects are applied, so that a
+	// later dm update that changes such a field conflicts with no one: a
+	// forced apply of the same values only shares them.
+	TakeOver []string
 }
 
 // Import adopts objects that another tool deployed as revision 1 of a new
@@ -75,7 +81,18 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 		Properties:  opts.Properties,
 		Layout:      x.Layout,
 	}
-	return c.apply(ctx, opts.Name, hist, p, rec, aopts)
+	res, err := c.apply(ctx, opts.Name, hist, p, rec, aopts)
+	if err != nil || opts.DryRun != "" || len(opts.TakeOver) == 0 {
+		return res, err
+	}
+	refs := make([]kube.ObjectRef, len(p.objects))
+	for i, o := range p.objects {
+		refs[i] = o.ref()
+	}
+	if err := c.Cluster.TakeOverFields(ctx, refs, opts.TakeOver); err != nil {
+		return res, fmt.Errorf("imported %s, but taking over the fields of %s: %w", opts.Name, strings.Join(opts.TakeOver, ", "), p.annotate(err))
+	}
+	return res, nil
 }
 
 // importResult makes an expansion of the objects: one primitive each,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -33,6 +34,9 @@ type object struct {
 	// target: some deferred reference names this object, so its live
 	// state is needed after applying.
 	target bool
+	// hook is set for a hook (helm.sh/hook): applied around the objects
+	// by the actions whose events it names, never pruned.
+	hook *hook
 }
 
 func (o *object) ref() kube.ObjectRef { return kube.RefOf(o.obj) }
@@ -47,6 +51,12 @@ type plan struct {
 	objects []*object
 	byName  map[string]*object
 	waves   int
+	// hooks are the objects with helm.sh/hook, in expansion order: not
+	// among objects, so neither applied with them nor pruned.
+	hooks []*object
+	// action is what applying the plan is (install, upgrade, rollback),
+	// whose hooks run around the objects; "" runs none.
+	action string
 }
 
 // objectsOf turns an expansion's primitives into labelled objects. A
@@ -102,6 +112,11 @@ func objectsOf(res *expand.Result, name, namespace string) (*plan, error) {
 		u := &unstructured.Unstructured{Object: deepCopy(obj).(map[string]any)}
 		label(u, name, namespace, o.template, o.path)
 		o.obj = u
+		if h, ok := hookOf(u); ok {
+			o.hook = &h
+			p.hooks = append(p.hooks, o)
+			continue
+		}
 		p.objects = append(p.objects, o)
 		p.byName[r.Name] = o
 	}
@@ -157,11 +172,28 @@ func label(u *unstructured.Unstructured, name, namespace, template, path string)
 	u.SetAnnotations(a)
 }
 
-// prepare maps the plan's objects to resources (refreshing discovery on a
-// miss) and sets their namespaces; a kind the cluster does not know fails
-// here, before anything is applied, naming the object and its layout path.
+// prepare maps the plan's objects and the hooks of its action to resources
+// (refreshing discovery on a miss) and sets their namespaces; a kind the
+// cluster does not know fails here, before anything is applied, naming the
+// object and its layout path. Hooks of other actions are
+// prepared where their kinds are known, for the record, and never fail.
 func (p *plan) prepare(ctx context.Context, c Cluster) error {
 	objs := p.unstructured()
+	run := p.actionHooks(p.action)
+	for _, o := range run {
+		objs = append(objs, o.obj)
+	}
+	var others []*unstructured.Unstructured
+	for _, o := range p.hooks {
+		if !slices.Contains(run, o) {
+			others = append(others, o.obj)
+		}
+	}
+	if len(others) > 0 {
+		// Each object is prepared on its own: those of known kinds get
+		// their namespace, the others are prepared again when they run.
+		_ = c.Prepare(ctx, others)
+	}
 	if err := c.Prepare(ctx, objs); err != nil {
 		return p.annotate(err)
 	}
@@ -182,7 +214,7 @@ func (p *plan) annotate(err error) error {
 		return nil
 	}
 	byRef := map[kube.ObjectRef]*object{}
-	for _, o := range p.objects {
+	for _, o := range append(p.objects[:len(p.objects):len(p.objects)], p.hooks...) {
 		byRef[o.ref()] = o
 	}
 	return annotateErr(err, func(ref kube.ObjectRef) string {
@@ -259,6 +291,13 @@ func planOfRecord(r *release.Record) *plan {
 		}
 		o.name = o.obj.GetName()
 		p.objects = append(p.objects, o)
+	}
+	for _, m := range r.Hooks {
+		o := &object{obj: &unstructured.Unstructured{Object: deepCopy(m).(map[string]any)}}
+		h, _ := hookOf(o.obj)
+		o.hook, o.name = &h, o.obj.GetName()
+		o.path, o.template = o.obj.GetAnnotations()[AnnotationPath], o.obj.GetAnnotations()[AnnotationTemplate]
+		p.hooks = append(p.hooks, o)
 	}
 	return p
 }

@@ -223,7 +223,7 @@ resources:
 		{"another deployment", meta(theirs, "ns"), true, "belongs to dm deployment ns/other"},
 		{"same name other namespace", meta(ours, "elsewhere"), true, "belongs to dm deployment elsewhere/app"},
 	} {
-		err := checkOwnership(p, tc.live, "ns", "app", tc.adopt)
+		err := checkOwnership(p.objects, tc.live, "ns", "app", tc.adopt)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
@@ -254,10 +254,10 @@ resources:
 	m.SetLabels(p.objects[0].obj.GetLabels())
 	m.SetAnnotations(map[string]string{AnnotationNamespace: "ns"})
 	live := map[kube.ObjectRef]*metav1.PartialObjectMetadata{p.objects[0].ref(): m}
-	if err := checkOwnership(p, live, "ns", name, false); err != nil {
+	if err := checkOwnership(p.objects, live, "ns", name, false); err != nil {
 		t.Errorf("its own object: %v", err)
 	}
-	if err := checkOwnership(p, live, "ns", name+"-2", false); err == nil {
+	if err := checkOwnership(p.objects, live, "ns", name+"-2", false); err == nil {
 		t.Error("another long name took the object over")
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/gotmpl"
+	"github.com/dmhq/dm/internal/expand/helm/chartdoc"
 	"github.com/dmhq/dm/internal/expand/jinja"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/starlark"
@@ -63,4 +64,15 @@ func (u unattached) Name() string { return string(u) }
 
 func (u unattached) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
 	return engine.Output{}, engine.At(inv.File, 0, fmt.Errorf("%s templates are not rendered by this program: %w", string(u), errors.ErrUnsupported))
+}
+
+// DescriberFor returns the engine.Describer of language lang, nil for
+// languages whose templates are described by a DM schema alone. Every
+// program has them, whether or not it attaches the language's engine: a
+// describer reads files and links no template library.
+func DescriberFor(lang string) engine.Describer {
+	return map[string]engine.Describer{
+		"openshift": openshift.Describer{},
+		"helm":      chartdoc.Describer{},
+	}[lang]
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -33,7 +35,9 @@ func TestExampleRegistry(t *testing.T) {
 	r := newResolver(t, fsys)
 	reg, _ := r.Registry(dm.ExampleRegistryPrefix)
 	snap := reg.Snapshot()
-	x := New(Options{Resolver: r})
+	// The example registry has a chart: the test attaches Helm's engine,
+	// as registryd and dm-helm do.
+	x := New(Options{Resolver: r, Engines: []engine.Engine{&helm.Engine{}}})
 	n := 0
 	for _, tmpl := range snap.AllTemplates() {
 		for _, v := range tmpl.Versions {

@@ -20,14 +20,11 @@ import (
 // that example.yaml parses as a configuration; with expandExamples, also
 // that every example expands (short references against reg). Findings are
 // errors at the version directory, and warnings for mapping keys a schema
-// or example repeats.
-func Lint(ctx context.Context, reg *index.Registry, expandExamples bool) []index.Finding {
-	return LintWith(ctx, reg, expandExamples, nil)
-}
-
-// LintWith is Lint with the engines of attached languages (Helm charts'
-// examples expand only where a chart engine is attached).
-func LintWith(ctx context.Context, reg *index.Registry, expandExamples bool, engines []engine.Engine) []index.Finding {
+// or example repeats. engines are the attached languages' engines of the
+// program: a language's own lint rules (Helm's, engine.Linter) run where
+// its engine is attached; elsewhere a warning says they were left out,
+// and an example that needs the engine is not expanded (a warning too).
+func Lint(ctx context.Context, reg *index.Registry, expandExamples bool, engines ...engine.Engine) []index.Finding {
 	snap := reg.Snapshot()
 	if snap == nil {
 		return nil
@@ -88,6 +85,12 @@ func LintWith(ctx context.Context, reg *index.Registry, expandExamples bool, eng
 					note(v, "%v", err)
 				}
 			}
+			if x.HasLintRules(string(v.Language)) {
+				if files == nil {
+					files = readAll(ctx, res, v)
+				}
+				out = append(out, x.LintRules(ctx, v, files)...)
+			}
 			if v.Schema != "" {
 				if b, ok := read(v.Schema); ok {
 					s, err := schema.Parse(b, v.Schema)
@@ -141,13 +144,71 @@ func LintWith(ctx context.Context, reg *index.Registry, expandExamples bool, eng
 					note(v, "%v", err)
 					continue
 				}
-				if _, err := x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Imports: imports, Deployment: "lint", Registry: def}); err != nil {
+				_, err = x.Expand(ctx, Request{Config: b, ConfigName: v.Example, Imports: imports, Deployment: "lint", Registry: def})
+				switch {
+				case errors.Is(err, errors.ErrUnsupported):
+					// A template of an attached language this program
+					// does not render: not the example's fault.
+					warn(v, fmt.Sprintf("%s was not expanded: %v", v.Example, err))
+				case err != nil:
 					note(v, "%s does not expand: %v", v.Example, err)
 				}
 			}
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// HasLintRules reports whether lang has lint rules of its own
+// (engine.Linter), whether or not this program attached its engine.
+func (x *Expander) HasLintRules(lang string) bool {
+	if _, ok := x.engines[lang].(engine.Linter); ok {
+		return true
+	}
+	l, _ := x.langs.Lookup(lang)
+	return l.Attached
+}
+
+// RunsLintRules reports whether this program runs lang's own lint rules:
+// its engine is attached and is an engine.Linter.
+func (x *Expander) RunsLintRules(lang string) bool {
+	_, ok := x.engines[lang].(engine.Linter)
+	return ok
+}
+
+// LintRules runs the lint rules of version v's language (engine.Linter)
+// on its files, as findings at the version's directory naming the file
+// and line. A language whose engine this program did not attach gets one
+// warning saying its rules were left out.
+func (x *Expander) LintRules(ctx context.Context, v *index.Version, files map[string][]byte) []index.Finding {
+	at := func(sev index.Severity, msg string) index.Finding {
+		return index.Finding{Path: v.Path, Severity: sev, Message: msg}
+	}
+	l, ok := x.engines[string(v.Language)].(engine.Linter)
+	if !ok {
+		return []index.Finding{at(index.Warning, fmt.Sprintf("%s's own lint rules were not run: this program does not attach the %s engine (registryd does)", v.Language, v.Language))}
+	}
+	fs, err := l.Lint(ctx, files, v.Template)
+	if err != nil {
+		return []index.Finding{at(index.Error, fmt.Sprintf("%s lint: %v", v.Language, err))}
+	}
+	out := make([]index.Finding, 0, len(fs))
+	for _, f := range fs {
+		sev := index.Warning
+		if f.Severity == string(index.Error) {
+			sev = index.Error
+		}
+		where := f.File
+		if f.Line > 0 {
+			where = fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+		msg := f.Message
+		if where != "" {
+			msg = where + ": " + msg
+		}
+		out = append(out, at(sev, msg))
+	}
 	return out
 }
 

@@ -7,6 +7,7 @@ import (
 	"testing/fstest"
 
 	dm "github.com/dmhq/dm"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 )
@@ -39,22 +40,29 @@ func TestLintExamples(t *testing.T) {
 			for p, c := range kiosk {
 				fsys["kiosk/v1.0.0/"+p] = &fstest.MapFile{Data: []byte(c)}
 			}
-			reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(fsys)}
-			if err := reg.Refresh(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			var got []string
-			for _, f := range Lint(context.Background(), reg, tt.expand) {
-				got = append(got, f.String())
-			}
-			if len(got) != len(tt.want) {
-				t.Fatalf("findings %q, want %d matching %q", got, len(tt.want), tt.want)
-			}
-			for i, w := range tt.want {
-				if !strings.Contains(got[i], w) {
-					t.Errorf("finding %q lacks %q", got[i], w)
-				}
-			}
+			checkLint(t, fsys, tt.expand, tt.want)
 		})
+	}
+}
+
+// checkLint lints the registry fsys and checks its findings, in order,
+// against substrings want (none: no finding).
+func checkLint(t *testing.T, fsys fstest.MapFS, expand bool, want []string, engines ...engine.Engine) {
+	t.Helper()
+	reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(fsys)}
+	if err := reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, f := range Lint(context.Background(), reg, expand, engines...) {
+		got = append(got, f.String())
+	}
+	if len(got) != len(want) {
+		t.Fatalf("findings %q, want %d matching %q", got, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.Contains(got[i], w) {
+			t.Errorf("finding %q lacks %q", got[i], w)
+		}
 	}
 }

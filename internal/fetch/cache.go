@@ -50,6 +50,15 @@ func (c *Cache) Tree(ctx context.Context, prev *Tree) (*Tree, error) {
 	return c.src.Tree(ctx, prev)
 }
 
+// TreeAt passes through to the underlying source when it lists commits,
+// and lists its current state (Tree) when it does not.
+func (c *Cache) TreeAt(ctx context.Context, commit string, prev *Tree) (*Tree, error) {
+	if cl, ok := c.src.(CommitLister); ok {
+		return cl.TreeAt(ctx, commit, prev)
+	}
+	return c.src.Tree(ctx, prev)
+}
+
 // Blob returns the content whose git blob SHA is sha.
 func (c *Cache) Blob(ctx context.Context, sha string) ([]byte, error) {
 	if !validSHA(sha) {

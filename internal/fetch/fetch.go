@@ -47,6 +47,16 @@ type Source interface {
 	Blob(ctx context.Context, sha string) ([]byte, error)
 }
 
+// A CommitLister lists a named commit of its registry rather than the
+// tracked branch's head: a push names its commit, and a registryd replica
+// told of the push by another need not ask for the head again.
+//
+// TreeAt returns derrors.NotModified (wrapped) when prev is that commit
+// already, without a request.
+type CommitLister interface {
+	TreeAt(ctx context.Context, commit string, prev *Tree) (*Tree, error)
+}
+
 // BlobSHA returns the git blob SHA-1 of content, the hash git and GitHub
 // use to name it.
 func BlobSHA(content []byte) string {

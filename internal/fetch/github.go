@@ -228,6 +228,27 @@ func (g *GitHub) tree(ctx context.Context, prev *Tree) (*Tree, error) {
 	return &Tree{Version: sha, ETag: etag, Entries: entries}, nil
 }
 
+// TreeAt lists the files of commit, a SHA a push named, in one request (no
+// head commit request): the tree of a commit never changes, so prev at
+// that commit is returned with derrors.NotModified and no request at all.
+// The tree's ETag is the commit itself, so that the next Tree asks for the
+// head against it, and a commit older than the head (pushes recorded out
+// of order) is left at the next refresh.
+func (g *GitHub) TreeAt(ctx context.Context, commit string, prev *Tree) (*Tree, error) {
+	if !validSHA(commit) {
+		return nil, fmt.Errorf("%s: commit %q is not a SHA-1: %w", g, short(commit), derrors.InvalidArgument)
+	}
+	if prev != nil && prev.Version == commit {
+		return prev, fmt.Errorf("%s unchanged at %s: %w", g, short(commit), derrors.NotModified)
+	}
+	entries, err := g.list(ctx, commit)
+	if err != nil {
+		return nil, g.redact(err)
+	}
+	g.log.InfoContext(ctx, "listed GitHub tree of a pushed commit", "commit", commit, "files", len(entries))
+	return &Tree{Version: commit, ETag: `"` + commit + `"`, Entries: entries}, nil
+}
+
 // prevValidator returns what to send as If-None-Match for prev. go-github's
 // GetCommitSHA1 quotes it, so it is the opaque part of prev's ETag; the SHA
 // itself is GitHub's ETag for this media type, hence the fallback.

@@ -226,6 +226,59 @@ func TestGitHubTree(t *testing.T) {
 	}
 }
 
+// TreeAt lists a pushed commit in one request (its tree, no head read),
+// none when the previous listing is that commit, and leaves the next Tree
+// to ask for the head against it: a newer head is read, an equal one is
+// answered 304.
+func TestGitHubTreeAt(t *testing.T) {
+	e := newEnv(t)
+	g := e.source(t)
+	ctx := context.Background()
+	cold, err := g.Tree(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushed := githubtest.Commit(t, e.repoDir, map[string]string{"redis/v1.1.1/redis.py": "def generate(ctx):\n    return {}\n"})
+	e.calls.take()
+	at, err := g.TreeAt(ctx, pushed, cold)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := e.calls.take(); !reflect.DeepEqual(got, []string{"tree 200"}) {
+		t.Errorf("TreeAt: requests %v, want one tree read", got)
+	}
+	if want := localTree(t, e.repoDir).Entries; at.Version != pushed || !reflect.DeepEqual(at.Entries, want) {
+		t.Errorf("TreeAt: version %s, want %s; entries %v, want %v", at.Version, pushed, at.Entries, want)
+	}
+	if same, err := g.TreeAt(ctx, pushed, at); !errors.Is(err, derrors.NotModified) || same != at {
+		t.Errorf("TreeAt of the listed commit: %v, same tree %t; want NotModified", err, same == at)
+	}
+	if got := e.calls.take(); len(got) != 0 {
+		t.Errorf("TreeAt of the listed commit made requests %v", got)
+	}
+	if _, err := g.Tree(ctx, at); !errors.Is(err, derrors.NotModified) {
+		t.Errorf("Tree after TreeAt of the head: %v, want NotModified", err)
+	}
+	if got := e.calls.take(); !reflect.DeepEqual(got, []string{"commit 304"}) {
+		t.Errorf("Tree after TreeAt of the head: requests %v, want one answered 304", got)
+	}
+	// A commit recorded out of order (older than the head) is left at the
+	// next refresh, which reads the head.
+	head := githubtest.Commit(t, e.repoDir, map[string]string{"README.md": "new\n"})
+	old, err := g.TreeAt(ctx, cold.Version, at)
+	if err != nil || old.Version != cold.Version {
+		t.Fatalf("TreeAt of an older commit: %v", err)
+	}
+	if next, err := g.Tree(ctx, old); err != nil || next.Version != head {
+		t.Errorf("Tree after an older commit: %v, want head %s", err, head)
+	}
+	for _, bad := range []string{"", "main", "0123", strings.Repeat("g", 40), "../../etc/passwd"} {
+		if _, err := g.TreeAt(ctx, bad, nil); !errors.Is(err, derrors.InvalidArgument) {
+			t.Errorf("TreeAt(%q): %v, want InvalidArgument", bad, err)
+		}
+	}
+}
+
 func indexOf(entries []fetch.Entry, p string) int {
 	for i, en := range entries {
 		if en.Path == p {

@@ -35,6 +35,10 @@ type Registry struct {
 	Source   fetch.Source
 	Kind     string
 	Location string
+	// Namespace is the Kubernetes namespace the registry is confined to
+	// (a namespaced Registry object's), "" for none. The index only
+	// carries it: dm-controller enforces it.
+	Namespace string
 	// CacheDir, if set, holds persisted snapshots.
 	CacheDir string
 	Logger   *slog.Logger
@@ -86,11 +90,16 @@ func (r *Registry) Blob(ctx context.Context, sha string) ([]byte, error) {
 // Refresh asks the source for its current listing and, if it changed,
 // builds and installs a new snapshot. Concurrent calls are serialised, so a
 // caller that returns has seen a refresh that started after it called.
-func (r *Registry) Refresh(ctx context.Context) error {
+func (r *Registry) Refresh(ctx context.Context) error { return r.RefreshAt(ctx, "") }
+
+// RefreshAt is Refresh at commit, a commit a push named: a source that
+// lists commits (fetch.CommitLister) lists that one instead of asking
+// for the branch head. "" is Refresh.
+func (r *Registry) RefreshAt(ctx context.Context, commit string) error {
 	r.refreshMu.Lock()
 	defer r.refreshMu.Unlock()
 	start := time.Now()
-	result, err := r.refresh(ctx)
+	result, err := r.refresh(ctx, commit)
 	d := time.Since(start)
 	r.mu.Lock()
 	r.status.LastAttempt = start
@@ -123,12 +132,18 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	return err
 }
 
-func (r *Registry) refresh(ctx context.Context) (string, error) {
+func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 	var prev *fetch.Tree
 	if s := r.Snapshot(); s != nil {
 		prev = s.Tree
 	}
-	tree, err := r.Source.Tree(ctx, prev)
+	var tree *fetch.Tree
+	var err error
+	if cl, ok := r.Source.(fetch.CommitLister); ok && commit != "" {
+		tree, err = cl.TreeAt(ctx, commit, prev)
+	} else {
+		tree, err = r.Source.Tree(ctx, prev)
+	}
 	if errors.Is(err, derrors.NotModified) {
 		return "unchanged", nil
 	}

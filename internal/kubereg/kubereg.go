@@ -40,7 +40,7 @@ import (
 // Server is what the watcher needs of registryd's HTTP server.
 type Server interface {
 	SetWebhookRegistries(regs []server.WebhookRegistry)
-	RequestRefresh(name string) bool
+	RequestRefresh(name, commit string) bool
 	Examples() *catalog.Examples
 }
 

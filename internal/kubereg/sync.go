@@ -121,7 +121,7 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 		apiURL = w.opts.GitHubAPI
 	}
 	d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend,
-		spec: api.RegistrySpec{Prefix: p, GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
+		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
 	if ri := o.spec.RefreshInterval; ri != nil {
 		d.refresh = ri.Duration
 	}
@@ -212,7 +212,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 			r.pushed = p
 			if !d.suspend {
 				w.log.Info("push recorded on the registry's object: refreshing", "registry", d.prefix, "commit", p)
-				w.srv.RequestRefresh(d.prefix)
+				w.srv.RequestRefresh(d.prefix, p)
 			}
 		}
 		if !d.suspend {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/resolve"
@@ -63,8 +64,11 @@ const maxJobBytes = 64 << 20
 
 // ServeWorker runs this process as a worker: it applies the kernel limits,
 // then serves jobs on stdin/stdout until stdin closes, and exits. It does
-// not return.
-func ServeWorker() {
+// not return. engines are the attached languages' engines the worker
+// renders (expand.Options.Engines): a program passes the ones it attaches
+// in-process, since a worker re-executes the same binary and engines do
+// not travel in the worker's JSON configuration.
+func ServeWorker(engines ...engine.Engine) {
 	var cfg workerConfig
 	if err := json.Unmarshal([]byte(os.Getenv(envWorker)), &cfg); err != nil {
 		fmt.Fprintf(os.Stderr, "expand worker: bad configuration: %v\n", err)
@@ -81,6 +85,7 @@ func ServeWorker() {
 	h := applyLimits(cfg.MaxMemory)
 	h.PID = os.Getpid()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	cfg.Expand.Engines = engines
 	w := newWorker(cfg, os.Stdin, os.Stdout, sl, log)
 	if err := w.send(kindHello, h); err != nil {
 		os.Exit(1)
@@ -200,7 +205,7 @@ func (w *worker) run(body []byte) (*done, []byte) {
 		}
 		out, err = w.expand(ctx, j.Expand)
 	case j.Process != nil:
-		out, err = process(j.Process)
+		out, err = openshift.ProcessRequest(j.Process)
 	default:
 		err = fmt.Errorf("empty job: %w", derrors.InvalidArgument)
 	}
@@ -223,15 +228,6 @@ func (w *worker) expand(ctx context.Context, req *expand.Request) (*expand.Resul
 	// float64, as from YAML.
 	req.Properties, _ = value.Numbers(req.Properties).(map[string]any)
 	return w.x.Expand(ctx, *req)
-}
-
-// process processes an OpenShift Template as POST /processedTemplates does.
-func process(body []byte) (any, error) {
-	t, err := openshift.Parse(body)
-	if err != nil {
-		return nil, fmt.Errorf("request body: %w", err)
-	}
-	return t.Process(nil, openshift.Options{})
 }
 
 // mappedBytes is the memory the Go runtime has mapped, read without

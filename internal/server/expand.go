@@ -94,12 +94,7 @@ func (s *Server) handleProcessedTemplates(w http.ResponseWriter, r *http.Request
 		s.answer(w, r, out, err)
 		return
 	}
-	t, err := openshift.Parse(body)
-	if err != nil {
-		s.writeError(w, r, fmt.Errorf("request body: %w", err))
-		return
-	}
-	out, err := t.Process(nil, openshift.Options{})
+	out, err := openshift.ProcessRequest(body)
 	s.answer(w, r, out, err)
 }
 

@@ -545,11 +545,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 func (s *Server) SetWebhookRegistries(regs []WebhookRegistry) { s.webhooks.setRegistries(regs) }
 
 // RequestRefresh refreshes the named registry as a push to it would:
-// bursts make one refresh. It reports whether the registry is served.
-func (s *Server) RequestRefresh(name string) bool {
+// bursts make one refresh. commit, if not "", is the commit a push to
+// another replica named: the refresh lists that commit (one request to
+// GitHub) instead of reading the branch head. It reports whether the
+// registry is served.
+func (s *Server) RequestRefresh(name, commit string) bool {
 	g, ok := s.resolver.Registry(name)
 	if ok {
-		s.webhooks.request(g)
+		s.webhooks.request(g, commit)
 	}
 	return ok
 }

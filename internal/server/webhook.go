@@ -321,7 +321,9 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 			continue
 		}
 		if g, ok := h.resolver.Registry(reg.Registry); ok {
-			h.request(g)
+			// The receiving replica reads the branch head: the others,
+			// told by OnPush, list the pushed commit only.
+			h.request(g, "")
 			names = append(names, g.Name)
 			if h.opts.OnPush != nil {
 				h.opts.OnPush(g.Name, push.GetAfter())
@@ -344,14 +346,20 @@ type hookRefresh struct {
 	scheduled   bool
 	running     bool
 	queued      bool
+	// commit is the commit the last request of the next refresh named;
+	// head reports that one named none. A head read serves every push.
+	commit string
+	head   bool
 }
 
 // request schedules a refresh of g once pushes to it have paused for the
 // window (at most MaxWait after the first) and no sooner than the source
 // asked to be left alone until (Status.RetryAt, as timed refreshes obey):
 // pushes that arrive before it starts are served by it; pushes while it
-// runs queue one more, never more.
-func (h *webhooks) request(g *index.Registry) {
+// runs queue one more, never more. commit, if not "", is the commit the
+// push named (another replica recorded it): the refresh lists it rather
+// than asking for the branch head, unless a request without one shares it.
+func (h *webhooks) request(g *index.Registry, commit string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
@@ -359,6 +367,11 @@ func (h *webhooks) request(g *index.Registry) {
 	if !ok {
 		p = &hookRefresh{}
 		h.pending[g.Name] = p
+	}
+	if commit == "" {
+		p.head = true
+	} else {
+		p.commit = commit
 	}
 	p.last = now
 	switch {
@@ -387,10 +400,15 @@ func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
 		return
 	}
 	p.scheduled, p.running = false, true
+	commit := p.commit
+	if p.head {
+		commit = ""
+	}
+	p.commit, p.head = "", false
 	h.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
-	if err := g.Refresh(ctx); err != nil {
+	if err := g.RefreshAt(ctx, commit); err != nil {
 		h.log.Warn("refresh after a push failed", "registry", g.Name, "err", err)
 	}
 	cancel()

@@ -385,3 +385,34 @@ func TestWebhookSetRegistries(t *testing.T) {
 		t.Errorf("after the registry went away: %d %s, want 404", code, body)
 	}
 }
+
+// TestRequestRefreshAtCommit: a refresh requested with the commit another
+// replica's push named lists that commit, one tree request and no head
+// read; a signed push in the same burst makes it read the head, once.
+func TestRequestRefreshAtCommit(t *testing.T) {
+	e := newHookEnv(t, WebhookOptions{Secret: hookSecret, Registries: []WebhookRegistry{{Registry: prefix, Owner: "acme", Repo: "tpl"}}})
+	head := githubtest.Commit(t, e.repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+	e.gh.ResetCounts()
+	if !e.srv.RequestRefresh(prefix, head) {
+		t.Fatalf("RequestRefresh(%s): not served", prefix)
+	}
+	e.waitVersion(t, head)
+	if c, tr := e.gh.RequestsTo("commit"), e.gh.RequestsTo("tree"); c != 0 || tr != 1 {
+		t.Errorf("refresh at a pushed commit: %d commit and %d tree requests, want 0 and 1", c, tr)
+	}
+
+	head = githubtest.Commit(t, e.repo, map[string]string{"redis/v1.0.10/redis.jinja": "kind: d\n"})
+	e.gh.ResetCounts()
+	e.srv.RequestRefresh(prefix, "0123456789012345678901234567890123456789")
+	push := pushBody("acme/tpl", "refs/heads/main", head)
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code/100 != 2 {
+		t.Fatalf("push: %d %s", code, body)
+	}
+	e.waitVersion(t, head)
+	if c, tr := e.gh.RequestsTo("commit"), e.gh.RequestsTo("tree"); c != 1 || tr != 1 {
+		t.Errorf("a commit and a push in one burst: %d commit and %d tree requests, want 1 and 1 (one head read)", c, tr)
+	}
+	if e.srv.RequestRefresh("github.com/acme/unknown", head) {
+		t.Error("RequestRefresh of an unknown registry reported it served")
+	}
+}

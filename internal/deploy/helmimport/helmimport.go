@@ -22,7 +22,9 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
+	hchart "helm.sh/helm/v3/pkg/chart"
 	hrelease "helm.sh/helm/v3/pkg/release"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,6 +36,10 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 )
+
+// FieldManager is the field manager Helm's client-side creates and
+// updates record in managedFields: the fields dm takes over on import.
+const FieldManager = "helm"
 
 // maxRecord bounds a decompressed Helm record (Helm's Secrets are at most
 // 1 MiB compressed).
@@ -57,6 +63,12 @@ type Release struct {
 	Objects []map[string]any
 	// Hooks counts the release's hooks, which are not imported.
 	Hooks int
+	// ChartFiles are the chart's files as Helm's record keeps them
+	// (Chart.yaml, values.yaml, values.schema.json, templates/..., other
+	// files), by path relative to the chart, so that dm can render the
+	// chart again; nil when it cannot, and NoChartFiles says why.
+	ChartFiles   map[string]string
+	NoChartFiles string
 	// Records are the names of every Secret that holds a revision of
 	// the release.
 	Records []string
@@ -114,11 +126,55 @@ func Read(ctx context.Context, client dynamic.Interface, namespace, name string)
 	if err != nil {
 		return nil, fmt.Errorf("Helm release %s revision %d manifest: %w", name, rel.Version, err)
 	}
+	files, why := chartFiles(rel.Chart)
 	return &Release{
 		Name: name, Namespace: namespace, Revision: rel.Version,
 		Chart: rel.Chart.Metadata.Name, ChartVersion: rel.Chart.Metadata.Version, AppVersion: rel.Chart.Metadata.AppVersion,
 		Values: rel.Config, Objects: objs, Hooks: len(rel.Hooks), Records: names,
+		ChartFiles: files, NoChartFiles: why,
 	}, nil
+}
+
+// chartFiles rebuilds a chart's files from Helm's record of it: Chart.yaml
+// from its metadata, values.yaml from its default values, the schema, the
+// templates and the other files. It returns why not instead when the
+// chart has dependencies (Helm's record keeps no subcharts, so the chart
+// would render without them) or a file that is not UTF-8 text (a
+// deployment's record keeps files as text).
+func chartFiles(c *hchart.Chart) (map[string]string, string) {
+	if deps := c.Metadata.Dependencies; len(deps) > 0 {
+		names := make([]string, len(deps))
+		for i, d := range deps {
+			names[i] = d.Name
+		}
+		return nil, fmt.Sprintf("chart %s has dependencies (%s), and Helm's record keeps no subcharts", c.Metadata.Name, strings.Join(names, ", "))
+	}
+	files := map[string]string{}
+	md, err := yaml.Marshal(c.Metadata)
+	if err != nil {
+		return nil, fmt.Sprintf("chart %s: Chart.yaml: %v", c.Metadata.Name, err)
+	}
+	files["Chart.yaml"] = string(md)
+	if c.Values != nil {
+		v, err := yaml.Marshal(c.Values)
+		if err != nil {
+			return nil, fmt.Sprintf("chart %s: values.yaml: %v", c.Metadata.Name, err)
+		}
+		files["values.yaml"] = string(v)
+	}
+	if len(c.Schema) > 0 {
+		files["values.schema.json"] = string(c.Schema)
+	}
+	for _, f := range slices.Concat(c.Templates, c.Files) {
+		if f == nil {
+			continue
+		}
+		if !utf8.Valid(f.Data) {
+			return nil, fmt.Sprintf("chart %s: %s is not UTF-8 text", c.Metadata.Name, f.Name)
+		}
+		files[f.Name] = string(f.Data)
+	}
+	return files, ""
 }
 
 // decode decodes a Helm record Secret's data.release.

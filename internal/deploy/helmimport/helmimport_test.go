@@ -5,9 +5,11 @@ import (
 	"compress/gzip"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
+	hchart "helm.sh/helm/v3/pkg/chart"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -100,6 +102,53 @@ func TestDecode(t *testing.T) {
 			}
 			if err != nil || rel.Name != tc.want {
 				t.Fatalf("decode = %v, %v; want release %s", rel, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestChartFiles: the chart of a Helm record becomes files dm can render
+// again, unless it has subcharts (which the record does not keep) or a
+// file that is not text.
+func TestChartFiles(t *testing.T) {
+	md := &hchart.Metadata{APIVersion: "v2", Name: "web", Version: "1.0.0"}
+	tests := []struct {
+		name  string
+		chart *hchart.Chart
+		want  map[string]string
+		why   string
+	}{
+		{
+			name: "templates, files, values and schema",
+			chart: &hchart.Chart{
+				Metadata: md, Values: map[string]any{"replicas": float64(2)}, Schema: []byte(`{"type":"object"}`),
+				Templates: []*hchart.File{{Name: "templates/cm.yaml", Data: []byte("kind: ConfigMap\n")}},
+				Files:     []*hchart.File{{Name: "README.md", Data: []byte("# web\n")}},
+			},
+			want: map[string]string{
+				"Chart.yaml": "apiVersion: v2\nname: web\nversion: 1.0.0\n", "values.yaml": "replicas: 2\n",
+				"values.schema.json": `{"type":"object"}`, "templates/cm.yaml": "kind: ConfigMap\n", "README.md": "# web\n",
+			},
+		},
+		{
+			name:  "subcharts",
+			chart: &hchart.Chart{Metadata: &hchart.Metadata{Name: "app", Version: "1", Dependencies: []*hchart.Dependency{{Name: "redis"}, {Name: "db"}}}},
+			why:   "chart app has dependencies (redis, db), and Helm's record keeps no subcharts",
+		},
+		{
+			name:  "binary file",
+			chart: &hchart.Chart{Metadata: md, Files: []*hchart.File{{Name: "files/logo.png", Data: []byte{0x89, 'P', 'N', 'G', 0xff}}}},
+			why:   "chart web: files/logo.png is not UTF-8 text",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := chartFiles(tt.chart)
+			if why != tt.why {
+				t.Fatalf("why %q, want %q", why, tt.why)
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("files %q\nwant %q", got, tt.want)
 			}
 		})
 	}

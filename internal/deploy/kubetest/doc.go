@@ -23,6 +23,7 @@
 // The API:
 //
 //	func Main(m *testing.M)                       // TestMain: run tests, stop the shared Env, exit
+//	func Run(m *testing.M) int                    // Main without the exit: returns the tests' code
 //	func Shared(t testing.TB) *Env                // the package's Env (needs Main; else as Start)
 //	func Start(t testing.TB) *Env                 // an Env of the test's own, closed at cleanup
 //	func SharedWith(t testing.TB, opts Options) *Env // Shared, launched with opts (ControllerManager)

@@ -26,7 +26,12 @@ var shared struct {
 // tests' code:
 //
 //	func TestMain(m *testing.M) { kubetest.Main(m) }
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit: it runs the tests, stops the shared
+// apiserver and returns the tests' code, for a TestMain that has its own
+// clean-up to do before it exits.
+func Run(m *testing.M) int {
 	shared.mu.Lock()
 	shared.inMain = true
 	shared.mu.Unlock()
@@ -40,7 +45,7 @@ func Main(m *testing.M) {
 	}
 	shared.inMain = false
 	shared.mu.Unlock()
-	os.Exit(code)
+	return code
 }
 
 // Shared returns the package's apiserver, starting it on first use. It

@@ -81,6 +81,11 @@ type Record struct {
 	// namespace set, deferred references filled. Rollback applies them
 	// again without expanding.
 	Objects []map[string]any `json:"objects,omitempty"`
+	// Hooks are the revision's hook objects (helm.sh/hook), labelled as
+	// applied, of every event: they are neither pruned nor deleted with
+	// the deployment, but a rollback runs its target's rollback hooks and
+	// a delete the deployed revision's delete hooks.
+	Hooks []map[string]any `json:"hooks,omitempty"`
 	// Created is when the revision was first recorded, Updated when its
 	// record last changed.
 	Created time.Time `json:"created"`
@@ -114,7 +119,8 @@ type Input struct {
 	// any.
 	Server string `json:"server,omitempty"`
 	// Chart is set for a deployment adopted from a Helm release (dm import
-	// helm): the chart it was installed from. dm cannot expand it again.
+	// helm): the chart it was installed from. With its Files, and neither
+	// Ref nor Config, it is the input: dm update renders the chart again.
 	Chart *Chart `json:"chart,omitempty"`
 }
 
@@ -125,6 +131,11 @@ type Chart struct {
 	AppVersion string `json:"appVersion,omitempty"`
 	// From names the Helm record imported: "helm release NAME revision N".
 	From string `json:"from,omitempty"`
+	// Files are the chart's files as Helm's record kept them, by path
+	// relative to the chart (Chart.yaml, values.yaml, templates/...);
+	// none when the chart cannot be rendered from the record (it has
+	// subcharts, which Helm does not record).
+	Files map[string]string `json:"files,omitempty"`
 }
 
 // Resource is one applied object of a revision.

@@ -163,3 +163,25 @@ type Chart struct {
 type ChartFetcher interface {
 	FetchChart(ctx context.Context, src ChartSource) (*Chart, error)
 }
+
+// Linter is implemented by engines whose language has lint rules of its
+// own (Helm's pkg/lint for charts): dm lint and registryd's template
+// descriptions run them on a version beside dm's checks.
+type Linter interface {
+	// Lint checks the template whose template file is file, one of
+	// files (the version directory). An error means the rules could not
+	// run at all; what they found is in the findings.
+	Lint(ctx context.Context, files map[string][]byte, file string) ([]Finding, error)
+}
+
+// Finding is one message of a language's lint rules.
+type Finding struct {
+	// Severity is "error" or "warning", as the index's findings.
+	Severity string
+	// File is the file the rule names, relative to the version directory
+	// (templates/cm.yaml); Line is 1-based, 0 when unknown.
+	File string
+	Line int
+	// Message is the rule's text.
+	Message string
+}

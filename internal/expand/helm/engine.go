@@ -12,9 +12,16 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// installEvents are the hook events of a first deploy, in the order Helm
-// runs them around the chart's objects.
-var installEvents = [...]string{"pre-install", "post-install"}
+// hookEvents are the events whose hooks a render emits: those before the
+// chart's objects first, then the others. Every hook is emitted once,
+// whatever its events, and deploy picks by its helm.sh/hook annotation the
+// ones an action runs (install, upgrade, rollback, delete), so one
+// expansion serves a first deploy and an update alike.
+var hookEvents = [...]string{"pre-install", "pre-upgrade", "post-install", "post-upgrade", "pre-rollback", "post-rollback", "pre-delete", "post-delete"}
+
+// preEvents counts the events of hookEvents whose hooks come before the
+// objects.
+const preEvents = 2
 
 // Engine is the helm language of dm's engine table: a version directory
 // holding Chart.yaml, rendered by Helm's own loader, values and engine.
@@ -23,10 +30,13 @@ var installEvents = [...]string{"pre-install", "post-install"}
 // renders as `helm template NAME CHART -n NAMESPACE` would.
 //
 // Each object becomes a primitive named by its metadata.name (qualified by
-// its lower-cased kind when two objects share a name). The install hooks
-// come around them in Helm's order (pre-install tiers, the objects,
-// post-install tiers) and keep their helm.sh/hook annotations, by which a
-// deploy applies them as ordered tiers; test hooks are left out.
+// its lower-cased kind when two objects share a name). The hooks come
+// around them, each once: those of pre-install and pre-upgrade first (in
+// Helm's order), then the objects, then every other hook (post-install,
+// post-upgrade, rollback and delete hooks), as `helm template` prints every
+// hook. They keep their helm.sh/hook, helm.sh/hook-weight and
+// helm.sh/hook-delete-policy annotations, by which deploy runs those of
+// its action as ordered tiers; test hooks are left out.
 //
 // The engine is attached (engine.Language.Attached): a program links it
 // only where its start-up cost is paid once.
@@ -60,17 +70,22 @@ func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Ou
 		return engine.Output{}, err
 	}
 	var objs []Object
-	for _, t := range res.Hooks[installEvents[0]] {
-		for _, h := range t.Hooks {
-			objs = append(objs, h.Object)
+	seen := map[Object]bool{}
+	hooks := func(events []string) {
+		for _, e := range events {
+			for _, t := range res.Hooks[e] {
+				for _, h := range t.Hooks {
+					if !seen[h.Object] {
+						seen[h.Object] = true
+						objs = append(objs, h.Object)
+					}
+				}
+			}
 		}
 	}
+	hooks(hookEvents[:preEvents])
 	objs = append(objs, res.Objects...)
-	for _, t := range res.Hooks[installEvents[1]] {
-		for _, h := range t.Hooks {
-			objs = append(objs, h.Object)
-		}
-	}
+	hooks(hookEvents[preEvents:])
 	return resources(objs)
 }
 
@@ -86,16 +101,7 @@ func (e *Engine) load(inv engine.Invocation) (*chart.Chart, error) {
 			return c, nil
 		}
 	}
-	files := inv.Files
-	if dir != "." {
-		files = make(map[string][]byte)
-		for n, b := range inv.Files {
-			if rel, ok := strings.CutPrefix(n, dir+"/"); ok {
-				files[rel] = b
-			}
-		}
-	}
-	c, err := LoadFiles(files, e.Options.MaxChartBytes)
+	c, err := LoadFiles(under(inv.Files, dir), e.Options.MaxChartBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -139,4 +145,44 @@ func resources(objs []Object) (engine.Output, error) {
 		res = append(res, engine.Resource{Name: n, Type: o.Kind, Properties: m})
 	}
 	return engine.Output{Resources: res}, nil
+}
+
+// Lint runs Helm's lint rules (Lint) on the chart whose Chart.yaml is
+// file, with its default values, the engine's namespace and kube version.
+// Helm's INFO messages (such as "icon is recommended") are left out: dm's
+// findings are errors and warnings.
+func (e *Engine) Lint(ctx context.Context, files map[string][]byte, file string) ([]engine.Finding, error) {
+	dir := path.Dir(file)
+	fs, err := Lint(ctx, under(files, dir), nil, e.Options.Namespace, e.Options.KubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Finding
+	for _, f := range fs {
+		sev := map[string]string{"ERROR": "error", "WARNING": "warning"}[f.Severity]
+		if sev == "" {
+			continue
+		}
+		name := f.File
+		if dir != "." && name != "" {
+			name = path.Join(dir, name)
+		}
+		out = append(out, engine.Finding{Severity: sev, File: name, Line: f.Line, Message: f.Message})
+	}
+	return out, nil
+}
+
+// under returns the files under directory dir, named relative to it: the
+// chart's, when the invocation's files are a configuration's.
+func under(files map[string][]byte, dir string) map[string][]byte {
+	if dir == "." {
+		return files
+	}
+	out := make(map[string][]byte)
+	for n, b := range files {
+		if rel, ok := strings.CutPrefix(n, dir+"/"); ok {
+			out[rel] = b
+		}
+	}
+	return out
 }

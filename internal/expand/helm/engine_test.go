@@ -37,9 +37,16 @@ func TestEngineRender(t *testing.T) {
 	}{
 		{
 			name: "hooks around the objects", dir: "testdata/charts/hooks",
-			// Pre-install tiers, the objects, post-install; the test hook and
-			// the upgrade-only events left out.
+			// Pre-install tiers, the objects, post-install; the test hook
+			// left out.
 			want: []string{"ConfigMap/h-pre-config", "ServiceAccount/h-pre-sa", "Job/h-migrate", "ConfigMap/h-app", "ConfigMap/h-post"},
+		},
+		{
+			name: "every event's hooks, each once", dir: "testdata/charts/events",
+			// Pre-install and pre-upgrade hooks (the Job of both once), the
+			// objects, then post-install/upgrade, rollback and delete hooks:
+			// deploy picks by annotation those its action runs.
+			want: []string{"Job/h-migrate", "ConfigMap/h-upgrade-only", "ConfigMap/h-app", "ConfigMap/h-post", "ConfigMap/h-rollback", "ConfigMap/h-cleanup"},
 		},
 		{
 			name: "chart in a subdirectory of the files", dir: "testdata/charts/hooks", prefix: "sub/chart",

@@ -1,4 +1,4 @@
-package helm
+package chartdoc
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func TestProperties(t *testing.T) {
 	}{
 		{
 			name:   "values.yaml with comments",
-			values: read("testdata/charts/basic/values.yaml"),
+			values: read("../testdata/charts/basic/values.yaml"),
 			want: []string{
 				`replicaCount integer 2 "Number of pods."`,
 				`image.repository string "nginx" "Image repository."`,
@@ -57,8 +57,8 @@ nothing:
 		},
 		{
 			name:   "schema first",
-			values: read("testdata/charts/schema/values.yaml"),
-			sch:    read("testdata/charts/schema/values.schema.json"),
+			values: read("../testdata/charts/schema/values.yaml"),
+			sch:    read("../testdata/charts/schema/values.schema.json"),
 			want: []string{
 				`name string "web" "The app's name."`,
 				`ports array [80] "Ports to open."`,

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dmhq/dm/internal/deploy"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/expand"
+)
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// silentExit ends dm with a status and no message (dm diff's 1).
+type silentExit struct{ code int }
+
+func (e *silentExit) Error() string { return "exit status " + strconv.Itoa(e.code) }
+
+// resourceView is one object of a deployment as dm get prints it.
+type resourceView struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Name       string `json:"name"`
+	// Namespace is empty for cluster-scoped objects.
+	Namespace string `json:"namespace"`
+	Path      string `json:"path,omitempty"`
+	Template  string `json:"template,omitempty"`
+	Status    string `json:"status,omitempty"`
+	Message   string `json:"message,omitempty"`
+}
+
+// deploymentView is a deployment as dm get and dm deploy print it.
+type deploymentView struct {
+	Name        string             `json:"name"`
+	Namespace   string             `json:"namespace"`
+	Revision    int                `json:"revision"`
+	Status      string             `json:"status"`
+	Description string             `json:"description,omitempty"`
+	Template    string             `json:"template,omitempty"`
+	Controller  string             `json:"controller,omitempty"`
+	Updated     time.Time          `json:"updated"`
+	References  []expand.Reference `json:"references,omitempty"`
+	Resources   []resourceView     `json:"resources"`
+}
+
+func viewOf(r *release.Record, st []kube.Status) deploymentView {
+	v := deploymentView{
+		Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, Status: string(r.Status),
+		Description: r.Description, Updated: r.Updated, References: r.References, Controller: r.Controller,
+		Resources: make([]resourceView, len(r.Resources)),
+	}
+	if r.Input.Ref != "" {
+		v.Template = r.Input.Ref
+		for _, ref := range r.References {
+			if ref.Ref == r.Input.Ref {
+				v.Template = ref.Resolved
+				break
+			}
+		}
+	} else if ch := r.Input.Chart; ch != nil && r.Input.Config == "" {
+		v.Template = "helm:" + ch.Name + "@" + ch.Version
+	} else {
+		v.Template = r.Input.ConfigName
+	}
+	for i, res := range r.Resources {
+		v.Resources[i] = resourceView{APIVersion: res.APIVersion, Kind: res.Kind, Name: res.Name, Namespace: res.Namespace, Path: res.Path, Template: res.Template}
+		if i < len(st) {
+			v.Resources[i].Status, v.Resources[i].Message = st[i].Status, st[i].Message
+		}
+	}
+	return v
+}
+
+// deployment prints one deployment with its objects.
+func (p *printer) deployment(r *release.Record, st []kube.Status) error {
+	v := viewOf(r, st)
+	if ok, err := p.structured(v); ok {
+		return err
+	}
+	fmt.Fprintf(p.w, "NAME:         %s\nNAMESPACE:    %s\nREVISION:     %d\nSTATUS:       %s\nTEMPLATE:     %s\nUPDATED:      %s\n",
+		v.Name, v.Namespace, v.Revision, v.Status, orDash(v.Template), v.Updated.Format(time.RFC3339))
+	if v.Description != "" {
+		fmt.Fprintf(p.w, "DESCRIPTION:  %s\n", v.Description)
+	}
+	if v.Controller != "" {
+		fmt.Fprintf(p.w, "MANAGED BY:   %s (dm-controller; change the instance, not the deployment)\n", v.Controller)
+	}
+	fmt.Fprintln(p.w)
+	rows := make([][]string, len(v.Resources))
+	for i, res := range v.Resources {
+		kind := res.Kind
+		if g, _, ok := strings.Cut(res.APIVersion, "/"); ok {
+			kind += "." + g
+		}
+		name := res.Name
+		if res.Namespace != "" {
+			name = res.Namespace + "/" + name
+		}
+		rows[i] = []string{kind, name, res.Path}
+		if st != nil {
+			status := orDash(res.Status)
+			if res.Message != "" && res.Status != kube.Current {
+				status += ": " + res.Message
+			}
+			rows[i] = append(rows[i], status)
+		}
+	}
+	header := []string{"KIND", "NAME", "PATH"}
+	if st != nil {
+		header = append(header, "STATUS")
+	}
+	return p.table(header, rows)
+}
+
+// list prints the deployments.
+func (p *printer) list(recs []*release.Record) error {
+	type item struct {
+		Name      string    `json:"name"`
+		Namespace string    `json:"namespace"`
+		Revision  int       `json:"revision"`
+		Status    string    `json:"status"`
+		Template  string    `json:"template,omitempty"`
+		Updated   time.Time `json:"updated"`
+		// Controller names the instance managing the deployment.
+		Controller string `json:"controller,omitempty"`
+	}
+	items := make([]item, len(recs))
+	rows := make([][]string, len(recs))
+	for i, r := range recs {
+		v := viewOf(r, nil)
+		items[i] = item{r.Name, r.Namespace, r.Revision, string(r.Status), v.Template, r.Updated, r.Controller}
+		rows[i] = []string{r.Name, r.Namespace, strconv.Itoa(r.Revision), statusCell(r), orDash(v.Template), r.Updated.Format(time.RFC3339)}
+	}
+	if ok, err := p.structured(map[string]any{"items": items}); ok {
+		return err
+	}
+	return p.table([]string{"NAME", "NAMESPACE", "REVISION", "STATUS", "TEMPLATE", "UPDATED"}, rows)
+}
+
+// statusCell is a revision's status as the tables show it: marked when
+// dm-controller manages the deployment.
+func statusCell(r *release.Record) string {
+	if r.Controller != "" {
+		return string(r.Status) + " (controller)"
+	}
+	return string(r.Status)
+}
+
+// history prints a deployment's revisions.
+func (p *printer) history(hist []*release.Record) error {
+	type item struct {
+		Revision    int       `json:"revision"`
+		Status      string    `json:"status"`
+		Template    string    `json:"template,omitempty"`
+		Description string    `json:"description,omitempty"`
+		Updated     time.Time `json:"updated"`
+		DMVersion   string    `json:"dmVersion,omitempty"`
+		Controller  string    `json:"controller,omitempty"`
+	}
+	items := make([]item, len(hist))
+	rows := make([][]string, len(hist))
+	for i, r := range hist {
+		v := viewOf(r, nil)
+		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion, r.Controller}
+		desc := r.Description
+		if i := strings.IndexByte(desc, '\n'); i >= 0 {
+			desc = desc[:i] + " …"
+		}
+		rows[i] = []string{strconv.Itoa(r.Revision), r.Updated.Format(time.RFC3339), statusCell(r), orDash(v.Template), desc}
+	}
+	if ok, err := p.structured(map[string]any{"items": items}); ok {
+		return err
+	}
+	return p.table([]string{"REVISION", "UPDATED", "STATUS", "TEMPLATE", "DESCRIPTION"}, rows)
+}
+
+// objects prints objects as a YAML stream (or a JSON List with -o json).
+func (p *printer) objects(objs []map[string]any) error {
+	if p.g.output == "json" {
+		items := make([]any, len(objs))
+		for i, o := range objs {
+			items[i] = o
+		}
+		_, err := p.structured(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
+		return err
+	}
+	for _, o := range objs {
+		fmt.Fprintln(p.w, "---")
+		if err := printYAML(p.w, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applied prints the outcome of deploy, update or rollback (the action
+// said on stderr which version the reference resolved to).
+func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, err error) error {
+	if err != nil {
+		return err
+	}
+	if dryRun != "" {
+		objs := make([]map[string]any, len(res.Objects))
+		for i, u := range res.Objects {
+			objs[i] = u.Object
+		}
+		if dryRun == "server" {
+			fmt.Fprintf(p.g.stderr, "dm: server dry run: the server accepted %d objects; nothing was applied or recorded\n", len(objs))
+		}
+		return p.objects(objs)
+	}
+	return p.deployment(res.Record, nil)
+}

@@ -1,0 +1,500 @@
+package deploy_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/dmhq/dm/internal/deploy"
+	"github.com/dmhq/dm/internal/deploy/helmimport"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// webChart is a chart with a hook of every event dm runs.
+var webChart = map[string]string{
+	"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
+	"values.yaml": "greeting: hello\njobPolicy: before-hook-creation\n",
+	"templates/app.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-app
+data:
+  greeting: {{ .Values.greeting | quote }}
+`,
+	"templates/hooks.yaml": `apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-migrate
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-weight: "5"
+    helm.sh/hook-delete-policy: {{ .Values.jobPolicy }}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: migrate, image: busybox, command: ["true"]}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-pre
+  annotations:
+    helm.sh/hook: pre-install
+    helm.sh/hook-weight: "-1"
+    helm.sh/hook-delete-policy: hook-succeeded
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-upgrade
+  annotations:
+    helm.sh/hook: pre-upgrade
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-post
+  annotations:
+    helm.sh/hook: post-install,post-upgrade
+data:
+  greeting: {{ .Values.greeting | quote }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-rollback
+  annotations:
+    helm.sh/hook: pre-rollback
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-deleted
+  annotations:
+    helm.sh/hook: post-delete
+{{- if .Values.preDeleteJob }}
+---
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ .Release.Name }}-predelete
+  annotations:
+    helm.sh/hook: pre-delete
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: backup, image: busybox, command: ["true"]}]
+{{- end }}
+`,
+}
+
+// helmFixture is a fixture whose expander renders charts with helm.Engine
+// attached in-process, against a registry holding webChart as web:v1.
+func helmFixture(t *testing.T) *fixture {
+	t.Helper()
+	f := newFixture(t)
+	mfs := fstest.MapFS{}
+	for p, c := range webChart {
+		mfs["web/v1/"+p] = &fstest.MapFile{Data: []byte(c)}
+	}
+	reg := &index.Registry{Name: "github.com/acme/charts", Source: fetch.NewLocal(mfs)}
+	if err := reg.Refresh(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r := resolve.New(resolve.Registry{Host: "github.com", Owner: "acme", Repo: "charts"}, reg)
+	x := expand.New(expand.Options{Resolver: r, Engines: []engine.Engine{&helm.Engine{}}})
+	f.c.Expander = deploy.ExpandFunc(func(ctx context.Context, src deploy.Source) (*expand.Result, error) {
+		req := expand.Request{Ref: src.Input.Ref, Properties: src.Properties, Name: src.Name, Deployment: src.Deployment, Namespace: src.Namespace, ConfigName: src.Input.ConfigName}
+		if src.Input.Config != "" {
+			req.Config = []byte(src.Input.Config)
+		}
+		if src.Input.Imports != nil {
+			req.Imports = map[string][]byte{}
+			for k, v := range src.Input.Imports {
+				req.Imports[k] = []byte(v)
+			}
+		}
+		return x.Expand(ctx, req)
+	})
+	return f
+}
+
+var (
+	jobsGVR       = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// jobController plays the Job controller's part (the test cluster runs no
+// kube-controller-manager and no kubelet): every Job of ns without a
+// finished condition gets one, Complete or, when fail returns a message,
+// Failed with it. seen is called first with the Job's name, to observe
+// the cluster while the Job "runs". It stops with the test.
+func jobController(t *testing.T, dyn dynamic.Interface, ns string, fail func(name string) string, seen func(name string)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			l, err := dyn.Resource(jobsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				continue
+			}
+			for i := range l.Items {
+				j := &l.Items[i]
+				if conds, _, _ := unstructured.NestedSlice(j.Object, "status", "conditions"); len(conds) > 0 {
+					continue
+				}
+				if seen != nil {
+					seen(j.GetName())
+				}
+				now := time.Now().UTC().Format(time.RFC3339)
+				cond := map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now}
+				st := map[string]any{"startTime": now, "completionTime": now, "succeeded": int64(1)}
+				if msg := fail(j.GetName()); msg != "" {
+					cond = map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": msg, "lastProbeTime": now, "lastTransitionTime": now}
+					st = map[string]any{"startTime": now, "failed": int64(1)}
+				}
+				st["conditions"] = []any{cond}
+				j.Object["status"] = st
+				if _, err := dyn.Resource(jobsGVR).Namespace(ns).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+					t.Errorf("job controller: %v", err)
+				}
+			}
+		}
+	}()
+}
+
+// exists reports whether object name of gvr exists in ns. It may be
+// called from the job controller's goroutine, so it does not stop the test.
+func exists(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name string) bool {
+	t.Helper()
+	_, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("reading %s %s: %v", gvr.Resource, name, err)
+	}
+	return err == nil
+}
+
+// TestChartHooks: a chart deployed by registry reference runs its hooks as
+// tiers around its objects: pre-install by weight before the objects (the
+// Job waited for until complete), post-install after; pre-upgrade and
+// post-upgrade on update; the target's pre-rollback on rollback;
+// post-delete on delete. Delete policies hold, hooks are recorded and never
+// pruned.
+func TestChartHooks(t *testing.T) {
+	f := helmFixture(t)
+	dyn := f.kc.Dynamic()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var runs []string // per Job run: what existed while it ran
+	jobController(t, dyn, f.ns, func(string) string { return "" }, func(name string) {
+		var s []string
+		for _, cm := range []string{"web-pre", "web-upgrade", "web-app", "web-post"} {
+			if exists(t, dyn, configMapsGVR, f.ns, cm) {
+				s = append(s, cm)
+			}
+		}
+		mu.Lock()
+		runs = append(runs, name+": "+strings.Join(s, " "))
+		mu.Unlock()
+	})
+
+	res := f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, deploy.ApplyOptions{Timeout: time.Minute})
+	if got := kindNames(res.Hooks); got != "ConfigMap/web-pre Job/web-migrate ConfigMap/web-post" {
+		t.Errorf("install hooks run: %s", got)
+	}
+	// The Job ran after the weight -1 tier and before the objects.
+	mu.Lock()
+	if len(runs) != 1 || runs[0] != "web-migrate: web-pre" {
+		t.Errorf("install: job runs %q, want one seeing only web-pre", runs)
+	}
+	mu.Unlock()
+	for cm, want := range map[string]bool{"web-pre": false, "web-app": true, "web-post": true, "web-upgrade": false, "web-rollback": false} {
+		if got := exists(t, dyn, configMapsGVR, f.ns, cm); got != want {
+			t.Errorf("after install: %s exists %v, want %v", cm, got, want)
+		}
+	}
+	job1, err := dyn.Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Job (before-hook-creation) stays after it ran: %v", err)
+	}
+	if job1.GetLabels()[deploy.LabelDeployment] != "web" {
+		t.Errorf("hook labels: %v", job1.GetLabels())
+	}
+	hist := f.history("web")
+	if len(hist[0].Resources) != 1 || hist[0].Resources[0].Name != "web-app" || len(hist[0].Hooks) != 6 {
+		t.Errorf("revision 1: resources %v, %d hooks recorded; want web-app only and 6 hooks", hist[0].Resources, len(hist[0].Hooks))
+	}
+	if !strings.Contains(f.log.String(), "pre-install hooks, weight -1: ConfigMap "+f.ns+"/web-pre") {
+		t.Errorf("log:\n%s", f.log)
+	}
+
+	// Update: upgrade hooks; the Job deleted before it is created again.
+	up, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kindNames(up.Hooks); got != "ConfigMap/web-upgrade Job/web-migrate ConfigMap/web-post" {
+		t.Errorf("upgrade hooks run: %s", got)
+	}
+	job2, err := dyn.Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
+	if err != nil || job2.GetUID() == job1.GetUID() {
+		t.Errorf("upgrade: the Job was not created again (%v)", err)
+	}
+	mu.Lock()
+	if len(runs) != 2 || runs[1] != "web-migrate: web-upgrade web-app web-post" {
+		t.Errorf("upgrade: job runs %q", runs)
+	}
+	mu.Unlock()
+	if exists(t, dyn, configMapsGVR, f.ns, "web-pre") {
+		t.Error("upgrade ran a pre-install-only hook")
+	}
+	post, _ := dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-post", metav1.GetOptions{})
+	if g, _, _ := unstructured.NestedString(post.Object, "data", "greeting"); g != "hi" {
+		t.Errorf("post-upgrade hook: greeting %q, want the new value", g)
+	}
+
+	// Rollback runs the target's pre-rollback hook.
+	if _, err := f.c.Rollback(ctx, "web", 1, deploy.ApplyOptions{Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, dyn, configMapsGVR, f.ns, "web-rollback") {
+		t.Error("rollback: the pre-rollback hook did not run")
+	}
+	if hist := f.history("web"); len(hist) != 3 || len(hist[2].Hooks) != 6 {
+		t.Errorf("rollback: %d revisions, hooks %d", len(hist), len(hist[len(hist)-1].Hooks))
+	}
+
+	// Delete: the objects go, the post-delete hook runs; hooks stay, as
+	// with helm uninstall.
+	if _, err := f.c.Delete(ctx, "web", deploy.DeleteOptions{Wait: true, Timeout: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	for cm, want := range map[string]bool{"web-app": false, "web-deleted": true, "web-post": true} {
+		if got := exists(t, dyn, configMapsGVR, f.ns, cm); got != want {
+			t.Errorf("after delete: %s exists %v, want %v", cm, got, want)
+		}
+	}
+}
+
+// TestChartHookFails: a failed hook Job fails the deploy with an error
+// naming the hook and the Job's condition; nothing after it is applied,
+// and hook-failed deletes the Job.
+func TestChartHookFails(t *testing.T) {
+	f := helmFixture(t)
+	dyn := f.kc.Dynamic()
+	jobController(t, dyn, f.ns, func(string) string { return "Job has reached the specified backoff limit" }, nil)
+	_, err := f.c.Deploy(context.Background(), deploy.DeployOptions{
+		Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"jobPolicy": "hook-failed"}},
+		ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute},
+	})
+	want := "pre-install hook Job.batch " + f.ns + "/web-migrate (weight 5, layout path web/web-migrate) failed: Job failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("deploy: %v\nwant an error with %q", err, want)
+	}
+	for _, n := range []string{"web-app", "web-post"} {
+		if exists(t, dyn, configMapsGVR, f.ns, n) {
+			t.Errorf("%s applied after a failed pre-install hook", n)
+		}
+	}
+	if exists(t, dyn, jobsGVR, f.ns, "web-migrate") {
+		t.Error("hook-failed: the failed Job was not deleted")
+	}
+	if hist := f.history("web"); len(hist) != 1 || hist[0].Status != release.StatusFailed || !strings.Contains(hist[0].Description, "web-migrate") {
+		t.Errorf("history: %s", statuses(hist))
+	}
+}
+
+// TestPreDeleteHookFails: a failed pre-delete hook stops dm delete before
+// anything is deleted or the history changes.
+func TestPreDeleteHookFails(t *testing.T) {
+	f := helmFixture(t)
+	dyn := f.kc.Dynamic()
+	jobController(t, dyn, f.ns, func(name string) string {
+		if name == "web-predelete" {
+			return "backup failed"
+		}
+		return ""
+	}, nil)
+	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"preDeleteJob": true}}, deploy.ApplyOptions{Timeout: time.Minute})
+	_, err := f.c.Delete(context.Background(), "web", deploy.DeleteOptions{Timeout: time.Minute})
+	if err == nil || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), "pre-delete hook Job.batch "+f.ns+"/web-predelete") || !strings.Contains(err.Error(), "backup failed") {
+		t.Fatalf("delete: %v", err)
+	}
+	if !exists(t, dyn, configMapsGVR, f.ns, "web-app") || exists(t, dyn, configMapsGVR, f.ns, "web-deleted") {
+		t.Error("objects deleted, or the post-delete hook run, after a failed pre-delete hook")
+	}
+	if hist := f.history("web"); statuses(hist) != "1:deployed" {
+		t.Errorf("history after a refused delete: %s", statuses(hist))
+	}
+}
+
+// TestHookOwnership: a hook whose object exists and belongs to no dm
+// deployment is refused before anything is applied, as any object.
+func TestHookOwnership(t *testing.T) {
+	f := helmFixture(t)
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "web-pre", "namespace": f.ns}}}
+	if _, err := f.kc.Dynamic().Resource(configMapsGVR).Namespace(f.ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.c.Deploy(context.Background(), deploy.DeployOptions{Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}}})
+	if !errors.Is(err, derrors.Conflict) || !strings.Contains(err.Error(), "web-pre") {
+		t.Fatalf("deploy over a foreign hook object: %v", err)
+	}
+	if exists(t, f.kc.Dynamic(), jobsGVR, f.ns, "web-migrate") {
+		t.Error("a hook was applied")
+	}
+	if _, err := f.c.Revisions(context.Background(), "web"); !errors.Is(err, derrors.NotFound) {
+		t.Errorf("a revision was recorded: %v", err)
+	}
+}
+
+func kindNames(objs []*unstructured.Unstructured) string {
+	var s []string
+	for _, o := range objs {
+		s = append(s, kube.RefOf(o).Kind+"/"+o.GetName())
+	}
+	return strings.Join(s, " ")
+}
+
+// TestImportedChartUpdate: a release installed by helm and adopted with
+// dm import helm records its chart's files and values; dm update with new
+// values only renders that chart again (helm.Engine attached to the
+// expander) and deploys it as revision 2: new values applied, what the
+// chart no longer makes pruned, upgrade hooks run.
+func TestImportedChartUpdate(t *testing.T) {
+	f := helmFixture(t)
+	ctx := context.Background()
+	dyn := f.kc.Dynamic()
+	dir := t.TempDir()
+	files := maps.Clone(webChart)
+	files["templates/extra.yaml"] = "{{ if .Values.extra }}\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-extra\n{{ end }}\n"
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Join(dir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	helmInstall(t, f.env.Kubeconfig, "install", "web", dir, "-n", f.ns, "--no-hooks", "--set", "extra=true", "--set", "greeting=bonjour")
+
+	rel, err := helmimport.Read(ctx, dyn, f.ns, "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rel.NoChartFiles != "" || rel.ChartFiles["templates/extra.yaml"] != files["templates/extra.yaml"] || !strings.Contains(rel.ChartFiles["Chart.yaml"], "name: web") {
+		t.Fatalf("chart files from Helm's record: %q %v", rel.NoChartFiles, rel.ChartFiles)
+	}
+	if _, err := f.c.Import(ctx, deploy.ImportOptions{
+		Name: "web", Objects: rel.Objects, Properties: rel.Values, Type: "helm:web@1.0.0", TakeOver: []string{helmimport.FieldManager},
+		Input: release.Input{Chart: &release.Chart{Name: rel.Chart, Version: rel.ChartVersion, Files: rel.ChartFiles}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	jobController(t, dyn, f.ns, func(string) string { return "" }, nil)
+
+	// New values only: the recorded chart is the input.
+	res, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Record.Revision != 2 || len(res.Pruned) != 1 || res.Pruned[0].Name != "web-extra" {
+		t.Errorf("update: revision %d, pruned %v; want revision 2 pruning web-extra (extra is no longer set)", res.Record.Revision, res.Pruned)
+	}
+	if got := kindNames(res.Hooks); got != "ConfigMap/web-upgrade Job/web-migrate ConfigMap/web-post" {
+		t.Errorf("upgrade hooks run: %s", got)
+	}
+	cm, err := dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-app", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "hi" || cm.GetLabels()[deploy.LabelDeployment] != "web" {
+		t.Errorf("web-app after update: greeting %q, labels %v", g, cm.GetLabels())
+	}
+	hist := f.history("web")
+	if statuses(hist) != "1:superseded 2:deployed" || hist[1].Input.Chart == nil || len(hist[1].Input.Chart.Files) == 0 {
+		t.Errorf("history %s; revision 2 input %+v", statuses(hist), hist[1].Input)
+	}
+
+	// --reuse-properties merges over the recorded values; a third update
+	// renders from revision 2's record.
+	if _, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", ReuseProperties: true, Source: deploy.Source{Properties: map[string]any{"extra": true}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	if !exists(t, dyn, configMapsGVR, f.ns, "web-extra") {
+		t.Error("revision 3: web-extra not applied")
+	}
+	cm, _ = dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-app", metav1.GetOptions{})
+	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "hi" {
+		t.Errorf("revision 3: greeting %q, want revision 2's hi kept", g)
+	}
+}
+
+// TestImportedChartWithoutFiles: an imported release whose chart was not
+// recorded is refused by dm update without an input, saying why.
+func TestImportedChartWithoutFiles(t *testing.T) {
+	f := helmFixture(t)
+	ctx := context.Background()
+	obj := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "old"}}
+	if _, err := f.c.Import(ctx, deploy.ImportOptions{
+		Name: "old", Objects: []map[string]any{obj}, Type: "helm:old@1.0.0",
+		Input: release.Input{Chart: &release.Chart{Name: "old", Version: "1.0.0", From: "helm release old revision 1"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "old", Source: deploy.Source{Properties: map[string]any{"a": 1}}})
+	if !errors.Is(err, derrors.InvalidArgument) || !strings.Contains(err.Error(), "without the chart's files") {
+		t.Errorf("update: %v", err)
+	}
+}
+
+// helmInstall runs the helm CLI built beside kube-apiserver.
+func helmInstall(t *testing.T, kubeconfig string, args ...string) {
+	t.Helper()
+	b, err := kubetest.FindBinaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	cmd := exec.Command(filepath.Join(filepath.Dir(b.APIServer), "helm"), append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = []string{"HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache", "HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
