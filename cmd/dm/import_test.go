@@ -192,9 +192,9 @@ func TestImportHelm(t *testing.T) {
 	}{
 		{"no release", []string{"import", "helm", "nope"}, "no Helm 3 release nope in namespace " + ns},
 		{"imported already", []string{"import", "helm", "web"}, "deployment web exists in namespace " + ns},
-		// dm links no helm engine of its own: the recorded chart is rendered
-		// by the engine a program attaches (expand.Options.Engines).
-		{"update without input", []string{"update", "web", "--properties", "replicaCount=4"}, "helm templates are not rendered by this program"},
+		// dm links no helm engine of its own: it renders the recorded chart
+		// in dm-helm, which this test does not install.
+		{"update without input", []string{"update", "web", "--properties", "replicaCount=4"}, "rendered by the dm-helm program, which is not installed"},
 	}
 	for _, tc := range refusals {
 		t.Run(tc.name, func(t *testing.T) {
