@@ -130,8 +130,17 @@ func newWorker(cfg workerConfig, in io.Reader, out io.Writer, sl *slot, log *slo
 		// of a template still names it.
 		o.OnTemplate = sl.record
 	}
+	// An engine the worker's program attaches itself (registryd links
+	// Helm's) renders here, under the worker's limits; only the others go
+	// to the parent (dm's dm-helm proxy, which a worker cannot start).
+	own := make(map[string]bool, len(o.Engines))
+	for _, e := range o.Engines {
+		own[e.Name()] = true
+	}
 	for _, name := range cfg.Forward {
-		o.Engines = append(o.Engines, &forwarded{w: w, name: name})
+		if !own[name] {
+			o.Engines = append(o.Engines, &forwarded{w: w, name: name})
+		}
 	}
 	if cfg.ForwardCharts {
 		o.Charts = &forwardedCharts{w: w}
