@@ -7,6 +7,7 @@ import (
 	"path"
 	"sort"
 
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/schema"
@@ -190,6 +191,11 @@ func (x *Expander) LintRules(ctx context.Context, v *index.Version, files map[st
 		return []index.Finding{at(index.Warning, fmt.Sprintf("%s's own lint rules were not run: this program does not attach the %s engine (registryd does)", v.Language, v.Language))}
 	}
 	fs, err := l.Lint(ctx, files, v.Template)
+	if errors.Is(err, derrors.Unavailable) {
+		// The program that runs them is missing (dm-helm): the chart is
+		// not at fault, and dm lint says what it left out.
+		return []index.Finding{at(index.Warning, fmt.Sprintf("%s's own lint rules were not run: %v", v.Language, err))}
+	}
 	if err != nil {
 		return []index.Finding{at(index.Error, fmt.Sprintf("%s lint: %v", v.Language, err))}
 	}

@@ -1,9 +1,11 @@
 package expand
 
 import (
+	"context"
 	"testing"
 	"testing/fstest"
 
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm"
 )
@@ -34,6 +36,9 @@ func TestLintCharts(t *testing.T) {
 		{"template error at its line", broken, []engine.Engine{&helm.Engine{}}, false, []string{"hi/v0.1.0: error: templates/cm.yaml:5: parse error"}},
 		{"no helm engine", nil, nil, false, []string{"hi/v0.1.0: warning: helm's own lint rules were not run"}},
 		{"no helm engine, expanded", nil, nil, true, []string{"helm's own lint rules were not run", "warning: example.yaml was not expanded: "}},
+		// dm's proxy engine when dm-helm is not installed: the chart is
+		// not at fault.
+		{"linter unavailable", nil, []engine.Engine{unavailableLinter{}}, false, []string{"hi/v0.1.0: warning: helm's own lint rules were not run: dm-helm is not installed"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,4 +52,15 @@ func TestLintCharts(t *testing.T) {
 			checkLint(t, fsys, tt.expand, tt.want, tt.engines...)
 		})
 	}
+}
+
+// unavailableLinter is a helm engine whose lint rules cannot run.
+type unavailableLinter struct{}
+
+func (unavailableLinter) Name() string { return "helm" }
+func (unavailableLinter) Render(context.Context, engine.Invocation) (engine.Output, error) {
+	return engine.Output{}, derrors.Errorf(derrors.Unavailable, "dm-helm is not installed")
+}
+func (unavailableLinter) Lint(context.Context, map[string][]byte, string) ([]engine.Finding, error) {
+	return nil, derrors.Errorf(derrors.Unavailable, "dm-helm is not installed")
 }

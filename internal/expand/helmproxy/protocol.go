@@ -32,6 +32,8 @@ const (
 	OpRender = "render"
 	// OpFetch downloads a chart: Request.Fetch.
 	OpFetch = "fetch"
+	// OpLint runs Helm's lint rules on a chart: Request.Lint.
+	OpLint = "lint"
 )
 
 // Request is one job for dm-helm.
@@ -39,6 +41,17 @@ type Request struct {
 	Op     string         `json:"op"`
 	Render *RenderRequest `json:"render,omitempty"`
 	Fetch  *FetchRequest  `json:"fetch,omitempty"`
+	Lint   *LintRequest   `json:"lint,omitempty"`
+}
+
+// LintRequest runs Helm's lint rules on the chart whose Chart.yaml is
+// File, one of Files (the version directory).
+type LintRequest struct {
+	File  string            `json:"file"`
+	Files map[string][]byte `json:"files"`
+	// KubeVersion is the Kubernetes version the rules check against
+	// (empty: Helm's offline default).
+	KubeVersion string `json:"kube_version,omitempty"`
 }
 
 // RenderRequest renders the chart whose Chart.yaml is File, as
@@ -83,12 +96,14 @@ type FetchRequest struct {
 }
 
 // Response is dm-helm's answer: Output for a render, Files (the chart's,
-// unpacked, relative to its directory) and Chart for a fetch, or Err.
+// unpacked, relative to its directory) and Chart for a fetch, Findings
+// for a lint, or Err.
 type Response struct {
-	Output *engine.Output    `json:"output,omitempty"`
-	Files  map[string][]byte `json:"files,omitempty"`
-	Chart  *FetchedChart     `json:"chart,omitempty"`
-	Err    *WireError        `json:"error,omitempty"`
+	Output   *engine.Output    `json:"output,omitempty"`
+	Findings []engine.Finding  `json:"findings,omitempty"`
+	Files    map[string][]byte `json:"files,omitempty"`
+	Chart    *FetchedChart     `json:"chart,omitempty"`
+	Err      *WireError        `json:"error,omitempty"`
 }
 
 // FetchedChart names a downloaded chart.

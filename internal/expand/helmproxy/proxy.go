@@ -94,6 +94,21 @@ func (e *Engine) Fetch(ctx context.Context, f FetchRequest) (map[string][]byte, 
 	return resp.Files, resp.Chart, nil
 }
 
+// Lint runs Helm's lint rules on the chart whose Chart.yaml is file, in
+// dm-helm: dm lint runs them as registryd does, without linking Helm.
+func (e *Engine) Lint(ctx context.Context, files map[string][]byte, file string) ([]engine.Finding, error) {
+	resp, err := e.do(ctx, &Request{Op: OpLint, Lint: &LintRequest{File: file, Files: files, KubeVersion: e.KubeVersion}})
+	if err != nil {
+		return nil, err
+	}
+	if err := resp.Err.Err(); err != nil {
+		return nil, err
+	}
+	return resp.Findings, nil
+}
+
+var _ engine.Linter = (*Engine)(nil)
+
 // Close ends dm-helm, if it runs.
 func (e *Engine) Close() error {
 	e.mu.Lock()

@@ -2,6 +2,8 @@ package helmproxy
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +72,45 @@ func TestEngineLimits(t *testing.T) {
 	_, err = e.Render(ctx, chart("{{ fail \"no\" }}"))
 	if err == nil || !strings.Contains(err.Error(), "c/templates/cm.yaml:1:3") || !errors.Is(err, derrors.InvalidArgument) {
 		t.Errorf("a chart's error: %v", err)
+	}
+}
+
+// TestEngineLint: Helm's lint rules run in dm-helm, their findings naming
+// the file and line within the chart's directory, as helm.Engine's do
+// in-process.
+func TestEngineLint(t *testing.T) {
+	e := &Engine{Path: helmproxytest.Build(t)}
+	defer e.Close()
+	tests := []struct {
+		name string
+		tmpl string
+		want string // a finding, as severity file:line: message's start; "" for none
+	}{
+		{"clean", cm, ""},
+		{"parse error", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata: {{ .Values.n \n", "error c/templates/cm.yaml:6: parse error"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			inv := chart(tt.tmpl)
+			fs, err := e.Lint(t.Context(), inv.Files, inv.File)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range fs {
+				got = append(got, fmt.Sprintf("%s %s:%d: %s", f.Severity, f.File, f.Line, f.Message))
+			}
+			if tt.want == "" {
+				for _, f := range fs {
+					if f.Severity == "error" {
+						t.Errorf("a clean chart: %q", got)
+					}
+				}
+				return
+			}
+			if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, tt.want) }) {
+				t.Errorf("findings %q, want one starting %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -15,6 +15,7 @@ import (
 type Handler interface {
 	Render(ctx context.Context, req *RenderRequest) (engine.Output, error)
 	Fetch(ctx context.Context, req *FetchRequest) (map[string][]byte, *FetchedChart, error)
+	Lint(ctx context.Context, req *LintRequest) ([]engine.Finding, error)
 }
 
 // DefaultMaxRequestBytes bounds one request dm-helm reads: a chart's files
@@ -66,6 +67,12 @@ func answer(ctx context.Context, h Handler, req *Request) (resp *Response) {
 			return &Response{Err: ToWire(err)}
 		}
 		return &Response{Files: files, Chart: c}
+	case req.Op == OpLint && req.Lint != nil:
+		fs, err := h.Lint(ctx, req.Lint)
+		if err != nil {
+			return &Response{Err: ToWire(err)}
+		}
+		return &Response{Findings: fs}
 	}
 	return &Response{Err: ToWire(engine.Invalid("%s: unknown request %q", Program, fmt.Sprint(req.Op)))}
 }

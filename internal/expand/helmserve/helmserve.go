@@ -53,6 +53,13 @@ func (h *Handler) Render(ctx context.Context, req *helmproxy.RenderRequest) (eng
 	})
 }
 
+// Lint runs Helm's lint rules as helm.Engine does in-process.
+func (h *Handler) Lint(ctx context.Context, req *helmproxy.LintRequest) ([]engine.Finding, error) {
+	opts := h.Options
+	opts.KubeVersion = req.KubeVersion
+	return (&helm.Engine{Options: opts}).Lint(ctx, req.Files, req.File)
+}
+
 // Fetch downloads a chart and unpacks it.
 func (h *Handler) Fetch(ctx context.Context, req *helmproxy.FetchRequest) (map[string][]byte, *helmproxy.FetchedChart, error) {
 	f := &charts.Fetcher{AllowHosts: req.AllowHosts, CacheDir: req.CacheDir, RegistryConfig: req.RegistryConfig, PlainHTTP: req.PlainHTTP}
