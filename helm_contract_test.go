@@ -16,6 +16,8 @@ import (
 	"testing"
 
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"sigs.k8s.io/yaml"
 )
 
@@ -405,5 +407,74 @@ func TestChartResourceDM(t *testing.T) {
 	_, e = run(t, env, dm, "expand", cfg, "-o", "manifest")
 	if !strings.Contains(e, "is not among the allowed chart hosts") {
 		t.Errorf("without --chart-repo: %s", e)
+	}
+}
+
+// TestChartDeployReadsCluster: a chart deployed by dm sees the cluster it
+// is deployed to, as under helm install: .Capabilities.KubeVersion is the
+// apiserver's version (not the offline default dm expand uses),
+// .Capabilities.APIVersions the cluster's, and lookup reads a live object
+// with the user's credentials (dm-helm, given dm's kubeconfig).
+func TestChartDeployReadsCluster(t *testing.T) {
+	t.Parallel()
+	dm := buildDMHelm(t)
+	env := kubetest.Shared(t)
+	ctx := t.Context()
+	d := &dmRun{t: t, bin: dm, kubeconfig: env.Kubeconfig, ns: env.Namespace(t)}
+	code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, "/api/v1/namespaces/"+d.ns+"/configmaps",
+		map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "existing"}, "data": map[string]any{"color": "blue"}})
+	if err != nil || code != http.StatusCreated {
+		t.Fatalf("creating the ConfigMap to look up: %d %s %v", code, body, err)
+	}
+	_, body, err = env.Do(ctx, env.AdminToken, http.MethodGet, "/version", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var version struct{ GitVersion string }
+	if err := json.Unmarshal(body, &version); err != nil || version.GitVersion == "" {
+		t.Fatalf("/version: %s %v", body, err)
+	}
+
+	dir := t.TempDir()
+	write := func(name, content string) {
+		p := filepath.Join(dir, "charts", "probe", "v1.0.0", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("Chart.yaml", "apiVersion: v2\nname: probe\nversion: 1.0.0\n")
+	write("templates/cm.yaml", `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-probe
+data:
+  kubeVersion: {{ .Capabilities.KubeVersion.Version | quote }}
+  apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
+  made-up: {{ .Capabilities.APIVersions.Has "example.com/v9" | quote }}
+  {{- $cm := lookup "v1" "ConfigMap" .Release.Namespace "existing" }}
+  looked-up: {{ if $cm }}{{ $cm.data.color | quote }}{{ else }}"nothing"{{ end }}
+`)
+	reg := "--registry-dir=github.com/acme/probe=" + dir
+	out := d.ok(reg, "expand", "charts/probe:v1", "-o", "manifest")
+	if !strings.Contains(out, "kubeVersion: v1.31.0") || !strings.Contains(out, "looked-up: nothing") {
+		t.Errorf("dm expand renders offline (Helm's default version, lookup empty):\n%s", out)
+	}
+	d.ok(reg, "deploy", "charts/probe:v1", "--name", "p")
+	code, body, err = env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/"+d.ns+"/configmaps/p-probe", nil)
+	if err != nil || code != http.StatusOK {
+		t.Fatalf("the chart's ConfigMap: %d %s %v", code, body, err)
+	}
+	var cm struct{ Data map[string]string }
+	if err := json.Unmarshal(body, &cm); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"kubeVersion": version.GitVersion, "apps": "true", "made-up": "false", "looked-up": "blue"}
+	for k, v := range want {
+		if cm.Data[k] != v {
+			t.Errorf("data %s = %q, want %q (all: %v)", k, cm.Data[k], v, cm.Data)
+		}
 	}
 }

@@ -11,9 +11,34 @@ import (
 	"os/signal"
 	"syscall"
 
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/dmhq/dm/internal/deploy/chartlookup"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/expand/helmproxy"
 	"github.com/dmhq/dm/internal/expand/helmserve"
 )
+
+// cluster gives the release options of charts dm deploys to c: the
+// cluster's .Capabilities and lookup, read with the user's kubeconfig as
+// helm install reads them.
+func cluster(c helmproxy.Cluster) (helm.Options, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = c.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: c.Context}).ClientConfig()
+	if err != nil {
+		return helm.Options{}, fmt.Errorf("kubeconfig: %w", err)
+	}
+	kv, apis, err := chartlookup.Capabilities(cfg)
+	if err != nil {
+		return helm.Options{}, err
+	}
+	lookup, err := chartlookup.New(cfg)
+	if err != nil {
+		return helm.Options{}, err
+	}
+	return helm.Options{KubeVersion: kv, APIVersions: apis, ClusterAPIVersions: true, Lookup: lookup}, nil
+}
 
 func main() {
 	if len(os.Args) > 1 {
@@ -26,7 +51,7 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := helmproxy.Serve(ctx, os.Stdin, os.Stdout, &helmserve.Handler{}, 0); err != nil {
+	if err := helmproxy.Serve(ctx, os.Stdin, os.Stdout, &helmserve.Handler{Cluster: cluster}, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "dm-helm:", err)
 		os.Exit(1)
 	}

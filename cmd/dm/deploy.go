@@ -17,6 +17,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/helmproxy"
 	"github.com/dmhq/dm/internal/version"
 )
 
@@ -92,6 +93,10 @@ func (g *globals) deployConfig(ctx context.Context) (*deploy.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Charts deployed see the cluster's .Capabilities and lookup reads
+	// it, as under helm install; dm-helm reads it with the same kubeconfig.
+	g.engines()
+	g.helm.Cluster = &helmproxy.Cluster{Kubeconfig: g.kube.kubeconfig, Context: g.kube.context}
 	return &deploy.Config{
 		Cluster:   c,
 		History:   driver.NewSecrets(c.Dynamic()),

@@ -70,6 +70,21 @@ type RenderRequest struct {
 	// default); APIVersions are added to its API versions.
 	KubeVersion string   `json:"kube_version,omitempty"`
 	APIVersions []string `json:"api_versions,omitempty"`
+	// Cluster, when set, is the cluster the chart is deployed to: its
+	// .Capabilities (version and API versions, from discovery) replace
+	// KubeVersion and APIVersions, and lookup reads it, as under helm
+	// install.
+	Cluster *Cluster `json:"cluster,omitempty"`
+}
+
+// Cluster names the user's cluster by their kubeconfig: dm-helm, the
+// user's own process, reads it with the user's credentials, as dm does.
+type Cluster struct {
+	// Kubeconfig is the kubeconfig file; empty follows $KUBECONFIG, else
+	// ~/.kube/config, as kubectl.
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	// Context is the kubeconfig context; empty is its current one.
+	Context string `json:"context,omitempty"`
 }
 
 // FetchRequest downloads a chart from a chart repository, a URL or an OCI

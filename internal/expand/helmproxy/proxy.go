@@ -46,6 +46,9 @@ type Engine struct {
 	// Helm's offline default, helm template's).
 	KubeVersion string
 	APIVersions []string
+	// Cluster, when set, is the cluster charts are deployed to: renders
+	// take its .Capabilities and lookup reads it (RenderRequest.Cluster).
+	Cluster *Cluster
 	// Timeout bounds one request; MaxResponseBytes one answer.
 	Timeout          time.Duration
 	MaxResponseBytes int
@@ -64,6 +67,7 @@ func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (engine.Outp
 	req := &Request{Op: OpRender, Render: &RenderRequest{
 		File: inv.File, Files: inv.Files, FilesKey: inv.FilesKey, Properties: inv.Properties,
 		Env: inv.Env, Label: inv.Label, KubeVersion: e.KubeVersion, APIVersions: e.APIVersions,
+		Cluster: e.Cluster,
 	}}
 	resp, err := e.do(ctx, req)
 	if err != nil {

@@ -28,8 +28,13 @@ type Handler struct {
 	// Options are the render's limits (MaxChartBytes, MaxOutputBytes,
 	// Timeout); the release and capabilities come with each request.
 	Options helm.Options
+	// Cluster gives the release options of a chart deployed to the
+	// cluster c names: KubeVersion, APIVersions with ClusterAPIVersions,
+	// and Lookup. Nil refuses such requests. dm-helm's main provides it,
+	// since reading a cluster is the deploy side's (chartlookup).
+	Cluster func(c helmproxy.Cluster) (helm.Options, error)
 
-	engines map[string]*helm.Engine // by capabilities
+	engines map[string]*helm.Engine // by capabilities and cluster
 }
 
 var _ helmproxy.Handler = (*Handler)(nil)
@@ -37,6 +42,9 @@ var _ helmproxy.Handler = (*Handler)(nil)
 // Render renders a chart as helm.Engine does in-process.
 func (h *Handler) Render(ctx context.Context, req *helmproxy.RenderRequest) (engine.Output, error) {
 	key := req.KubeVersion + "\x00" + strings.Join(req.APIVersions, ",")
+	if c := req.Cluster; c != nil {
+		key = "cluster\x00" + c.Kubeconfig + "\x00" + c.Context
+	}
 	e := h.engines[key]
 	if e == nil {
 		if h.engines == nil {
@@ -44,6 +52,16 @@ func (h *Handler) Render(ctx context.Context, req *helmproxy.RenderRequest) (eng
 		}
 		opts := h.Options
 		opts.KubeVersion, opts.APIVersions = req.KubeVersion, req.APIVersions
+		if c := req.Cluster; c != nil {
+			if h.Cluster == nil {
+				return engine.Output{}, derrors.Errorf(derrors.InvalidArgument, "this program does not read clusters for charts")
+			}
+			co, err := h.Cluster(*c)
+			if err != nil {
+				return engine.Output{}, engine.At(req.File, 0, fmt.Errorf("reading the cluster's capabilities for the chart: %w", err))
+			}
+			opts.KubeVersion, opts.APIVersions, opts.ClusterAPIVersions, opts.Lookup = co.KubeVersion, co.APIVersions, co.ClusterAPIVersions, co.Lookup
+		}
 		e = &helm.Engine{Options: opts}
 		h.engines[key] = e
 	}
