@@ -478,3 +478,37 @@ data:
 		}
 	}
 }
+
+// TestChartResourceRegistryd: registryd expands a configuration with a
+// type: helm resource (in its sandbox workers, which ask registryd for the
+// chart) from a chart repository its --chart-repo names, and refuses one
+// from a host it was not given, naming the flag.
+func TestChartResourceRegistryd(t *testing.T) {
+	helm := helmCLI(t)
+	registryd, _ := buildBinaries(t)
+	home := t.TempDir()
+	env := append(os.Environ(), "HELM_CACHE_HOME="+filepath.Join(home, "cache"), "HELM_CONFIG_HOME="+filepath.Join(home, "config"),
+		"HELM_DATA_HOME="+filepath.Join(home, "data"), "HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"))
+	repo := chartRepository(t, helm, env)
+	config := "resources:\n- name: site\n  type: helm\n  repo: " + repo + "\n  chart: web\n  version: ~1.2.0\n  properties: {replicaCount: 3}\n"
+	expand := func(url string) (int, string) {
+		body, _ := json.Marshal(map[string]any{"config": config, "deployment": "d", "namespace": "ns"})
+		resp, err := http.Post(url+"/v1/expand", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	allowed := startRegistryd(t, registryd, nil, "--registry-dir", "github.com/acme/templates=registry-example", "--chart-repo", repo)
+	code, body := expand(allowed)
+	if code != http.StatusOK || !strings.Contains(body, `"replicas":3`) || !strings.Contains(body, `1.2.0`) {
+		t.Errorf("registryd --chart-repo: %d %s", code, body)
+	}
+	refused := startRegistryd(t, registryd, nil, "--registry-dir", "github.com/acme/templates=registry-example")
+	code, body = expand(refused)
+	if code < 400 || code >= 500 || !strings.Contains(body, "chart") {
+		t.Errorf("registryd without --chart-repo: %d %s, want a 4xx naming the chart", code, body)
+	}
+}

@@ -56,8 +56,11 @@ type Config struct {
 	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
 	// AllowURLTypes lets POST /v1/expand accept raw GitHub URLs of
 	// template files as resource types.
-	AllowURLTypes bool             `json:"allow_url_types,omitempty"`
-	Registries    []RegistryConfig `json:"registries,omitempty"`
+	AllowURLTypes bool `json:"allow_url_types,omitempty"`
+	// ChartRepos are the chart repositories and OCI registries (URLs)
+	// whose hosts type: helm resources may fetch charts from.
+	ChartRepos []string         `json:"chart_repos,omitempty"`
+	Registries []RegistryConfig `json:"registries,omitempty"`
 }
 
 // RegistryConfig is one registry of the configuration file: either github
@@ -181,6 +184,8 @@ type settings struct {
 	def        resolve.Registry
 	refresh    time.Duration
 	cacheDir   string
+	// chartRepos are the hosts type: helm resources may fetch from.
+	chartRepos []string
 	adminToken string
 	readyWait  time.Duration
 	logLevel   string

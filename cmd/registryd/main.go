@@ -99,6 +99,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		refresh    time.Duration
 		readyWait  time.Duration
 		cacheDir   string
+		chartRepos []string
 		allowURLs  bool
 		addr       string
 		logLevel   string
@@ -207,6 +208,10 @@ func newCommand(e env, s *settings) *cobra.Command {
 			if s.kube.watch && s.kube.namespace == "" {
 				return derrors.Errorf(derrors.InvalidArgument, "--watch-registries needs --namespace: registryd's own namespace, which holds its Lease and the Secrets of ClusterRegistries")
 			}
+			s.chartRepos = cfg.ChartRepos
+			if f.Changed("chart-repo") {
+				s.chartRepos = chartRepos
+			}
 			s.cacheDir = cfg.CacheDir
 			if s.cacheDir == "" {
 				s.cacheDir = defaultCacheDir(e.getenv)
@@ -224,6 +229,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringArrayVar(&githubs, "github", nil, "serve a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable) as registry github.com/OWNER/REPO, with GITHUB_TOKEN as token")
 	f.StringVar(&githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` (GitHub Enterprise: https://HOST/api/v3/)")
 	f.DurationVar(&refresh, "refresh", 5*time.Minute, "refresh every registry this often (0: index once)")
+	f.StringArrayVar(&chartRepos, "chart-repo", nil, "chart repository or OCI registry `URL` whose host type: helm resources may fetch charts from (repeatable; none by default)")
 	f.StringVar(&cacheDir, "cache-dir", "", "`directory` for persisted snapshots and file contents (default $XDG_CACHE_HOME/registryd or ~/.cache/registryd)")
 	f.StringVar(&defaultReg, "default-registry", "", "registry (and collection) short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
 	f.StringVar(&adminToken, "admin-token", "", "bearer `token` for POST /v1/registries/{name}/refresh (prefer the REGISTRYD_ADMIN_TOKEN environment variable)")

@@ -8,12 +8,16 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helmproxy"
+	"github.com/dmhq/dm/internal/expand/helmserve"
 	"github.com/dmhq/dm/internal/kubereg"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -98,7 +102,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return nil
 	}
 
-	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout, Engines: engines()}
+	eo := expand.Options{AllowURLs: s.allowURLs, Logger: log, Timeout: s.timeout, TotalTimeout: s.totalTimeout, Engines: engines(), Charts: chartFetcher(s)}
 	var expander, examples api.Expander
 	// With workers, only as many expansions run at once as there are
 	// workers: the others wait in the server's queue, which answers 503
@@ -242,4 +246,19 @@ func waitFirst(ctx context.Context, chans []<-chan struct{}, max time.Duration) 
 			return
 		}
 	}
+}
+
+// chartFetcher downloads the charts of type: helm resources in process,
+// from the hosts of --chart-repo (or the configuration's chart_repos)
+// only, caching them by digest under the cache directory. Without any,
+// nil: such resources are refused naming the missing configuration.
+func chartFetcher(s *settings) engine.ChartFetcher {
+	if len(s.chartRepos) == 0 {
+		return nil
+	}
+	f := &helmproxy.Fetcher{Engine: (&helmserve.Handler{}).Downloader(), Repos: s.chartRepos}
+	if s.cacheDir != "" {
+		f.CacheDir = filepath.Join(s.cacheDir, "charts")
+	}
+	return f
 }

@@ -718,7 +718,9 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	case chartType:
 		src, _ := res.Helm.source()
 		if x.opts.Charts == nil {
-			return nil, &Error{Path: p, Err: fmt.Errorf("type: helm resource names a chart outside the registries (%s), which this program does not download: %w", src, errors.ErrUnsupported)}
+			// A refusal of the request, not a fault of the program: the
+			// operator allows chart hosts (registryd --chart-repo).
+			return nil, &Error{Path: p, Err: derrors.Errorf(derrors.InvalidArgument, "type: helm resource names a chart outside the registries (%s), which this program does not download: no chart repository is allowed (registryd --chart-repo, or chart_repos in its configuration)", src)}
 		}
 		c, err := x.opts.Charts.FetchChart(ctx, src)
 		if err != nil {

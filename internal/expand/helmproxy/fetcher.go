@@ -8,10 +8,16 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// Fetcher downloads the charts of type: helm resources in dm-helm,
-// reaching only the hosts of Repos.
+// Downloader downloads one chart: *Engine does in dm-helm; a program that
+// links Helm downloads in-process (helmserve.Handler.Downloader).
+type Downloader interface {
+	Fetch(ctx context.Context, req FetchRequest) (map[string][]byte, *FetchedChart, error)
+}
+
+// Fetcher downloads the charts of type: helm resources through its
+// Downloader, reaching only the hosts of Repos.
 type Fetcher struct {
-	Engine *Engine
+	Engine Downloader
 	// Repos are the chart repositories and registries the user allowed
 	// (--chart-repo): their hosts may be reached. An http:// one reaches
 	// an OCI registry on its host over plain HTTP.

@@ -78,6 +78,16 @@ func (h *Handler) Lint(ctx context.Context, req *helmproxy.LintRequest) ([]engin
 	return (&helm.Engine{Options: opts}).Lint(ctx, req.Files, req.File)
 }
 
+// Downloader returns h as a helmproxy.Downloader: a program that links
+// Helm (registryd) downloads charts in-process with it.
+func (h *Handler) Downloader() helmproxy.Downloader { return downloader{h} }
+
+type downloader struct{ h *Handler }
+
+func (d downloader) Fetch(ctx context.Context, req helmproxy.FetchRequest) (map[string][]byte, *helmproxy.FetchedChart, error) {
+	return d.h.Fetch(ctx, &req)
+}
+
 // Fetch downloads a chart and unpacks it.
 func (h *Handler) Fetch(ctx context.Context, req *helmproxy.FetchRequest) (map[string][]byte, *helmproxy.FetchedChart, error) {
 	f := &charts.Fetcher{AllowHosts: req.AllowHosts, CacheDir: req.CacheDir, RegistryConfig: req.RegistryConfig, PlainHTTP: req.PlainHTTP}
