@@ -11,8 +11,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dmhq/dm/internal/api"
-	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/schema"
 )
 
@@ -38,7 +36,7 @@ func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, 
 	if !ask {
 		return props, nil
 	}
-	inputs, err := missingInputs(ctx, b, tv, props)
+	inputs, err := api.MissingInputs(ctx, b, tv, props)
 	if err != nil || len(inputs) == 0 {
 		return props, err
 	}
@@ -51,35 +49,6 @@ func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, 
 	}
 	err = g.ask(inputs, what, how, stdin, func(name string, v any) { props[name] = v })
 	return props, err
-}
-
-// missingInputs returns the required properties of tv that props lacks
-// and that have no default: from its schema, or for an OpenShift template
-// without one, its required parameters without value or generator.
-func missingInputs(ctx context.Context, b api.Backend, tv *api.TemplateVersion, props map[string]any) ([]schema.Input, error) {
-	switch {
-	case tv.Language == "helm":
-		// A chart's required values may come from its values.yaml;
-		// Helm's validation of the coalesced values names what lacks.
-		return nil, nil
-	case tv.SchemaContent != "":
-		sc, err := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
-		if err != nil {
-			return nil, nil // the expansion reports the schema's error
-		}
-		return sc.Missing(props), nil
-	case tv.Language == "openshift":
-		data, err := b.ReadFile(ctx, tv.Pinned(), "", tv.TemplateFile)
-		if err != nil {
-			return nil, err
-		}
-		t, err := openshift.Parse(data)
-		if err != nil {
-			return nil, nil // the expansion reports it
-		}
-		return t.Missing(openshift.TextValues(props)), nil
-	}
-	return nil, nil
 }
 
 // ask obtains every input: on a terminal (standard input one, and no
@@ -158,37 +127,20 @@ func readLine(f *os.File) (string, error) {
 // instantiate; answers join props keyed by resource name, as --values
 // keys a configuration's, and are returned.
 func (g *globals) configProperties(ctx context.Context, b api.Backend, req *api.ExpandRequest, props map[string]any, stdin io.Reader) (map[string]any, error) {
-	cfg, err := expand.ParseConfig([]byte(req.Config), req.ConfigName)
-	if err != nil {
-		return props, nil // the expansion reports it
-	}
-	imports := make(map[string][]byte, len(req.Imports))
-	for k, v := range req.Imports {
-		imports[k] = []byte(v)
-	}
-	missing := expand.MissingInConfig(cfg, imports, props, func(ref string) *schema.Schema {
-		tv, err := b.Template(ctx, ref, g.registry)
-		if err != nil || tv.SchemaContent == "" {
-			return nil
-		}
-		sc, _ := schema.Parse([]byte(tv.SchemaContent), tv.Schema)
-		return sc
-	})
+	missing := api.MissingConfigInputs(ctx, b, g.registry, req, props)
 	if len(missing) == 0 {
 		return props, nil
 	}
 	inputs := make([]schema.Input, len(missing))
 	owner := map[string][2]string{}
 	for i, m := range missing {
-		in := m.Input
-		in.Name = m.Resource + "." + m.Name
-		inputs[i] = in
-		owner[in.Name] = [2]string{m.Resource, m.Name}
+		inputs[i] = m.Input
+		owner[m.Name] = [2]string{m.Resource, m.Property}
 	}
 	if props == nil {
 		props = map[string]any{}
 	}
-	err = g.ask(inputs, "property", "--values FILE keyed by resource name", stdin, func(name string, v any) {
+	err := g.ask(inputs, "property", "--values FILE keyed by resource name", stdin, func(name string, v any) {
 		o := owner[name]
 		rp, _ := props[o[0]].(map[string]any)
 		if rp == nil {
