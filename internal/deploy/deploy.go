@@ -213,15 +213,29 @@ func (o *ApplyOptions) historyMax() int {
 	return o.HistoryMax
 }
 
+// Hook is a hook as an action runs it: at one event, in the tier of its
+// weight.
+type Hook struct {
+	// Event is the event it runs at: pre-install, post-upgrade, ...
+	Event string
+	// Weight is its helm.sh/hook-weight: the event's hooks run in tiers
+	// of one weight, lowest first.
+	Weight int
+	// Path is its path in the layout.
+	Path   string
+	Object *unstructured.Unstructured
+}
+
 // Result is the outcome of an action that applies objects.
 type Result struct {
 	// Record is the new revision (nil for dry runs).
 	Record *release.Record
 	// Objects are the objects applied (or that would be, for dry runs).
 	Objects []*unstructured.Unstructured
-	// Hooks are the hooks the action ran (or would run), pre- then post-
-	// hooks, each event's in tier order.
-	Hooks []*unstructured.Unstructured
+	// Hooks are the hooks the action ran (or would run, for dry runs):
+	// the pre- event's, then the post- event's, each in tier order. A
+	// hook of both events appears under each. Test hooks never run.
+	Hooks []Hook
 	// Pruned are the objects deleted because the revision no longer has
 	// them.
 	Pruned []kube.ObjectRef
