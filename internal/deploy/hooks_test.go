@@ -484,6 +484,17 @@ func TestChartHooksServerDryRun(t *testing.T) {
 	if exists(t, f.kc.Dynamic(), configMapsGVR, f.ns, "web-upgrade") {
 		t.Error("the update's dry run created the pre-upgrade hook")
 	}
+	// A rollback's dry run checks the target revision's rollback hooks.
+	back, err := f.c.Rollback(ctx, "web", 1, dry)
+	if err != nil {
+		t.Fatalf("rollback dry run: %v", err)
+	}
+	if got := hookNames(back.Hooks); got != "pre-rollback 0 ConfigMap/web-rollback" {
+		t.Errorf("rollback hooks: %s", got)
+	}
+	if exists(t, f.kc.Dynamic(), configMapsGVR, f.ns, "web-rollback") || statuses(f.history("web")) != "1:deployed" {
+		t.Errorf("the rollback's dry run ran its hook or recorded a revision: %s", statuses(f.history("web")))
+	}
 	// A hook that stays (hook-failed: not deleted first) is checked as an
 	// apply over the live object, as the real run applies it: the Job's
 	// template cannot change.
