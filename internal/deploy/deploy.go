@@ -162,7 +162,9 @@ func (c *Config) logf(format string, args ...any) {
 // ApplyOptions are the options of the actions that apply objects.
 type ApplyOptions struct {
 	// DryRun is "", "client" (print what would be applied, contact the
-	// cluster only to read) or "server" (dry-run applies; no record).
+	// cluster only to read) or "server" (dry-run applies of the objects
+	// and of the action's hooks, which are not waited for; no record).
+	// Either way Result lists the objects and the hooks.
 	DryRun string
 	// Wait waits until every object is ready (kstatus Current).
 	Wait bool

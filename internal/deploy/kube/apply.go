@@ -76,7 +76,7 @@ func (a *Applied) Object() (*unstructured.Unstructured, error) {
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Applied, error) {
 	if opts.Recreate && !opts.DryRun {
 		// Nothing deletes the old objects first here: a create would fail.
-		return nil, fmt.Errorf("kube: ApplyOptions.Recreate is for dry runs only")
+		return nil, errors.New("kube: ApplyOptions.Recreate is for dry runs only")
 	}
 	results := make([]*Applied, len(objs))
 	errs := make([]error, len(objs))
