@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/dmhq/dm/internal/deploy/chartlookup"
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -89,7 +90,7 @@ func (c *capabilities) invalidate() {
 func watchCRDs(mgr ctrl.Manager, c *capabilities) error {
 	m := &metav1.PartialObjectMetadata{}
 	m.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
-	inf, err := mgr.GetCache().GetInformer(context.Background(), m)
+	inf, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("controller: watching CustomResourceDefinitions: %w", err)
 	}
