@@ -7,12 +7,9 @@ import (
 	"testing"
 )
 
-// TestFormProperties: the preview form's fields are read as dm reads the
-// properties it asks for (schema.Input.Parse) and nested as --properties
-// nests them (expand.SetPath), so a value means the same in the catalog
-// and on the command line.
-func TestFormProperties(t *testing.T) {
-	fields := []field{
+// formFields are a form of every input kind, for the form tests.
+func formFields() []field {
+	return []field{
 		newField("replicas", "integer", "", 1, nil, true),
 		newField("ratio", "number", "", nil, nil, false),
 		newField("on", "boolean", "", nil, nil, false),
@@ -20,6 +17,14 @@ func TestFormProperties(t *testing.T) {
 		newField("ports", "array", "", nil, nil, false),
 		newField("any", "", "", nil, nil, false),
 	}
+}
+
+// TestFormProperties: the preview form's fields are read as dm reads the
+// properties it asks for (schema.Input.Parse) and nested as --properties
+// nests them (expand.SetPath), so a value means the same in the catalog
+// and on the command line.
+func TestFormProperties(t *testing.T) {
+	fields := formFields()
 	tests := []struct {
 		name string
 		form string
