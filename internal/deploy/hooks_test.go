@@ -5,7 +5,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,12 +20,12 @@ import (
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/helmimport"
 	"github.com/dmhq/dm/internal/deploy/kube"
-	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmtest"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -427,7 +426,7 @@ func TestImportedChartUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	helmInstall(t, f.env.Kubeconfig, "install", "web", dir, "-n", f.ns, "--no-hooks", "--set", "extra=true", "--set", "greeting=bonjour")
+	helmtest.Install(t, f.env.Kubeconfig, "install", "web", dir, "-n", f.ns, "--no-hooks", "--set", "extra=true", "--set", "greeting=bonjour")
 
 	rel, err := helmimport.Read(ctx, dyn, f.ns, "web")
 	if err != nil {
@@ -495,20 +494,5 @@ func TestImportedChartWithoutFiles(t *testing.T) {
 	_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "old", Source: deploy.Source{Properties: map[string]any{"a": 1}}})
 	if !errors.Is(err, derrors.InvalidArgument) || !strings.Contains(err.Error(), "without the chart's files") {
 		t.Errorf("update: %v", err)
-	}
-}
-
-// helmInstall runs the helm CLI built beside kube-apiserver.
-func helmInstall(t *testing.T, kubeconfig string, args ...string) {
-	t.Helper()
-	b, err := kubetest.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	cmd := exec.Command(filepath.Join(filepath.Dir(b.APIServer), "helm"), append(args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = []string{"HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache", "HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

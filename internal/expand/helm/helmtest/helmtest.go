@@ -7,6 +7,7 @@ package helmtest
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -64,13 +65,32 @@ func repoRoot() string {
 // test, so no run reads the user's repositories or another run's cache.
 func Env(t testing.TB) []string {
 	t.Helper()
+	return append(os.Environ(), homeEnv(t)...)
+}
+
+// homeEnv puts Helm's cache, configuration, data and HOME in a directory
+// of the test.
+func homeEnv(t testing.TB) []string {
 	home := t.TempDir()
-	return append(os.Environ(),
-		"HELM_CACHE_HOME="+filepath.Join(home, "cache"),
-		"HELM_CONFIG_HOME="+filepath.Join(home, "config"),
-		"HELM_DATA_HOME="+filepath.Join(home, "data"),
-		"HOME="+home, "XDG_CACHE_HOME="+filepath.Join(home, "cache"),
-	)
+	return []string{
+		"HELM_CACHE_HOME=" + filepath.Join(home, "cache"),
+		"HELM_CONFIG_HOME=" + filepath.Join(home, "config"),
+		"HELM_DATA_HOME=" + filepath.Join(home, "data"),
+		"HOME=" + home, "XDG_CACHE_HOME=" + filepath.Join(home, "cache"),
+	}
+}
+
+// Install runs the helm command (Bin) with args against the cluster of
+// kubeconfig, as a user installs or upgrades a release there, failing
+// the test when it fails. Its environment is only a home of its own, so
+// no $HELM_NAMESPACE or $HELM_DRIVER of the user's changes what it does.
+func Install(t testing.TB, kubeconfig string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(Bin(t), append(args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = homeEnv(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
 }
 
 // Case is one chart of the corpus, with what it is rendered with.
