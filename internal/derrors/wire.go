@@ -2,25 +2,32 @@ package derrors
 
 import "errors"
 
-// wireKinds are the sentinels that cross a process boundary (the pipes to
-// registryd's sandbox workers and to dm-helm) by name, in HTTPStatus's
-// order, so that an error wrapping two gets on the other side the status
-// it would get in-process. It is the one table both protocols use: two
-// copies once drifted, and a kind one of them lacked became a 500.
-var wireKinds = [...]struct {
+// wireKind is a sentinel and the name it crosses a process boundary
+// under.
+type wireKind struct {
 	name string
 	err  error
-}{
-	{"not_found", NotFound},
-	{"invalid", InvalidArgument},
-	{"ambiguous", Ambiguous},
-	{"already_exists", AlreadyExists},
-	{"conflict", Conflict},
-	{"unauthorized", Unauthorized},
-	{"forbidden", Forbidden},
-	{"limit_exceeded", LimitExceeded},
-	{"unavailable", Unavailable},
-	{"not_modified", NotModified},
+}
+
+// wireKinds returns the sentinels that cross a process boundary (the
+// pipes to registryd's sandbox workers and to dm-helm) by name, in
+// HTTPStatus's order, so that an error wrapping two gets on the other
+// side the status it would get in-process. It is the one table both
+// protocols use: two copies once drifted, and a kind one of them lacked
+// became a 500. A function, not a variable: no package state to change.
+func wireKinds() [10]wireKind {
+	return [...]wireKind{
+		{"not_found", NotFound},
+		{"invalid", InvalidArgument},
+		{"ambiguous", Ambiguous},
+		{"already_exists", AlreadyExists},
+		{"conflict", Conflict},
+		{"unauthorized", Unauthorized},
+		{"forbidden", Forbidden},
+		{"limit_exceeded", LimitExceeded},
+		{"unavailable", Unavailable},
+		{"not_modified", NotModified},
+	}
 }
 
 // Wire is an error as it crosses a process boundary: its message, the
@@ -47,7 +54,7 @@ func ToWire(err error) *Wire {
 // WireKind returns the name err's sentinel crosses a process boundary
 // under, "" when it wraps none of them.
 func WireKind(err error) string {
-	for _, k := range wireKinds {
+	for _, k := range wireKinds() {
 		if errors.Is(err, k.err) {
 			return k.name
 		}
@@ -65,7 +72,7 @@ func (w *Wire) Cause() error {
 		return nil
 	}
 	e := &remoteError{msg: w.Msg}
-	for _, k := range wireKinds {
+	for _, k := range wireKinds() {
 		if k.name == w.Kind {
 			e.kind = k.err
 			break

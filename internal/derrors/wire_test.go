@@ -48,7 +48,7 @@ func TestWireRoundTrip(t *testing.T) {
 			if got == nil || got.Error() != tc.msg {
 				t.Fatalf("decoded %v, want %q", got, tc.msg)
 			}
-			for _, k := range wireKinds {
+			for _, k := range wireKinds() {
 				if is := errors.Is(got, k.err); is != (k.err == tc.kind) {
 					t.Errorf("errors.Is(%v, %v) = %v", got, k.err, is)
 				}
