@@ -55,11 +55,10 @@ func main() {
 }
 
 // engines are the attached languages' engines the controller's workers
-// render: Helm charts, with the offline release options
-// (helm.DefaultKubeVersion, Helm's default API versions, lookup empty).
-// The workers have no cluster access (the sandbox), so .Capabilities are
-// not read from the cluster yet. A long-running controller pays Helm's
-// start-up cost once.
+// render: Helm charts. Each render takes the cluster's .Capabilities from
+// its request, and its lookups go to the controller, which reads as the
+// instance's ServiceAccount: the workers hold no credentials. A
+// long-running controller pays Helm's start-up cost once.
 func engines() []engine.Engine {
 	return []engine.Engine{&helm.Engine{}}
 }

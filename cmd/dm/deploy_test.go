@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/release"
 )
 
@@ -46,5 +52,97 @@ func TestStatusCellMarksController(t *testing.T) {
 		if got := statusCell(&tt.rec); got != tt.want {
 			t.Errorf("statusCell(%+v) = %q, want %q", tt.rec, got, tt.want)
 		}
+	}
+}
+
+// A dry run prints the hooks the action would run around its objects, in
+// the order it would run them, each marked with its event, weight and
+// layout path: by a comment in the YAML stream (the default, and -o
+// yaml), in a hooks field beside the List's items with -o json.
+func TestDryRunPrintsHooks(t *testing.T) {
+	obj := func(kind, name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": name}}}
+	}
+	res := &deploy.Result{
+		Objects: []*unstructured.Unstructured{obj("ConfigMap", "web-app")},
+		Hooks: []deploy.Hook{
+			{Event: "pre-install", Weight: -5, Path: "web/web-sa", Object: obj("ServiceAccount", "web-sa")},
+			{Event: "pre-install", Weight: 5, Path: "web/web-migrate", Object: obj("Job", "web-migrate")},
+			{Event: "post-install", Weight: 0, Path: "web/web-post", Object: obj("ConfigMap", "web-post")},
+		},
+	}
+	stream := `---
+# hook: pre-install, weight -5, layout path web/web-sa
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: web-sa
+---
+# hook: pre-install, weight 5, layout path web/web-migrate
+apiVersion: v1
+kind: Job
+metadata:
+  name: web-migrate
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-app
+---
+# hook: post-install, weight 0, layout path web/web-post
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-post
+`
+	for _, tt := range []struct {
+		output, dryRun string
+		want           string // stdout; for json, checked by decoding
+		stderr         string
+	}{
+		{"table", "client", stream, ""},
+		{"yaml", "client", stream, ""},
+		{"json", "client", "", ""},
+		{"table", "server", stream, "dm: server dry run: the server accepted 1 objects and 3 hooks; nothing was applied or recorded\n"},
+	} {
+		t.Run(tt.output+" "+tt.dryRun, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			p := &printer{w: &out, g: &globals{output: tt.output, stderr: &errOut}}
+			if err := p.applied(nil, res, tt.dryRun, nil); err != nil {
+				t.Fatal(err)
+			}
+			if errOut.String() != tt.stderr {
+				t.Errorf("stderr %q, want %q", errOut.String(), tt.stderr)
+			}
+			if tt.output != "json" {
+				if out.String() != tt.want {
+					t.Errorf("stdout:\n%s\nwant:\n%s", out.String(), tt.want)
+				}
+				return
+			}
+			var list struct {
+				Kind  string           `json:"kind"`
+				Items []map[string]any `json:"items"`
+				Hooks []struct {
+					Event  string         `json:"event"`
+					Weight int            `json:"weight"`
+					Path   string         `json:"path"`
+					Object map[string]any `json:"object"`
+				} `json:"hooks"`
+			}
+			if err := json.Unmarshal(out.Bytes(), &list); err != nil {
+				t.Fatalf("%v:\n%s", err, out.String())
+			}
+			if list.Kind != "List" || len(list.Items) != 1 || list.Items[0]["kind"] != "ConfigMap" {
+				t.Errorf("items: %s", out.String())
+			}
+			var hooks []string
+			for _, h := range list.Hooks {
+				hooks = append(hooks, fmt.Sprintf("%s %d %s %v", h.Event, h.Weight, h.Path, h.Object["kind"]))
+			}
+			if got := strings.Join(hooks, ", "); got != "pre-install -5 web/web-sa ServiceAccount, pre-install 5 web/web-migrate Job, post-install 0 web/web-post ConfigMap" {
+				t.Errorf("hooks: %s", got)
+			}
+		})
 	}
 }

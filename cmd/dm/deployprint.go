@@ -208,14 +208,72 @@ func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, e
 		return err
 	}
 	if dryRun != "" {
-		objs := make([]map[string]any, len(res.Objects))
-		for i, u := range res.Objects {
-			objs[i] = u.Object
-		}
 		if dryRun == "server" {
-			fmt.Fprintf(p.g.stderr, "dm: server dry run: the server accepted %d objects; nothing was applied or recorded\n", len(objs))
+			hooks := ""
+			if len(res.Hooks) > 0 {
+				hooks = fmt.Sprintf(" and %d hooks", len(res.Hooks))
+			}
+			fmt.Fprintf(p.g.stderr, "dm: server dry run: the server accepted %d objects%s; nothing was applied or recorded\n", len(res.Objects), hooks)
 		}
-		return p.objects(objs)
+		return p.dryRun(res)
 	}
 	return p.deployment(res.Record, nil)
+}
+
+// hookView is a hook as a dry run prints it with -o json.
+type hookView struct {
+	Event  string         `json:"event"`
+	Weight int            `json:"weight"`
+	Path   string         `json:"path,omitempty"`
+	Object map[string]any `json:"object"`
+}
+
+// dryRun prints what a dry run would apply, in the order the action
+// applies it: the pre- hooks, the objects, the post- hooks. A YAML
+// stream marks each hook with a comment saying its event, weight and
+// layout path; -o json prints a List of the objects with the hooks in a
+// field of their own, hooks, so that the items stay the release's objects.
+func (p *printer) dryRun(res *deploy.Result) error {
+	if p.g.output == "json" {
+		items := make([]any, len(res.Objects))
+		for i, u := range res.Objects {
+			items[i] = u.Object
+		}
+		list := map[string]any{"apiVersion": "v1", "kind": "List", "items": items}
+		if len(res.Hooks) > 0 {
+			hooks := make([]hookView, len(res.Hooks))
+			for i, h := range res.Hooks {
+				hooks[i] = hookView{Event: h.Event, Weight: h.Weight, Path: h.Path, Object: h.Object.Object}
+			}
+			list["hooks"] = hooks
+		}
+		_, err := p.structured(list)
+		return err
+	}
+	pre, post := res.Hooks, []deploy.Hook(nil)
+	for i, h := range res.Hooks {
+		if strings.HasPrefix(h.Event, "post-") {
+			pre, post = res.Hooks[:i], res.Hooks[i:]
+			break
+		}
+	}
+	hooks := func(hs []deploy.Hook) error {
+		for _, h := range hs {
+			fmt.Fprintf(p.w, "---\n# hook: %s, weight %d, layout path %s\n", h.Event, h.Weight, h.Path)
+			if err := printYAML(p.w, h.Object.Object); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := hooks(pre); err != nil {
+		return err
+	}
+	for _, u := range res.Objects {
+		fmt.Fprintln(p.w, "---")
+		if err := printYAML(p.w, u.Object); err != nil {
+			return err
+		}
+	}
+	return hooks(post)
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -47,6 +48,11 @@ type ExpandRequest struct {
 	// SkipSchemaValidation applies schemas' defaults without validating
 	// properties; violations are warnings (Helm's --skip-schema-validation).
 	SkipSchemaValidation bool `json:"skip_schema_validation,omitempty"`
+	// Cluster, when deploying, is the cluster charts are rendered for
+	// (their .Capabilities and lookup; expand.Request.Cluster). It is not
+	// sent to a registryd (--server), whose renders stay offline: the
+	// credentials it would need are the deployer's.
+	Cluster *engine.Cluster `json:"-"`
 }
 
 // ExpandResult is the answer of POST /v1/expand.
@@ -83,6 +89,7 @@ func (req *ExpandRequest) EngineRequest() (expand.Request, error) {
 		Strict:               req.Strict,
 		SkipSchemaValidation: req.SkipSchemaValidation,
 		Env:                  req.Env,
+		Cluster:              req.Cluster,
 	}
 	if isConfig {
 		r.Config = []byte(req.Config)

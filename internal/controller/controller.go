@@ -30,7 +30,9 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/deploy/chartlookup"
 	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // Options configure the controller.
@@ -94,19 +96,30 @@ func Scheme() (*runtime.Scheme, error) {
 }
 
 // clients keeps one kube.Client per user the controller impersonates, so
-// that discovery is read once per account, not per reconcile.
+// that discovery is read once per account, not per reconcile; and one
+// chart Lookup per user, likewise.
 type clients struct {
-	base *rest.Config
-	mu   sync.Mutex
-	lru  *lru.Cache[string, *kube.Client]
+	base    *rest.Config
+	mu      sync.Mutex
+	lru     *lru.Cache[string, *kube.Client]
+	lookups *lru.Cache[string, engine.Lookup]
 }
 
-// maxClients bounds the impersonating clients kept.
+// maxClients bounds the impersonating clients kept (of each sort).
 const maxClients = 256
 
 func newClients(base *rest.Config) *clients {
 	c, _ := lru.New[string, *kube.Client](maxClients) // fails only for size <= 0
-	return &clients{base: base, lru: c}
+	l, _ := lru.New[string, engine.Lookup](maxClients)
+	return &clients{base: base, lru: c, lookups: l}
+}
+
+// config returns the controller's connection impersonating user.
+func (c *clients) config(user string) *rest.Config {
+	rc := rest.CopyConfig(c.base)
+	rc.Impersonate = rest.ImpersonationConfig{UserName: user}
+	rc.UserAgent = FieldManager
+	return rc
 }
 
 // as returns a client that acts as user, its namespace ns.
@@ -117,15 +130,29 @@ func (c *clients) as(ctx context.Context, user, ns string) (*kube.Client, error)
 	if k, ok := c.lru.Get(key); ok {
 		return k, nil
 	}
-	rc := rest.CopyConfig(c.base)
-	rc.Impersonate = rest.ImpersonationConfig{UserName: user}
-	rc.UserAgent = FieldManager
-	k, err := kube.New(ctx, kube.Config{REST: rc, Namespace: ns, FieldManager: FieldManager, DiscoveryCache: "-", QPS: -1})
+	k, err := kube.New(ctx, kube.Config{REST: c.config(user), Namespace: ns, FieldManager: FieldManager, DiscoveryCache: "-", QPS: -1})
 	if err != nil {
 		return nil, err
 	}
 	c.lru.Add(key, k)
 	return k, nil
+}
+
+// lookupAs returns the Lookup of charts deployed as user: it reads the
+// cluster with user's rights, so a chart sees what its instance's
+// account may see and nothing more.
+func (c *clients) lookupAs(user string) (engine.Lookup, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.lookups.Get(user); ok {
+		return l, nil
+	}
+	l, err := chartlookup.NewLookup(c.config(user))
+	if err != nil {
+		return nil, err
+	}
+	c.lookups.Add(user, l)
+	return l, nil
 }
 
 // errNoAccount is an instance with no ServiceAccount to apply as.

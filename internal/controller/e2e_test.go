@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -160,6 +161,29 @@ func start(env *kubetest.Env) (*harness, error) {
 		"templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting | quote }}\n  release: {{ .Release.Name }}-{{ .Release.Namespace }}\n",
 	} {
 		p := filepath.Join(dir, "chart", "v1.0.0", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// A chart that reads the cluster: ConfigMap "source" by lookup, and
+	// whether the cluster serves the API group of its values.
+	for name, content := range map[string]string{
+		"Chart.yaml":  "apiVersion: v2\nname: lookchart\nversion: 1.0.0\n",
+		"values.yaml": "# The API group whose v1 .Capabilities is asked about.\ngroup: example.com\n",
+		"templates/cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}
+data:
+  looked: {{ dig "data" "greeting" "none" (lookup "v1" "ConfigMap" .Release.Namespace "source") | quote }}
+  crd: {{ .Capabilities.APIVersions.Has (printf "%s/v1" .Values.group) | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+`,
+	} {
+		p := filepath.Join(dir, "lookchart", "v1.0.0", name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			return nil, err
 		}
@@ -662,3 +686,73 @@ func TestStatusTemplateGoTmpl(t *testing.T) {
 		t.Errorf("Stalled %s: %s; want StatusTemplateError naming gbroken.status.gotmpl line 2", c.Reason, c.Message)
 	}
 }
+
+// TestChartReadsCluster: a chart an instance renders sees the cluster as
+// under helm install, although it renders in a sandbox worker without
+// credentials: lookup reads a ConfigMap as the instance's ServiceAccount
+// (through the controller), and .Capabilities are the cluster's (its
+// version, and the API group of a CRD made for the test). An account that
+// may not read ConfigMaps has the render fail, Stalled, naming the lookup
+// and the account, not the controller's own rights.
+func TestChartReadsCluster(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	ctx := context.Background()
+	h.account(t, ns, "deployer", true)
+	must(t, h.c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "source"}, Data: map[string]string{"greeting": "from-the-cluster"}}))
+
+	group := ns + ".lookup.example.com"
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets." + group},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: group, Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: ptr(true)}}}},
+		},
+	}
+	must(t, h.c.Create(ctx, crd))
+	t.Cleanup(func() { _ = h.c.Delete(context.Background(), crd) })
+	eventually(t, "CRD "+crd.Name+" established", func() error {
+		got := &apiextensionsv1.CustomResourceDefinition{}
+		if err := h.c.Get(ctx, client.ObjectKey{Name: crd.Name}, got); err != nil {
+			return err
+		}
+		for _, c := range got.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not established")
+	})
+	dc, err := discovery.NewDiscoveryClientForConfig(h.rc)
+	must(t, err)
+	sv, err := dc.ServerVersion()
+	must(t, err)
+
+	// The interval renders again soon: a render that met the CRD before
+	// the controller heard of it is followed by one that sees it.
+	h.instance(t, ns, "looker", v1alpha1.TemplateInstanceSpec{
+		Template: "lookchart:v1", ServiceAccountName: "deployer", Interval: &metav1.Duration{Duration: 2 * time.Second},
+		Properties: props(t, `{"group":"`+group+`"}`),
+	})
+	h.condition(t, ns, "looker", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	h.configMap(t, ns, "looker", "looked", "from-the-cluster")
+	h.configMap(t, ns, "looker", "crd", "true")
+	h.configMap(t, ns, "looker", "kube", strings.SplitN(sv.GitVersion, "+", 2)[0])
+
+	// An account that may not read ConfigMaps: its chart's lookup is
+	// refused as it, although the controller may read them.
+	h.account(t, ns, "nobody", false)
+	h.instance(t, ns, "denied", v1alpha1.TemplateInstanceSpec{Template: "lookchart:v1", ServiceAccountName: "nobody"})
+	ti := h.condition(t, ns, "denied", v1alpha1.ConditionStalled, metav1.ConditionTrue)
+	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)
+	for _, want := range []string{"error calling lookup", "lookup v1 ConfigMap " + ns + "/source", "forbidden", "system:serviceaccount:" + ns + ":nobody"} {
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("Stalled %s: %s; want it to say %q", c.Reason, c.Message, want)
+		}
+	}
+	h.configMap(t, ns, "denied", "looked", "")
+}
+
+func ptr[T any](v T) *T { return &v }

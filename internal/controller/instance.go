@@ -29,6 +29,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/value"
 )
 
@@ -37,9 +38,12 @@ type InstanceReconciler struct {
 	client  client.Client
 	history driver.Driver
 	clients *clients
-	opts    Options
-	log     *slog.Logger
-	drift   *driftWatcher
+	// caps are the cluster's capabilities, for the charts instances
+	// render.
+	caps  *capabilities
+	opts  Options
+	log   *slog.Logger
+	drift *driftWatcher
 	// kind is where the instance's finalizer and status are written: a
 	// TemplateInstance, or an object of a kind a TemplateDefinition
 	// defines, seen as a TemplateInstance.
@@ -149,10 +153,15 @@ func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateIn
 // apply expands and applies the instance.
 func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateInstance, log *slog.Logger) (*applied, error) {
 	pinned := ""
+	var cluster *engine.Cluster
 	cfg, err := r.config(ctx, ti, deploy.ExpandFunc(func(ctx context.Context, src deploy.Source) (*expand.Result, error) {
-		return r.expand(ctx, src, pinned)
+		return r.expand(ctx, src, pinned, cluster)
 	}))
 	if err != nil {
+		return nil, err
+	}
+	user, _ := r.user(ti) // config checked it
+	if cluster, err = r.cluster(user); err != nil {
 		return nil, err
 	}
 	props, err := r.properties(ctx, ti, cfg.Cluster)
@@ -231,11 +240,12 @@ func sameJSON(a, b any) bool {
 	return err1 == nil && err2 == nil && norm(ja) == norm(jb)
 }
 
-// expand expands src through the controller's expander; with pinned, the
-// reference expanded is pinned (the exact version resolved before) and the
-// references are reported as if src's had been, so that the revision
-// records the instance's own reference.
-func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinned string) (*expand.Result, error) {
+// expand expands src through the controller's expander, charts seeing
+// cluster (the instance's: capabilities, lookup as its account); with
+// pinned, the reference expanded is pinned (the exact version resolved
+// before) and the references are reported as if src's had been, so that
+// the revision records the instance's own reference.
+func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinned string, cluster *engine.Cluster) (*expand.Result, error) {
 	ref := src.Input.Ref
 	if pinned != "" {
 		ref = pinned
@@ -243,7 +253,7 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
 		Ref: ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Env: src.Env, Strict: src.Strict,
+		Env: src.Env, Strict: src.Strict, Cluster: cluster,
 	})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		client:  mgr.GetClient(),
 		history: driver.NewSecrets(dyn),
 		clients: newClients(mgr.GetConfig()),
+		caps:    newCapabilities(mgr.GetConfig(), log),
 		opts:    opts,
 		log:     log,
 		kind:    templateInstances{client: mgr.GetClient()},
@@ -65,6 +66,9 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		if _, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false)); err != nil {
 			return fmt.Errorf("controller: watching %ss: %w", kind, err)
 		}
+	}
+	if err := watchCRDs(mgr, r.caps); err != nil {
+		return err
 	}
 	events := make(chan event.GenericEvent, 1024)
 	c, err := ctrl.NewControllerManagedBy(mgr).

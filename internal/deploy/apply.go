@@ -133,14 +133,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	if err := p.prepare(ctx, cl); err != nil {
 		return nil, err
 	}
-	res := &Result{Objects: p.unstructured()}
-	for _, ev := range []string{"pre-" + p.action, "post-" + p.action} {
-		for _, tier := range p.tiers(ev) {
-			for _, o := range tier {
-				res.Hooks = append(res.Hooks, o.obj)
-			}
-		}
-	}
+	res := &Result{Objects: p.unstructured(), Hooks: p.hookRuns()}
 	if opts.DryRun == "client" {
 		return res, nil
 	}
@@ -199,8 +192,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	}
 
 	if opts.DryRun == "server" {
-		_, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts, DryRun: true}, time.Time{})
-		return res, err
+		return res, c.dryRunServer(ctx, p, live, opts.ForceConflicts)
 	}
 
 	if opts.CreateNamespace {

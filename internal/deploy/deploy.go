@@ -162,7 +162,9 @@ func (c *Config) logf(format string, args ...any) {
 // ApplyOptions are the options of the actions that apply objects.
 type ApplyOptions struct {
 	// DryRun is "", "client" (print what would be applied, contact the
-	// cluster only to read) or "server" (dry-run applies; no record).
+	// cluster only to read) or "server" (dry-run applies of the objects
+	// and of the action's hooks, which are not waited for; no record).
+	// Either way Result lists the objects and the hooks.
 	DryRun string
 	// Wait waits until every object is ready (kstatus Current).
 	Wait bool
@@ -213,15 +215,29 @@ func (o *ApplyOptions) historyMax() int {
 	return o.HistoryMax
 }
 
+// Hook is a hook as an action runs it: at one event, in the tier of its
+// weight.
+type Hook struct {
+	// Event is the event it runs at: pre-install, post-upgrade, ...
+	Event string
+	// Weight is its helm.sh/hook-weight: the event's hooks run in tiers
+	// of one weight, lowest first.
+	Weight int
+	// Path is its path in the layout.
+	Path   string
+	Object *unstructured.Unstructured
+}
+
 // Result is the outcome of an action that applies objects.
 type Result struct {
 	// Record is the new revision (nil for dry runs).
 	Record *release.Record
 	// Objects are the objects applied (or that would be, for dry runs).
 	Objects []*unstructured.Unstructured
-	// Hooks are the hooks the action ran (or would run), pre- then post-
-	// hooks, each event's in tier order.
-	Hooks []*unstructured.Unstructured
+	// Hooks are the hooks the action ran (or would run, for dry runs):
+	// the pre- event's, then the post- event's, each in tier order. A
+	// hook of both events appears under each. Test hooks never run.
+	Hooks []Hook
 	// Pruned are the objects deleted because the revision no longer has
 	// them.
 	Pruned []kube.ObjectRef

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dmhq/dm/internal/deploy/kube"
@@ -126,6 +127,77 @@ func (p *plan) actionHooks(action string) []*object {
 	return out
 }
 
+// hookRuns lists the hooks the plan's action runs, as Result.Hooks: the
+// pre- event's tiers, then the post- event's.
+func (p *plan) hookRuns() []Hook {
+	var out []Hook
+	for _, ev := range []string{"pre-" + p.action, "post-" + p.action} {
+		for _, tier := range p.tiers(ev) {
+			for _, o := range tier {
+				out = append(out, Hook{Event: ev, Weight: o.hook.weight, Path: o.path, Object: o.obj})
+			}
+		}
+	}
+	return out
+}
+
+// dryRunServer sends what the action would apply to the server in dry
+// runs, in the order the action applies it: the pre- hooks tier by tier,
+// the objects wave by wave, the post- hooks. Nothing is waited for, since
+// nothing runs. Every refusal is reported, not only the first: a dry run
+// is a check, and the objects after a refused hook are worth checking too.
+func (c *Config) dryRunServer(ctx context.Context, p *plan, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, force bool) error {
+	pre := c.dryRunHooks(ctx, p, "pre-"+p.action, live, force)
+	_, objs := c.applyWaves(ctx, p, kube.ApplyOptions{Force: force, DryRun: true}, time.Time{})
+	post := c.dryRunHooks(ctx, p, "post-"+p.action, live, force)
+	return errors.Join(pre, objs, post)
+}
+
+// dryRunHooks sends the hooks of event to the server in dry runs, tier by
+// tier. A hook that exists and that the real run deletes first
+// (before-hook-creation) is checked as created anew (kube's Recreate):
+// applied over the old object, a Job whose template changed would be
+// refused as immutable, which the real run never meets. The error names
+// each hook the server refused.
+func (c *Config) dryRunHooks(ctx context.Context, p *plan, event string, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, force bool) error {
+	var errs []error
+	for _, tier := range p.tiers(event) {
+		var over, anew []*unstructured.Unstructured
+		byRef := make(map[kube.ObjectRef]*object, len(tier))
+		for _, o := range tier {
+			byRef[o.ref()] = o
+			if live[o.ref()] != nil && deletedBy(o, policyBeforeCreation) {
+				anew = append(anew, o.obj)
+			} else {
+				over = append(over, o.obj)
+			}
+		}
+		for _, batch := range []struct {
+			objs     []*unstructured.Unstructured
+			recreate bool
+		}{{over, false}, {anew, true}} {
+			if len(batch.objs) == 0 {
+				continue
+			}
+			_, err := c.Cluster.Apply(ctx, batch.objs, kube.ApplyOptions{Force: force, DryRun: true, Recreate: batch.recreate})
+			if err == nil {
+				continue
+			}
+			errs = append(errs, eachObjectError(err, func(oe *kube.ObjectError, e error) error {
+				o := byRef[oe.Ref]
+				if o == nil {
+					return fmt.Errorf("%s hooks: %w", event, e)
+				}
+				if batch.recreate {
+					return fmt.Errorf("%s, checked as created anew (the run deletes the one that exists first, before-hook-creation): %w", hookWhere(o, event), oe.Err)
+				}
+				return fmt.Errorf("%s: %w", hookWhere(o, event), oe.Err)
+			}))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // hookWhere names a hook for messages: its kind and name, event, weight
 // and layout path.
 func hookWhere(o *object, event string) string {
@@ -194,14 +266,21 @@ func (c *Config) runHooks(ctx context.Context, p *plan, event string, force bool
 	return nil
 }
 
+// deletedBy reports whether policy deletes hook o: o's policies include
+// it, and o is no CustomResourceDefinition (whose deletion would take its
+// custom resources).
+func deletedBy(o *object, policy string) bool {
+	ref := o.ref()
+	return slices.Contains(o.hook.policies, policy) && !(ref.Group == "apiextensions.k8s.io" && ref.Kind == "CustomResourceDefinition")
+}
+
 // deleteHooks deletes those of hooks whose policies include policy, and
 // waits until they are gone.
 func (c *Config) deleteHooks(ctx context.Context, hooks []*object, policy string, deadline time.Time) error {
 	var refs []kube.ObjectRef
 	for _, o := range hooks {
-		ref := o.ref()
-		if slices.Contains(o.hook.policies, policy) && !(ref.Group == "apiextensions.k8s.io" && ref.Kind == "CustomResourceDefinition") {
-			refs = append(refs, ref)
+		if deletedBy(o, policy) {
+			refs = append(refs, o.ref())
 		}
 	}
 	if len(refs) == 0 {

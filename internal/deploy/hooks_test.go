@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -34,7 +35,7 @@ import (
 // webChart is a chart with a hook of every event dm runs.
 var webChart = map[string]string{
 	"Chart.yaml":  "apiVersion: v2\nname: web\nversion: 1.0.0\n",
-	"values.yaml": "greeting: hello\njobPolicy: before-hook-creation\n",
+	"values.yaml": "greeting: hello\njobPolicy: before-hook-creation\njobImage: busybox\n",
 	"templates/app.yaml": `apiVersion: v1
 kind: ConfigMap
 metadata:
@@ -55,7 +56,7 @@ spec:
   template:
     spec:
       restartPolicy: Never
-      containers: [{name: migrate, image: busybox, command: ["true"]}]
+      containers: [{name: migrate, image: {{ .Values.jobImage }}, command: ["true"]}]
 ---
 apiVersion: v1
 kind: ConfigMap
@@ -109,6 +110,16 @@ spec:
     spec:
       restartPolicy: Never
       containers: [{name: backup, image: busybox, command: ["true"]}]
+{{- end }}
+{{- with .Values.badHook }}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ $.Release.Name }}-bad
+  annotations:
+    helm.sh/hook: {{ . }}
+bogus: a field ConfigMaps do not have
 {{- end }}
 `,
 }
@@ -266,7 +277,7 @@ func TestChartHooks(t *testing.T) {
 	})
 
 	res := f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, hookApply)
-	if got := kindNames(res.Hooks); got != "ConfigMap/web-pre Job/web-migrate ConfigMap/web-post" {
+	if got := hookNames(res.Hooks); got != "pre-install -1 ConfigMap/web-pre, pre-install 5 Job/web-migrate, post-install 0 ConfigMap/web-post" {
 		t.Errorf("install hooks run: %s", got)
 	}
 	// The Job ran after the weight -1 tier and before the objects.
@@ -296,7 +307,7 @@ func TestChartHooks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := kindNames(up.Hooks); got != "ConfigMap/web-upgrade Job/web-migrate ConfigMap/web-post" {
+	if got := hookNames(up.Hooks); got != "pre-upgrade 0 ConfigMap/web-upgrade, pre-upgrade 5 Job/web-migrate, post-upgrade 0 ConfigMap/web-post" {
 		t.Errorf("upgrade hooks run: %s", got)
 	}
 	job2, err := dyn.Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
@@ -398,12 +409,113 @@ func TestHookOwnership(t *testing.T) {
 	}
 }
 
-func kindNames(objs []*unstructured.Unstructured) string {
+// hookNames lists hooks as "EVENT WEIGHT Kind/name", comma-separated.
+func hookNames(hs []deploy.Hook) string {
 	var s []string
-	for _, o := range objs {
-		s = append(s, kube.RefOf(o).Kind+"/"+o.GetName())
+	for _, h := range hs {
+		s = append(s, fmt.Sprintf("%s %d %s/%s", h.Event, h.Weight, kube.RefOf(h.Object).Kind, h.Object.GetName()))
 	}
-	return strings.Join(s, " ")
+	return strings.Join(s, ", ")
+}
+
+// TestChartHooksClientDryRun: a client dry run lists the hooks the action
+// would run, with their event, weight and layout path, in the order it
+// would run them; it applies and records nothing.
+func TestChartHooksClientDryRun(t *testing.T) {
+	f := helmFixture(t)
+	res, err := f.c.Deploy(context.Background(), deploy.DeployOptions{Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}}, ApplyOptions: deploy.ApplyOptions{DryRun: "client"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hookNames(res.Hooks); got != "pre-install -1 ConfigMap/web-pre, pre-install 5 Job/web-migrate, post-install 0 ConfigMap/web-post" {
+		t.Errorf("hooks: %s", got)
+	}
+	if len(res.Hooks) > 1 && res.Hooks[1].Path != "web/web-migrate" {
+		t.Errorf("hook path %q, want web/web-migrate", res.Hooks[1].Path)
+	}
+	if got := f.labelled("web", "configmaps", "jobs.batch"); len(got) != 0 || res.Record != nil {
+		t.Errorf("client dry run applied %v, record %v", got, res.Record)
+	}
+}
+
+// TestChartHooksServerDryRun: a server dry run sends the action's hooks to
+// the server in dry runs too, without waiting for them (no Job controller
+// runs here), and a hook the server refuses fails it naming the hook. A
+// hook the real run deletes first (before-hook-creation) is checked as
+// created anew, so a Job whose template changed is not refused as
+// immutable.
+func TestChartHooksServerDryRun(t *testing.T) {
+	f := helmFixture(t)
+	ctx := context.Background()
+	dry := deploy.ApplyOptions{DryRun: "server"}
+	res, err := f.c.Deploy(ctx, deploy.DeployOptions{Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}}, ApplyOptions: dry})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := hookNames(res.Hooks); got != "pre-install -1 ConfigMap/web-pre, pre-install 5 Job/web-migrate, post-install 0 ConfigMap/web-post" {
+		t.Errorf("hooks: %s", got)
+	}
+	if got := f.labelled("web", "configmaps", "jobs.batch"); len(got) != 0 {
+		t.Errorf("server dry run created %v", got)
+	}
+	if _, err := f.c.Revisions(ctx, "web"); !errors.Is(err, derrors.NotFound) {
+		t.Errorf("server dry run recorded a revision: %v", err)
+	}
+
+	for _, event := range []string{"pre-install", "post-install"} {
+		t.Run("refused "+event, func(t *testing.T) {
+			_, err := f.c.Deploy(ctx, deploy.DeployOptions{Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"badHook": event}}, ApplyOptions: dry})
+			want := event + " hook ConfigMap " + f.ns + "/web-bad (weight 0, layout path web/web-bad)"
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "bogus") {
+				t.Fatalf("dry run with a hook the server refuses: %v\nwant an error with %q and the field", err, want)
+			}
+			if got := f.labelled("web", "configmaps", "jobs.batch"); len(got) != 0 {
+				t.Errorf("server dry run created %v", got)
+			}
+		})
+	}
+
+	// Deployed, the Job stays (before-hook-creation); an update's dry run
+	// with another image checks it as the real run makes it: created
+	// after the old one is deleted.
+	f.runJobs(nil, nil)
+	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, hookApply)
+	job1, err := f.kc.Dynamic().Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"jobImage": "alpine"}}, ApplyOptions: dry})
+	if err != nil {
+		t.Fatalf("update dry run with a changed hook Job: %v", err)
+	}
+	if got := hookNames(up.Hooks); got != "pre-upgrade 0 ConfigMap/web-upgrade, pre-upgrade 5 Job/web-migrate, post-upgrade 0 ConfigMap/web-post" {
+		t.Errorf("upgrade hooks: %s", got)
+	}
+	job2, err := f.kc.Dynamic().Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
+	if err != nil || job2.GetUID() != job1.GetUID() || job2.GetResourceVersion() != job1.GetResourceVersion() {
+		t.Errorf("the update's dry run changed the hook Job (%v)", err)
+	}
+	if f.exists(configMapsGVR, "web-upgrade") {
+		t.Error("the update's dry run created the pre-upgrade hook")
+	}
+	// A rollback's dry run checks the target revision's rollback hooks.
+	back, err := f.c.Rollback(ctx, "web", 1, dry)
+	if err != nil {
+		t.Fatalf("rollback dry run: %v", err)
+	}
+	if got := hookNames(back.Hooks); got != "pre-rollback 0 ConfigMap/web-rollback" {
+		t.Errorf("rollback hooks: %s", got)
+	}
+	if f.exists(configMapsGVR, "web-rollback") || statuses(f.history("web")) != "1:deployed" {
+		t.Errorf("the rollback's dry run ran its hook or recorded a revision: %s", statuses(f.history("web")))
+	}
+	// A hook that stays (hook-failed: not deleted first) is checked as an
+	// apply over the live object, as the real run applies it: the Job's
+	// template cannot change.
+	_, err = f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"jobImage": "alpine", "jobPolicy": "hook-failed"}}, ApplyOptions: dry})
+	if err == nil || !strings.Contains(err.Error(), "pre-upgrade hook Job.batch "+f.ns+"/web-migrate (weight 5, layout path web/web-migrate)") || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("update dry run applying over a Job with another template: %v", err)
+	}
 }
 
 // TestImportedChartUpdate: a release installed by helm and adopted with
@@ -451,7 +563,7 @@ func TestImportedChartUpdate(t *testing.T) {
 	if res.Record.Revision != 2 || len(res.Pruned) != 1 || res.Pruned[0].Name != "web-extra" {
 		t.Errorf("update: revision %d, pruned %v; want revision 2 pruning web-extra (extra is no longer set)", res.Record.Revision, res.Pruned)
 	}
-	if got := kindNames(res.Hooks); got != "ConfigMap/web-upgrade Job/web-migrate ConfigMap/web-post" {
+	if got := hookNames(res.Hooks); got != "pre-upgrade 0 ConfigMap/web-upgrade, pre-upgrade 5 Job/web-migrate, post-upgrade 0 ConfigMap/web-post" {
 		t.Errorf("upgrade hooks run: %s", got)
 	}
 	cm, err := dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-app", metav1.GetOptions{})

@@ -232,6 +232,18 @@ const maxObjectErrors = 10
 // annotateErr prefixes each kube.ObjectError in err (a single error or a
 // join) with the layout path pathOf gives.
 func annotateErr(err error, pathOf func(kube.ObjectRef) string) error {
+	return eachObjectError(err, func(oe *kube.ObjectError, e error) error {
+		if path := pathOf(oe.Ref); path != "" {
+			return fmt.Errorf("layout path %s: %w", path, e)
+		}
+		return e
+	})
+}
+
+// eachObjectError rewrites each kube.ObjectError e in err (a single error
+// or a join) as f(oe, e) returns it, keeping the other errors; at most
+// maxObjectErrors of them.
+func eachObjectError(err error, f func(oe *kube.ObjectError, e error) error) error {
 	var errs []error
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -246,9 +258,7 @@ func annotateErr(err error, pathOf func(kube.ObjectRef) string) error {
 		}
 		var oe *kube.ObjectError
 		if errors.As(e, &oe) {
-			if path := pathOf(oe.Ref); path != "" {
-				e = fmt.Errorf("layout path %s: %w", path, e)
-			}
+			e = f(oe, e)
 		}
 		out = append(out, e)
 	}

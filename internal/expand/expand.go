@@ -236,6 +236,10 @@ type Request struct {
 	// --env KEY=VALUE). Unset, project is Namespace, project_number "0",
 	// current_time the expansion's start (RFC 3339, UTC) and username "".
 	Env map[string]string
+	// Cluster, when deploying, is the cluster the templates are rendered
+	// for: charts read its .Capabilities and lookup it. Nil renders
+	// offline, as helm template.
+	Cluster *engine.Cluster
 }
 
 // Result is an expanded configuration.
@@ -333,6 +337,7 @@ type run struct {
 	skipSchema bool
 	warnings   []string
 	warned     map[string]bool
+	cluster    *engine.Cluster // Request.Cluster
 }
 
 // warn adds a warning to the result, once.
@@ -349,7 +354,7 @@ func (r *run) warn(msg string) {
 
 // Expand expands a request.
 func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
-	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict, skipSchema: req.SkipSchemaValidation}
+	r := &run{x: x, deployment: req.Deployment, namespace: req.Namespace, seenRefs: map[string]bool{}, refType: req.Ref, order: newKeyOrder(), strict: req.Strict, skipSchema: req.SkipSchemaValidation, cluster: req.Cluster}
 	r.env = map[string]string{
 		"project":        req.Namespace,
 		"project_number": "0",
@@ -639,6 +644,8 @@ type invocation struct {
 	// order is the expansion's key order: properties and decoded output
 	// keep document order (keyOrder.Keys).
 	order *keyOrder
+	// cluster is the request's (Request.Cluster).
+	cluster *engine.Cluster
 }
 
 func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, kind typeKind, target string, res Resource) (*LayoutResource, error) {
@@ -806,6 +813,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	}
 	inv.props = props
 	inv.order = r.order
+	inv.cluster = r.cluster
 	children, outputs, err := x.render(ctx, inv)
 	if err != nil {
 		return nil, fail(err)
@@ -868,7 +876,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 		File: inv.file, Source: inv.src,
 		Files: inv.sc.b.files, FilesKey: inv.sc.b.key, Imports: inv.sc.b.importsValue,
 		Properties: inv.props, Env: inv.env, Label: inv.label,
-		Order: inv.order, Print: x.print,
+		Order: inv.order, Print: x.print, Cluster: inv.cluster,
 	})
 	if err != nil {
 		if ctx.Err() != nil && !errors.Is(err, derrors.LimitExceeded) {

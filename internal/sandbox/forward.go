@@ -1,7 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -121,4 +123,92 @@ func (p *Pool) fetchChart(ctx context.Context, src *engine.ChartSource) *reply {
 		return &reply{Err: toWire(err)}
 	}
 	return &reply{Chart: c}
+}
+
+// A worker holds no credentials: a chart's lookup, when the job is
+// deployed to a cluster (its request's Cluster), goes to the parent as a
+// "lookup" call, and the parent reads the cluster with the Lookup the
+// job's caller gave (dm-controller's: the instance's account). Each job
+// runs on one worker at a time, so the parent answers a call with the
+// Lookup of the job that worker runs, and no other.
+
+// forwardedLookup is the worker's Lookup for one job.
+type forwardedLookup struct {
+	w   *worker
+	job uint64 // the job it was made for (worker.job)
+}
+
+// Lookup asks the parent for the object or list q names.
+func (f *forwardedLookup) Lookup(ctx context.Context, q engine.LookupQuery) (map[string]any, error) {
+	rep, err := (*remoteResolver)(f.w).callFor(f.job, call{Op: "lookup", Lookup: &q})
+	if err != nil {
+		return nil, err
+	}
+	if rep.Missing {
+		return nil, nil
+	}
+	if len(rep.Object) == 0 {
+		return nil, fmt.Errorf("lookup %s: the parent answered neither an object nor that there is none", q)
+	}
+	dec := json.NewDecoder(bytes.NewReader(rep.Object))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("lookup %s: the parent's answer: %w", q, err)
+	}
+	// Numbers as the dynamic client gives them (int64, float64).
+	m, ok := value.Numbers(v).(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("lookup %s: the parent answered %s, not an object", q, jsonKind(v))
+	}
+	return m, nil
+}
+
+// jsonKind names a decoded JSON value's kind, for errors.
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case []any:
+		return "an array"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case json.Number:
+		return "a number"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// lookup answers a worker's lookup call with the Lookup of its job,
+// within the job's deadline and the lookup limits. A job without one
+// renders offline: nothing is found, as under helm template.
+func (p *Pool) lookup(ctx context.Context, st *jobState, q *engine.LookupQuery) *reply {
+	if st.lookup == nil {
+		return &reply{Missing: true}
+	}
+	st.lookups++
+	if st.lookups > p.opts.MaxLookups {
+		return &reply{Err: toWire(&expand.LimitError{Field: "MaxLookups", Limit: p.opts.MaxLookups, What: fmt.Sprintf("lookup %s: one expansion's lookups", q)})}
+	}
+	// The worker waits on this answer, and the job's deadline is checked
+	// only between frames: the read must end by it.
+	ctx, cancel := context.WithDeadline(ctx, st.started.Add(p.opts.Expand.TotalTimeout))
+	defer cancel()
+	obj, err := st.lookup.Lookup(ctx, *q)
+	if err != nil {
+		return &reply{Err: toWire(err)}
+	}
+	if obj == nil {
+		return &reply{Missing: true}
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return &reply{Err: toWire(fmt.Errorf("lookup %s: encoding the object: %w", q, err))}
+	}
+	if len(b) > p.opts.MaxLookupBytes {
+		return &reply{Err: toWire(&expand.LimitError{Field: "MaxLookupBytes", Limit: formatBytes(uint64(p.opts.MaxLookupBytes)), What: fmt.Sprintf("lookup %s: the answer is %d bytes", q, len(b))})}
+	}
+	return &reply{Object: b}
 }

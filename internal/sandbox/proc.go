@@ -206,7 +206,7 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	if w.sent == nil {
 		w.sent = map[string]bool{}
 	}
-	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now(), slot: w.slot, base: w.slot.seq().Load()}
+	st := &jobState{resolved: w.resolved, sent: w.sent, started: time.Now(), slot: w.slot, base: w.slot.seq().Load(), lookup: j.lookup()}
 	// A worker between jobs is blocked reading its stdin, so the write
 	// does not block for long.
 	if err := w.send(kindJob, j); err != nil {

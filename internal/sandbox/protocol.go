@@ -137,6 +137,16 @@ type job struct {
 	Gen uint64 `json:"gen,omitempty"`
 }
 
+// lookup is the Lookup of the cluster the job is deployed to, nil when
+// it renders offline. It stays in the parent (it is not JSON): the
+// worker's lookups come back as calls, answered with it.
+func (j *job) lookup() engine.Lookup {
+	if j.Expand == nil || j.Expand.Cluster == nil {
+		return nil
+	}
+	return j.Expand.Cluster.Lookup
+}
+
 // hello is the worker's first frame.
 type hello struct {
 	PID int `json:"pid"`
@@ -173,6 +183,9 @@ type call struct {
 	Render *renderCall `json:"render,omitempty"`
 	// Chart, for Op "chart", is a chart to download (forward.go).
 	Chart *engine.ChartSource `json:"chart,omitempty"`
+	// Lookup, for Op "lookup", is an object or list of the cluster the
+	// job is deployed to, read as its account (forward.go).
+	Lookup *engine.LookupQuery `json:"lookup,omitempty"`
 }
 
 // reply answers a call.
@@ -187,7 +200,11 @@ type reply struct {
 	Output *engine.Output `json:"output,omitempty"`
 	// Chart is a downloaded chart.
 	Chart *engine.Chart `json:"chart,omitempty"`
-	Err   *wireError    `json:"error,omitempty"`
+	// Object is a lookup's object or list; Missing, instead, says it
+	// does not exist (or the job has no cluster: offline, nothing is).
+	Object  json.RawMessage `json:"object,omitempty"`
+	Missing bool            `json:"missing,omitempty"`
+	Err     *wireError      `json:"error,omitempty"`
 }
 
 // wireResolution is resolve.Resolution without the registry handle: the

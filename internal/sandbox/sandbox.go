@@ -27,6 +27,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -40,6 +41,12 @@ const (
 	// DefaultGrace is how long past a deadline the parent waits for the
 	// worker's own error before it kills the worker.
 	DefaultGrace = time.Second
+	// DefaultMaxLookups bounds the lookups of one expansion: each is a
+	// request to the apiserver.
+	DefaultMaxLookups = 256
+	// DefaultMaxLookupBytes bounds one lookup's answer (a list of every
+	// Secret of a namespace can be large).
+	DefaultMaxLookupBytes = 8 << 20
 )
 
 // Options configure a Pool. Zero fields take the defaults above.
@@ -67,6 +74,11 @@ type Options struct {
 	// Grace is how long past a deadline the parent waits before it kills
 	// the worker.
 	Grace time.Duration
+	// MaxLookups bounds the lookups (Helm's lookup, answered with the
+	// request's Cluster) of one expansion, and MaxLookupBytes one
+	// lookup's answer, as JSON.
+	MaxLookups     int
+	MaxLookupBytes int
 	// Command starts a worker: the program and its arguments. Nil runs
 	// this executable (os.Executable) without arguments; it must call
 	// IsWorker and ServeWorker first thing in main.
@@ -108,6 +120,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.Grace <= 0 {
 		o.Grace = DefaultGrace
+	}
+	if o.MaxLookups <= 0 {
+		o.MaxLookups = DefaultMaxLookups
+	}
+	if o.MaxLookupBytes <= 0 {
+		o.MaxLookupBytes = DefaultMaxLookupBytes
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -324,6 +342,9 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 	if c.Op == "chart" && c.Chart != nil {
 		return p.fetchChart(ctx, c.Chart)
 	}
+	if c.Op == "lookup" && c.Lookup != nil {
+		return p.lookup(ctx, st, c.Lookup)
+	}
 	r := p.opts.Resolver
 	if r == nil {
 		return &reply{Err: toWire(fmt.Errorf("no registry is configured: %w", derrors.NotFound))}
@@ -403,6 +424,10 @@ type jobState struct {
 	// slot is the worker's; base its sequence number when the job began.
 	slot *slot
 	base uint64
+	// lookup answers the job's lookups (job.lookup), nil when it renders
+	// offline; lookups counts them.
+	lookup  engine.Lookup
+	lookups int
 }
 
 // errWorker is wrapped by errors about the worker rather than the

@@ -19,6 +19,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -29,6 +30,9 @@ import (
 // re-executes os.Executable, which here is the test binary.
 func TestMain(m *testing.M) {
 	if IsWorker() {
+		if len(os.Args) > 1 && os.Args[1] == helmWorkerArg {
+			ServeWorker(&helm.Engine{})
+		}
 		ServeWorker()
 	}
 	if os.Getenv("SANDBOX_TEST_PROBE") != "" {

@@ -116,6 +116,9 @@ type worker struct {
 	// baseGoroutines is the count between jobs; more after a job means a
 	// render was abandoned and may still run.
 	baseGoroutines int
+	// job counts the jobs, guarded by mu: a lookup made for one job is
+	// refused once another runs (a render it abandoned may still call).
+	job uint64
 }
 
 // newWorker returns a worker serving in and out; sl, if not nil, is where
@@ -195,6 +198,21 @@ func (w *worker) run(body []byte) (*done, []byte) {
 		return &done{Err: toWire(fmt.Errorf("decoding the job: %v: %w", err, derrors.InvalidArgument))}, nil
 	}
 	setCPULimit(w.cfg.Expand.TotalTimeout)
+	w.mu.Lock()
+	w.job++
+	jobID := w.job
+	w.mu.Unlock()
+	defer func() {
+		// Ended: what the job's renders ask from now on is refused.
+		w.mu.Lock()
+		w.job++
+		w.mu.Unlock()
+	}()
+	if j.Expand != nil && j.Expand.Cluster != nil {
+		// The cluster's capabilities came with the job; its lookups go
+		// to the parent, which holds the credentials.
+		j.Expand.Cluster.Lookup = &forwardedLookup{w: w, job: jobID}
+	}
 	var (
 		out any
 		err error
@@ -261,10 +279,17 @@ type remoteResolver worker
 var _ expand.Resolver = (*remoteResolver)(nil)
 
 // call sends c and waits for the reply.
-func (r *remoteResolver) call(c call) (*reply, error) {
+func (r *remoteResolver) call(c call) (*reply, error) { return r.callFor(0, c) }
+
+// callFor is call for job (0: whichever runs): a call of a job that has
+// ended is refused, not answered for the next.
+func (r *remoteResolver) callFor(job uint64, c call) (*reply, error) {
 	w := (*worker)(r)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if job != 0 && job != w.job {
+		return nil, fmt.Errorf("%s call of a job that has ended", c.Op)
+	}
 	if err := writeFrame(w.out, kindCall, c); err != nil {
 		return nil, fmt.Errorf("asking registryd: %w", err)
 	}

@@ -7,19 +7,24 @@
 package chartlookup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
 	"sort"
 
 	"helm.sh/helm/v3/pkg/engine"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	dmengine "github.com/dmhq/dm/internal/expand/engine"
 )
 
 // New returns a client provider reading the cluster of cfg: kinds are
@@ -55,6 +60,53 @@ func (p *provider) GetClientFor(apiVersion, kind string) (dynamic.NamespaceableR
 		return nil, false, fmt.Errorf("lookup %q %q: %w", apiVersion, kind, err)
 	}
 	return p.dyn.Resource(m.Resource), m.Scope.Name() == meta.RESTScopeNameNamespace, nil
+}
+
+// NewLookup returns a Lookup (engine.Cluster's) reading the cluster of
+// cfg with cfg's credentials, as New's provider does for Helm's lookup:
+// what does not exist is (nil, nil), as Helm's lookup answers an empty
+// map for it; any other failure (forbidden, an unknown kind) is an error
+// naming the object. A program whose charts render elsewhere (a sandbox
+// worker) answers their lookups with it.
+func NewLookup(cfg *rest.Config) (dmengine.Lookup, error) {
+	p, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return lookup{p.(*provider)}, nil
+}
+
+type lookup struct{ p *provider }
+
+// Lookup reads the object or list q names.
+func (l lookup) Lookup(ctx context.Context, q dmengine.LookupQuery) (map[string]any, error) {
+	c, namespaced, err := l.p.GetClientFor(q.APIVersion, q.Kind)
+	if err != nil {
+		return nil, err
+	}
+	var r dynamic.ResourceInterface = c
+	if namespaced && q.Namespace != "" {
+		r = c.Namespace(q.Namespace)
+	}
+	var obj map[string]any
+	if q.Name != "" {
+		u, gerr := r.Get(ctx, q.Name, metav1.GetOptions{})
+		if err = gerr; err == nil {
+			obj = u.Object
+		}
+	} else {
+		u, lerr := r.List(ctx, metav1.ListOptions{LabelSelector: q.LabelSelector, FieldSelector: q.FieldSelector})
+		if err = lerr; err == nil {
+			obj = u.UnstructuredContent()
+		}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("lookup %s: %w", q, err)
+	}
+	return obj, nil
 }
 
 // Capabilities reads the cluster's Kubernetes version and API versions

@@ -23,6 +23,13 @@ type ApplyOptions struct {
 	Force bool
 	// DryRun asks the server to validate and admit without persisting.
 	DryRun bool
+	// Recreate, with DryRun, checks each object as the server would create
+	// it anew rather than as an apply over the object that exists: a
+	// dry-run create under a name the server generates from the object's
+	// (metadata.generateName), since the name is taken. It is for objects
+	// the real run deletes first (Helm's before-hook-creation hooks).
+	// Without DryRun it is an error.
+	Recreate bool
 }
 
 // Applied is the result of applying one object.
@@ -67,6 +74,10 @@ func (a *Applied) Object() (*unstructured.Unstructured, error) {
 // applied when an earlier tier failed. The results are in the order of
 // objs, for the objects that were applied.
 func (c *Client) Apply(ctx context.Context, objs []*unstructured.Unstructured, opts ApplyOptions) ([]Applied, error) {
+	if opts.Recreate && !opts.DryRun {
+		// Nothing deletes the old objects first here: a create would fail.
+		return nil, errors.New("kube: ApplyOptions.Recreate is for dry runs only")
+	}
 	results := make([]*Applied, len(objs))
 	errs := make([]error, len(objs))
 	var pending []*unstructured.Unstructured // CRDs applied, not yet known Established
@@ -140,7 +151,12 @@ func (c *Client) apply(ctx context.Context, obj *unstructured.Unstructured, opts
 		if err != nil {
 			return nil, err
 		}
-		a, err := c.patch(ctx, m, obj, data, opts)
+		var a *Applied
+		if opts.Recreate {
+			a, err = c.createAnew(ctx, m, obj)
+		} else {
+			a, err = c.patch(ctx, m, obj, data, opts)
+		}
 		if err != nil && attempt == 0 && resourceGone(err) {
 			// Discovery (from the disk cache, or before a CRD was
 			// deleted) names a resource the server no longer serves.
@@ -179,6 +195,32 @@ func (c *Client) patch(ctx context.Context, m *meta.RESTMapping, obj *unstructur
 		return nil, fmt.Errorf("decoding the server's response: %w", err)
 	}
 	return &Applied{Ref: RefOf(obj), ResourceVersion: head.Metadata.ResourceVersion, Created: code == http.StatusCreated, raw: data}, nil
+}
+
+// createAnew dry-run creates obj under a name the server generates from
+// its own, for ApplyOptions.Recreate. The server validates and admits it
+// as a new object, with strict field validation as an apply.
+func (c *Client) createAnew(ctx context.Context, m *meta.RESTMapping, obj *unstructured.Unstructured) (*Applied, error) {
+	u := &unstructured.Unstructured{Object: applyConfiguration(obj.Object)}
+	u = u.DeepCopy()
+	u.SetGenerateName(obj.GetName())
+	u.SetName("")
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encoding: %w", err)
+	}
+	res := c.raw.Post().
+		AbsPath(objectPath(m, obj.GetNamespace(), "")).
+		Param("fieldManager", c.cfg.FieldManager).
+		Param("fieldValidation", metav1.FieldValidationStrict).
+		Param("dryRun", metav1.DryRunAll).
+		Body(data).
+		Do(ctx)
+	data, err = body(res)
+	if err != nil {
+		return nil, err
+	}
+	return &Applied{Ref: RefOf(obj), Created: true, raw: data}, nil
 }
 
 // passThrough is the result of a dry run for an object the server cannot

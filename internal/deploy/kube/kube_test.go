@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -136,4 +137,14 @@ func obj(t testing.TB, y string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return &unstructured.Unstructured{Object: m}
+}
+
+// Recreate creates: without a dry run nothing would delete the object
+// that holds the name first, so Apply refuses it before any request.
+func TestRecreateOnlyInDryRuns(t *testing.T) {
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a"}}}
+	_, err := (&Client{}).Apply(context.Background(), []*unstructured.Unstructured{cm}, ApplyOptions{Recreate: true})
+	if err == nil || !strings.Contains(err.Error(), "Recreate is for dry runs only") {
+		t.Errorf("Apply with Recreate and no DryRun: %v", err)
+	}
 }

@@ -90,6 +90,10 @@ type Invocation struct {
 	// Print receives what the template prints (Starlark's print): the
 	// invocation's Label, the file and line it printed from.
 	Print func(ctx context.Context, label, file string, line int, msg string)
+	// Cluster is the cluster the expansion is deployed to (Helm's
+	// .Capabilities and lookup); nil renders offline. Only engines that
+	// read a cluster (helm) use it.
+	Cluster *Cluster
 }
 
 // KeyOrder remembers the document order of decoded mappings' keys.

@@ -38,6 +38,9 @@ const preEvents = 2
 // helm.sh/hook-delete-policy annotations, by which deploy runs those of
 // its action as ordered tiers; test hooks are left out.
 //
+// An invocation's Cluster (when deploying) replaces the capabilities of
+// Options with the cluster's and gives lookup its reads, as helm install.
+//
 // The engine is attached (engine.Language.Attached): a program links it
 // only where its start-up cost is paid once.
 type Engine struct {
@@ -64,6 +67,17 @@ func (e *Engine) Render(ctx context.Context, inv engine.Invocation) (_ engine.Ou
 	opts.ReleaseName, _ = inv.Env["name"].(string)
 	if ns, _ := inv.Env["namespace"].(string); ns != "" {
 		opts.Namespace = ns
+	}
+	if c := inv.Cluster; c != nil {
+		// Deploying: the cluster's .Capabilities, and lookup reads it,
+		// as under helm install.
+		opts.KubeVersion = c.KubeVersion
+		if len(c.APIVersions) > 0 {
+			opts.APIVersions, opts.ClusterAPIVersions = c.APIVersions, true
+		}
+		if c.Lookup != nil {
+			opts.Lookup = LookupProvider(ctx, c.Lookup)
+		}
 	}
 	res, err := Render(ctx, c, inv.Properties, opts)
 	if err != nil {
