@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -23,36 +22,13 @@ import (
 
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/expand/helm/helmtest"
 )
 
 var (
 	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	secretsGVR     = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 )
-
-// helmBin is the helm CLI built beside kube-apiserver (build.sh).
-func helmBin(t *testing.T) string {
-	t.Helper()
-	b, err := kubetest.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(filepath.Dir(b.APIServer), "helm")
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("helm CLI: %v (run make testenv, or set $DM_KUBE_BIN)", err)
-	}
-	return p
-}
-
-func helmRun(t *testing.T, kubeconfig string, args ...string) {
-	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command(helmBin(t), append(args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = []string{"HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache", "HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-}
 
 func helmRecords(t *testing.T, dyn dynamic.Interface, ns, name string) []string {
 	t.Helper()
@@ -92,9 +68,9 @@ func TestImportHelm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	helmRun(t, env.Kubeconfig, "install", "web", chart, "-n", ns, "--set", "replicaCount=3")
-	helmRun(t, env.Kubeconfig, "upgrade", "web", chart, "-n", ns, "--set", "replicaCount=3", "--set", "service.port=8080")
-	helmRun(t, env.Kubeconfig, "install", "other", chart, "-n", ns)
+	helmtest.Install(t, env.Kubeconfig, "install", "web", chart, "-n", ns, "--set", "replicaCount=3")
+	helmtest.Install(t, env.Kubeconfig, "upgrade", "web", chart, "-n", ns, "--set", "replicaCount=3", "--set", "service.port=8080")
+	helmtest.Install(t, env.Kubeconfig, "install", "other", chart, "-n", ns)
 
 	before, err := dyn.Resource(deploymentsGVR).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=web"})
 	if err != nil || len(before.Items) != 1 {
@@ -236,7 +212,7 @@ func TestImportHelm(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		helmRun(t, env.Kubeconfig, "install", "spread", dir, "-n", ns)
+		helmtest.Install(t, env.Kubeconfig, "install", "spread", dir, "-n", ns)
 		grant(t, dyn, ns, kubetest.LimitedUser, "*")
 		grant(t, dyn, elsewhere, kubetest.LimitedUser, "get", "list", "watch")
 		r := dmRun(t, nil, "--kubeconfig", env.LimitedKubeconfig, "-n", ns, "import", "helm", "spread")

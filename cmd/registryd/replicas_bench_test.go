@@ -52,13 +52,8 @@ func apiRequests(t testing.TB, env *kubetest.Env) float64 {
 // apiserver's apiserver_request_total, less a minute of the apiserver's
 // own lease traffic measured before the replicas start).
 func BenchmarkReplicas(b *testing.B) {
-	env := kubetest.Start(b)
-	c := kubeClient(b, env)
-	ctx := context.Background()
-	const system, hookSecret = "dm-system", "hook-secret-bench"
-	if err := env.CreateNamespace(ctx, system); err != nil {
-		b.Fatal(err)
-	}
+	env, c := startCluster(b)
+	const hookSecret = "hook-secret-bench"
 	// The apiserver's own traffic on these resources (its identity
 	// Lease), one minute of it.
 	minute := time.Minute
@@ -72,25 +67,12 @@ func BenchmarkReplicas(b *testing.B) {
 	repo := githubtest.NewRepoFS(b, mapFS(b, fixture))
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
-	rs := startReplicas(b, registrydAccount(b, env.Kubeconfig, c, system), system, gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
+	rs := startReplicas(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
 	createClusterRegistry(b, c)
-	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
-	settled := func(n float64) {
-		for i, r := range rs {
-			deadline := time.Now().Add(3 * time.Minute)
-			for r.metric(ok) != n || r.metric(pending) != 0 {
-				if time.Now().After(deadline) {
-					b.Fatalf("replica %d serves %v tested examples and %v pending, want %v and 0 (tests run: %v %v %v)", i, r.metric(ok), r.metric(pending), n,
-						rs[0].metric(run), rs[1].metric(run), rs[2].metric(run))
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-		}
-	}
-	settled(5)
+	waitTested(b, rs, 5, 3*time.Minute)
 	runs := func() (n float64) {
 		for _, r := range rs {
-			n += r.metric(run)
+			n += r.metric(examplesRun)
 		}
 		return n
 	}
@@ -127,7 +109,7 @@ func BenchmarkReplicas(b *testing.B) {
 	}
 	slices.Sort(lat)
 	p95 := lat[(len(lat)*95+99)/100-1]
-	settled(5 + float64(pushes))
+	waitTested(b, rs, 5+float64(pushes), 3*time.Minute)
 	perVersion := (runs() - before) / float64(pushes)
 
 	idle0 := apiRequests(b, env)

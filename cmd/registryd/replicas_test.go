@@ -128,16 +128,40 @@ func startReplica(t testing.TB, args ...string) *replica {
 	return r
 }
 
-// startReplicas runs three registryd processes with --watch-registries
+// system is registryd's own namespace in the cluster tests.
+const system = "dm-system"
+
+// startCluster starts the test apiserver for a test of registryd in a
+// cluster (skipped with -short) and returns it, a client of it with the
+// CRDs installed, and registryd's namespace system created.
+func startCluster(t testing.TB) (*kubetest.Env, client.Client) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the apiserver")
+	}
+	env := kubetest.Start(t)
+	c := kubeClient(t, env)
+	if err := env.CreateNamespace(context.Background(), system); err != nil {
+		t.Fatal(err)
+	}
+	return env, c
+}
+
+// replicaArgs are the flags of a registryd with --watch-registries
 // against the cluster of kubeconfig (registrydAccount's: registryd holds
-// only its template's rights), registryd's namespace system and the
-// GitHub API at ghURL, with extra flags.
-func startReplicas(t testing.TB, kubeconfig, system, ghURL string, extra ...string) []*replica {
+// only its template's rights), in namespace system, with the GitHub API
+// at ghURL, and extra flags.
+func replicaArgs(t testing.TB, kubeconfig, ghURL string, extra ...string) []string {
+	return append([]string{"--watch-registries", "--kubeconfig", kubeconfig, "--namespace", system,
+		"--github-api", ghURL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox"}, extra...)
+}
+
+// startReplicas runs three registryd processes with replicaArgs.
+func startReplicas(t testing.TB, kubeconfig, ghURL string, extra ...string) []*replica {
 	t.Helper()
 	var rs []*replica
 	for range 3 {
-		rs = append(rs, startReplica(t, append([]string{"--watch-registries", "--kubeconfig", kubeconfig, "--namespace", system,
-			"--github-api", ghURL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox"}, extra...)...))
+		rs = append(rs, startReplica(t, replicaArgs(t, kubeconfig, ghURL, extra...)...))
 	}
 	return rs
 }
@@ -156,12 +180,44 @@ func createClusterRegistry(t testing.TB, c client.Client) {
 // test after max: a bound on a hang, not a timed assertion.
 func waitFor(t testing.TB, max time.Duration, what string, cond func() bool) {
 	t.Helper()
+	waitForf(t, max, func() string { return what }, cond)
+}
+
+// waitForf is waitFor whose what is written when it fails, to say what
+// was seen then.
+func waitForf(t testing.TB, max time.Duration, what func() string, cond func() bool) {
+	t.Helper()
 	deadline := time.Now().Add(max)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", max, what)
+			t.Fatalf("waited %s for %s", max, what())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The metrics of registryd's example tests.
+const (
+	examplesOK      = `registryd_example_tests{status="ok"}`
+	examplesPending = `registryd_example_tests{status="pending"}`
+	examplesRun     = "registryd_example_tests_run_total"
+)
+
+// waitTested waits, at most max for each, until every replica of rs
+// serves n tested examples and none pending.
+func waitTested(t testing.TB, rs []*replica, n float64, max time.Duration) {
+	t.Helper()
+	for i, r := range rs {
+		waitForf(t, max, func() string {
+			var runs []string
+			for _, r := range rs {
+				runs = append(runs, fmt.Sprint(r.metric(examplesRun)))
+			}
+			return fmt.Sprintf("replica %d to serve %v tested examples and none pending (it serves %v, %v pending; tests run by each replica: %s)",
+				i, n, r.metric(examplesOK), r.metric(examplesPending), strings.Join(runs, " "))
+		}, func() bool {
+			return r.metric(examplesOK) == n && r.metric(examplesPending) == 0
+		})
 	}
 }
 
@@ -265,16 +321,9 @@ func kubeClient(t testing.TB, env *kubetest.Env) client.Client {
 // deleted one is served no more; with the apiserver stopped every replica
 // keeps resolving and says so in /readyz, which stays 200.
 func TestReplicas(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the apiserver")
-	}
-	env := kubetest.Start(t)
-	c := kubeClient(t, env)
+	env, c := startCluster(t)
 	ctx := context.Background()
-	const system, hookSecret = "dm-system", "hook-secret-271"
-	if err := env.CreateNamespace(ctx, system); err != nil {
-		t.Fatal(err)
-	}
+	const hookSecret = "hook-secret-271"
 	ns := env.Namespace(t)
 
 	repo := githubtest.NewRepoFS(t, mapFS(t, fixture))
@@ -283,7 +332,7 @@ func TestReplicas(t *testing.T) {
 	gh.RequireToken("token-1")
 
 	secretReader(t, c, ns, system, "github")
-	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "4s")
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), gh.URL, "--lease-duration", "4s")
 	for i, r := range rs {
 		if code, body := r.ready(); code != 200 {
 			t.Fatalf("replica %d /readyz without registries: %d %s", i, code, body)
@@ -455,36 +504,20 @@ func (r *replica) metric(name string) float64 {
 // the tester killed with SIGKILL, another takes the Lease and tests what
 // is new, nothing twice (counted with registryd_example_tests_run_total).
 func TestReplicaExamples(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the apiserver")
-	}
-	env := kubetest.Start(t)
-	c := kubeClient(t, env)
+	env, c := startCluster(t)
 	ctx := context.Background()
-	const system, hookSecret = "dm-system", "hook-secret-577"
-	if err := env.CreateNamespace(ctx, system); err != nil {
-		t.Fatal(err)
-	}
+	const hookSecret = "hook-secret-577"
 	repo := githubtest.NewRepoFS(t, mapFS(t, fixture))
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
 
-	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), system, gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
+	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
 	createClusterRegistry(t, c)
-	const ok, pending, run = `registryd_example_tests{status="ok"}`, `registryd_example_tests{status="pending"}`, "registryd_example_tests_run_total"
-	allTested := func(rs []*replica, n float64) {
-		t.Helper()
-		for i, r := range rs {
-			waitFor(t, 60*time.Second, fmt.Sprintf("replica %d to serve %v tested examples (ok %v, pending %v)", i, n, r.metric(ok), r.metric(pending)), func() bool {
-				return r.metric(ok) == n && r.metric(pending) == 0
-			})
-		}
-	}
-	allTested(rs, 5)
+	waitTested(t, rs, 5, time.Minute)
 	var tester *replica
 	total := 0.0
 	for _, r := range rs {
-		n := r.metric(run)
+		n := r.metric(examplesRun)
 		total += n
 		if n > 0 {
 			tester = r
@@ -516,8 +549,8 @@ func TestReplicaExamples(t *testing.T) {
 	if code, body := rest[0].push(t, hookSecret, head); code != 202 {
 		t.Fatalf("push: %d %s", code, body)
 	}
-	allTested(rest, 8)
-	if n := rest[0].metric(run) + rest[1].metric(run); n != 3 {
+	waitTested(t, rest, 8, time.Minute)
+	if n := rest[0].metric(examplesRun) + rest[1].metric(examplesRun); n != 3 {
 		t.Errorf("the survivors tested %v examples, want 3: the new versions, once", n)
 	}
 }

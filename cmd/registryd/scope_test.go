@@ -16,7 +16,6 @@ import (
 
 	"github.com/dmhq/dm/internal/controller"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
-	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 )
 
@@ -29,16 +28,8 @@ import (
 // TemplateDefinition (cluster-scoped) of the Registry's template is
 // Stalled too.
 func TestRegistryScope(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the apiserver")
-	}
-	env := kubetest.Start(t)
-	c := kubeClient(t, env)
+	env, c := startCluster(t)
 	ctx := context.Background()
-	const system = "dm-system"
-	if err := env.CreateNamespace(ctx, system); err != nil {
-		t.Fatal(err)
-	}
 	teamA, teamB := env.Namespace(t), env.Namespace(t)
 	for _, ns := range []string{teamA, teamB} {
 		configMapDeployer(t, c, ns)
@@ -49,8 +40,7 @@ func TestRegistryScope(t *testing.T) {
 		"acme/shared":  githubtest.NewRepoFS(t, mapFS(t, map[string]string{"cm/v1.0.0/cm.jinja": cm})),
 	})
 	defer gh.Close()
-	r := startReplica(t, "--watch-registries", "--kubeconfig", registrydAccount(t, env.Kubeconfig, c, system), "--namespace", system,
-		"--github-api", gh.URL, "--refresh", "1h", "--cache-dir", t.TempDir(), "--no-sandbox")
+	r := startReplica(t, replicaArgs(t, registrydAccount(t, env.Kubeconfig, c, system), gh.URL)...)
 	for _, obj := range []client.Object{
 		&v1alpha1.Registry{ObjectMeta: metav1.ObjectMeta{Namespace: teamA, Name: "private"},
 			Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "private", Branch: "main"}}},

@@ -13,14 +13,7 @@ func FuzzForm(f *testing.F) {
 	f.Add("replicas=3&labels.tier=web", "a\nb\n", "a\nc\n")
 	f.Add("a.b=1&a=2&.x=&y..z=3", "", "x")
 	f.Add("ports=%5B80%2C443%5D&on=true", "1\n2\n3\n", "3\n2\n1\n")
-	fields := []field{
-		newField("replicas", "integer", "", 1, nil, true),
-		newField("ratio", "number", "", nil, nil, false),
-		newField("on", "boolean", "", nil, nil, false),
-		newField("labels.tier", "string", "", nil, []string{"web", "db"}, false),
-		newField("ports", "array", "", nil, nil, false),
-		newField("any", "", "", nil, nil, false),
-	}
+	fields := formFields()
 	f.Fuzz(func(t *testing.T, form, a, b string) {
 		vals, err := url.ParseQuery(form)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +13,8 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/schema"
 )
 
 // MaxForm bounds a preview form's body; registryd holds that many bytes
@@ -170,7 +171,7 @@ func formProperties(fields []field, form map[string][]string, st *previewState) 
 			ok = false
 			continue
 		}
-		if err := setPath(props, f.Name, v); err != nil {
+		if err := expand.SetPath(props, f.Name, v); err != nil {
 			st.fieldErrors[f.Name] = err.Error()
 			ok = false
 		}
@@ -184,11 +185,13 @@ func formProperties(fields []field, form map[string][]string, st *previewState) 
 		if raw == "" {
 			continue
 		}
-		var v any
-		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
+		// Typed as --properties types a value, and a text that is not
+		// YAML stays text.
+		v, err := expand.DecodeValue([]byte(raw))
+		if err != nil {
 			v = raw
 		}
-		if err := setPath(props, name, v); err != nil {
+		if err := expand.SetPath(props, name, v); err != nil {
 			st.fieldErrors[name] = err.Error()
 			ok = false
 		}
@@ -203,70 +206,17 @@ func first(v []string) string {
 	return v[0]
 }
 
-// typed converts a field's text by its schema type.
+// typed reads a field's text as dm reads a property it asks for
+// (schema.Input.Parse): by the schema's type, YAML where it names none,
+// and within the enum. The message names the field.
 func typed(f field, raw string) (any, error) {
-	switch f.Type {
-	case "integer":
-		n, err := strconv.ParseInt(raw, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not an integer", f.Name, raw)
-		}
-		return n, nil
-	case "number":
-		x, err := strconv.ParseFloat(raw, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not a number", f.Name, raw)
-		}
-		return x, nil
-	case "boolean":
-		b, err := strconv.ParseBool(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %q is not true or false", f.Name, raw)
-		}
-		return b, nil
-	case "string":
-		return raw, nil
+	in := schema.NewInput(f.Name, f.Description, f.Type, nil)
+	for _, e := range f.Enum {
+		in.Enum = append(in.Enum, e)
 	}
-	if f.Input == "yaml" {
-		var v any
-		if err := yaml.Unmarshal([]byte(raw), &v); err != nil {
-			return nil, fmt.Errorf("%s: not YAML: %v", f.Name, err)
-		}
-		return v, nil
+	v, err := in.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Name, err)
 	}
-	if f.Type == "" {
-		var v any
-		if err := yaml.Unmarshal([]byte(raw), &v); err == nil {
-			return v, nil
-		}
-	}
-	return raw, nil
-}
-
-// setPath sets m[a][b][c] = v for the path a.b.c.
-func setPath(m map[string]any, p string, v any) error {
-	parts := strings.Split(p, ".")
-	for i, k := range parts[:len(parts)-1] {
-		if k == "" {
-			return fmt.Errorf("property path %q has an empty part", p)
-		}
-		next, exists := m[k]
-		if !exists {
-			sub := map[string]any{}
-			m[k] = sub
-			m = sub
-			continue
-		}
-		sub, ok := next.(map[string]any)
-		if !ok {
-			return fmt.Errorf("property path %q: %s is not an object", p, strings.Join(parts[:i+1], "."))
-		}
-		m = sub
-	}
-	last := parts[len(parts)-1]
-	if last == "" {
-		return fmt.Errorf("property path %q has an empty part", p)
-	}
-	m[last] = v
-	return nil
+	return v, nil
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -18,17 +17,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/helmimport"
 	"github.com/dmhq/dm/internal/deploy/kube"
-	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmtest"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -162,12 +160,14 @@ var (
 	configMapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
-// jobController plays the Job controller's part (the test cluster runs no
-// kube-controller-manager and no kubelet): every Job of ns without a
-// finished condition gets one, Complete or, when fail returns a message,
-// Failed with it. seen is called first with the Job's name, to observe
-// the cluster while the Job "runs". It stops with the test.
-func jobController(t *testing.T, dyn dynamic.Interface, ns string, fail func(name string) string, seen func(name string)) {
+// runJobs plays the Job controller's part (the test cluster runs no
+// kube-controller-manager and no kubelet): every Job of the fixture's
+// namespace without a finished condition gets one, Complete or, when fail
+// (nil: none fails) returns a message, Failed with it. seen, if not nil,
+// is called first with the Job's name, to observe the cluster while the
+// Job "runs". It stops with the test.
+func (f *fixture) runJobs(fail func(name string) string, seen func(name string)) {
+	dyn, t := f.kc.Dynamic(), f.t
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
@@ -181,7 +181,7 @@ func jobController(t *testing.T, dyn dynamic.Interface, ns string, fail func(nam
 				return
 			case <-tick.C:
 			}
-			l, err := dyn.Resource(jobsGVR).Namespace(ns).List(ctx, metav1.ListOptions{})
+			l, err := dyn.Resource(jobsGVR).Namespace(f.ns).List(ctx, metav1.ListOptions{})
 			if err != nil {
 				continue
 			}
@@ -196,13 +196,17 @@ func jobController(t *testing.T, dyn dynamic.Interface, ns string, fail func(nam
 				now := time.Now().UTC().Format(time.RFC3339)
 				cond := map[string]any{"type": "Complete", "status": "True", "lastProbeTime": now, "lastTransitionTime": now}
 				st := map[string]any{"startTime": now, "completionTime": now, "succeeded": int64(1)}
-				if msg := fail(j.GetName()); msg != "" {
+				msg := ""
+				if fail != nil {
+					msg = fail(j.GetName())
+				}
+				if msg != "" {
 					cond = map[string]any{"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": msg, "lastProbeTime": now, "lastTransitionTime": now}
 					st = map[string]any{"startTime": now, "failed": int64(1)}
 				}
 				st["conditions"] = []any{cond}
 				j.Object["status"] = st
-				if _, err := dyn.Resource(jobsGVR).Namespace(ns).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
+				if _, err := dyn.Resource(jobsGVR).Namespace(f.ns).UpdateStatus(ctx, j, metav1.UpdateOptions{}); err != nil && ctx.Err() == nil {
 					t.Errorf("job controller: %v", err)
 				}
 			}
@@ -210,16 +214,43 @@ func jobController(t *testing.T, dyn dynamic.Interface, ns string, fail func(nam
 	}()
 }
 
-// exists reports whether object name of gvr exists in ns. It may be
-// called from the job controller's goroutine, so it does not stop the test.
-func exists(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, name string) bool {
-	t.Helper()
-	_, err := dyn.Resource(gvr).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{})
+// exists reports whether object name of gvr exists in the fixture's
+// namespace. It may be called from runJobs' goroutine, so it does not
+// stop the test.
+func (f *fixture) exists(gvr schema.GroupVersionResource, name string) bool {
+	f.t.Helper()
+	_, err := f.kc.Dynamic().Resource(gvr).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		t.Errorf("reading %s %s: %v", gvr.Resource, name, err)
+		f.t.Errorf("reading %s %s: %v", gvr.Resource, name, err)
 	}
 	return err == nil
 }
+
+// wantConfigMaps checks which of the ConfigMaps named in want exist, when
+// (a step of the test) names the moment in the error.
+func (f *fixture) wantConfigMaps(when string, want map[string]bool) {
+	f.t.Helper()
+	for cm, w := range want {
+		if got := f.exists(configMapsGVR, cm); got != w {
+			f.t.Errorf("%s: %s exists %v, want %v", when, cm, got, w)
+		}
+	}
+}
+
+// greeting returns data.greeting of ConfigMap name, the value webChart
+// renders into its ConfigMaps.
+func (f *fixture) greeting(name string) string {
+	f.t.Helper()
+	cm, err := f.kc.Dynamic().Resource(configMapsGVR).Namespace(f.ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting")
+	return g
+}
+
+// hookApply waits a minute at most for a hook.
+var hookApply = deploy.ApplyOptions{Timeout: time.Minute}
 
 // TestChartHooks: a chart deployed by registry reference runs its hooks as
 // tiers around its objects: pre-install by weight before the objects (the
@@ -233,10 +264,10 @@ func TestChartHooks(t *testing.T) {
 	ctx := context.Background()
 	var mu sync.Mutex
 	var runs []string // per Job run: what existed while it ran
-	jobController(t, dyn, f.ns, func(string) string { return "" }, func(name string) {
+	f.runJobs(nil, func(name string) {
 		var s []string
 		for _, cm := range []string{"web-pre", "web-upgrade", "web-app", "web-post"} {
-			if exists(t, dyn, configMapsGVR, f.ns, cm) {
+			if f.exists(configMapsGVR, cm) {
 				s = append(s, cm)
 			}
 		}
@@ -245,7 +276,7 @@ func TestChartHooks(t *testing.T) {
 		mu.Unlock()
 	})
 
-	res := f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, deploy.ApplyOptions{Timeout: time.Minute})
+	res := f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, hookApply)
 	if got := hookNames(res.Hooks); got != "pre-install -1 ConfigMap/web-pre, pre-install 5 Job/web-migrate, post-install 0 ConfigMap/web-post" {
 		t.Errorf("install hooks run: %s", got)
 	}
@@ -255,11 +286,7 @@ func TestChartHooks(t *testing.T) {
 		t.Errorf("install: job runs %q, want one seeing only web-pre", runs)
 	}
 	mu.Unlock()
-	for cm, want := range map[string]bool{"web-pre": false, "web-app": true, "web-post": true, "web-upgrade": false, "web-rollback": false} {
-		if got := exists(t, dyn, configMapsGVR, f.ns, cm); got != want {
-			t.Errorf("after install: %s exists %v, want %v", cm, got, want)
-		}
-	}
+	f.wantConfigMaps("after install", map[string]bool{"web-pre": false, "web-app": true, "web-post": true, "web-upgrade": false, "web-rollback": false})
 	job1, err := dyn.Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the Job (before-hook-creation) stays after it ran: %v", err)
@@ -276,7 +303,7 @@ func TestChartHooks(t *testing.T) {
 	}
 
 	// Update: upgrade hooks; the Job deleted before it is created again.
-	up, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}})
+	up, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: hookApply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,19 +319,18 @@ func TestChartHooks(t *testing.T) {
 		t.Errorf("upgrade: job runs %q", runs)
 	}
 	mu.Unlock()
-	if exists(t, dyn, configMapsGVR, f.ns, "web-pre") {
+	if f.exists(configMapsGVR, "web-pre") {
 		t.Error("upgrade ran a pre-install-only hook")
 	}
-	post, _ := dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-post", metav1.GetOptions{})
-	if g, _, _ := unstructured.NestedString(post.Object, "data", "greeting"); g != "hi" {
+	if g := f.greeting("web-post"); g != "hi" {
 		t.Errorf("post-upgrade hook: greeting %q, want the new value", g)
 	}
 
 	// Rollback runs the target's pre-rollback hook.
-	if _, err := f.c.Rollback(ctx, "web", 1, deploy.ApplyOptions{Timeout: time.Minute}); err != nil {
+	if _, err := f.c.Rollback(ctx, "web", 1, hookApply); err != nil {
 		t.Fatal(err)
 	}
-	if !exists(t, dyn, configMapsGVR, f.ns, "web-rollback") {
+	if !f.exists(configMapsGVR, "web-rollback") {
 		t.Error("rollback: the pre-rollback hook did not run")
 	}
 	if hist := f.history("web"); len(hist) != 3 || len(hist[2].Hooks) != 6 {
@@ -316,11 +342,7 @@ func TestChartHooks(t *testing.T) {
 	if _, err := f.c.Delete(ctx, "web", deploy.DeleteOptions{Wait: true, Timeout: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
-	for cm, want := range map[string]bool{"web-app": false, "web-deleted": true, "web-post": true} {
-		if got := exists(t, dyn, configMapsGVR, f.ns, cm); got != want {
-			t.Errorf("after delete: %s exists %v, want %v", cm, got, want)
-		}
-	}
+	f.wantConfigMaps("after delete", map[string]bool{"web-app": false, "web-deleted": true, "web-post": true})
 }
 
 // TestChartHookFails: a failed hook Job fails the deploy with an error
@@ -328,22 +350,17 @@ func TestChartHooks(t *testing.T) {
 // and hook-failed deletes the Job.
 func TestChartHookFails(t *testing.T) {
 	f := helmFixture(t)
-	dyn := f.kc.Dynamic()
-	jobController(t, dyn, f.ns, func(string) string { return "Job has reached the specified backoff limit" }, nil)
+	f.runJobs(func(string) string { return "Job has reached the specified backoff limit" }, nil)
 	_, err := f.c.Deploy(context.Background(), deploy.DeployOptions{
 		Name: "web", Source: deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"jobPolicy": "hook-failed"}},
-		ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute},
+		ApplyOptions: hookApply,
 	})
 	want := "pre-install hook Job.batch " + f.ns + "/web-migrate (weight 5, layout path web/web-migrate) failed: Job failed: BackoffLimitExceeded: Job has reached the specified backoff limit"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("deploy: %v\nwant an error with %q", err, want)
 	}
-	for _, n := range []string{"web-app", "web-post"} {
-		if exists(t, dyn, configMapsGVR, f.ns, n) {
-			t.Errorf("%s applied after a failed pre-install hook", n)
-		}
-	}
-	if exists(t, dyn, jobsGVR, f.ns, "web-migrate") {
+	f.wantConfigMaps("after a failed pre-install hook", map[string]bool{"web-app": false, "web-post": false})
+	if f.exists(jobsGVR, "web-migrate") {
 		t.Error("hook-failed: the failed Job was not deleted")
 	}
 	if hist := f.history("web"); len(hist) != 1 || hist[0].Status != release.StatusFailed || !strings.Contains(hist[0].Description, "web-migrate") {
@@ -355,21 +372,18 @@ func TestChartHookFails(t *testing.T) {
 // anything is deleted or the history changes.
 func TestPreDeleteHookFails(t *testing.T) {
 	f := helmFixture(t)
-	dyn := f.kc.Dynamic()
-	jobController(t, dyn, f.ns, func(name string) string {
+	f.runJobs(func(name string) string {
 		if name == "web-predelete" {
 			return "backup failed"
 		}
 		return ""
 	}, nil)
-	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"preDeleteJob": true}}, deploy.ApplyOptions{Timeout: time.Minute})
+	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}, Properties: map[string]any{"preDeleteJob": true}}, hookApply)
 	_, err := f.c.Delete(context.Background(), "web", deploy.DeleteOptions{Timeout: time.Minute})
 	if err == nil || !strings.Contains(err.Error(), "nothing was deleted") || !strings.Contains(err.Error(), "pre-delete hook Job.batch "+f.ns+"/web-predelete") || !strings.Contains(err.Error(), "backup failed") {
 		t.Fatalf("delete: %v", err)
 	}
-	if !exists(t, dyn, configMapsGVR, f.ns, "web-app") || exists(t, dyn, configMapsGVR, f.ns, "web-deleted") {
-		t.Error("objects deleted, or the post-delete hook run, after a failed pre-delete hook")
-	}
+	f.wantConfigMaps("after a failed pre-delete hook", map[string]bool{"web-app": true, "web-deleted": false})
 	if hist := f.history("web"); statuses(hist) != "1:deployed" {
 		t.Errorf("history after a refused delete: %s", statuses(hist))
 	}
@@ -387,7 +401,7 @@ func TestHookOwnership(t *testing.T) {
 	if !errors.Is(err, derrors.Conflict) || !strings.Contains(err.Error(), "web-pre") {
 		t.Fatalf("deploy over a foreign hook object: %v", err)
 	}
-	if exists(t, f.kc.Dynamic(), jobsGVR, f.ns, "web-migrate") {
+	if f.exists(jobsGVR, "web-migrate") {
 		t.Error("a hook was applied")
 	}
 	if _, err := f.c.Revisions(context.Background(), "web"); !errors.Is(err, derrors.NotFound) {
@@ -464,8 +478,8 @@ func TestChartHooksServerDryRun(t *testing.T) {
 	// Deployed, the Job stays (before-hook-creation); an update's dry run
 	// with another image checks it as the real run makes it: created
 	// after the old one is deleted.
-	jobController(t, f.kc.Dynamic(), f.ns, func(string) string { return "" }, nil)
-	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, deploy.ApplyOptions{Timeout: time.Minute})
+	f.runJobs(nil, nil)
+	f.deploy("web", deploy.Source{Input: release.Input{Ref: "web:v1"}}, hookApply)
 	job1, err := f.kc.Dynamic().Resource(jobsGVR).Namespace(f.ns).Get(ctx, "web-migrate", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -481,7 +495,7 @@ func TestChartHooksServerDryRun(t *testing.T) {
 	if err != nil || job2.GetUID() != job1.GetUID() || job2.GetResourceVersion() != job1.GetResourceVersion() {
 		t.Errorf("the update's dry run changed the hook Job (%v)", err)
 	}
-	if exists(t, f.kc.Dynamic(), configMapsGVR, f.ns, "web-upgrade") {
+	if f.exists(configMapsGVR, "web-upgrade") {
 		t.Error("the update's dry run created the pre-upgrade hook")
 	}
 	// A rollback's dry run checks the target revision's rollback hooks.
@@ -492,7 +506,7 @@ func TestChartHooksServerDryRun(t *testing.T) {
 	if got := hookNames(back.Hooks); got != "pre-rollback 0 ConfigMap/web-rollback" {
 		t.Errorf("rollback hooks: %s", got)
 	}
-	if exists(t, f.kc.Dynamic(), configMapsGVR, f.ns, "web-rollback") || statuses(f.history("web")) != "1:deployed" {
+	if f.exists(configMapsGVR, "web-rollback") || statuses(f.history("web")) != "1:deployed" {
 		t.Errorf("the rollback's dry run ran its hook or recorded a revision: %s", statuses(f.history("web")))
 	}
 	// A hook that stays (hook-failed: not deleted first) is checked as an
@@ -524,7 +538,7 @@ func TestImportedChartUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	helmInstall(t, f.env.Kubeconfig, "install", "web", dir, "-n", f.ns, "--no-hooks", "--set", "extra=true", "--set", "greeting=bonjour")
+	helmtest.Install(t, f.env.Kubeconfig, "install", "web", dir, "-n", f.ns, "--no-hooks", "--set", "extra=true", "--set", "greeting=bonjour")
 
 	rel, err := helmimport.Read(ctx, dyn, f.ns, "web")
 	if err != nil {
@@ -539,10 +553,10 @@ func TestImportedChartUpdate(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	jobController(t, dyn, f.ns, func(string) string { return "" }, nil)
+	f.runJobs(nil, nil)
 
 	// New values only: the recorded chart is the input.
-	res, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}})
+	res, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", Source: deploy.Source{Properties: map[string]any{"greeting": "hi"}}, ApplyOptions: hookApply})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,14 +580,13 @@ func TestImportedChartUpdate(t *testing.T) {
 
 	// --reuse-properties merges over the recorded values; a third update
 	// renders from revision 2's record.
-	if _, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", ReuseProperties: true, Source: deploy.Source{Properties: map[string]any{"extra": true}}, ApplyOptions: deploy.ApplyOptions{Timeout: time.Minute}}); err != nil {
+	if _, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "web", ReuseProperties: true, Source: deploy.Source{Properties: map[string]any{"extra": true}}, ApplyOptions: hookApply}); err != nil {
 		t.Fatal(err)
 	}
-	if !exists(t, dyn, configMapsGVR, f.ns, "web-extra") {
+	if !f.exists(configMapsGVR, "web-extra") {
 		t.Error("revision 3: web-extra not applied")
 	}
-	cm, _ = dyn.Resource(configMapsGVR).Namespace(f.ns).Get(ctx, "web-app", metav1.GetOptions{})
-	if g, _, _ := unstructured.NestedString(cm.Object, "data", "greeting"); g != "hi" {
+	if g := f.greeting("web-app"); g != "hi" {
 		t.Errorf("revision 3: greeting %q, want revision 2's hi kept", g)
 	}
 }
@@ -593,20 +606,5 @@ func TestImportedChartWithoutFiles(t *testing.T) {
 	_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "old", Source: deploy.Source{Properties: map[string]any{"a": 1}}})
 	if !errors.Is(err, derrors.InvalidArgument) || !strings.Contains(err.Error(), "without the chart's files") {
 		t.Errorf("update: %v", err)
-	}
-}
-
-// helmInstall runs the helm CLI built beside kube-apiserver.
-func helmInstall(t *testing.T, kubeconfig string, args ...string) {
-	t.Helper()
-	b, err := kubetest.FindBinaries()
-	if err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	cmd := exec.Command(filepath.Join(filepath.Dir(b.APIServer), "helm"), append(args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = []string{"HOME=" + home, "HELM_CACHE_HOME=" + home + "/cache", "HELM_CONFIG_HOME=" + home + "/config", "HELM_DATA_HOME=" + home + "/data"}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }

@@ -39,25 +39,39 @@ func ParsePairs(s string, asString bool, text map[string]string) (map[string]any
 		if text != nil {
 			text[k] = v
 		}
-		keys := strings.Split(k, ".")
-		m := out
-		for i, part := range keys {
-			if part == "" {
-				return nil, derrors.Errorf(derrors.InvalidArgument, "%q: empty key segment", k)
-			}
-			if i == len(keys)-1 {
-				m[part] = val
-				break
-			}
-			next, ok := m[part].(map[string]any)
-			if !ok {
-				next = map[string]any{}
-				m[part] = next
-			}
-			m = next
+		if err := SetPath(out, k, val); err != nil {
+			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// SetPath sets the value at a dotted path (resources.limits.memory) of m,
+// making the mappings on the way. A path through a value that is not a
+// mapping is an error naming it, not a silent replacement: a=1,a.b=2
+// would otherwise lose a=1.
+func SetPath(m map[string]any, path string, v any) error {
+	keys := strings.Split(path, ".")
+	for i, part := range keys {
+		if part == "" {
+			return derrors.Errorf(derrors.InvalidArgument, "%q: empty key segment", path)
+		}
+		if i == len(keys)-1 {
+			m[part] = v
+			break
+		}
+		next, exists := m[part]
+		if !exists {
+			next = map[string]any{}
+			m[part] = next
+		}
+		sub, ok := next.(map[string]any)
+		if !ok {
+			return derrors.Errorf(derrors.InvalidArgument, "%q: %s is not a mapping", path, strings.Join(keys[:i+1], "."))
+		}
+		m = sub
+	}
+	return nil
 }
 
 func splitPairs(s string) []string {

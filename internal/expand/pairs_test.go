@@ -23,6 +23,9 @@ func TestParsePairs(t *testing.T) {
 		{"novalue", nil, "want KEY=VALUE"},
 		{"=3", nil, "want KEY=VALUE"},
 		{"a..b=3", nil, "empty key segment"},
+		// A path through a value is refused rather than dropping it.
+		{"a=1,a.b=2", nil, `"a.b": a is not a mapping`},
+		{"a.b.c=1,a.b=2", map[string]any{"a": map[string]any{"b": int64(2)}}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

@@ -254,90 +254,50 @@ func decodeDone(body []byte) (*done, json.RawMessage, error) {
 	return &d, result, nil
 }
 
-// wireError carries an error's message and its sentinel, so HTTP status
-// mapping survives the pipe. Located expansion errors keep their parts.
+// wireError carries an error in derrors' wire form (message, sentinel,
+// file and line), so HTTP status mapping survives the pipe. Located
+// expansion errors keep their other parts.
 type wireError struct {
-	Msg  string `json:"msg"`
-	Kind string `json:"kind,omitempty"`
-	// Path, Template, File and Line are an *expand.Error's location; Limit
+	derrors.Wire
+	// Path and Template are the rest of an *expand.Error's location; Limit
 	// an *expand.LimitError.
 	Path     []string           `json:"path,omitempty"`
 	Template string             `json:"template,omitempty"`
-	File     string             `json:"file,omitempty"`
-	Line     int                `json:"line,omitempty"`
 	Limit    *expand.LimitError `json:"limit,omitempty"`
 }
 
-// sentinels are the error kinds that cross the pipe, in derrors.HTTPStatus's
-// order, so an error that wraps two gets the status it would get
-// in-process. fetch.ErrChanged (it wraps NotFound) comes first: the parent
-// re-lists local registries on it and runs the job again.
-var sentinels = []struct {
-	name string
-	err  error
-}{
-	{"changed", fetch.ErrChanged},
-	{"not_found", derrors.NotFound},
-	{"invalid", derrors.InvalidArgument},
-	{"ambiguous", derrors.Ambiguous},
-	{"already_exists", derrors.AlreadyExists},
-	{"conflict", derrors.Conflict},
-	{"unauthorized", derrors.Unauthorized},
-	{"limit_exceeded", derrors.LimitExceeded},
-	{"unavailable", derrors.Unavailable},
-}
-
-// sentinel returns the error kind named name, nil if none.
-func sentinel(name string) error {
-	for _, s := range sentinels {
-		if s.name == name {
-			return s.err
-		}
-	}
-	return nil
-}
+// kindChanged is the kind fetch.ErrChanged crosses under, ahead of
+// derrors' table (it wraps NotFound and is no derrors sentinel): the
+// parent re-lists local registries on it and runs the job again.
+const kindChanged = "changed"
 
 // toWire encodes err.
 func toWire(err error) *wireError {
 	if err == nil {
 		return nil
 	}
-	w := &wireError{Msg: err.Error()}
-	for _, s := range sentinels {
-		if errors.Is(err, s.err) {
-			w.Kind = s.name
-			break
-		}
+	w := &wireError{Wire: *derrors.ToWire(err)}
+	if errors.Is(err, fetch.ErrChanged) {
+		w.Kind = kindChanged
 	}
 	var e *expand.Error
 	if errors.As(err, &e) {
 		w.Path, w.Template, w.File, w.Line = e.Path, e.Template, e.File, e.Line
 		w.Msg = e.Err.Error()
 	}
-	var le *expand.LimitError
-	if errors.As(err, &le) {
-		// The limit as text, so a duration reads "10s" on the other side.
-		w.Limit = &expand.LimitError{Field: le.Field, Limit: fmt.Sprint(le.Limit), What: le.What}
-	}
+	w.Limit = engine.WireLimit(err)
 	return w
 }
-
-// remoteError is an error decoded from the wire: its message as the worker
-// formatted it, and its sentinel.
-type remoteError struct {
-	msg  string
-	kind error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.kind }
 
 // err decodes w.
 func (w *wireError) err() error {
 	if w == nil {
 		return nil
 	}
-	var inner error = &remoteError{msg: w.Msg, kind: sentinel(w.Kind)}
+	inner := w.Cause()
+	if w.Kind == kindChanged {
+		inner = derrors.Errorf(fetch.ErrChanged, "%s", w.Msg)
+	}
 	if w.Limit != nil && w.Limit.Error() == w.Msg {
 		inner = w.Limit
 	}

@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 		d      *done
 		result string
 	}{
-		{&done{Err: &wireError{Msg: "m", Kind: "limit_exceeded", Path: []string{"x"}, Template: "t", Line: 3}}, ""},
+		{&done{Err: &wireError{Wire: derrors.Wire{Msg: "m", Kind: "limit_exceeded", Line: 3}, Path: []string{"x"}, Template: "t"}}, ""},
 		{&done{Recycle: true}, `{"config":{"resources":[]}}`},
 	} {
 		body, _ := encodeDone(d.d, []byte(d.result))
@@ -93,6 +93,9 @@ func TestWireErrorStatus(t *testing.T) {
 		fmt.Errorf("reading: %w", fetch.ErrChanged),
 		fmt.Errorf("forbidden: %w", derrors.Unauthorized),
 		fmt.Errorf("taken: %w", derrors.Conflict),
+		// Kinds the pipe once lost: a chart host not allowed was a 500.
+		fmt.Errorf("chart: %w: host not allowed", derrors.Forbidden),
+		fmt.Errorf("%w: %w", derrors.Forbidden, derrors.Unauthorized),
 	} {
 		for range 20 { // the order of kinds was once a map's
 			got := toWire(err).err()

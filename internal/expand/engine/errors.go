@@ -32,6 +32,17 @@ func Limit(field string, limit any, format string, args ...any) error {
 	return &LimitError{Field: field, Limit: limit, What: fmt.Sprintf(format, args...)}
 }
 
+// WireLimit returns a copy of the LimitError err wraps, with its limit as
+// text so that a duration reads "10s" on the other side of a pipe; nil
+// if err wraps none.
+func WireLimit(err error) *LimitError {
+	var le *LimitError
+	if !errors.As(err, &le) {
+		return nil
+	}
+	return &LimitError{Field: le.Field, Limit: fmt.Sprint(le.Limit), What: le.What}
+}
+
 // Invalid wraps a message as an invalid-argument error: the input (a
 // configuration or template) is wrong.
 func Invalid(format string, args ...any) error {

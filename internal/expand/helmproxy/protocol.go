@@ -129,30 +129,13 @@ type FetchedChart struct {
 	Digest  string `json:"digest"`
 }
 
-// WireError is an error across the pipe: its message, its location (an
-// engine.Located's file and line) and its derrors kind, so that dm
-// reports a chart's error as it would have in-process.
+// WireError is an error across the pipe: derrors' wire form (message,
+// kind, an engine.Located's file and line) and an engine.LimitError's
+// parts, so that dm reports a chart's error as it would have in-process.
 type WireError struct {
-	Msg  string `json:"msg"`
-	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
-	Kind string `json:"kind,omitempty"`
+	derrors.Wire
 	// Limit is an engine.LimitError's field, limit and text.
 	Limit *engine.LimitError `json:"limit,omitempty"`
-}
-
-// kinds are the derrors sentinels that cross the pipe, in
-// derrors.HTTPStatus's order.
-var kinds = []struct {
-	name string
-	err  error
-}{
-	{"not_found", derrors.NotFound},
-	{"invalid", derrors.InvalidArgument},
-	{"forbidden", derrors.Forbidden},
-	{"unauthorized", derrors.Unauthorized},
-	{"limit_exceeded", derrors.LimitExceeded},
-	{"unavailable", derrors.Unavailable},
 }
 
 // ToWire encodes err; nil gives nil.
@@ -160,21 +143,12 @@ func ToWire(err error) *WireError {
 	if err == nil {
 		return nil
 	}
-	w := &WireError{Msg: err.Error()}
-	for _, k := range kinds {
-		if errors.Is(err, k.err) {
-			w.Kind = k.name
-			break
-		}
-	}
+	w := &WireError{Wire: *derrors.ToWire(err)}
 	var l *engine.Located
 	if errors.As(err, &l) {
-		w.File, w.Line, w.Msg = l.File, l.Line, l.Err.Error()
+		w.Msg, w.File, w.Line = l.Err.Error(), l.File, l.Line
 	}
-	var le *engine.LimitError
-	if errors.As(err, &le) {
-		w.Limit = &engine.LimitError{Field: le.Field, Limit: fmt.Sprint(le.Limit), What: le.What}
-	}
+	w.Limit = engine.WireLimit(err)
 	return w
 }
 
@@ -183,12 +157,7 @@ func (w *WireError) Err() error {
 	if w == nil {
 		return nil
 	}
-	var err error = &remoteError{msg: w.Msg}
-	for _, k := range kinds {
-		if k.name == w.Kind {
-			err.(*remoteError).kind = k.err
-		}
-	}
+	err := w.Cause()
 	if w.Limit != nil && w.Limit.Error() == w.Msg {
 		err = w.Limit
 	}
@@ -197,15 +166,6 @@ func (w *WireError) Err() error {
 	}
 	return err
 }
-
-// remoteError is an error decoded from the wire.
-type remoteError struct {
-	msg  string
-	kind error
-}
-
-func (e *remoteError) Error() string { return e.msg }
-func (e *remoteError) Unwrap() error { return e.kind }
 
 // WriteFrame writes v as one frame and flushes w.
 func WriteFrame(w *bufio.Writer, v any) error {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -25,6 +26,10 @@ func TestWireError(t *testing.T) {
 		{"located", engine.At("web/templates/cm.yaml", 6, engine.Invalid("must is required")), "web/templates/cm.yaml:6: must is required", derrors.InvalidArgument, "web/templates/cm.yaml", 6, ""},
 		{"limit", engine.Limit("MaxOutputBytes", 10, "the rendered chart"), "the rendered chart: exceeds the limit of 10 (Options.MaxOutputBytes)", derrors.LimitExceeded, "", 0, "MaxOutputBytes"},
 		{"plain", errors.New("boom"), "boom", nil, "", 0, ""},
+		// Kinds this pipe once lost, and one it ordered unlike HTTPStatus.
+		{"conflict", fmt.Errorf("release web: %w", derrors.Conflict), "release web: conflict", derrors.Conflict, "", 0, ""},
+		{"already exists", fmt.Errorf("revision 2: %w", derrors.AlreadyExists), "revision 2: already exists", derrors.AlreadyExists, "", 0, ""},
+		{"unauthorized before forbidden", fmt.Errorf("%w: %w", derrors.Forbidden, derrors.Unauthorized), "forbidden: unauthorized", derrors.Unauthorized, "", 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +48,9 @@ func TestWireError(t *testing.T) {
 			}
 			if tc.kind != nil && !errors.Is(got, tc.kind) {
 				t.Errorf("%v is not %v", got, tc.kind)
+			}
+			if derrors.HTTPStatus(got) != derrors.HTTPStatus(tc.err) {
+				t.Errorf("status %d across the pipe, want %d", derrors.HTTPStatus(got), derrors.HTTPStatus(tc.err))
 			}
 			var l *engine.Located
 			if tc.file != "" && (!errors.As(got, &l) || l.File != tc.file || l.Line != tc.line) {
