@@ -228,6 +228,17 @@ func (b *localBackend) Template(ctx context.Context, ref, registry string) (*api
 	return s.Template(ctx, ref, registry)
 }
 
+// TemplateInputs describes one version without its language's lint
+// rules (a chart's would start dm-helm to lint it).
+func (b *localBackend) TemplateInputs(ctx context.Context, ref, registry string) (*api.TemplateVersion, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.TemplateInputs(ctx, ref, registry)
+}
+
 // Resolve resolves a reference.
 func (b *localBackend) Resolve(ctx context.Context, ref, registry string) (*api.Resolution, error) {
 	b.need(ref)

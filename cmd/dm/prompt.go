@@ -28,7 +28,7 @@ func (g *globals) refProperties(ctx context.Context, b api.Backend, ref string, 
 	if len(text) == 0 && !ask {
 		return props, nil
 	}
-	tv, err := b.Template(ctx, ref, g.registry)
+	tv, err := b.TemplateInputs(ctx, ref, g.registry)
 	if err != nil {
 		return nil, err
 	}

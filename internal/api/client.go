@@ -191,6 +191,12 @@ func (c *Client) Template(ctx context.Context, ref, registry string) (*TemplateV
 	return &out, nil
 }
 
+// TemplateInputs describes one version as Template does: registryd's
+// description holds the lint findings it keeps by digest.
+func (c *Client) TemplateInputs(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
+	return c.Template(ctx, ref, registry)
+}
+
 // Resolve resolves a reference.
 func (c *Client) Resolve(ctx context.Context, ref, registry string) (*Resolution, error) {
 	var out Resolution

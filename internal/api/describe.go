@@ -68,16 +68,26 @@ func Findings(fs []index.Finding) []Finding {
 // Template resolves ref and describes the version: schema, example, lint
 // findings and the template's other versions.
 func (s *Service) Template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
-	return Relisted(ctx, s.resolver, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry) })
+	return Relisted(ctx, s.resolver, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry, true) })
 }
 
-func (s *Service) template(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
+// TemplateInputs describes the version as Template does, but without the
+// findings of its language's own lint rules, which a command that only
+// asks for inputs does not show and which cost a chart a Helm lint (in
+// dm-helm, for dm).
+func (s *Service) TemplateInputs(ctx context.Context, ref, registry string) (*TemplateVersion, error) {
+	return Relisted(ctx, s.resolver, func() (*TemplateVersion, error) { return s.template(ctx, ref, registry, false) })
+}
+
+func (s *Service) template(ctx context.Context, ref, registry string, lint bool) (*TemplateVersion, error) {
 	res, err := s.resolve(ctx, ref, registry)
 	if err != nil {
 		return nil, err
 	}
 	out := &TemplateVersion{Resolution: ResolutionOf(res), Findings: Findings(res.Version.Findings), ExampleFile: res.Example}
-	out.Findings = append(out.Findings, Findings(s.languageFindings(ctx, res))...)
+	if lint {
+		out.Findings = append(out.Findings, Findings(s.languageFindings(ctx, res))...)
+	}
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
 	d := Describer(string(res.Language), res.Schema)
 	if res.Schema != "" {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 func TestDescribeSchema(t *testing.T) {
@@ -123,5 +128,64 @@ func TestTemplateAndFile(t *testing.T) {
 	}
 	if _, err := s.Resolve(ctx, "github.com/a/b/nope:v1", ""); !errors.Is(err, derrors.NotFound) {
 		t.Errorf("Resolve of a missing template: %v, want NotFound", err)
+	}
+}
+
+// linterEngine is a chart engine whose lint rules only count their runs:
+// the test asks which descriptions pay for them.
+type linterEngine struct{ runs int }
+
+func (e *linterEngine) Name() string { return "helm" }
+
+func (e *linterEngine) Render(context.Context, engine.Invocation) (engine.Output, error) {
+	return engine.Output{}, errors.ErrUnsupported
+}
+
+func (e *linterEngine) Lint(context.Context, map[string][]byte, string) ([]engine.Finding, error) {
+	e.runs++
+	return []engine.Finding{{Severity: "warning", File: "Chart.yaml", Message: "icon is recommended"}}, nil
+}
+
+// TestTemplateInputsLeavesOutLint checks that TemplateInputs, what dm
+// expand and deploy read to ask for inputs, describes a chart as Template
+// does but without running Helm's lint rules (a dm-helm round trip that
+// cost a chart's expansion more than its render), and that Template
+// still runs them.
+func TestTemplateInputsLeavesOutLint(t *testing.T) {
+	g, err := OpenRegistry(RegistrySpec{Prefix: "github.com/a/b", FS: fstest.MapFS{
+		"hello/v1/Chart.yaml":         {Data: []byte("apiVersion: v2\nname: hello\nversion: 1.0.0\n")},
+		"hello/v1/values.schema.json": {Data: []byte(`{"properties": {"message": {"type": "string"}}}`)},
+		"hello/v1/templates/cm.yaml":  {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n")},
+	}}, Setup{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := g.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lint := &linterEngine{}
+	s := NewService(resolve.New(resolve.Registry{}, g), expand.Options{Engines: []engine.Engine{lint}})
+	linted := func(tv *TemplateVersion) bool {
+		return slices.ContainsFunc(tv.Findings, func(f Finding) bool { return strings.Contains(f.Message, "icon is recommended") })
+	}
+
+	in, err := s.TemplateInputs(ctx, "github.com/a/b/hello:v1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lint.runs != 0 || linted(in) {
+		t.Errorf("TemplateInputs ran the lint rules %d times (findings %v), want none", lint.runs, in.Findings)
+	}
+	if in.Language != "helm" || in.SchemaContent == "" || len(in.Properties) != 1 {
+		t.Errorf("TemplateInputs: %+v, want the chart's language, schema and property", in)
+	}
+
+	tv, err := s.Template(ctx, "github.com/a/b/hello:v1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lint.runs != 1 || !linted(tv) {
+		t.Errorf("Template ran the lint rules %d times (findings %v), want once with its finding", lint.runs, tv.Findings)
 	}
 }

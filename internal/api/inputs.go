@@ -63,7 +63,7 @@ func MissingConfigInputs(ctx context.Context, b Backend, registry string, req *E
 		imports[k] = []byte(v)
 	}
 	missing := expand.MissingInConfig(cfg, imports, values, func(ref string) *schema.Schema {
-		tv, err := b.Template(ctx, ref, registry)
+		tv, err := b.TemplateInputs(ctx, ref, registry)
 		if err != nil || tv.SchemaContent == "" {
 			return nil
 		}

@@ -26,6 +26,10 @@ type Backend interface {
 	Templates(ctx context.Context, q TemplateQuery) (*TemplateList, error)
 	Versions(ctx context.Context, ref, registry string) (*Template, error)
 	Template(ctx context.Context, ref, registry string) (*TemplateVersion, error)
+	// TemplateInputs describes a version as Template does, perhaps
+	// without the findings of its language's own lint rules: what asking
+	// for a template's inputs reads (its language and schema).
+	TemplateInputs(ctx context.Context, ref, registry string) (*TemplateVersion, error)
 	Resolve(ctx context.Context, ref, registry string) (*Resolution, error)
 	Search(ctx context.Context, q, registry string) (*SearchResults, error)
 	Expand(ctx context.Context, req *ExpandRequest) (*ExpandResult, error)
