@@ -14,8 +14,6 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"sigs.k8s.io/yaml"
-
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/derrors"
@@ -434,7 +432,7 @@ func printParameters(w io.Writer, t *openshift.Template, output string) error {
 }
 
 func printYAML(w io.Writer, v any) error {
-	b, err := yaml.Marshal(v)
+	b, err := value.MarshalYAML(v)
 	if err != nil {
 		return err
 	}
