@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller
+.PHONY: all build install run test test-short vet fmt-check generate generate-check unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart
 
 all: build
 
@@ -90,7 +90,8 @@ FUZZ_TARGETS := \
 	./internal/catalog:FuzzForm:6000x \
 	./internal/sandbox:FuzzDecode:30000x \
 	./internal/sandbox:FuzzSlotRecord:20000x \
-	./internal/expand/helm:FuzzSortManifests:6000x
+	./internal/expand/helm:FuzzSortManifests:6000x \
+	./internal/expand/value:FuzzMarshalYAML:10000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -149,6 +150,13 @@ dev-cluster: testenv kubectl
 RUNS ?= 5
 bench-deploy: build testenv kubectl
 	$(GO) run ./scripts/benchdeploy -dm $(BIN)/dm -runs $(RUNS)
+
+# dm expand of the 30-object chart (dm and the dm-helm it starts) against
+# helm template of it, CPU of whole processes, PAIRS runs of each in turn
+# (scripts/benchchart; docs/benchmarks.md, Helm charts).
+PAIRS ?= 15
+bench-chart: build testenv
+	$(GO) run ./scripts/benchchart -dm $(BIN)/dm -helm .testenv/bin/helm -pairs $(PAIRS)
 
 # Three registryd processes with --watch-registries against one local
 # apiserver and the GitHub test server: push-to-all-replicas p95 over 20
