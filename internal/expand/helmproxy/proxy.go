@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -203,6 +204,7 @@ func (e *Engine) start() (*child, error) {
 	}
 	// Not tied to a request's context: the process outlives it.
 	cmd := exec.Command(p)
+	cmd.Env = childEnv(os.Environ())
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -221,6 +223,21 @@ func (e *Engine) start() (*child, error) {
 		close(c.done)
 	}()
 	return c, nil
+}
+
+// childGOGC is dm-helm's GC percent: a short-lived process whose memory
+// RLIMIT_AS and a soft limit bound (ApplyLimits), which collects less often
+// than Go's default, also while its packages initialise, which is most of
+// its start-up.
+const childGOGC = "GOGC=400"
+
+// childEnv is dm-helm's environment: environ with childGOGC unless it sets
+// GOGC.
+func childEnv(environ []string) []string {
+	if slices.ContainsFunc(environ, func(kv string) bool { return strings.HasPrefix(kv, "GOGC=") }) {
+		return environ
+	}
+	return append(slices.Clip(environ), childGOGC)
 }
 
 // roundTrip sends req and reads the answer within timeout.

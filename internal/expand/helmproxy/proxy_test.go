@@ -114,3 +114,22 @@ func TestEngineLint(t *testing.T) {
 		})
 	}
 }
+
+// TestChildEnv: dm-helm starts with GOGC=400 unless the user set GOGC,
+// whatever else the environment holds.
+func TestChildEnv(t *testing.T) {
+	tests := []struct {
+		environ, want []string
+	}{
+		{nil, []string{"GOGC=400"}},
+		{[]string{"HOME=/h", "PATH=/bin"}, []string{"HOME=/h", "PATH=/bin", "GOGC=400"}},
+		{[]string{"GOGC=50", "HOME=/h"}, []string{"GOGC=50", "HOME=/h"}},
+		{[]string{"GOGC=off"}, []string{"GOGC=off"}},
+		{[]string{"GOGCX=1"}, []string{"GOGCX=1", "GOGC=400"}},
+	}
+	for _, tt := range tests {
+		if got := childEnv(tt.environ); !slices.Equal(got, tt.want) {
+			t.Errorf("childEnv(%q) = %q, want %q", tt.environ, got, tt.want)
+		}
+	}
+}
