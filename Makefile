@@ -13,7 +13,7 @@ all: build
 # dm-helm renders Helm charts for dm, which finds it beside itself (dm
 # does not link Helm: its start-up cost stays off commands without charts).
 # dm and dm-helm are built without cgo, as Helm's own releases are: static
-# binaries start without the dynamic loader and libc, a tenth less CPU for
+# binaries start without the dynamic loader and libc: about 7 % less CPU for
 # a chart's dm expand (docs/benchmarks.md, Helm charts).
 build:
 	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm-controller
