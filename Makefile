@@ -12,17 +12,16 @@ all: build
 
 # dm-helm renders Helm charts for dm, which finds it beside itself (dm
 # does not link Helm: its start-up cost stays off commands without charts).
-# dm and dm-helm are built without cgo, as Helm's own releases are: static
-# binaries start without the dynamic loader and libc: about 7 % less CPU for
-# a chart's dm expand (docs/benchmarks.md, Helm charts).
+# The programs are built without cgo, as Helm's own releases are: static
+# binaries start without the dynamic loader and libc (about 7 % less CPU for
+# a chart's dm expand: docs/benchmarks.md, Helm charts), and all four in one
+# build share one set of compiled packages. None uses cgo.
 build:
-	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm-controller
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/dm ./cmd/dm-helm
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
 
 # Into $GOBIN (go env GOPATH/bin): dm and dm-helm side by side.
 install:
-	$(GO) install -buildvcs=auto ./cmd/registryd ./cmd/dm-controller
-	CGO_ENABLED=0 $(GO) install -buildvcs=auto ./cmd/dm ./cmd/dm-helm
+	CGO_ENABLED=0 $(GO) install -buildvcs=auto ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example
