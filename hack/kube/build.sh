@@ -39,9 +39,7 @@ todo=()
 for b in "${want[@]}"; do
   case "$b" in
   kube-apiserver | kube-controller-manager | kubectl) pkg="k8s.io/kubernetes/cmd/$b" ;;
-  # etcd's main package is its server module's root, which go build names
-  # server (the element before the major version): renamed below.
-  etcd) pkg="go.etcd.io/etcd/server/v3" ;;
+  etcd) pkg="" ;; # built on its own below
   helm) pkg="" ;; # from hack/helm, below: for the chart parity test
   *) echo "build.sh: unknown program $b" >&2; exit 2 ;;
   esac
@@ -74,14 +72,17 @@ cd "$here"
 # interrupted build never leaves a half-written binary that looks current.
 tmp="$(mktemp -d "$dir/.build.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
-# etcd builds in the same go build as Kubernetes: they share 435 packages
-# (the standard library, gRPC, protobuf, OpenTelemetry, etcd's client),
-# which two go builds running at once would each compile; one schedules
-# them once and fills both cores to the end. helm, from another module,
-# builds beside it: the tail of Kubernetes' build (its largest packages,
-# then the links) leaves a core idle that its compile fills.
+# etcd and helm build beside Kubernetes, not after it: they share almost
+# no packages, and the tail of Kubernetes' build (its largest packages,
+# then the links) leaves a core idle that their compile fills.
 pids=()
 for b in "${todo[@]}"; do
+  if [ "$b" = etcd ]; then
+    # etcd's main package is its server module's root, which go build
+    # would name v3.
+    go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/etcd" go.etcd.io/etcd/server/v3 &
+    pids+=($!)
+  fi
   if [ "$b" = helm ]; then
     # Its own module, so Helm's requirements never move kube-apiserver's;
     # the Kubernetes version it reports offline is set as Helm's releases do.
@@ -93,7 +94,6 @@ status=0
 if [ ${#pkgs[@]} -gt 0 ]; then
   go build -trimpath -gcflags "$gcflags" -ldflags "$ldflags" -o "$tmp/" "${pkgs[@]}" || status=$?
 fi
-[ ! -e "$tmp/server" ] || mv "$tmp/server" "$tmp/etcd"
 for pid in "${pids[@]}"; do
   wait "$pid" || status=$?
 done
