@@ -70,32 +70,33 @@ unit:
 
 # Each fuzz target runs briefly; a crash is saved under testdata/fuzz and
 # fails the run (and every later `go test` replays it). Budgets are counts of
-# executions, three to six seconds each on the 2-core machine (make test runs
-# them beside the tests, at nice 19, and must stay under ten minutes; run
-# `make fuzz FUZZTIME=500000x` to fuzz longer): a duration -fuzztime can fail at
+# executions, one to three seconds each on the 2-core machine: a smoke run
+# (make test runs them beside the tests, at nice 19, and must stay under ten
+# minutes; the corpus each run finds stays in the Go cache for the next).
+# Run `make fuzz FUZZTIME=500000x` to fuzz longer: a duration -fuzztime can fail at
 # its deadline with a bare "context deadline exceeded" and no failing input
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides them all.
 FUZZ_TARGETS := \
-	./internal/resolve:FuzzParse:60000x \
-	./internal/expand:FuzzParseConfig:12000x \
-	./internal/expand:FuzzFastYAML:20000x \
-	./internal/expand:FuzzEmitYAML:20000x \
-	./internal/expand/starlark:FuzzPythonRewrites:30000x \
-	./internal/expand:FuzzPyPercent:12000x \
-	./internal/expand/jinja:FuzzJinjaTagNewlines:30000x \
-	./internal/expand/jinja:FuzzJinjaTagLiterals:12000x \
-	./internal/expand/starlark:FuzzPyYAMLDump:12000x \
-	./internal/expand/pyyaml:FuzzDecode:30000x \
-	./internal/expand/openshift:FuzzSubstitute:60000x \
-	./internal/expand/openshift:FuzzParse:1800x \
-	./internal/expand/schema:FuzzParse:30000x \
-	./internal/deploy/driver:FuzzDecode:20000x \
-	./internal/deploy/kube:FuzzExportParam:30000x \
-	./internal/catalog:FuzzForm:6000x \
-	./internal/sandbox:FuzzDecode:30000x \
-	./internal/sandbox:FuzzSlotRecord:20000x \
-	./internal/expand/helm:FuzzSortManifests:6000x \
-	./internal/expand/value:FuzzMarshalYAML:10000x
+	./internal/resolve:FuzzParse:20000x \
+	./internal/expand:FuzzParseConfig:4000x \
+	./internal/expand:FuzzFastYAML:8000x \
+	./internal/expand:FuzzEmitYAML:8000x \
+	./internal/expand/starlark:FuzzPythonRewrites:10000x \
+	./internal/expand:FuzzPyPercent:4000x \
+	./internal/expand/jinja:FuzzJinjaTagNewlines:10000x \
+	./internal/expand/jinja:FuzzJinjaTagLiterals:4000x \
+	./internal/expand/starlark:FuzzPyYAMLDump:4000x \
+	./internal/expand/pyyaml:FuzzDecode:10000x \
+	./internal/expand/openshift:FuzzSubstitute:20000x \
+	./internal/expand/openshift:FuzzParse:1000x \
+	./internal/expand/schema:FuzzParse:10000x \
+	./internal/deploy/driver:FuzzDecode:8000x \
+	./internal/deploy/kube:FuzzExportParam:10000x \
+	./internal/catalog:FuzzForm:2000x \
+	./internal/sandbox:FuzzDecode:8000x \
+	./internal/sandbox:FuzzSlotRecord:5000x \
+	./internal/expand/helm:FuzzSortManifests:2000x \
+	./internal/expand/value:FuzzMarshalYAML:5000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
