@@ -54,7 +54,13 @@ func (b *testBinaries) get() (string, error) {
 			return
 		}
 		// dm-helm beside dm, as make install puts it: dm renders charts in it.
+		// Without cgo, as make build and make install build them: with
+		// cgo each OS thread of a sandbox worker is a pthread whose 8 MiB
+		// stack counts toward the worker's address-space limit, and a
+		// worker that happened to start a few threads met MaxMemory
+		// running a template that allocates nothing.
 		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
