@@ -228,6 +228,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 		openTop, openMeta, scalarTop, scalarMeta bool
 		metaIndent, annIndent                    int
 		shape                                    blockShape
+		metaShape                                blockShape // of metadata's other keys
 		seen                                     = map[string]bool{}
 		metaSeen                                 = map[string]bool{}
 		meta                                     *md
@@ -327,7 +328,9 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			metaIndent = ind
 		}
 		if ind > metaIndent {
-			if !openMeta && !scalarMeta {
+			// The value of a key of metadata dm does not read (labels,
+			// ...): its lines must still be YAML's.
+			if !openMeta && !scalarMeta || !metaShape.line(ind, body) {
 				return nil, false
 			}
 			continue
@@ -340,7 +343,7 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			head.Metadata = meta
 		}
 		if isItem(body) {
-			if !openMeta {
+			if !openMeta || !metaShape.line(ind, body) {
 				return nil, false
 			}
 			continue
@@ -374,8 +377,12 @@ func scanHead(doc string) (head *releaseutil.SimpleHead, ok bool) {
 			switch inlineValue(val) {
 			case valueNone:
 				openMeta = true
+				metaShape.reset(true, false)
+				metaShape.levels[0].indent = metaIndent
 			case valueBlockScalar:
 				scalarMeta = true
+				metaShape.reset(false, true)
+				metaShape.levels[0].indent, metaShape.scalar = metaIndent, metaIndent
 			case valueInline:
 			default:
 				return nil, false
