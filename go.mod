@@ -150,3 +150,7 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.17.1 // indirect
 	sigs.k8s.io/structured-merge-diff/v4 v4.4.1 // indirect
 )
+
+// The schema validator v6.0.3, its drafts' meta-schemas compiled on first
+// use instead of at init: third_party/jsonschema/README.dm.md.
+replace github.com/santhosh-tekuri/jsonschema/v6 => ./third_party/jsonschema
