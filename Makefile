@@ -10,18 +10,23 @@ BENCHTIME ?= 1s
 
 all: build
 
-# dm-helm renders Helm charts for dm, which finds it beside itself (dm
-# does not link Helm: its start-up cost stays off commands without charts).
-# The programs are built without cgo, as Helm's own releases are: static
-# binaries start without the dynamic loader and libc (about 7 % less CPU for
-# a chart's dm expand: docs/benchmarks.md, Helm charts), and all four in one
-# build share one set of compiled packages. None uses cgo.
-build:
-	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
+# dm-helm renders, lints and downloads Helm charts for dm, and
+# dm-helm-render only renders them offline, starting for less; dm finds
+# them beside itself (dm does not link Helm: its start-up cost stays off
+# commands without charts). The programs are built without cgo, as Helm's
+# own releases are: static binaries start without the dynamic loader and
+# libc (about 7 % less CPU for a chart's dm expand: docs/benchmarks.md, Helm
+# charts), and all five in one build share one set of compiled packages.
+# None uses cgo.
+PROGRAMS = ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-helm-render ./cmd/dm-controller
 
-# Into $GOBIN (go env GOPATH/bin): dm and dm-helm side by side.
+build:
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ $(PROGRAMS)
+
+# Into $GOBIN (go env GOPATH/bin): dm, dm-helm and dm-helm-render side by
+# side.
 install:
-	CGO_ENABLED=0 $(GO) install -buildvcs=auto ./cmd/registryd ./cmd/dm ./cmd/dm-helm ./cmd/dm-controller
+	CGO_ENABLED=0 $(GO) install -buildvcs=auto $(PROGRAMS)
 
 run: build
 	$(BIN)/registryd --addr $(ADDR) --registry-dir github.com/acme/templates=./registry-example

@@ -35,7 +35,7 @@ func buildBinaries(t testing.TB) (registryd, dmBin string) {
 	return filepath.Join(dir, "registryd"), filepath.Join(dir, "dm")
 }
 
-// testBinaries are registryd, dm and dm-helm, built by the first test that needs
+// testBinaries are registryd, dm, dm-helm and dm-helm-render, built by the first test that needs
 // them and shared by the rest: linking both again for each of a dozen
 // tests cost the package more than a minute on the 2-core machine.
 type testBinaries struct {
@@ -53,13 +53,14 @@ func (b *testBinaries) get() (string, error) {
 		if b.err != nil {
 			return
 		}
-		// dm-helm beside dm, as make install puts it: dm renders charts in it.
+		// dm-helm and dm-helm-render beside dm, as make install puts them: dm
+		// renders charts in them.
 		// Without cgo, as make build and make install build them: with
 		// cgo each OS thread of a sandbox worker is a pthread whose 8 MiB
 		// stack counts toward the worker's address-space limit, and a
 		// worker that happened to start a few threads met MaxMemory
 		// running a template that allocates nothing.
-		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm")
+		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm", "./cmd/dm-helm-render")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %w\n%s", err, out)

@@ -1,21 +1,20 @@
-// Command dm-helm renders and downloads Helm charts for dm. dm starts it
-// on the first chart a command meets and talks to it over stdin and
+// Command dm-helm renders, lints and downloads Helm charts for dm. dm
+// starts it on the first chart a command meets that needs more than an
+// offline render (dm-helm-render's work) and talks to it over stdin and
 // stdout (package helmproxy), so that Helm's start-up cost is paid only by
-// commands that render charts. It is not meant to be run by hand.
+// commands that meet charts. It is not meant to be run by hand.
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/dmhq/dm/internal/deploy/chartlookup"
 	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/expand/helmproxy"
+	"github.com/dmhq/dm/internal/expand/helmrender"
 	"github.com/dmhq/dm/internal/expand/helmserve"
 )
 
@@ -41,18 +40,5 @@ func cluster(c helmproxy.Cluster) (helm.Options, error) {
 }
 
 func main() {
-	if len(os.Args) > 1 {
-		fmt.Fprintln(os.Stderr, "dm-helm renders Helm charts for dm, which starts it; it takes no arguments")
-		os.Exit(2)
-	}
-	// Charts are other people's code: bound what one may take.
-	for _, p := range helmproxy.ApplyLimits(helmproxy.DefaultMaxMemory) {
-		fmt.Fprintln(os.Stderr, "dm-helm: warning:", p)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := helmproxy.Serve(ctx, os.Stdin, os.Stdout, &helmserve.Handler{Cluster: cluster}, 0); err != nil {
-		fmt.Fprintln(os.Stderr, "dm-helm:", err)
-		os.Exit(1)
-	}
+	os.Exit(helmproxy.Main("dm-helm", &helmserve.Handler{Renderer: helmrender.Renderer{Cluster: cluster}}))
 }

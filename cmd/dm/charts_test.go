@@ -37,14 +37,14 @@ data:
 // The result is the in-process one, and a chart's error keeps its file
 // and line.
 func TestChartSandboxed(t *testing.T) {
-	helmBin := helmproxytest.Build(t)
+	helmBin, renderBin := helmproxytest.Programs(t)
 	m := fstest.MapFS{}
 	for name, content := range chartRepo {
 		m[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
 	}
 	gh := githubtest.New(map[string]string{"acme/tpl": githubtest.NewRepoFS(t, m)})
 	defer gh.Close()
-	vars := map[string]string{"DM_HELM": helmBin}
+	vars := map[string]string{"DM_HELM": helmBin, "DM_HELM_RENDER": renderBin}
 	args := []string{"--registry", "acme/tpl", "--github-api", gh.URL, "--cache-dir", t.TempDir(), "expand", "web:v1", "-o", "manifest", "-n", "shop", "--properties", "replicas=3", "--kube-version", "v1.30.2"}
 	sandboxed := dmRun(t, vars, args...)
 	if sandboxed.code != 0 {
@@ -94,7 +94,8 @@ func TestChartWithoutDMHelm(t *testing.T) {
 // TestInitHelmChart: dm init --lang helm scaffolds a chart version that dm
 // lint --expand passes and whose example makes a Deployment and a Service.
 func TestInitHelmChart(t *testing.T) {
-	vars := map[string]string{"DM_HELM": helmproxytest.Build(t)}
+	helmBin, renderBin := helmproxytest.Programs(t)
+	vars := map[string]string{"DM_HELM": helmBin, "DM_HELM_RENDER": renderBin}
 	dir := t.TempDir()
 	r := dmRun(t, vars, "init", "--dir", dir, "--lang", "helm", "app-helm")
 	if r.code != 0 {

@@ -39,7 +39,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
-	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
@@ -65,7 +65,7 @@ func main() {
 // empty), since registryd renders for no cluster. A long-running server
 // pays Helm's start-up cost once.
 func engines() []engine.Engine {
-	return []engine.Engine{&helm.Engine{}}
+	return []engine.Engine{&helmlint.Engine{}}
 }
 
 // env is what run needs from the outside world, so tests run it in-process.

@@ -20,7 +20,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
-	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -72,7 +72,7 @@ func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *t
 	}
 	def, _ := resolve.ParseRegistry(spec.Prefix)
 	// registryd attaches Helm's engine: registry-example has a chart.
-	svc := api.NewService(resolve.New(def, reg), expand.Options{Engines: []engine.Engine{&helm.Engine{}}})
+	svc := api.NewService(resolve.New(def, reg), expand.Options{Engines: []engine.Engine{&helmlint.Engine{}}})
 	counter := &countingExpander{next: svc}
 	ex := NewExamples(ExamplesOptions{Resolver: svc.Resolver(), Expander: counter, Poll: 20 * time.Millisecond, RemoteSettle: settle})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -7,7 +7,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
-	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 )
 
 // TestLintCharts: a chart's version is linted with Helm's own rules where
@@ -32,8 +32,8 @@ func TestLintCharts(t *testing.T) {
 		expand  bool
 		want    []string // substrings of the findings, in order; none: no finding
 	}{
-		{"clean chart", nil, []engine.Engine{&helm.Engine{}}, true, nil},
-		{"template error at its line", broken, []engine.Engine{&helm.Engine{}}, false, []string{"hi/v0.1.0: error: templates/cm.yaml:5: parse error"}},
+		{"clean chart", nil, []engine.Engine{&helmlint.Engine{}}, true, nil},
+		{"template error at its line", broken, []engine.Engine{&helmlint.Engine{}}, false, []string{"hi/v0.1.0: error: templates/cm.yaml:5: parse error"}},
 		{"no helm engine", nil, nil, false, []string{"hi/v0.1.0: warning: helm's own lint rules were not run"}},
 		{"no helm engine, expanded", nil, nil, true, []string{"helm's own lint rules were not run", "warning: example.yaml was not expanded: "}},
 		// dm's proxy engine when dm-helm is not installed: the chart is

@@ -115,7 +115,7 @@ func (e *Engine) load(inv engine.Invocation) (*chart.Chart, error) {
 			return c, nil
 		}
 	}
-	c, err := LoadFiles(under(inv.Files, dir), e.Options.MaxChartBytes)
+	c, err := LoadFiles(FilesUnder(inv.Files, dir), e.Options.MaxChartBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -161,34 +161,9 @@ func resources(objs []Object) (engine.Output, error) {
 	return engine.Output{Resources: res}, nil
 }
 
-// Lint runs Helm's lint rules (Lint) on the chart whose Chart.yaml is
-// file, with its default values, the engine's namespace and kube version.
-// Helm's INFO messages (such as "icon is recommended") are left out: dm's
-// findings are errors and warnings.
-func (e *Engine) Lint(ctx context.Context, files map[string][]byte, file string) ([]engine.Finding, error) {
-	dir := path.Dir(file)
-	fs, err := Lint(ctx, under(files, dir), nil, e.Options.Namespace, e.Options.KubeVersion)
-	if err != nil {
-		return nil, err
-	}
-	var out []engine.Finding
-	for _, f := range fs {
-		sev := map[string]string{"ERROR": "error", "WARNING": "warning"}[f.Severity]
-		if sev == "" {
-			continue
-		}
-		name := f.File
-		if dir != "." && name != "" {
-			name = path.Join(dir, name)
-		}
-		out = append(out, engine.Finding{Severity: sev, File: name, Line: f.Line, Message: f.Message})
-	}
-	return out, nil
-}
-
-// under returns the files under directory dir, named relative to it: the
-// chart's, when the invocation's files are a configuration's.
-func under(files map[string][]byte, dir string) map[string][]byte {
+// FilesUnder returns the files under directory dir, named relative to
+// it: the chart's, when the invocation's files are a configuration's.
+func FilesUnder(files map[string][]byte, dir string) map[string][]byte {
 	if dir == "." {
 		return files
 	}

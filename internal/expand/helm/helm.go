@@ -103,7 +103,7 @@ type Object struct {
 func (o Object) Decode() (map[string]any, error) {
 	var m map[string]any
 	if err := yaml.Unmarshal([]byte(o.Manifest), &m); err != nil {
-		return nil, at(o.Source, invalid(fmt.Errorf("the rendered manifest is not valid YAML: %w", err)))
+		return nil, at(o.Source, Invalid(fmt.Errorf("the rendered manifest is not valid YAML: %w", err)))
 	}
 	return m, nil
 }
@@ -150,7 +150,7 @@ func LoadFiles(files map[string][]byte, maxBytes int) (*chart.Chart, error) {
 	if b, ok := files[ignore.HelmIgnore]; ok {
 		r, err := ignore.Parse(bytes.NewReader(b))
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ignore.HelmIgnore, invalid(err))
+			return nil, fmt.Errorf("%s: %w", ignore.HelmIgnore, Invalid(err))
 		}
 		rules = r
 	}
@@ -250,12 +250,12 @@ func LoadArchive(r io.Reader, maxBytes int) (*chart.Chart, error) {
 func load(f func() (*chart.Chart, error)) (c *chart.Chart, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = invalid(fmt.Errorf("Helm's chart loader failed: %v", p))
+			err = Invalid(fmt.Errorf("Helm's chart loader failed: %v", p))
 		}
 	}()
 	c, err = f()
 	if err != nil {
-		return nil, invalid(fmt.Errorf("loading the chart: %w", err))
+		return nil, Invalid(fmt.Errorf("loading the chart: %w", err))
 	}
 	return c, nil
 }
@@ -266,13 +266,13 @@ func load(f func() (*chart.Chart, error)) (c *chart.Chart, err error) {
 // first; every violation is listed.
 func Render(ctx context.Context, c *chart.Chart, values map[string]any, opts Options) (*Result, error) {
 	if c == nil || c.Metadata == nil {
-		return nil, invalid(errors.New("no chart (Chart.yaml missing)"))
+		return nil, Invalid(errors.New("no chart (Chart.yaml missing)"))
 	}
 	if opts.ReleaseName == "" {
-		return nil, invalid(errors.New("the release name is empty"))
+		return nil, Invalid(errors.New("the release name is empty"))
 	}
 	if err := chartutil.ValidateReleaseName(opts.ReleaseName); err != nil {
-		return nil, invalid(fmt.Errorf("release name %q: %w", opts.ReleaseName, err))
+		return nil, Invalid(fmt.Errorf("release name %q: %w", opts.ReleaseName, err))
 	}
 	if opts.Namespace == "" {
 		opts.Namespace = "default"
@@ -288,7 +288,7 @@ func Render(ctx context.Context, c *chart.Chart, values map[string]any, opts Opt
 		return nil, err
 	}
 	if c.Metadata.KubeVersion != "" && !chartutil.IsCompatibleRange(c.Metadata.KubeVersion, caps.KubeVersion.String()) {
-		return nil, invalid(fmt.Errorf("Chart.yaml: the chart requires kubeVersion %s, which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
+		return nil, Invalid(fmt.Errorf("Chart.yaml: the chart requires kubeVersion %s, which is incompatible with Kubernetes %s", c.Metadata.KubeVersion, caps.KubeVersion.String()))
 	}
 	if values == nil {
 		values = map[string]any{}
@@ -308,7 +308,7 @@ func Render(ctx context.Context, c *chart.Chart, values map[string]any, opts Opt
 		var a answer
 		defer func() {
 			if p := recover(); p != nil {
-				a = answer{err: invalid(fmt.Errorf("the helm engine failed on chart %s: %v", c.Name(), p))}
+				a = answer{err: Invalid(fmt.Errorf("the helm engine failed on chart %s: %v", c.Name(), p))}
 			}
 			done <- a
 		}()
@@ -333,7 +333,7 @@ func capabilities(opts Options) (*chartutil.Capabilities, error) {
 	}
 	v, err := chartutil.ParseKubeVersion(kv)
 	if err != nil {
-		return nil, invalid(fmt.Errorf("kube version %q: %w", kv, err))
+		return nil, Invalid(fmt.Errorf("kube version %q: %w", kv, err))
 	}
 	caps.KubeVersion = *v
 	if opts.ClusterAPIVersions {
@@ -352,7 +352,7 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 	// (in place), so they apply to a copy of its dependency list.
 	c = shallowCopy(c)
 	if err := chartutil.ProcessDependenciesWithMerge(c, values); err != nil {
-		return nil, invalid(fmt.Errorf("Chart.yaml: dependencies: %w", err))
+		return nil, Invalid(fmt.Errorf("Chart.yaml: dependencies: %w", err))
 	}
 	ro := chartutil.ReleaseOptions{
 		Name:      opts.ReleaseName,
@@ -364,9 +364,9 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 	vals, err := chartutil.ToRenderValues(c, values, ro, caps)
 	if err != nil {
 		if strings.Contains(err.Error(), "values don't meet the specifications") {
-			return nil, invalid(fmt.Errorf("values.schema.json: %w", err))
+			return nil, Invalid(fmt.Errorf("values.schema.json: %w", err))
 		}
-		return nil, invalid(fmt.Errorf("values: %w", err))
+		return nil, Invalid(fmt.Errorf("values: %w", err))
 	}
 	var files map[string]string
 	if opts.Lookup != nil {
@@ -396,7 +396,7 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 	}
 	hooks, manifests, err := sortManifests(files)
 	if err != nil {
-		return nil, invalid(fmt.Errorf("the rendered chart is not valid YAML: %w", err))
+		return nil, Invalid(fmt.Errorf("the rendered chart is not valid YAML: %w", err))
 	}
 	if !opts.SkipCRDs {
 		// crds/ files are not templates: Helm applies them as they are,
@@ -405,7 +405,7 @@ func render(c *chart.Chart, values map[string]any, opts Options, caps *chartutil
 			for _, doc := range releaseutil.SplitManifests(string(crd.File.Data)) {
 				var head releaseutil.SimpleHead
 				if err := yaml.Unmarshal([]byte(doc), &head); err != nil {
-					return nil, at(crd.Filename, invalid(fmt.Errorf("not valid YAML: %w", err)))
+					return nil, at(crd.Filename, Invalid(fmt.Errorf("not valid YAML: %w", err)))
 				}
 				if !blank(doc) {
 					res.Objects = append(res.Objects, object(crd.Filename, doc, head.Kind, head.Metadata))
@@ -532,15 +532,25 @@ func groupHooks(res *Result, hooks []*release.Hook) error {
 // (mychart/templates/cm.yaml:3): ...".
 var helmLineRE = regexp.MustCompile(`(?:template: |error at \()([^:\s()]+):(\d+)`)
 
+// TemplateLine returns the template file (the chart's name first) and
+// line that one of Helm's engine errors names, if it names one.
+func TemplateLine(msg string) (file string, line int, ok bool) {
+	m := helmLineRE.FindStringSubmatch(msg)
+	if m == nil {
+		return "", 0, false
+	}
+	n, _ := strconv.Atoi(m[2])
+	return m[1], n, true
+}
+
 // templateError wraps an engine error with the template file and line it
 // names (kept in the message as Helm wrote it).
 func templateError(err error) error {
-	m := helmLineRE.FindStringSubmatch(err.Error())
-	if m == nil {
-		return invalid(err)
+	file, n, ok := TemplateLine(err.Error())
+	if !ok {
+		return Invalid(err)
 	}
-	n, _ := strconv.Atoi(m[2])
-	return &Error{File: m[1], Line: n, Err: invalid(err)}
+	return &Error{File: file, Line: n, Err: Invalid(err)}
 }
 
 // Error is a failure located in a chart's file.
@@ -575,7 +585,9 @@ type kindError struct{ err, kind error }
 func (e *kindError) Error() string   { return e.err.Error() }
 func (e *kindError) Unwrap() []error { return []error{e.err, e.kind} }
 
-func invalid(err error) error { return &kindError{err: err, kind: derrors.InvalidArgument} }
+// Invalid gives err derrors.InvalidArgument's kind without changing its
+// text: a chart's own fault.
+func Invalid(err error) error { return &kindError{err: err, kind: derrors.InvalidArgument} }
 
 // LimitError is a limit of Options reached.
 type LimitError struct {

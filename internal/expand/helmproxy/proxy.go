@@ -19,11 +19,18 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// Program is the name of the program that renders charts.
+// Program is the name of the program that renders, downloads and lints
+// charts for dm.
 const Program = "dm-helm"
 
-// InstallHint says how to get dm-helm, for errors.
-const InstallHint = "install it beside dm: go install github.com/dmhq/dm/cmd/dm-helm@latest (or make install), or name it with $DM_HELM"
+// RenderProgram is the name of the program that only renders charts, and
+// only offline: it links none of dm-helm's downloaders, lint rules and
+// cluster client, so an expansion pays a smaller start-up. Without it,
+// dm-helm renders.
+const RenderProgram = "dm-helm-render"
+
+// InstallHint says how to get dm-helm and dm-helm-render, for errors.
+const InstallHint = "install it beside dm: go install github.com/dmhq/dm/cmd/dm-helm@latest github.com/dmhq/dm/cmd/dm-helm-render@latest (or make install), or name it with $DM_HELM"
 
 // Defaults of Engine's limits.
 const (
@@ -36,12 +43,18 @@ const (
 // Engine is the helm language of dm's engine table, rendered by dm-helm.
 // It starts dm-helm on its first request and keeps it until Close; a
 // request past its time, or a dm-helm that dies, ends the process, and the
-// next request starts another. Engine is safe for concurrent use;
-// requests run one at a time.
+// next request starts another. An offline render goes to dm-helm-render
+// instead (when installed), unless dm-helm already runs: most commands
+// that meet a chart only render it, and dm-helm-render starts for less.
+// Engine is safe for concurrent use; requests run one at a time.
 type Engine struct {
 	// Path is dm-helm; empty finds it with Find.
 	Path string
-	// Getenv reads $DM_HELM for Find; nil is os.Getenv.
+	// RenderPath is dm-helm-render; empty finds it with FindRender, and
+	// dm-helm renders when it is not installed.
+	RenderPath string
+	// Getenv reads $DM_HELM and $DM_HELM_RENDER for Find and FindRender;
+	// nil is os.Getenv.
 	Getenv func(string) string
 	// KubeVersion and APIVersions are every render's .Capabilities (empty:
 	// Helm's offline default, helm template's).
@@ -54,8 +67,9 @@ type Engine struct {
 	Timeout          time.Duration
 	MaxResponseBytes int
 
-	mu    sync.Mutex
-	child *child
+	mu     sync.Mutex
+	child  *child // dm-helm
+	render *child // dm-helm-render
 }
 
 var _ engine.Engine = (*Engine)(nil)
@@ -114,29 +128,37 @@ func (e *Engine) Lint(ctx context.Context, files map[string][]byte, file string)
 
 var _ engine.Linter = (*Engine)(nil)
 
-// Close ends dm-helm, if it runs.
+// Close ends dm-helm and dm-helm-render, if they run.
 func (e *Engine) Close() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.child == nil {
-		return nil
+	for _, c := range []**child{&e.child, &e.render} {
+		if *c != nil {
+			(*c).close()
+			*c = nil
+		}
 	}
-	err := e.child.close()
-	e.child = nil
-	return err
+	return nil
 }
 
-// do sends one request and reads its answer, starting dm-helm if needed.
+// do sends one request and reads its answer, starting the program that
+// answers it if needed: an offline render goes to a running dm-helm, else
+// to dm-helm-render; the rest to dm-helm.
 func (e *Engine) do(ctx context.Context, req *Request) (*Response, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.child == nil {
-		c, err := e.start()
+	slot := &e.child
+	if req.Op == OpRender && req.Render.Cluster == nil && e.child == nil {
+		slot = &e.render
+	}
+	if *slot == nil {
+		c, err := e.start(slot == &e.render)
 		if err != nil {
 			return nil, err
 		}
-		e.child = c
+		*slot = c
 	}
+	c := *slot
 	timeout := e.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -145,11 +167,11 @@ func (e *Engine) do(ctx context.Context, req *Request) (*Response, error) {
 	if max <= 0 {
 		max = DefaultMaxResponseBytes
 	}
-	resp, err := e.child.roundTrip(ctx, req, timeout, max)
+	resp, err := c.roundTrip(ctx, req, timeout, max)
 	if err != nil {
 		// Whatever state it is in, this process is not asked again.
-		e.child.kill()
-		e.child = nil
+		c.kill()
+		*slot = nil
 	}
 	return resp, err
 }
@@ -159,32 +181,43 @@ func (e *Engine) do(ctx context.Context, req *Request) (*Response, error) {
 // else dm-helm on $PATH. Not finding it is an error saying what to
 // install.
 func Find(getenv func(string) string) (string, error) {
+	return find(getenv, Program, "DM_HELM")
+}
+
+// FindRender returns the dm-helm-render to run, found as Find finds
+// dm-helm ($DM_HELM_RENDER, beside this program, $PATH).
+func FindRender(getenv func(string) string) (string, error) {
+	return find(getenv, RenderProgram, "DM_HELM_RENDER")
+}
+
+func find(getenv func(string) string, program, env string) (string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if p := getenv("DM_HELM"); p != "" {
+	if p := getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$DM_HELM: %w; %s", err, InstallHint)
+			return "", fmt.Errorf("$%s: %w; %s", env, err, InstallHint)
 		}
 		return p, nil
 	}
 	var tried []string
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), Program)
+		p := filepath.Join(filepath.Dir(exe), program)
 		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 			return p, nil
 		}
 		tried = append(tried, filepath.Dir(exe))
 	}
-	if p, err := exec.LookPath(Program); err == nil {
+	if p, err := exec.LookPath(program); err == nil {
 		return p, nil
 	}
 	tried = append(tried, "$PATH")
-	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", Program, strings.Join(tried, " nor "), InstallHint)
+	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", program, strings.Join(tried, " nor "), InstallHint)
 }
 
-// child is one dm-helm process.
+// child is one dm-helm or dm-helm-render process.
 type child struct {
+	name   string // Program or RenderProgram, for errors
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	w      *bufio.Writer
@@ -193,12 +226,35 @@ type child struct {
 	done   chan struct{} // closed when the process has exited
 }
 
-// start starts dm-helm.
-func (e *Engine) start() (*child, error) {
-	p := e.Path
+// start starts dm-helm, or dm-helm-render for renders when installed.
+func (e *Engine) start(render bool) (*child, error) {
+	getenv := e.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	p, name := e.Path, Program
+	if render {
+		// A dm-helm named explicitly (Path, $DM_HELM) renders too, unless
+		// dm-helm-render is named as explicitly; one named that is not
+		// there is an error, one not installed is not.
+		switch {
+		case e.RenderPath != "":
+			p, name = e.RenderPath, RenderProgram
+		case getenv("DM_HELM_RENDER") != "":
+			r, err := FindRender(getenv)
+			if err != nil {
+				return nil, err
+			}
+			p, name = r, RenderProgram
+		case e.Path == "" && getenv("DM_HELM") == "":
+			if r, err := FindRender(getenv); err == nil {
+				p, name = r, RenderProgram
+			}
+		}
+	}
 	if p == "" {
 		var err error
-		if p, err = Find(e.Getenv); err != nil {
+		if p, err = Find(getenv); err != nil {
 			return nil, err
 		}
 	}
@@ -213,7 +269,7 @@ func (e *Engine) start() (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), out: out, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
+	c := &child{name: name, cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), out: out, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w; %s", p, err, InstallHint)
@@ -266,13 +322,13 @@ func (c *child) roundTrip(ctx context.Context, req *Request, timeout time.Durati
 				return nil, r.err
 			}
 			c.kill()
-			return nil, fmt.Errorf("%s failed: %w%s", Program, r.err, c.stderrSuffix())
+			return nil, fmt.Errorf("%s failed: %w%s", c.name, r.err, c.stderrSuffix())
 		}
 		return r.resp, nil
 	case <-ctx.Done():
 		c.kill()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
-			return nil, engine.Limit("Timeout", timeout, "%s's %s request", Program, req.Op)
+			return nil, engine.Limit("Timeout", timeout, "%s's %s request", c.name, req.Op)
 		}
 		return nil, ctx.Err()
 	}

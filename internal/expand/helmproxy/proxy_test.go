@@ -133,3 +133,107 @@ func TestChildEnv(t *testing.T) {
 		}
 	}
 }
+
+// TestEnginePrograms: an offline render starts dm-helm-render, a lint or
+// a render for a cluster starts dm-helm, and a render while dm-helm runs
+// goes to it; without dm-helm-render, or with only dm-helm named, dm-helm
+// renders; a dm-helm-render named but absent is an error; and
+// dm-helm-render refuses what it does not do.
+func TestEnginePrograms(t *testing.T) {
+	helm, render := helmproxytest.Programs(t)
+	ctx := t.Context()
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	// running names the programs e runs, dm-helm's slot first.
+	running := func(e *Engine) string {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		var s []string
+		for _, c := range []*child{e.child, e.render} {
+			if c != nil {
+				s = append(s, c.name)
+			}
+		}
+		return strings.Join(s, ",")
+	}
+	steps := []struct {
+		name string
+		do   func(e *Engine) error
+		want string
+	}{
+		{"render", func(e *Engine) error { _, err := e.Render(ctx, chart(cm)); return err }, "dm-helm-render"},
+		{"lint", func(e *Engine) error {
+			inv := chart(cm)
+			_, err := e.Lint(ctx, inv.Files, inv.File)
+			return err
+		}, "dm-helm,dm-helm-render"},
+		{"render again", func(e *Engine) error { _, err := e.Render(ctx, chart(cm)); return err }, "dm-helm,dm-helm-render"},
+	}
+	e := &Engine{Getenv: env("DM_HELM", helm, "DM_HELM_RENDER", render)}
+	for _, s := range steps {
+		if err := s.do(e); err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if got := running(e); got != s.want {
+			t.Errorf("after %s: running %q, want %q", s.name, got, s.want)
+		}
+	}
+	// Once dm-helm runs, a render goes to it: end dm-helm-render, and a
+	// render starts no other.
+	e.mu.Lock()
+	e.render.close()
+	e.render = nil
+	e.mu.Unlock()
+	if _, err := e.Render(ctx, chart(cm)); err != nil || running(e) != "dm-helm" {
+		t.Errorf("a render while dm-helm runs: %v, running %q", err, running(e))
+	}
+	e.Close()
+	if running(e) != "" {
+		t.Errorf("after Close: running %q", running(e))
+	}
+
+	for _, tt := range []struct {
+		name string
+		e    *Engine
+		want string // running after one render; "" for an error
+		err  string
+	}{
+		{"paths", &Engine{Path: helm, RenderPath: render, Getenv: env()}, "dm-helm-render", ""},
+		{"only dm-helm named", &Engine{Getenv: env("DM_HELM", helm)}, "dm-helm", ""},
+		{"only Path", &Engine{Path: helm, Getenv: env()}, "dm-helm", ""},
+		{"dm-helm-render named, absent", &Engine{Path: helm, Getenv: env("DM_HELM_RENDER", render+".absent")}, "", "$DM_HELM_RENDER"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			defer tt.e.Close()
+			_, err := tt.e.Render(ctx, chart(cm))
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Errorf("got %v, want an error naming %s", err, tt.err)
+				}
+				return
+			}
+			if err != nil || running(tt.e) != tt.want {
+				t.Errorf("render: %v, running %q, want %q", err, running(tt.e), tt.want)
+			}
+		})
+	}
+
+	// dm-helm-render answers a lint or a fetch with an error naming dm-helm.
+	e = &Engine{Path: render, Getenv: env()}
+	defer e.Close()
+	inv := chart(cm)
+	if _, err := e.Lint(ctx, inv.Files, inv.File); err == nil || !strings.Contains(err.Error(), "does not lint charts (dm-helm does)") {
+		t.Errorf("dm-helm-render linting: %v", err)
+	}
+	if _, _, err := e.Fetch(ctx, FetchRequest{URL: "https://127.0.0.1:1/c.tgz"}); err == nil || !strings.Contains(err.Error(), "does not download charts (dm-helm does)") {
+		t.Errorf("dm-helm-render fetching: %v", err)
+	}
+}

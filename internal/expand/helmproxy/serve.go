@@ -6,15 +6,29 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// Handler does dm-helm's work: cmd/dm-helm implements it with Helm's
-// library.
+// Handler renders charts: the work of every chart program (dm-helm and
+// dm-helm-render implement it with Helm's library). A program that also
+// downloads or lints charts implements FetchHandler or LintHandler; the
+// others answer such requests with an error.
 type Handler interface {
 	Render(ctx context.Context, req *RenderRequest) (engine.Output, error)
+}
+
+// FetchHandler is a Handler that downloads charts (dm-helm).
+type FetchHandler interface {
 	Fetch(ctx context.Context, req *FetchRequest) (map[string][]byte, *FetchedChart, error)
+}
+
+// LintHandler is a Handler that runs Helm's lint rules (dm-helm).
+type LintHandler interface {
 	Lint(ctx context.Context, req *LintRequest) ([]engine.Finding, error)
 }
 
@@ -51,7 +65,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, maxRequest 
 func answer(ctx context.Context, h Handler, req *Request) (resp *Response) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp = &Response{Err: ToWire(engine.Invalid("%s failed on this request: %v", Program, p))}
+			resp = &Response{Err: ToWire(engine.Invalid("the chart program failed on this request: %v", p))}
 		}
 	}()
 	switch {
@@ -62,17 +76,46 @@ func answer(ctx context.Context, h Handler, req *Request) (resp *Response) {
 		}
 		return &Response{Output: &out}
 	case req.Op == OpFetch && req.Fetch != nil:
-		files, c, err := h.Fetch(ctx, req.Fetch)
+		fh, ok := h.(FetchHandler)
+		if !ok {
+			return &Response{Err: ToWire(derrors.Errorf(derrors.InvalidArgument, "this program does not download charts (%s does)", Program))}
+		}
+		files, c, err := fh.Fetch(ctx, req.Fetch)
 		if err != nil {
 			return &Response{Err: ToWire(err)}
 		}
 		return &Response{Files: files, Chart: c}
 	case req.Op == OpLint && req.Lint != nil:
-		fs, err := h.Lint(ctx, req.Lint)
+		lh, ok := h.(LintHandler)
+		if !ok {
+			return &Response{Err: ToWire(derrors.Errorf(derrors.InvalidArgument, "this program does not lint charts (%s does)", Program))}
+		}
+		fs, err := lh.Lint(ctx, req.Lint)
 		if err != nil {
 			return &Response{Err: ToWire(err)}
 		}
 		return &Response{Findings: fs}
 	}
-	return &Response{Err: ToWire(engine.Invalid("%s: unknown request %q", Program, fmt.Sprint(req.Op)))}
+	return &Response{Err: ToWire(engine.Invalid("unknown request %q", fmt.Sprint(req.Op)))}
+}
+
+// Main is the whole of a chart program's main (dm-helm, dm-helm-render),
+// named name: it takes no arguments, bounds its own memory (charts are
+// other people's code), and serves h on stdin and stdout until stdin ends
+// or a signal. It returns the exit code.
+func Main(name string, h Handler) int {
+	if len(os.Args) > 1 {
+		fmt.Fprintf(os.Stderr, "%s renders Helm charts for dm, which starts it; it takes no arguments\n", name)
+		return 2
+	}
+	for _, p := range ApplyLimits(DefaultMaxMemory) {
+		fmt.Fprintf(os.Stderr, "%s: warning: %s\n", name, p)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := Serve(ctx, os.Stdin, os.Stdout, h, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	return 0
 }

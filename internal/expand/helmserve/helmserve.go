@@ -1,6 +1,7 @@
 // Package helmserve is dm-helm's side of package helmproxy: it renders
-// charts with Helm's library (package helm) and downloads them with
-// package charts, for a program that does not link them.
+// charts with Helm's library (package helmrender), lints them with Helm's
+// rules (package helmlint) and downloads them with package charts, for a
+// program that does not link them.
 package helmserve
 
 import (
@@ -18,64 +19,30 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 	"github.com/dmhq/dm/internal/expand/helmproxy"
+	"github.com/dmhq/dm/internal/expand/helmrender"
 	"github.com/dmhq/dm/internal/fetch/charts"
 )
 
-// Handler renders and fetches charts. Its zero value works; it keeps the
-// charts it loaded for the requests that follow (one dm command's).
+// Handler renders, lints and fetches charts: dm-helm's work. Its zero
+// value works; its Renderer keeps what it loaded for the requests that
+// follow (one dm command's).
 type Handler struct {
-	// Options are the render's limits (MaxChartBytes, MaxOutputBytes,
-	// Timeout); the release and capabilities come with each request.
-	Options helm.Options
-	// Cluster gives the release options of a chart deployed to the
-	// cluster c names: KubeVersion, APIVersions with ClusterAPIVersions,
-	// and Lookup. Nil refuses such requests. dm-helm's main provides it,
-	// since reading a cluster is the deploy side's (chartlookup).
-	Cluster func(c helmproxy.Cluster) (helm.Options, error)
-
-	engines map[string]*helm.Engine // by capabilities and cluster
+	helmrender.Renderer
 }
 
-var _ helmproxy.Handler = (*Handler)(nil)
+var (
+	_ helmproxy.Handler      = (*Handler)(nil)
+	_ helmproxy.FetchHandler = (*Handler)(nil)
+	_ helmproxy.LintHandler  = (*Handler)(nil)
+)
 
-// Render renders a chart as helm.Engine does in-process.
-func (h *Handler) Render(ctx context.Context, req *helmproxy.RenderRequest) (engine.Output, error) {
-	key := req.KubeVersion + "\x00" + strings.Join(req.APIVersions, ",")
-	if c := req.Cluster; c != nil {
-		key = "cluster\x00" + c.Kubeconfig + "\x00" + c.Context
-	}
-	e := h.engines[key]
-	if e == nil {
-		if h.engines == nil {
-			h.engines = map[string]*helm.Engine{}
-		}
-		opts := h.Options
-		opts.KubeVersion, opts.APIVersions = req.KubeVersion, req.APIVersions
-		if c := req.Cluster; c != nil {
-			if h.Cluster == nil {
-				return engine.Output{}, derrors.Errorf(derrors.InvalidArgument, "this program does not read clusters for charts")
-			}
-			co, err := h.Cluster(*c)
-			if err != nil {
-				return engine.Output{}, engine.At(req.File, 0, fmt.Errorf("reading the cluster's capabilities for the chart: %w", err))
-			}
-			opts.KubeVersion, opts.APIVersions, opts.ClusterAPIVersions, opts.Lookup = co.KubeVersion, co.APIVersions, co.ClusterAPIVersions, co.Lookup
-		}
-		e = &helm.Engine{Options: opts}
-		h.engines[key] = e
-	}
-	return e.Render(ctx, engine.Invocation{
-		File: req.File, Source: req.Files[req.File], Files: req.Files, FilesKey: req.FilesKey,
-		Properties: req.Properties, Env: req.Env, Label: req.Label,
-	})
-}
-
-// Lint runs Helm's lint rules as helm.Engine does in-process.
+// Lint runs Helm's lint rules as helmlint.Engine does in-process.
 func (h *Handler) Lint(ctx context.Context, req *helmproxy.LintRequest) ([]engine.Finding, error) {
 	opts := h.Options
 	opts.KubeVersion = req.KubeVersion
-	return (&helm.Engine{Options: opts}).Lint(ctx, req.Files, req.File)
+	return (&helmlint.Engine{Engine: helm.Engine{Options: opts}}).Lint(ctx, req.Files, req.File)
 }
 
 // Downloader returns h as a helmproxy.Downloader: a program that links

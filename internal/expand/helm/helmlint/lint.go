@@ -1,4 +1,11 @@
-package helm
+// Package helmlint runs Helm's lint rules (helm.sh/helm/v3/pkg/lint) on
+// charts, and is the helm language of an engine table that lints as well
+// as renders (Engine: registryd, dm-helm). It is apart from package helm
+// so that a program that only renders charts does not link Helm's linter
+// and the packages behind its rules (client-go's whole scheme for the
+// deprecation rule, govalidator), whose initialisation a chart's
+// expansion by dm would otherwise pay at every start.
+package helmlint
 
 import (
 	"context"
@@ -15,7 +22,42 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/helm"
 )
+
+// Engine is helm.Engine with Helm's lint rules (engine.Linter).
+type Engine struct {
+	helm.Engine
+}
+
+var _ engine.Linter = (*Engine)(nil)
+
+// Lint runs Helm's lint rules (Lint) on the chart whose Chart.yaml is
+// file, with its default values, the engine's namespace and kube version.
+// Helm's INFO messages (such as "icon is recommended") are left out: dm's
+// findings are errors and warnings.
+func (e *Engine) Lint(ctx context.Context, files map[string][]byte, file string) ([]engine.Finding, error) {
+	dir := path.Dir(file)
+	fs, err := Lint(ctx, helm.FilesUnder(files, dir), nil, e.Options.Namespace, e.Options.KubeVersion)
+	if err != nil {
+		return nil, err
+	}
+	var out []engine.Finding
+	for _, f := range fs {
+		sev := map[string]string{"ERROR": "error", "WARNING": "warning"}[f.Severity]
+		if sev == "" {
+			continue
+		}
+		name := f.File
+		if dir != "." && name != "" {
+			name = path.Join(dir, name)
+		}
+		out = append(out, engine.Finding{Severity: sev, File: name, Line: f.Line, Message: f.Message})
+	}
+	return out, nil
+}
 
 // Finding is one message of Helm's linter.
 type Finding struct {
@@ -54,18 +96,18 @@ func Lint(ctx context.Context, files map[string][]byte, values map[string]any, n
 		namespace = "default"
 	}
 	if kubeVersion == "" {
-		kubeVersion = DefaultKubeVersion
+		kubeVersion = helm.DefaultKubeVersion
 	}
 	kv, err := chartutil.ParseKubeVersion(kubeVersion)
 	if err != nil {
-		return nil, invalid(fmt.Errorf("kube version %q: %w", kubeVersion, err))
+		return nil, helm.Invalid(fmt.Errorf("kube version %q: %w", kubeVersion, err))
 	}
 	total := 0
 	for _, b := range files {
 		total += len(b)
 	}
-	if total > DefaultMaxChartBytes {
-		return nil, limitErr("MaxChartBytes", "the chart's files exceed %d bytes", DefaultMaxChartBytes)
+	if total > helm.DefaultMaxChartBytes {
+		return nil, &helm.LimitError{Field: "MaxChartBytes", Msg: fmt.Sprintf("the chart's files exceed %d bytes", helm.DefaultMaxChartBytes)}
 	}
 	tmp, err := os.MkdirTemp("", "dm-helm-lint-")
 	if err != nil {
@@ -87,7 +129,7 @@ func Lint(ctx context.Context, files map[string][]byte, values map[string]any, n
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				err = invalid(fmt.Errorf("Helm's linter failed on the chart: %v", p))
+				err = helm.Invalid(fmt.Errorf("Helm's linter failed on the chart: %v", p))
 			}
 		}()
 		linter = lint.AllWithKubeVersion(dir, values, namespace, kv)
@@ -100,13 +142,13 @@ func Lint(ctx context.Context, files map[string][]byte, values map[string]any, n
 		f := Finding{Severity: severity(m.Severity), File: m.Path, Message: m.Err.Error()}
 		f.Message = strings.ReplaceAll(f.Message, dir+"/", "")
 		f.Message = strings.ReplaceAll(f.Message, dir, ".")
-		if sm := helmLineRE.FindStringSubmatch(f.Message); sm != nil {
+		if file, line, ok := helm.TemplateLine(f.Message); ok {
 			// A template's error: the file and line it names, less the
 			// chart's name in front.
-			if _, rest, ok := strings.Cut(sm[1], "/"); ok {
+			if _, rest, ok := strings.Cut(file, "/"); ok {
 				f.File = rest
 			}
-			f.Line, _ = strconv.Atoi(sm[2])
+			f.Line = line
 		} else if sm := lintLineRE.FindStringSubmatch(f.Message); sm != nil {
 			n := sm[1]
 			if n == "" {
@@ -145,7 +187,7 @@ func writeFiles(dir string, files map[string][]byte) error {
 	defer root.Close()
 	for n, b := range files {
 		if !fs.ValidPath(n) || n == "." {
-			return invalid(fmt.Errorf("chart file name %q is not a relative path inside the chart", n))
+			return helm.Invalid(fmt.Errorf("chart file name %q is not a relative path inside the chart", n))
 		}
 		if d := path.Dir(n); d != "." {
 			if err := root.MkdirAll(d, 0o700); err != nil {

@@ -1,4 +1,4 @@
-package helm
+package helmlint
 
 import (
 	"context"
@@ -26,14 +26,14 @@ func readDir(t testing.TB, dir string) map[string][]byte {
 }
 
 func TestLint(t *testing.T) {
-	basic := readDir(t, "testdata/charts/basic")
+	basic := readDir(t, "../testdata/charts/basic")
 	broken := map[string][]byte{
 		"Chart.yaml":           []byte("apiVersion: v2\nname: broken\nversion: 0.1.0\n"),
 		"values.yaml":          []byte("a: 1\n"),
 		"templates/cm.yaml":    []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  a: {{ .Values.a | nosuchfunc }}\n"),
 		"templates/other.yaml": []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"),
 	}
-	schema := readDir(t, "testdata/charts/schema")
+	schema := readDir(t, "../testdata/charts/schema")
 	tests := []struct {
 		name   string
 		files  map[string][]byte
