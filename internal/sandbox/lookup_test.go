@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,9 +19,56 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 )
 
-// helmWorkerArg, as a worker's first argument, has TestMain attach Helm's
-// engine, as dm-controller's workers do.
-const helmWorkerArg = "helm"
+// lookupWorkerArg, as a worker's first argument, has TestMain attach
+// lookupEngine.
+const lookupWorkerArg = "lookup"
+
+// lookupEngine stands in for Helm's engine, as dm-controller's workers
+// attach it: named helm, so that the table gives it lookupConfig's chart,
+// it renders the ConfigMap "out" that the chart's template would, from
+// the lookups and capabilities of its invocation's Cluster. What is tested
+// here is the way there (the worker's lookup calls, the parent's answers
+// and limits); Helm's own lookup and .Capabilities against a real
+// apiserver are internal/controller's TestChartReadsCluster. Without Helm
+// the test binary stays small, and the package's fuzz targets fast.
+type lookupEngine struct{}
+
+func (lookupEngine) Name() string { return "helm" }
+
+func (lookupEngine) Render(ctx context.Context, inv engine.Invocation) (engine.Output, error) {
+	const tmpl = "look/templates/cm.yaml"
+	var other string
+	_, _ = fmt.Sscanf(string(inv.Files[tmpl]), "other: %s", &other)
+	data := map[string]any{"account": "offline", "replicas": "0", "other": "0", "kube": "v1.31.0", "crd": "false"}
+	if c := inv.Cluster; c != nil && c.Lookup != nil {
+		q := engine.LookupQuery{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: "who"}
+		// As the template: "who" twice, then the other object.
+		for range 2 {
+			who, err := c.Lookup.Lookup(ctx, q)
+			if err != nil {
+				return engine.Output{}, engine.At(tmpl, 6, err)
+			}
+			if d, ok := who["data"].(map[string]any); ok {
+				data["account"], data["replicas"] = d["account"], fmt.Sprint(d["replicas"])
+			}
+		}
+		q.Name = other
+		o, err := c.Lookup.Lookup(ctx, q)
+		if err != nil {
+			return engine.Output{}, engine.At(tmpl, 8, err)
+		}
+		data["other"] = fmt.Sprint(len(o))
+	}
+	if c := inv.Cluster; c != nil {
+		if c.KubeVersion != "" {
+			data["kube"] = c.KubeVersion
+		}
+		data["crd"] = fmt.Sprint(slices.Contains(c.APIVersions, "shop.example.com/v1"))
+	}
+	return engine.Output{Resources: []engine.Resource{{Name: "out", Type: "ConfigMap", Properties: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "out"}, "data": data,
+	}}}}, nil
+}
 
 // accountLookup answers lookups as one account would: the ConfigMap
 // "who" holds the account's name; every other object is missing.
@@ -50,35 +98,26 @@ func (l *accountLookup) Lookup(ctx context.Context, q engine.LookupQuery) (map[s
 }
 
 // lookupConfig is a configuration whose one resource is a chart (its
-// files imported) that looks up ConfigMap "who" and then name.
+// files imported) that looks up ConfigMap "who" twice and then name:
+// lookupEngine renders it.
 func lookupConfig(name string) *api.ExpandRequest {
 	return &api.ExpandRequest{
 		Config:    "resources:\n- name: r\n  type: look/Chart.yaml\n",
 		Namespace: "ns",
 		Imports: map[string]string{
-			"look/Chart.yaml": "apiVersion: v2\nname: look\nversion: 1.0.0\n",
-			"look/templates/cm.yaml": `apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: out
-data:
-  account: {{ dig "data" "account" "offline" (lookup "v1" "ConfigMap" "ns" "who") | quote }}
-  replicas: {{ dig "data" "replicas" 0 (lookup "v1" "ConfigMap" "ns" "who") | toString | quote }}
-  other: {{ lookup "v1" "ConfigMap" "ns" "` + name + `" | len | quote }}
-  kube: {{ .Capabilities.KubeVersion.Version | quote }}
-  crd: {{ .Capabilities.APIVersions.Has "shop.example.com/v1" | quote }}
-`,
+			"look/Chart.yaml":        "apiVersion: v2\nname: look\nversion: 1.0.0\n",
+			"look/templates/cm.yaml": "other: " + name + "\n",
 		},
 	}
 }
 
-func helmPool(t *testing.T, o Options) *Pool {
+func lookupPool(t *testing.T, o Options) *Pool {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	o.Command = []string{exe, helmWorkerArg}
+	o.Command = []string{exe, lookupWorkerArg}
 	return newPool(t, o)
 }
 
@@ -101,7 +140,7 @@ func outData(t *testing.T, res *api.ExpandResult) map[string]any {
 // capabilities travel with the job; without a Cluster the chart renders
 // offline.
 func TestLookupThroughParent(t *testing.T) {
-	p := helmPool(t, Options{Workers: 2})
+	p := lookupPool(t, Options{Workers: 2})
 	caps := func(l engine.Lookup) *engine.Cluster {
 		return &engine.Cluster{KubeVersion: "v1.33.1", APIVersions: []string{"v1", "shop.example.com/v1"}, Lookup: l}
 	}
@@ -156,7 +195,7 @@ func TestLookupErrorsAndLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.Workers = 1
-			p := helmPool(t, tt.opts)
+			p := lookupPool(t, tt.opts)
 			req := lookupConfig(tt.other)
 			req.Cluster = &engine.Cluster{Lookup: tt.lookup}
 			_, err := p.Expand(t.Context(), req)

@@ -19,7 +19,6 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
-	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -30,8 +29,8 @@ import (
 // re-executes os.Executable, which here is the test binary.
 func TestMain(m *testing.M) {
 	if IsWorker() {
-		if len(os.Args) > 1 && os.Args[1] == helmWorkerArg {
-			ServeWorker(&helm.Engine{})
+		if len(os.Args) > 1 && os.Args[1] == lookupWorkerArg {
+			ServeWorker(lookupEngine{})
 		}
 		ServeWorker()
 	}
