@@ -8,7 +8,6 @@ import (
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/expand/helm"
-	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 )
 
@@ -37,7 +36,7 @@ data:
 // The result is the in-process one, and a chart's error keeps its file
 // and line.
 func TestChartSandboxed(t *testing.T) {
-	helmBin, renderBin := helmproxytest.Programs(t)
+	helmBin, renderBin := chartPrograms.Paths(t)
 	m := fstest.MapFS{}
 	for name, content := range chartRepo {
 		m[name] = &fstest.MapFile{Data: []byte(content), Mode: 0o644}
@@ -94,7 +93,7 @@ func TestChartWithoutDMHelm(t *testing.T) {
 // TestInitHelmChart: dm init --lang helm scaffolds a chart version that dm
 // lint --expand passes and whose example makes a Deployment and a Service.
 func TestInitHelmChart(t *testing.T) {
-	helmBin, renderBin := helmproxytest.Programs(t)
+	helmBin, renderBin := chartPrograms.Paths(t)
 	vars := map[string]string{"DM_HELM": helmBin, "DM_HELM_RENDER": renderBin}
 	dir := t.TempDir()
 	r := dmRun(t, vars, "init", "--dir", dir, "--lang", "helm", "app-helm")

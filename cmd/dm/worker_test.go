@@ -4,8 +4,13 @@ import (
 	"os"
 	"testing"
 
+	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 	"github.com/dmhq/dm/internal/sandbox"
 )
+
+// chartPrograms are dm-helm and dm-helm-render, built by the first test
+// that needs them.
+var chartPrograms helmproxytest.Programs
 
 // TestMain lets the test binary serve as registryd's expansion worker, as
 // the registryd binary does: the pool re-executes os.Executable.
@@ -13,5 +18,7 @@ func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
 		sandbox.ServeWorker()
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	chartPrograms.Remove()
+	os.Exit(code)
 }

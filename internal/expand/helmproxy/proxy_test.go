@@ -3,6 +3,7 @@ package helmproxy
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,16 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 )
+
+// programs are dm-helm and dm-helm-render, built by the first test that
+// needs them.
+var programs helmproxytest.Programs
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	programs.Remove()
+	os.Exit(code)
+}
 
 // chart returns an invocation of a one-template chart.
 func chart(tmpl string) engine.Invocation {
@@ -29,7 +40,7 @@ const cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name
 // the limit, an answer over MaxResponseBytes is refused naming its field,
 // and the next render starts dm-helm again and succeeds.
 func TestEngineLimits(t *testing.T) {
-	e := &Engine{Path: helmproxytest.Build(t)}
+	e := &Engine{Path: programs.Helm(t)}
 	defer e.Close()
 	ctx := t.Context()
 	out, err := e.Render(ctx, chart(cm))
@@ -79,7 +90,7 @@ func TestEngineLimits(t *testing.T) {
 // the file and line within the chart's directory, as helm.Engine's do
 // in-process.
 func TestEngineLint(t *testing.T) {
-	e := &Engine{Path: helmproxytest.Build(t)}
+	e := &Engine{Path: programs.Helm(t)}
 	defer e.Close()
 	tests := []struct {
 		name string
@@ -140,7 +151,7 @@ func TestChildEnv(t *testing.T) {
 // renders; a dm-helm-render named but absent is an error; and
 // dm-helm-render refuses what it does not do.
 func TestEnginePrograms(t *testing.T) {
-	helm, render := helmproxytest.Programs(t)
+	helm, render := programs.Paths(t)
 	ctx := t.Context()
 	env := func(kv ...string) func(string) string {
 		return func(k string) string {

@@ -3,30 +3,56 @@
 package helmproxytest
 
 import (
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
-// Build builds cmd/dm-helm and cmd/dm-helm-render into a directory of the
-// test and returns dm-helm's path, dm-helm-render beside it; -short skips
-// the test.
-func Build(t testing.TB) string {
-	t.Helper()
-	helm, _ := Programs(t)
-	return helm
+// Programs are dm-helm and dm-helm-render built once for a test binary:
+// its first test that asks builds them, the others share them (a build
+// links two programs, seconds each). A package declares one and has its
+// TestMain call Remove after m.Run.
+type Programs struct {
+	once sync.Once
+	dir  string
+	err  error
 }
 
-// Programs is Build returning both paths: dm-helm and dm-helm-render.
-func Programs(t testing.TB) (helm, render string) {
+// Paths builds the programs on first use and returns dm-helm's and
+// dm-helm-render's paths; -short skips the test.
+func (p *Programs) Paths(t testing.TB) (helm, render string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds dm-helm")
 	}
-	dir := t.TempDir()
-	cmd := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "github.com/dmhq/dm/cmd/dm-helm", "github.com/dmhq/dm/cmd/dm-helm-render")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building dm-helm and dm-helm-render: %v\n%s", err, out)
+	p.once.Do(func() {
+		if p.dir, p.err = os.MkdirTemp("", "dm-helm-test-"); p.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", p.dir+string(filepath.Separator), "github.com/dmhq/dm/cmd/dm-helm", "github.com/dmhq/dm/cmd/dm-helm-render")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			p.err = fmt.Errorf("building dm-helm and dm-helm-render: %w\n%s", err, out)
+		}
+	})
+	if p.err != nil {
+		t.Fatal(p.err)
 	}
-	return filepath.Join(dir, "dm-helm"), filepath.Join(dir, "dm-helm-render")
+	return filepath.Join(p.dir, "dm-helm"), filepath.Join(p.dir, "dm-helm-render")
+}
+
+// Helm is Paths' dm-helm, dm-helm-render beside it.
+func (p *Programs) Helm(t testing.TB) string {
+	t.Helper()
+	helm, _ := p.Paths(t)
+	return helm
+}
+
+// Remove deletes the built programs.
+func (p *Programs) Remove() {
+	if p.dir != "" {
+		os.RemoveAll(p.dir)
+	}
 }
