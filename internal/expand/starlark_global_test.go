@@ -115,6 +115,11 @@ def GenerateConfig(context):
     f()
     return {"x": [S, N]}
 `, want: `["\n    global X\nglobal Y\n",1]`},
+		{name: "old Mac line ends: a lone carriage return is a newline, as Python reads source",
+			src: "COUNTER = 0\r\rdef next_id():\r    global COUNTER\r    COUNTER += 1\r    return COUNTER\r\r" +
+				"def GenerateConfig(context):\r    return {\"x\": [next_id(), next_id(), COUNTER]}\r", want: `[1,2,2]`},
+		{name: "old Mac line ends: errors name Python's line",
+			src: "N = 0\rdef f():\r    global N\r    N += \r", err: `t.py:4`},
 		{name: "read before any assignment", src: `
 def f():
     global UNSET

@@ -1,12 +1,14 @@
 package starlark
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"math/big"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -180,6 +182,7 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		if !ok {
 			return nil, fmt.Errorf("no file %s", file)
 		}
+		src = universalNewlines(src)
 		dir := path.Dir(file)
 		exists := func(mod string) bool {
 			if isBuiltinModule(mod) {
@@ -222,6 +225,23 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		return nil, err
 	}
 	return v.(*starlark.Program), nil
+}
+
+// universalNewlines turns each lone carriage return (old Mac line ends)
+// into a newline, as Python reads source and Starlark's scanner counts
+// lines: the rewrites before the parse work on lines split at "\n", and
+// must number them as the parser does. "\r\n" stays as it is.
+func universalNewlines(src []byte) []byte {
+	if !bytes.ContainsRune(src, '\r') {
+		return src
+	}
+	out := slices.Clone(src)
+	for i, c := range out {
+		if c == '\r' && (i+1 == len(out) || out[i+1] != '\n') {
+			out[i] = '\n'
+		}
+	}
+	return out
 }
 
 func starlarkSyntaxError(file string, src []byte, err error) error {
