@@ -183,6 +183,7 @@ type Env struct {
 	readyTimeout time.Duration
 	port         int
 	etcdURL      string
+	etcdName     string // the name etcd was started with
 	apiArgs      []string
 	etcd, api    *exec.Cmd
 	etcdDone     chan error
@@ -321,9 +322,12 @@ type exitedError struct{ msg string }
 
 func (e *exitedError) Error() string { return e.msg }
 
-// portTaken reports whether err is an early exit and the log says a port
-// was in use.
+// portTaken reports whether err is another etcd on the port, or an early
+// exit whose log says a port was in use.
 func portTaken(err error, logFile string) bool {
+	if errors.Is(err, errOtherEtcd) {
+		return true
+	}
 	var exited *exitedError
 	if !errors.As(err, &exited) {
 		return false
@@ -488,14 +492,22 @@ func (e *Env) startEtcd(ctx context.Context) error {
 	}
 	e.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
+	// A name of its own, by which this etcd is told from another that
+	// took its port (waitEtcd).
+	token, err := randomToken()
+	if err != nil {
+		return err
+	}
+	name := "kubetest-" + token[:12]
+	e.etcdName = name
 	args := []string{
-		"--name=kubetest",
+		"--name=" + name,
 		"--data-dir=" + filepath.Join(e.Dir, "etcd"),
 		"--listen-client-urls=" + e.etcdURL,
 		"--advertise-client-urls=" + e.etcdURL,
 		"--listen-peer-urls=" + peerURL,
 		"--initial-advertise-peer-urls=" + peerURL,
-		"--initial-cluster=kubetest=" + peerURL,
+		"--initial-cluster=" + name + "=" + peerURL,
 		"--log-level=warn",
 		"--logger=zap",
 	}
@@ -507,12 +519,50 @@ func (e *Env) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := e.waitReady(ctx, "etcd", e.etcdURL+"/health", "", e.etcdDone, e.EtcdLog); err != nil {
+	err = e.waitReady(ctx, "etcd", e.etcdURL+"/health", "", e.etcdDone, e.EtcdLog)
+	if err == nil {
+		err = e.checkEtcdName(ctx, name)
+	}
+	if err != nil {
 		stop(e.etcd, e.etcdDone, 5*time.Second)
 		e.etcd, e.etcdDone = nil, nil
 		return err
 	}
 	return nil
+}
+
+// errOtherEtcd is a healthy etcd at the Env's client URL that is not the
+// one it started: another test process's, which took the port between
+// freePort and this etcd's bind (this one then exits, but /health may
+// answer first). Its data is that process's, so the Env must not use it.
+var errOtherEtcd = errors.New("kubetest: another etcd answers on the port")
+
+// checkEtcdName asks the etcd at the Env's client URL for its members
+// (etcd's JSON gateway) and returns errOtherEtcd unless name is one.
+func (e *Env) checkEtcdName(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.etcdURL+"/v3/cluster/member/list", strings.NewReader("{}"))
+	if err != nil {
+		return err
+	}
+	resp, err := (&http.Client{}).Do(req)
+	if err != nil {
+		return fmt.Errorf("kubetest: etcd's members: %w", err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct{ Name string }
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&list); err != nil {
+		return fmt.Errorf("kubetest: etcd's members (%s): %w", resp.Status, err)
+	}
+	for _, m := range list.Members {
+		if m.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: %s is not the etcd started as %s; see %s", errOtherEtcd, e.etcdURL, name, e.EtcdLog)
 }
 
 // StartAPIServer starts kube-apiserver on the Env's port with the same

@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"os"
@@ -244,5 +245,21 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 			t.Fatalf("no %s after a minute", what)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestOtherEtcdOnPort: an etcd that answers on an Env's client URL under
+// another name than the one the Env started (another test process's,
+// which took the port first) is not taken for the Env's own: it is a
+// taken port, which Launch retries with new ports.
+func TestOtherEtcdOnPort(t *testing.T) {
+	env := Shared(t)
+	if err := env.checkEtcdName(t.Context(), env.etcdName); err != nil {
+		t.Fatalf("the Env's own etcd: %v", err)
+	}
+	other := &Env{etcdURL: env.etcdURL, EtcdLog: "etcd.log"}
+	err := other.checkEtcdName(t.Context(), "kubetest-another")
+	if !errors.Is(err, errOtherEtcd) || !portTaken(err, "") {
+		t.Errorf("another etcd on the port: %v, want errOtherEtcd, a taken port", err)
 	}
 }
