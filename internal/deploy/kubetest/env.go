@@ -493,7 +493,7 @@ func (e *Env) startEtcd(ctx context.Context) error {
 	e.etcdURL = "http://127.0.0.1:" + strconv.Itoa(clientPort)
 	peerURL := "http://127.0.0.1:" + strconv.Itoa(peerPort)
 	// A name of its own, by which this etcd is told from another that
-	// took its port (waitEtcd).
+	// took its port (checkEtcdName).
 	token, err := randomToken()
 	if err != nil {
 		return err
@@ -546,7 +546,7 @@ func (e *Env) checkEtcdName(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{}).Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return fmt.Errorf("kubetest: etcd's members: %w", err)
 	}

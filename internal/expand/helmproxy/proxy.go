@@ -29,8 +29,11 @@ const Program = "dm-helm"
 // dm-helm renders.
 const RenderProgram = "dm-helm-render"
 
-// InstallHint says how to get dm-helm and dm-helm-render, for errors.
-const InstallHint = "install it beside dm: go install github.com/dmhq/dm/cmd/dm-helm@latest github.com/dmhq/dm/cmd/dm-helm-render@latest (or make install), or name it with $DM_HELM"
+// installHint says how to get dm-helm and dm-helm-render, for the errors
+// of a program not found by its variable env.
+func installHint(env string) string {
+	return "install it beside dm: go install github.com/dmhq/dm/cmd/dm-helm@latest github.com/dmhq/dm/cmd/dm-helm-render@latest (or make install), or name it with $" + env
+}
 
 // Defaults of Engine's limits.
 const (
@@ -196,7 +199,7 @@ func find(getenv func(string) string, program, env string) (string, error) {
 	}
 	if p := getenv(env); p != "" {
 		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$%s: %w; %s", env, err, InstallHint)
+			return "", fmt.Errorf("$%s: %w; %s", env, err, installHint(env))
 		}
 		return p, nil
 	}
@@ -212,7 +215,7 @@ func find(getenv func(string) string, program, env string) (string, error) {
 		return p, nil
 	}
 	tried = append(tried, "$PATH")
-	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", program, strings.Join(tried, " nor "), InstallHint)
+	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", program, strings.Join(tried, " nor "), installHint(env))
 }
 
 // child is one dm-helm or dm-helm-render process.
@@ -232,23 +235,23 @@ func (e *Engine) start(render bool) (*child, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	p, name := e.Path, Program
+	p, name, env := e.Path, Program, "DM_HELM"
 	if render {
 		// A dm-helm named explicitly (Path, $DM_HELM) renders too, unless
 		// dm-helm-render is named as explicitly; one named that is not
 		// there is an error, one not installed is not.
 		switch {
 		case e.RenderPath != "":
-			p, name = e.RenderPath, RenderProgram
+			p, name, env = e.RenderPath, RenderProgram, "DM_HELM_RENDER"
 		case getenv("DM_HELM_RENDER") != "":
 			r, err := FindRender(getenv)
 			if err != nil {
 				return nil, err
 			}
-			p, name = r, RenderProgram
+			p, name, env = r, RenderProgram, "DM_HELM_RENDER"
 		case e.Path == "" && getenv("DM_HELM") == "":
 			if r, err := FindRender(getenv); err == nil {
-				p, name = r, RenderProgram
+				p, name, env = r, RenderProgram, "DM_HELM_RENDER"
 			}
 		}
 	}
@@ -272,7 +275,7 @@ func (e *Engine) start(render bool) (*child, error) {
 	c := &child{name: name, cmd: cmd, in: in, w: bufio.NewWriterSize(in, 64<<10), out: out, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
 	cmd.Stderr = c.stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w; %s", p, err, InstallHint)
+		return nil, fmt.Errorf("starting %s: %w; %s", p, err, installHint(env))
 	}
 	go func() {
 		_ = cmd.Wait()
