@@ -214,21 +214,29 @@ const LocalDebounce = 200 * time.Millisecond
 // registries indexed with it.
 func KeepIndexed(ctx context.Context, wg *sync.WaitGroup, g *index.Registry, refresh time.Duration, log *slog.Logger) <-chan struct{} {
 	first := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		g.Run(ctx, refresh, func() { close(first) })
-	}()
+	// A local directory is watched before its first listing: a change
+	// between the two would otherwise wait for the next refresh.
+	watching := make(chan struct{})
+	watched := sync.OnceFunc(func() { close(watching) })
 	if g.Kind == KindLocal {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := fetch.WatchDir(ctx, g.Location, LocalDebounce, func() { _ = g.Refresh(ctx) })
+			err := fetch.WatchDir(ctx, g.Location, LocalDebounce, watched, func() { _ = g.Refresh(ctx) })
+			watched() // when it could not watch
 			if err != nil && log != nil {
 				log.Warn("not watching the directory; changes are seen at the next refresh", "registry", g.Name, "err", err)
 			}
 		}()
+	} else {
+		watched()
 	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		<-watching
+		g.Run(ctx, refresh, func() { close(first) })
+	}()
 	return first
 }
 

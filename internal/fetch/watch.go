@@ -16,9 +16,11 @@ import (
 // burst of changes (an editor's save, a git checkout) makes one call, once
 // debounce has passed without another change. Hidden directories are not
 // watched, as they are not part of a registry. New directories are watched
-// as they appear. It returns when ctx ends, or at once if dir cannot be
-// watched.
-func WatchDir(ctx context.Context, dir string, debounce time.Duration, onChange func()) error {
+// as they appear. ready, if not nil, is called once dir is watched: every
+// change after it is reported, so a caller lists dir after ready to miss
+// none. It returns when ctx ends, or at once if dir cannot be watched
+// (without calling ready).
+func WatchDir(ctx context.Context, dir string, debounce time.Duration, ready, onChange func()) error {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
@@ -26,6 +28,9 @@ func WatchDir(ctx context.Context, dir string, debounce time.Duration, onChange 
 	defer w.Close()
 	if err := watchTree(w, dir); err != nil {
 		return fmt.Errorf("watching %s: %w", dir, err)
+	}
+	if ready != nil {
+		ready()
 	}
 	timer := time.NewTimer(debounce)
 	timer.Stop()

@@ -18,10 +18,11 @@ func TestWatchDir(t *testing.T) {
 	var calls atomic.Int32
 	changed := make(chan struct{}, 16)
 	done := make(chan error, 1)
+	watching := make(chan struct{})
 	go func() {
-		done <- WatchDir(ctx, dir, 300*time.Millisecond, func() { calls.Add(1); changed <- struct{}{} })
+		done <- WatchDir(ctx, dir, 300*time.Millisecond, func() { close(watching) }, func() { calls.Add(1); changed <- struct{}{} })
 	}()
-	time.Sleep(100 * time.Millisecond) // the watches are in place
+	<-watching // changes from now on are reported
 	wait := func(what string) {
 		t.Helper()
 		select {
@@ -56,7 +57,7 @@ func TestWatchDir(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("WatchDir: %v", err)
 	}
-	if err := WatchDir(context.Background(), filepath.Join(dir, "nope"), time.Millisecond, func() {}); err == nil {
+	if err := WatchDir(context.Background(), filepath.Join(dir, "nope"), time.Millisecond, func() { t.Error("ready called for a missing directory") }, func() {}); err == nil {
 		t.Error("watching a missing directory did not fail")
 	}
 }
