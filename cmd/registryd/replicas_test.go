@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dmhq/dm/internal/api"
@@ -395,6 +396,23 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 
+	// updateRegistry changes reg's spec, read again on a conflict: the
+	// replicas write its status meanwhile.
+	updateRegistry := func(t *testing.T, change func(*v1alpha1.Registry)) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			got := &v1alpha1.Registry{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
+				return err
+			}
+			change(got)
+			return c.Update(ctx, got)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+
 	t.Run("rotated token", func(t *testing.T) {
 		gh.RequireToken("token-2")
 		// The rotated token opens the registry anew, which refreshes at
@@ -412,27 +430,13 @@ func TestReplicas(t *testing.T) {
 	})
 
 	t.Run("edited prefix", func(t *testing.T) {
-		got := &v1alpha1.Registry{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
-			t.Fatal(err)
-		}
-		got.Spec.Prefix = "github.com/acme/renamed"
-		if err := c.Update(ctx, got); err != nil {
-			t.Fatal(err)
-		}
+		updateRegistry(t, func(r *v1alpha1.Registry) { r.Spec.Prefix = "github.com/acme/renamed" })
 		allResolve("renamed", "github.com/acme/renamed/redis:v1.0", "github.com/acme/renamed/redis:v1.0.10")
 		allResolve("renamed", "github.com/acme/tpl/redis:v1.0", "status 404")
 	})
 
 	t.Run("suspended", func(t *testing.T) {
-		got := &v1alpha1.Registry{}
-		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
-			t.Fatal(err)
-		}
-		got.Spec.Suspend = true
-		if err := c.Update(ctx, got); err != nil {
-			t.Fatal(err)
-		}
+		updateRegistry(t, func(r *v1alpha1.Registry) { r.Spec.Suspend = true })
 		waitFor(t, 30*time.Second, "the suspended registry's webhook to be dropped", func() bool {
 			code, _ := rs[0].push(t, hookSecret, fmt.Sprint("s", time.Now().UnixNano()))
 			return code == 404
