@@ -14,8 +14,10 @@ import (
 // TestMakeTestenv checks the Makefile's set-up as a new user meets it: in a
 // copy of the repository's files with no .testenv/, and with no etcd
 // anywhere on $PATH, `make testenv` builds kube-apiserver,
-// kube-controller-manager and etcd from the tools module, and the apiserver
-// and etcd it built start and list namespaces. A second run finds
+// kube-controller-manager and etcd from the tools module, and what it built
+// starts: the apiserver and etcd list namespaces, and the controller
+// manager (built without the controllers a cluster without nodes has no use
+// for) gives a new namespace its default ServiceAccount. A second run finds
 // them current and builds nothing. The Go build cache stays warm: what is
 // tested is the Makefile and hack/kube, not the compiler's speed.
 func TestMakeTestenv(t *testing.T) {
@@ -66,9 +68,12 @@ func TestMakeTestenv(t *testing.T) {
 		t.Errorf("a second make testenv built again:\n%s", out)
 	}
 
-	e, err := kubetest.Launch(context.Background(), kubetest.Options{Binaries: kubetest.Binaries{
-		APIServer: filepath.Join(bin, "kube-apiserver"),
-		Etcd:      filepath.Join(bin, "etcd"),
+	// ControllerManager waits for the default ServiceAccount of the
+	// default namespace, made by the ServiceAccount controllers.
+	e, err := kubetest.Launch(context.Background(), kubetest.Options{ControllerManager: true, Binaries: kubetest.Binaries{
+		APIServer:         filepath.Join(bin, "kube-apiserver"),
+		Etcd:              filepath.Join(bin, "etcd"),
+		ControllerManager: filepath.Join(bin, "kube-controller-manager"),
 	}})
 	if err != nil {
 		t.Fatalf("starting what make testenv built: %v", err)

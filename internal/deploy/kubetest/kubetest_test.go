@@ -2,6 +2,7 @@ package kubetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -212,20 +213,65 @@ func TestDNSLabel(t *testing.T) {
 }
 
 // With kube-controller-manager, a namespace gets its default
-// ServiceAccount, and a deleted namespace is emptied and goes away.
+// ServiceAccount, the garbage collector deletes what an object owned, a
+// Deployment gets its ReplicaSet, and a deleted namespace is emptied and
+// goes away: what dm's tests need of it, which the build of `make testenv`
+// (hack/kube/trimkcm) must keep.
 func TestControllerManager(t *testing.T) {
 	env := StartWith(t, Options{ControllerManager: true})
 	ctx := context.Background()
 	if err := env.CreateNamespace(ctx, "doomed"); err != nil {
 		t.Fatal(err)
 	}
-	cm := map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}}
-	if code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, "/api/v1/namespaces/doomed/configmaps", cm); err != nil || code != http.StatusCreated {
-		t.Fatalf("POST ConfigMap = %d %s, %v", code, body, err)
+	post := func(path string, obj map[string]any) map[string]any {
+		t.Helper()
+		code, body, err := env.Do(ctx, env.AdminToken, http.MethodPost, path, obj)
+		if err != nil || code != http.StatusCreated {
+			t.Fatalf("POST %s = %d %s, %v", path, code, body, err)
+		}
+		var created map[string]any
+		if err := json.Unmarshal(body, &created); err != nil {
+			t.Fatal(err)
+		}
+		return created
 	}
+	get := func(path string) (int, []byte) {
+		code, body, err := env.Do(ctx, env.AdminToken, http.MethodGet, path, nil)
+		if err != nil {
+			return 0, nil
+		}
+		return code, body
+	}
+	owner := post("/api/v1/namespaces/doomed/configmaps", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "c"}})
+	uid := owner["metadata"].(map[string]any)["uid"]
+	post("/api/v1/namespaces/doomed/configmaps", map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{
+		"name":            "dependent",
+		"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": uid}},
+	}})
+	post("/apis/apps/v1/namespaces/doomed/deployments", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec":     map[string]any{"containers": []any{map[string]any{"name": "web", "image": "nginx"}}},
+			},
+		},
+	})
 	waitFor(t, "the default ServiceAccount of namespace doomed", func() bool {
-		code, _, err := env.Do(ctx, env.AdminToken, http.MethodGet, "/api/v1/namespaces/doomed/serviceaccounts/default", nil)
-		return err == nil && code == http.StatusOK
+		code, _ := get("/api/v1/namespaces/doomed/serviceaccounts/default")
+		return code == http.StatusOK
+	})
+	waitFor(t, "a ReplicaSet of Deployment web", func() bool {
+		code, body := get("/apis/apps/v1/namespaces/doomed/replicasets")
+		return code == http.StatusOK && strings.Contains(string(body), `"kind":"Deployment","name":"web"`)
+	})
+	if code, body, err := env.Do(ctx, env.AdminToken, http.MethodDelete, "/api/v1/namespaces/doomed/configmaps/c", nil); err != nil || code != http.StatusOK {
+		t.Fatalf("DELETE ConfigMap c = %d %s, %v", code, body, err)
+	}
+	waitFor(t, "ConfigMap dependent deleted with its owner", func() bool {
+		code, _ := get("/api/v1/namespaces/doomed/configmaps/dependent")
+		return code == http.StatusNotFound
 	})
 	if code, body, err := env.Do(ctx, env.AdminToken, http.MethodDelete, "/api/v1/namespaces/doomed", nil); err != nil || code != http.StatusOK {
 		t.Fatalf("DELETE namespace = %d %s, %v", code, body, err)
