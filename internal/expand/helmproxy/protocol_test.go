@@ -3,6 +3,7 @@ package helmproxy
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -77,5 +78,38 @@ func TestReadFrameLimit(t *testing.T) {
 	var le *engine.LimitError
 	if !errors.As(err, &le) || le.Field != "MaxResponseBytes" {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// panicky is a Handler whose Render panics.
+type panicky struct{}
+
+func (panicky) Render(context.Context, *RenderRequest) (engine.Output, error) {
+	panic("a chart's bug")
+}
+
+// TestServePanic: a panic while answering a request is that request's
+// error, naming the program that failed, and Serve goes on to the next.
+func TestServePanic(t *testing.T) {
+	var in bytes.Buffer
+	w := bufio.NewWriter(&in)
+	for range 2 {
+		if err := WriteFrame(w, Request{Op: OpRender, Render: &RenderRequest{File: "web/Chart.yaml"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := Serve(t.Context(), "dm-helm-render", &in, &out, panicky{}, 0); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	for i := range 2 {
+		var resp Response
+		if err := ReadFrame(&out, 1<<20, "MaxResponseBytes", &resp); err != nil {
+			t.Fatalf("answer %d: %v", i, err)
+		}
+		const want = "dm-helm-render failed on this request: a chart's bug"
+		if resp.Err == nil || resp.Err.Err().Error() != want {
+			t.Errorf("answer %d: %+v, want the error %q", i, resp.Err, want)
+		}
 	}
 }

@@ -38,8 +38,8 @@ const DefaultMaxRequestBytes = 64 << 20
 
 // Serve answers the requests read from r on w, one at a time, until r
 // ends (nil) or breaks. A request's failure is its answer's error; a panic
-// in h is one too.
-func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, maxRequest int) error {
+// in h is one too, naming the program (name) that failed.
+func Serve(ctx context.Context, name string, r io.Reader, w io.Writer, h Handler, maxRequest int) error {
 	if maxRequest <= 0 {
 		maxRequest = DefaultMaxRequestBytes
 	}
@@ -54,7 +54,7 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, maxRequest 
 		if err != nil {
 			return err
 		}
-		resp := answer(ctx, h, &req)
+		resp := answer(ctx, name, h, &req)
 		if err := WriteFrame(bw, resp); err != nil {
 			return err
 		}
@@ -62,10 +62,10 @@ func Serve(ctx context.Context, r io.Reader, w io.Writer, h Handler, maxRequest 
 }
 
 // answer runs one request.
-func answer(ctx context.Context, h Handler, req *Request) (resp *Response) {
+func answer(ctx context.Context, name string, h Handler, req *Request) (resp *Response) {
 	defer func() {
 		if p := recover(); p != nil {
-			resp = &Response{Err: ToWire(engine.Invalid("the chart program failed on this request: %v", p))}
+			resp = &Response{Err: ToWire(engine.Invalid("%s failed on this request: %v", name, p))}
 		}
 	}()
 	switch {
@@ -113,7 +113,7 @@ func Main(name string, h Handler) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Serve(ctx, os.Stdin, os.Stdout, h, 0); err != nil {
+	if err := Serve(ctx, name, os.Stdin, os.Stdout, h, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		return 1
 	}
