@@ -38,11 +38,13 @@ func TestMakeTestenv(t *testing.T) {
 	if err := copyReadmeTree(root, dir); err != nil {
 		t.Fatal(err)
 	}
-	env := []string{"PATH=" + pathWithout("etcd")}
+	// DM_TESTENV_THP=keep: the other tests run meanwhile, on the
+	// machine's own setting.
+	env := []string{"PATH=" + pathWithout("etcd"), "DM_TESTENV_THP=keep"}
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "DM_KUBE_BIN", "GOFLAGS", "MAKEFLAGS", "MAKELEVEL", "MFLAGS":
+		case "PATH", "DM_KUBE_BIN", "DM_TESTENV_THP", "GOFLAGS", "MAKEFLAGS", "MAKELEVEL", "MFLAGS":
 			continue
 		}
 		env = append(env, kv)
