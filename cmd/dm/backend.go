@@ -21,13 +21,16 @@ import (
 
 // globals are dm's global flags, resolved against the environment.
 type globals struct {
-	registry  string   // --registry [host/]owner/repo[/collection]
-	dirs      []string // --registry-dir PREFIX=DIR
-	server    string   // --server URL, or DM_SERVER
-	githubAPI string   // --github-api
-	cacheDir  string   // --cache-dir
-	output    string   // -o table|json|yaml
-	verbose   bool
+	registry string   // --registry [host/]owner/repo[/collection]
+	dirs     []string // --registry-dir PREFIX=DIR
+	server   string   // --server URL, or DM_SERVER
+	// serverToken is --server-token, or DM_SERVER_TOKEN: the bearer
+	// token sent to the server instead of the kubeconfig's.
+	serverToken string
+	githubAPI   string // --github-api
+	cacheDir    string // --cache-dir
+	output      string // -o table|json|yaml
+	verbose     bool
 	// properties are the --properties flags: KEY=VALUE[,KEY=VALUE...].
 	properties []string
 	// setStrings are the --set-string flags: values always strings.
@@ -65,9 +68,9 @@ func (g *globals) backend() (api.Backend, error) {
 		server = g.getenv("DM_SERVER")
 	}
 	if server != "" {
-		c, err := api.NewClient(server, nil)
+		c, err := g.serverClient(server)
 		if err != nil {
-			return nil, &usageError{fmt.Errorf("--server: %w", err)}
+			return nil, err
 		}
 		g.be = c
 		return c, nil

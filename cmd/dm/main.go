@@ -112,6 +112,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")
 	pf.StringArrayVar(&g.dirs, "registry-dir", nil, "read local directory DIR as the registry with reference prefix PREFIX (`PREFIX=DIR`, repeatable; one alone is the default registry)")
 	pf.StringVar(&g.server, "server", "", "registryd `URL` to ask instead of reading registries in-process (default $DM_SERVER)")
+	pf.StringVar(&g.serverToken, "server-token", "", "bearer `token` for --server, which shows a namespace's registries to accounts that may get them (default $DM_SERVER_TOKEN, else the kubeconfig context's token, sent over HTTPS or to loopback only)")
 	pf.StringVar(&g.githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` for in-process GitHub registries")
 	pf.StringVar(&g.cacheDir, "cache-dir", "", "cache `directory` for in-process GitHub registries (default ~/.cache/dm)")
 	pf.StringVarP(&g.output, "output", "o", "table", "output `format`: table, json or yaml")

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,39 +31,11 @@ import (
 func registrydAccount(t testing.TB, kubeconfig string, c client.Client, system string, secrets ...string) string {
 	t.Helper()
 	ctx := context.Background()
-	reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(dm.ExampleRegistry())}
-	if err := reg.Refresh(ctx); err != nil {
-		t.Fatal(err)
-	}
-	def, err := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
-	if err != nil {
-		t.Fatal(err)
-	}
 	list := make([]any, len(secrets))
 	for i, s := range secrets {
 		list[i] = s
 	}
-	x, err := api.NewService(resolve.New(def, reg), expand.Options{}).Expand(ctx, &api.ExpandRequest{
-		Ref: "registryd:v1", Name: "registryd", Deployment: "registryd", Namespace: system,
-		Properties: map[string]any{"secrets": list}})
-	if err != nil {
-		t.Fatalf("expanding registryd:v1: %v", err)
-	}
-	rbac := 0
-	for _, r := range x.Config.Resources {
-		u := &unstructured.Unstructured{Object: r.Properties}
-		switch u.GetKind() {
-		case "ServiceAccount", "Role", "RoleBinding":
-			u.SetNamespace(system)
-		case "ClusterRole", "ClusterRoleBinding":
-		default:
-			continue
-		}
-		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating the template's %s %s: %v", u.GetKind(), u.GetName(), err)
-		}
-		rbac++
-	}
+	rbac := applyTemplateRBAC(t, c, "registryd:v1", system, map[string]any{"secrets": list})
 	if rbac != 5 {
 		t.Fatalf("registryd:v1 has %d RBAC objects, want 5 (ServiceAccount, Role, RoleBinding, ClusterRole, ClusterRoleBinding)", rbac)
 	}
@@ -92,6 +65,46 @@ func registrydAccount(t testing.TB, kubeconfig string, c client.Client, system s
 		t.Fatalf("registryd's account lists the Secrets of namespace default (%v): the kubeconfig does not impersonate it", err)
 	}
 	return file
+}
+
+// applyTemplateRBAC expands registry-example's template ref with props
+// for namespace ns and creates its ServiceAccounts, Roles, ClusterRoles and
+// bindings (the namespaced ones in ns), as a deploy of it would: the
+// cluster tests hold registryd and dm-controller to exactly their
+// templates' rights. It returns how many it created.
+func applyTemplateRBAC(t testing.TB, c client.Client, ref, ns string, props map[string]any) int {
+	t.Helper()
+	ctx := context.Background()
+	reg := &index.Registry{Name: dm.ExampleRegistryPrefix, Source: fetch.NewLocal(dm.ExampleRegistry())}
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	def, err := resolve.ParseRegistry(dm.ExampleRegistryPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, _, _ := strings.Cut(ref, ":")
+	x, err := api.NewService(resolve.New(def, reg), expand.Options{}).Expand(ctx, &api.ExpandRequest{
+		Ref: ref, Name: name, Deployment: name, Namespace: ns, Properties: props})
+	if err != nil {
+		t.Fatalf("expanding %s: %v", ref, err)
+	}
+	n := 0
+	for _, r := range x.Config.Resources {
+		u := &unstructured.Unstructured{Object: r.Properties}
+		switch u.GetKind() {
+		case "ServiceAccount", "Role", "RoleBinding":
+			u.SetNamespace(ns)
+		case "ClusterRole", "ClusterRoleBinding":
+		default:
+			continue
+		}
+		if err := c.Create(ctx, u); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatalf("creating %s's %s %s: %v", ref, u.GetKind(), u.GetName(), err)
+		}
+		n++
+	}
+	return n
 }
 
 // secretReader lets registryd's ServiceAccount (of namespace system) read

@@ -197,6 +197,16 @@ func newCommand(e env, s *settings) *cobra.Command {
 				s.webhookSecret = e.getenv(name)
 			}
 			s.kube = kube
+			if kube.watch {
+				n, err := sandbox.ParseBytes(kube.maxBytes)
+				if err != nil || n <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-registry-bytes %q: want a size such as 256MiB", kube.maxBytes)
+				}
+				s.kube.maxRegistryBytes = int64(n)
+				if kube.maxEntries <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-tree-entries %d: want a positive number", kube.maxEntries)
+				}
+			}
 			s.exampleSettle = settle
 			if settle == 0 {
 				s.exampleSettle = -1 // none
@@ -248,6 +258,10 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig `file` of --watch-registries (default: the in-cluster configuration of registryd's pod)")
 	f.StringVar(&kube.namespace, "namespace", "", "registryd's own `namespace`, for --watch-registries: its Lease and the Secrets ClusterRegistries name (default: the pod's namespace)")
 	f.DurationVar(&kube.lease, "lease-duration", 60*time.Second, "how long registryd's Lease lasts without renewal: a replica takes over the status writing within this of the holder's death")
+	f.StringArrayVar(&kube.allowedAPIs, "allowed-github-api", nil, "GitHub API `URL` that Registry and ClusterRegistry objects may name in spec.github.apiURL (repeatable; default: the --github-api URL alone); an object naming another is Stalled (APINotAllowed) and sent nothing")
+	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
+	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
+	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
@@ -256,10 +270,16 @@ func newCommand(e env, s *settings) *cobra.Command {
 
 // kubeFlags are the flags of --watch-registries.
 type kubeFlags struct {
-	watch      bool
-	kubeconfig string
-	namespace  string
-	lease      time.Duration
+	watch       bool
+	kubeconfig  string
+	namespace   string
+	lease       time.Duration
+	allowedAPIs []string
+	minRefresh  time.Duration
+	maxEntries  int
+	maxBytes    string
+	// maxRegistryBytes is maxBytes parsed.
+	maxRegistryBytes int64
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

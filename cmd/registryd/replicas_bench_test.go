@@ -68,6 +68,9 @@ func BenchmarkReplicas(b *testing.B) {
 	gh := githubtest.New(map[string]string{"acme/tpl": repo})
 	defer gh.Close()
 	rs := startReplicas(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "20s", "--webhook-secret", hookSecret)
+	for _, r := range rs {
+		r.token = env.AdminToken // /metrics is guarded
+	}
 	createClusterRegistry(b, c)
 	waitTested(b, rs, 5, 3*time.Minute)
 	runs := func() (n float64) {

@@ -42,6 +42,12 @@ type replica struct {
 	url string
 	cmd *exec.Cmd
 	log *syncBuffer
+	// token, if set, is sent as the bearer token of the test's requests
+	// (/metrics needs one; a namespace's registries too), and ns, if set,
+	// names the namespace whose registries they ask for.
+	token, ns string
+	// args are the flags it runs with, for restart.
+	args []string
 
 	mu sync.Mutex
 	// restarts are the spans of log written while the apiserver was away
@@ -92,8 +98,26 @@ func freeAddr(t testing.TB) string {
 // ends, and waits until it answers /healthz.
 func startReplica(t testing.TB, args ...string) *replica {
 	t.Helper()
-	addr := freeAddr(t)
-	r := &replica{url: "http://" + addr, log: &syncBuffer{}}
+	return startReplicaAt(t, freeAddr(t), args...)
+}
+
+// restart stops the replica as a rolling update does (SIGTERM) and starts
+// it again at the same address with the same flags, so the same cache
+// directory; the new process keeps the token and namespace of the tests'
+// requests.
+func (r *replica) restart(t testing.TB) *replica {
+	t.Helper()
+	_ = r.cmd.Process.Signal(syscall.SIGTERM)
+	_ = r.cmd.Wait()
+	n := startReplicaAt(t, strings.TrimPrefix(r.url, "http://"), r.args...)
+	n.token, n.ns = r.token, r.ns
+	return n
+}
+
+// startReplicaAt is startReplica listening on addr.
+func startReplicaAt(t testing.TB, addr string, args ...string) *replica {
+	t.Helper()
+	r := &replica{url: "http://" + addr, log: &syncBuffer{}, args: args}
 	r.cmd = exec.Command(os.Args[0], append([]string{"--addr", addr}, args...)...)
 	r.cmd.Env = append(os.Environ(), asRegistryd+"=1", "GITHUB_TOKEN=", "REGISTRYD_WEBHOOK_SECRET=")
 	r.cmd.Stderr, r.cmd.Stdout = r.log, r.log
@@ -224,7 +248,7 @@ func waitTested(t testing.TB, rs []*replica, n float64, max time.Duration) {
 
 // resolved returns what ref resolves to on r, or the error status.
 func (r *replica) resolved(ref string) string {
-	resp, err := http.Get(r.url + "/v1/resolve?ref=" + ref)
+	resp, err := r.get("/v1/resolve?ref=" + ref)
 	if err != nil {
 		return err.Error()
 	}
@@ -238,6 +262,30 @@ func (r *replica) resolved(ref string) string {
 		return err.Error()
 	}
 	return res.Resolved
+}
+
+// get sends GET path with the replica's token and namespace, if set.
+func (r *replica) get(path string) (*http.Response, error) { return r.getAs(path, r.token, r.ns) }
+
+// getAs sends GET path as a caller: with token as the bearer token and
+// naming namespace ns, each if not "".
+func (r *replica) getAs(path, token, ns string) (*http.Response, error) {
+	if ns != "" {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		path += sep + "namespace=" + ns
+	}
+	req, err := http.NewRequest(http.MethodGet, r.url+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	req.Header.Set("Accept", "text/html,application/json")
+	return http.DefaultClient.Do(req)
 }
 
 // ready returns /readyz's status and body.
@@ -334,6 +382,9 @@ func TestReplicas(t *testing.T) {
 
 	secretReader(t, c, ns, system, "github")
 	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), gh.URL, "--lease-duration", "4s")
+	for _, r := range rs {
+		r.token, r.ns = env.AdminToken, ns
+	}
 	for i, r := range rs {
 		if code, body := r.ready(); code != 200 {
 			t.Fatalf("replica %d /readyz without registries: %d %s", i, code, body)
@@ -383,16 +434,25 @@ func TestReplicas(t *testing.T) {
 		}
 		allResolve("pushed", "github.com/acme/tpl/redis:v1.0", "github.com/acme/tpl/redis:v1.0.9")
 		// The receiver reads the head and its tree; the two others only the
-		// tree of the commit recorded on the object.
+		// tree of the commit it recorded.
 		if n, c := gh.Requests(), gh.RequestsTo("commit"); n > 4 || c != 1 {
 			t.Errorf("one push to 3 replicas: %d GitHub requests (%d head reads), want at most 4 (1)", n, c)
 		}
+		// The commit is recorded in registryd's own ConfigMap, by the
+		// object's uid: registryd changes nothing of the Registry.
 		got := &v1alpha1.Registry{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(reg), got); err != nil {
 			t.Fatal(err)
 		}
-		if a := got.Annotations[v1alpha1.PushedCommitAnnotation]; a != head {
-			t.Errorf("annotation %s = %q, want %s", v1alpha1.PushedCommitAnnotation, a, head)
+		pushes := &corev1.ConfigMap{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: system, Name: "registryd-pushes"}, pushes); err != nil {
+			t.Fatal(err)
+		}
+		if a := pushes.Data[string(got.UID)]; a != head {
+			t.Errorf("registryd-pushes records %q for the Registry, want %s (%v)", a, head, pushes.Data)
+		}
+		if len(got.Annotations) != 0 {
+			t.Errorf("registryd wrote annotations on the Registry: %v", got.Annotations)
 		}
 	})
 
@@ -486,7 +546,7 @@ func TestReplicas(t *testing.T) {
 // metric reads one sample of r's /metrics: name with its labels as
 // printed ("registryd_example_tests{status=\"ok\"}"); -1 when absent.
 func (r *replica) metric(name string) float64 {
-	resp, err := http.Get(r.url + "/metrics")
+	resp, err := r.get("/metrics")
 	if err != nil {
 		return -1
 	}
@@ -516,6 +576,9 @@ func TestReplicaExamples(t *testing.T) {
 	defer gh.Close()
 
 	rs := startReplicas(t, registrydAccount(t, env.Kubeconfig, c, system), gh.URL, "--lease-duration", "3s", "--example-settle", "0", "--webhook-secret", hookSecret)
+	for _, r := range rs {
+		r.token = env.AdminToken // /metrics is guarded
+	}
 	createClusterRegistry(t, c)
 	waitTested(t, rs, 5, time.Minute)
 	var tester *replica

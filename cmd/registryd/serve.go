@@ -153,12 +153,17 @@ func serve(ctx context.Context, s *settings, e env) error {
 		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle}
 	var watcher *kubereg.Watcher
 	if s.kube.watch {
-		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, log)
+		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, metrics, log)
 		if err != nil {
 			return err
 		}
 		hooks.OnPush = watcher.Pushed
 		opts.ReadyNotes, opts.ReadyOptional = watcher.ReadyNotes, watcher.Serves
+		// A namespace's registries answer only callers that may get
+		// their objects; the apiserver says who those are.
+		if opts.Authorizer, err = kubereg.NewAuthorizer(watcher.Config(), kubereg.AuthorizerOptions{Logger: log}); err != nil {
+			return err
+		}
 		// The Lease holder tests the examples for every replica.
 		opts.ExampleActive, opts.ExampleResult = watcher.Leader, watcher.ExampleResult
 	}
@@ -190,6 +195,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		MaxHeaderBytes: server.MaxHeaderBytes,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext:    func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:    server.ConnContext,
 	}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(l) }()
@@ -215,19 +221,24 @@ func serve(ctx context.Context, s *settings, e env) error {
 }
 
 // newWatcher builds the watcher of --watch-registries.
-func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks []server.WebhookRegistry, log *slog.Logger) (*kubereg.Watcher, error) {
+func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks []server.WebhookRegistry, metrics *server.Metrics, log *slog.Logger) (*kubereg.Watcher, error) {
 	cfg, err := kubereg.LoadConfig(s.kube.kubeconfig)
 	if err != nil {
 		return nil, err
 	}
 	static := make([]string, 0, len(s.registries))
+	var ids []string
 	for _, spec := range s.registries {
 		static = append(static, spec.Prefix)
+		ids = append(ids, spec.Identity())
 	}
 	lease := s.kube.lease
 	return kubereg.New(kubereg.Options{
 		Config: cfg, Namespace: s.kube.namespace, Resolver: resolver, Setup: setup,
 		GitHubAPI: s.githubAPI, Refresh: s.refresh, Static: static, StaticWebhooks: hooks,
+		AllowedAPIs: s.kube.allowedAPIs, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
+		MaxTreeEntries: s.kube.maxEntries, MaxRegistryBytes: s.kube.maxRegistryBytes,
+		Forget:        metrics.Forget,
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,
 		Logger: log,
 	})

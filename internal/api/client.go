@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,9 +21,38 @@ import (
 const maxResponse = 64 << 20
 
 // Client calls a registryd over HTTP. It implements Backend.
+//
+// A registryd serving a cluster's Registry objects answers a request for a
+// namespace's registries only when it names the namespace and carries a
+// Kubernetes bearer token whose holder may get those objects: Token and
+// Namespace (or ForNamespace, per request) say so.
 type Client struct {
 	base string
 	hc   *http.Client
+	// Token, if set, returns the bearer token sent with every request
+	// but the admin refresh (which sends the admin token); "" sends none.
+	// It is called per request, so a rotated token file is read anew.
+	Token func() string
+	// Namespace is the namespace whose registries requests ask for, when
+	// their context names none (ForNamespace); "" asks for none.
+	Namespace string
+}
+
+type namespaceKey struct{}
+
+// ForNamespace returns ctx asking a Client's requests made with it for
+// the registries of namespace ns: dm-controller expands each instance
+// for its own namespace.
+func ForNamespace(ctx context.Context, ns string) context.Context {
+	return context.WithValue(ctx, namespaceKey{}, ns)
+}
+
+// namespaceFor returns the namespace a request made with ctx asks for.
+func (c *Client) namespaceFor(ctx context.Context) string {
+	if ns, ok := ctx.Value(namespaceKey{}).(string); ok {
+		return ns
+	}
+	return c.Namespace
 }
 
 var _ Backend = (*Client)(nil)
@@ -84,6 +114,12 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, head
 }
 
 func (c *Client) raw(ctx context.Context, method, path string, q url.Values, header http.Header, body []byte) ([]byte, http.Header, error) {
+	if ns := c.namespaceFor(ctx); ns != "" {
+		q2 := url.Values{}
+		maps.Copy(q2, q)
+		q2.Set("namespace", ns)
+		q = q2
+	}
 	u := c.base + path
 	if len(q) > 0 {
 		u += "?" + q.Encode()
@@ -98,6 +134,11 @@ func (c *Client) raw(ctx context.Context, method, path string, q url.Values, hea
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.Token != nil {
+		if tok := c.Token(); tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
 	for k, v := range header {
 		req.Header[k] = v

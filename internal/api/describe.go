@@ -33,6 +33,7 @@ func ResolutionOf(res *resolve.Resolution) Resolution {
 		Resolved:     res.Resolved(),
 		Requested:    res.Requested,
 		Registry:     res.Ref.Registry(),
+		Namespace:    res.Registry.Namespace,
 		Collection:   res.Ref.Collection,
 		Template:     res.Ref.Template,
 		Version:      v.Semver,

@@ -14,13 +14,14 @@ const lintCacheEntries = 1024
 
 // languageFindings returns the findings of the lint rules of the
 // version's own language (Helm's, for a chart) when this program attached
-// its engine, cached by content digest; nothing otherwise.
+// its engine, cached by registry and content digest (Version.CacheKey);
+// nothing otherwise.
 func (s *Service) languageFindings(ctx context.Context, res *resolve.Resolution) []index.Finding {
 	v := res.Version
 	if !s.expander.RunsLintRules(string(v.Language)) || v.Problem != "" {
 		return nil
 	}
-	if fs, ok := s.lints.Get(v.Path + "@" + v.Digest); ok {
+	if fs, ok := s.lints.Get(v.Path + "@" + v.CacheKey()); ok {
 		return fs
 	}
 	files := make(map[string][]byte, len(v.Files))
@@ -33,6 +34,6 @@ func (s *Service) languageFindings(ctx context.Context, res *resolve.Resolution)
 		files[e.Path] = b
 	}
 	fs := s.expander.LintRules(ctx, v, files)
-	s.lints.Add(v.Path+"@"+v.Digest, fs)
+	s.lints.Add(v.Path+"@"+v.CacheKey(), fs)
 	return fs
 }

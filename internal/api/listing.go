@@ -71,7 +71,7 @@ func (s *Service) Registries(ctx context.Context) (*RegistryList, error) {
 	if !def.IsZero() {
 		out.Default = def.String()
 	}
-	for _, g := range s.resolver.Registries() {
+	for _, g := range s.resolver.Visible(ctx) {
 		out.Registries = append(out.Registries, RegistryInfo(g, def))
 	}
 	return out, nil
@@ -79,7 +79,7 @@ func (s *Service) Registries(ctx context.Context) (*RegistryList, error) {
 
 // Registry describes one registry with its lint findings.
 func (s *Service) Registry(ctx context.Context, name string) (*Registry, error) {
-	g, err := s.registry(name)
+	g, err := s.registry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func (s *Service) Registry(ctx context.Context, name string) (*Registry, error) 
 // A failed refresh returns the error; the registry keeps its last good
 // index.
 func (s *Service) Refresh(ctx context.Context, name string) (*Registry, error) {
-	g, err := s.registry(name)
+	g, err := s.registry(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -113,16 +113,16 @@ type selection struct {
 	hasColl    bool
 }
 
-func (s *Service) selectRegistries(registry, collection string) (selection, error) {
+func (s *Service) selectRegistries(ctx context.Context, registry, collection string) (selection, error) {
 	var sel selection
 	if registry == "" {
-		sel.regs = s.resolver.Registries()
+		sel.regs = s.resolver.Visible(ctx)
 	} else {
 		g, err := resolve.ParseRegistry(registry)
 		if err != nil {
 			return sel, err
 		}
-		reg, err := s.registry(g.Prefix())
+		reg, err := s.registry(ctx, g.Prefix())
 		if err != nil {
 			return sel, err
 		}
@@ -144,7 +144,7 @@ func (s *Service) selectRegistries(registry, collection string) (selection, erro
 // Collections lists the collections of one registry, or of all when
 // registry is "".
 func (s *Service) Collections(ctx context.Context, registry string) (*CollectionList, error) {
-	sel, err := s.selectRegistries(registry, "")
+	sel, err := s.selectRegistries(ctx, registry, "")
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func versionInfo(v *index.Version) VersionInfo {
 
 // Templates lists templates with their versions.
 func (s *Service) Templates(ctx context.Context, q TemplateQuery) (*TemplateList, error) {
-	sel, err := s.selectRegistries(q.Registry, q.Collection)
+	sel, err := s.selectRegistries(ctx, q.Registry, q.Collection)
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +255,7 @@ func (s *Service) Versions(ctx context.Context, ref, registry string) (*Template
 	if r.Version != "" || r.Digest != "" {
 		return nil, fmt.Errorf("%q: name a template without a version or digest: %w", ref, derrors.InvalidArgument)
 	}
-	g, t, _, err := s.resolver.Template(r, def)
+	g, t, _, err := s.resolver.Template(ctx, r, def)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -37,8 +39,39 @@ type RegistrySpec struct {
 	GitHub *GitHubSpec
 	// Namespace confines the registry to one Kubernetes namespace: that of
 	// the Registry object that configures it (registryd
-	// --watch-registries). "" is visible everywhere.
-	Namespace string
+	// --watch-registries). "" is visible everywhere. Object is the name of
+	// that Registry object (or ClusterRegistry) and UID its uid: a
+	// registry of another object never shares its caches.
+	Namespace, Object, UID string
+	// MaxEntries and MaxBytes bound the registry's listing: its entries,
+	// and the bytes of its files (index.Registry); zero means no bound
+	// beyond the source's own (fetch.DefaultMaxEntries for GitHub).
+	MaxEntries int
+	MaxBytes   int64
+}
+
+// Identity returns who reads what for the registry spec describes: the
+// object, the source and a hash of the credential. Two specs of one
+// identity may share cached content; no others do (index.Registry).
+func (s RegistrySpec) Identity() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "prefix\x00%s\x00namespace\x00%s\x00object\x00%s\x00uid\x00%s\x00", s.Prefix, s.Namespace, s.Object, s.UID)
+	switch {
+	case s.GitHub != nil:
+		gh := s.GitHub
+		api := gh.APIURL
+		if api == "" {
+			api = fetch.DefaultGitHubAPI
+		}
+		tok := sha256.Sum256([]byte(gh.Token))
+		fmt.Fprintf(h, "github\x00%s\x00%s\x00%s\x00%s\x00%x", strings.TrimSuffix(api, "/"), gh.Owner, gh.Repo, gh.Branch, tok)
+	case s.Dir != "":
+		abs, _ := filepath.Abs(s.Dir)
+		fmt.Fprintf(h, "dir\x00%s", abs)
+	default:
+		fmt.Fprint(h, "embedded")
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // GitHubSpec names a GitHub repository and how to reach it.
@@ -126,7 +159,9 @@ func ParseGitHubSpec(s string) (RegistrySpec, error) {
 	return RegistrySpec{Prefix: prefix, GitHub: &GitHubSpec{Owner: owner, Repo: name, Branch: branch}}, nil
 }
 
-// Hooks connect registries to metrics; every field may be nil.
+// Hooks connect registries to metrics; every field may be nil. Each
+// hook receives the registry's key (index.Registry.Key): its name, or
+// NAMESPACE/NAME for a namespace's registry.
 type Hooks struct {
 	OnIndex func(registry, result string, d time.Duration)
 	// GitHubRequest and CacheLookup return the hook for one registry.
@@ -157,22 +192,29 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 	if mem <= 0 {
 		mem = 32 << 20
 	}
-	g := &index.Registry{Name: spec.Prefix, Namespace: spec.Namespace, Logger: log, OnIndex: setup.Hooks.OnIndex}
+	g := &index.Registry{Name: spec.Prefix, Namespace: spec.Namespace, Object: spec.Object, Identity: spec.Identity(),
+		MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, Logger: log, OnIndex: setup.Hooks.OnIndex}
+	// Each registry has a directory of its own: nothing one registry
+	// fetched or listed is read by another.
+	dir := ""
+	if setup.CacheDir != "" {
+		dir = RegistryCacheDir(setup.CacheDir, g.Identity)
+	}
 	var src fetch.Source
 	blobDir := ""
 	switch {
 	case spec.GitHub != nil:
 		gh := spec.GitHub
-		opts := fetch.GitHubOptions{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, BaseURL: gh.APIURL, Token: gh.Token, Logger: log}
+		opts := fetch.GitHubOptions{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, BaseURL: gh.APIURL, Token: gh.Token, Logger: log, MaxEntries: spec.MaxEntries}
 		if setup.Hooks.GitHubRequest != nil {
-			opts.OnRequest = setup.Hooks.GitHubRequest(spec.Prefix)
+			opts.OnRequest = setup.Hooks.GitHubRequest(g.Key())
 		}
 		s, err := fetch.NewGitHub(opts)
 		if err != nil {
 			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
 		}
 		src, g.Kind, g.Location = s, KindGitHub, gh.location()
-		g.CacheDir, blobDir = setup.CacheDir, setup.CacheDir
+		g.CacheDir, blobDir = dir, dir
 	case spec.Dir != "":
 		abs, err := filepath.Abs(spec.Dir)
 		if err != nil {
@@ -186,9 +228,8 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 			return nil, fmt.Errorf("registry %s: %s is not a directory: %w", spec.Prefix, abs, derrors.InvalidArgument)
 		}
 		src, g.Kind, g.Location = fetch.NewLocal(os.DirFS(abs)), KindLocal, abs
-		// Snapshots persist (a registry of the same name served from
-		// GitHub later starts from them); blobs are read from the directory.
-		g.CacheDir = setup.CacheDir
+		// Snapshots persist; blobs are read from the directory.
+		g.CacheDir = dir
 	case spec.FS != nil:
 		src, g.Kind, g.Location = fetch.NewLocal(spec.FS), KindEmbedded, "embedded registry-example"
 	default:
@@ -196,10 +237,16 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 	}
 	c := fetch.NewCache(src, blobDir, mem)
 	if setup.Hooks.CacheLookup != nil {
-		c.OnLookup = setup.Hooks.CacheLookup(spec.Prefix)
+		c.OnLookup = setup.Hooks.CacheLookup(g.Key())
 	}
 	g.Source = c
 	return g, nil
+}
+
+// RegistryCacheDir is the directory of the registry of identity id under
+// a process's cache directory: its snapshot and its blobs.
+func RegistryCacheDir(cacheDir, id string) string {
+	return filepath.Join(cacheDir, "registries", id)
 }
 
 // LocalDebounce is how long a local registry must be quiet after a change

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -54,5 +55,43 @@ func TestParseGitHubSpec(t *testing.T) {
 		if err == nil && (s.Prefix != tt.prefix || s.GitHub.Owner != tt.owner || s.GitHub.Repo != tt.repo || s.GitHub.Branch != tt.branch) {
 			t.Errorf("ParseGitHubSpec(%q) = %+v %+v", tt.in, s, s.GitHub)
 		}
+	}
+}
+
+// TestIdentity: registries of another object, source or credential never
+// share an identity (nor their caches); a spec read again has the same.
+func TestIdentity(t *testing.T) {
+	base := func() RegistrySpec {
+		return RegistrySpec{Prefix: "github.com/acme/t", Namespace: "team-a", Object: "t", UID: "u1",
+			GitHub: &GitHubSpec{Owner: "acme", Repo: "t", Branch: "main", APIURL: "https://api.github.com/", Token: "tok"}}
+	}
+	id := base().Identity()
+	if base().Identity() != id {
+		t.Fatal("identity not stable")
+	}
+	same := base()
+	same.GitHub.APIURL = "https://api.github.com" // without the slash
+	if same.Identity() != id {
+		t.Error("the API URL's trailing slash changed the identity")
+	}
+	for name, change := range map[string]func(*RegistrySpec){
+		"namespace": func(s *RegistrySpec) { s.Namespace = "team-b" },
+		"object":    func(s *RegistrySpec) { s.Object = "u" },
+		"uid":       func(s *RegistrySpec) { s.UID = "u2" },
+		"prefix":    func(s *RegistrySpec) { s.Prefix = "github.com/acme/u" },
+		"token":     func(s *RegistrySpec) { s.GitHub.Token = "other" },
+		"no token":  func(s *RegistrySpec) { s.GitHub.Token = "" },
+		"api":       func(s *RegistrySpec) { s.GitHub.APIURL = "https://evil.example/" },
+		"repo":      func(s *RegistrySpec) { s.GitHub.Repo = "u" },
+		"branch":    func(s *RegistrySpec) { s.GitHub.Branch = "dev" },
+	} {
+		s := base()
+		change(&s)
+		if s.Identity() == id {
+			t.Errorf("another %s, the same identity", name)
+		}
+	}
+	if strings.Contains(id, "tok") {
+		t.Error("the identity shows the token")
 	}
 }

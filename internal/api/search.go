@@ -40,7 +40,7 @@ func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResult
 	if len(words) == 0 {
 		return nil, fmt.Errorf("empty search: %w", derrors.InvalidArgument)
 	}
-	sel, err := s.selectRegistries(registry, "")
+	sel, err := s.selectRegistries(ctx, registry, "")
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (s *searcher) search(ctx context.Context, sel selection, words []string) *S
 				continue
 			}
 			info := TemplateInfo(g.Name, t)
-			r := SearchResult{Ref: info.Ref, Registry: g.Name, Collection: t.Collection, Template: t.Name, Latest: info.Latest, Match: kind,
+			r := SearchResult{Ref: info.Ref, Registry: g.Name, Namespace: g.Namespace, Collection: t.Collection, Template: t.Name, Latest: info.Latest, Match: kind,
 				Title: meta.Title, Description: meta.Description, Versions: make([]string, 0, len(t.Versions))}
 			for _, v := range t.Versions {
 				r.Versions = append(r.Versions, v.Semver)
@@ -131,13 +131,15 @@ type VersionMeta struct {
 	read bool
 }
 
-// meta returns the metadata of version v, cached by content digest, so
-// a version's schema is read once however often it is searched.
+// meta returns the metadata of version v, cached by its registry and
+// content digest (Version.CacheKey: another registry's listing may name
+// the same hashes), so a version's schema is read once however often it
+// is searched.
 func (s *searcher) meta(ctx context.Context, g *index.Registry, v *index.Version) *VersionMeta {
 	if v == nil {
 		return &VersionMeta{read: true}
 	}
-	if m, ok := s.metas.Get(v.Digest); ok {
+	if m, ok := s.metas.Get(v.CacheKey()); ok {
 		return m
 	}
 	m, err := readMeta(ctx, g, v)
@@ -145,7 +147,7 @@ func (s *searcher) meta(ctx context.Context, g *index.Registry, v *index.Version
 		return m // not cached: a passing fault is retried next time
 	}
 	m.read = true
-	s.metas.Add(v.Digest, m)
+	s.metas.Add(v.CacheKey(), m)
 	return m
 }
 

@@ -66,7 +66,7 @@ func Relisted[T any](ctx context.Context, r *resolve.Resolver, op func() (T, err
 	if r == nil || !errors.Is(err, fetch.ErrChanged) {
 		return v, err
 	}
-	for _, g := range r.Registries() {
+	for _, g := range r.Visible(ctx) {
 		if g.Kind == KindLocal || g.Kind == KindEmbedded {
 			if rerr := g.Refresh(ctx); rerr != nil {
 				return v, err
@@ -81,23 +81,25 @@ func (s *Service) Resolver() *resolve.Resolver { return s.resolver }
 
 var _ Backend = (*Service)(nil)
 
-// registry finds a registry by name, [host/]owner/repo.
-func (s *Service) registry(name string) (*index.Registry, error) {
-	if g, ok := s.resolver.Registry(name); ok {
+// registry finds a registry that ctx's caller may see by name,
+// [host/]owner/repo.
+func (s *Service) registry(ctx context.Context, name string) (*index.Registry, error) {
+	if g, ok := s.resolver.Registry(ctx, name); ok {
 		return g, nil
 	}
 	sel, err := resolve.ParseRegistry(name)
 	if err == nil && sel.Collection == "" {
-		if g, ok := s.resolver.Registry(sel.Prefix()); ok {
+		if g, ok := s.resolver.Registry(ctx, sel.Prefix()); ok {
 			return g, nil
 		}
 	}
-	return nil, fmt.Errorf("registry %q is not configured (configured: %s): %w", name, strings.Join(s.names(), ", "), derrors.NotFound)
+	return nil, fmt.Errorf("registry %q is not configured (configured: %s): %w", name, strings.Join(s.names(ctx), ", "), derrors.NotFound)
 }
 
-func (s *Service) names() []string {
+// names lists the registries ctx's caller may see.
+func (s *Service) names(ctx context.Context) []string {
 	var names []string
-	for _, g := range s.resolver.Registries() {
+	for _, g := range s.resolver.Visible(ctx) {
 		names = append(names, g.Name)
 	}
 	return names

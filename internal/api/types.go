@@ -185,8 +185,11 @@ type Resolution struct {
 	// github.com/acme/templates/apps/redis:v1.1.0.
 	Resolved string `json:"resolved"`
 	// Requested is the reference as given.
-	Requested  string `json:"requested"`
-	Registry   string `json:"registry"`
+	Requested string `json:"requested"`
+	Registry  string `json:"registry"`
+	// Namespace is the namespace of the Registry object the registry
+	// comes from, "" for a registry visible everywhere.
+	Namespace  string `json:"namespace,omitempty"`
 	Collection string `json:"collection"`
 	Template   string `json:"template"`
 	// Version is canonical (v1.1.0).
@@ -264,8 +267,11 @@ type ExampleStatus struct {
 // SearchResult is one template that matches a search.
 type SearchResult struct {
 	// Ref is the full reference without a version.
-	Ref        string   `json:"ref"`
-	Registry   string   `json:"registry"`
+	Ref      string `json:"ref"`
+	Registry string `json:"registry"`
+	// Namespace is the registry's namespace, "" for one visible
+	// everywhere.
+	Namespace  string   `json:"namespace,omitempty"`
 	Collection string   `json:"collection"`
 	Template   string   `json:"template"`
 	Latest     string   `json:"latest,omitempty"`

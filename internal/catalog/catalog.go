@@ -23,6 +23,7 @@ package catalog
 
 import (
 	"bytes"
+	"context"
 	"embed"
 	"fmt"
 	"html/template"
@@ -279,22 +280,33 @@ func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
 	}
 	p := homePage{Registries: regs.Registries, Examples: c.examples != nil}
 	if c.examples != nil {
-		p.Counts = c.examples.Counts()
-		for _, ch := range c.examples.Recent() {
-			p.Recent = append(p.Recent, recentRow{Ref: ch.Ref, Seen: ch.Seen, Title: c.title(ch.Ref)})
+		visible := c.visible(r.Context())
+		p.Counts = c.examples.CountsIn(visible)
+		for _, ch := range c.examples.Recent(visible) {
+			p.Recent = append(p.Recent, recentRow{Ref: ch.Ref, Seen: ch.Seen, Title: c.title(ch.Registry, ch.Ref)})
 		}
 	}
 	c.render(w, r, http.StatusOK, "home", "Template registries", p)
 }
 
-// title returns the title of the version with canonical reference ref,
-// if the tester knows it.
-func (c *Catalog) title(ref string) string {
+// title returns the title of the version with canonical reference ref of
+// the registry of key registry, if the tester knows it.
+func (c *Catalog) title(registry, ref string) string {
 	if c.examples == nil {
 		return ""
 	}
-	r, _ := c.examples.ByRef(ref)
+	r, _ := c.examples.ByRef(registry, ref)
 	return r.Title
+}
+
+// visible returns whether ctx's caller may see the registry of a key: the
+// catalog's lists that span registries show only those.
+func (c *Catalog) visible(ctx context.Context) func(key string) bool {
+	keys := map[string]bool{}
+	for _, g := range c.svc.Resolver().Visible(ctx) {
+		keys[g.Key()] = true
+	}
+	return func(key string) bool { return keys[key] }
 }
 
 // searchPage is the data of /search.
@@ -334,7 +346,7 @@ func (c *Catalog) handleSearch(w http.ResponseWriter, r *http.Request) {
 			p.Total = len(res.Results)
 			for _, s := range res.Results[:min(len(res.Results), maxResults)] {
 				row := searchRow{SearchResult: s}
-				row.Title, row.Status = c.latestFacts(s.Ref, s.Latest)
+				row.Title, row.Status = c.latestFacts(index.Key(s.Namespace, s.Registry), s.Ref, s.Latest)
 				if s.Title != "" {
 					row.Title = s.Title
 				}
@@ -351,11 +363,11 @@ func (c *Catalog) handleSearch(w http.ResponseWriter, r *http.Request) {
 
 // latestFacts returns the title and example status of version of the
 // template ref names, as far as the tester knows them.
-func (c *Catalog) latestFacts(ref, version string) (title, status string) {
+func (c *Catalog) latestFacts(registry, ref, version string) (title, status string) {
 	if c.examples == nil || version == "" {
 		return "", ""
 	}
-	r, _ := c.examples.ByRef(ref + ":" + version)
+	r, _ := c.examples.ByRef(registry, ref+":"+version)
 	return r.Title, r.Status
 }
 
@@ -406,7 +418,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 	// The page changes only with the registry's state, its snapshot and
 	// the examples' results: keep it until one of them does.
 	var snap *index.Snapshot
-	if g, ok := c.svc.Resolver().Registry(reg.Name); ok {
+	if g, ok := c.svc.Resolver().Registry(r.Context(), reg.Name); ok {
 		snap = g.Snapshot()
 	}
 	var gen uint64
@@ -448,7 +460,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 			if v.Semver == info.Latest {
 				row.Language = string(v.Language)
 				if c.examples != nil {
-					res, _ := c.examples.Result(reg.Name, v.Digest)
+					res, _ := c.examples.Result(index.Key(reg.Namespace, reg.Name), v.Digest)
 					row.Title, row.Status = res.Title, res.Status
 				}
 			}

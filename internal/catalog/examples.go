@@ -85,9 +85,9 @@ type Examples struct {
 	mu      sync.Mutex
 	results map[exampleKey]*ExampleResult
 	queue   []exampleJob
-	seen    map[string]*index.Snapshot // registry -> snapshot last walked
-	byRef   map[string]exampleKey      // canonical reference -> key, of the current snapshots
-	settle  map[string]settling        // remote registry -> its newest snapshot, since when
+	seen    map[string]*index.Snapshot // registry key -> snapshot last walked
+	byRef   map[refKey]exampleKey      // registry key and canonical reference -> key, of the current snapshots
+	settle  map[string]settling        // remote registry key -> its newest snapshot, since when
 	recent  []Change
 	usedBy  map[string][]Use // template ref without version -> users
 	dirty   bool             // usedBy needs rebuilding
@@ -96,7 +96,12 @@ type Examples struct {
 	imported map[exampleKey]*ExampleResult
 }
 
+// exampleKey keys a result: the registry's key (index.Registry.Key:
+// registries of two namespaces may share a name) and the version's digest.
 type exampleKey struct{ registry, digest string }
+
+// refKey finds a result by canonical reference within one registry.
+type refKey struct{ registry, ref string }
 
 type settling struct {
 	snap  *index.Snapshot
@@ -136,12 +141,18 @@ type Use struct {
 	// User is the canonical reference of the version whose example it is;
 	// Used the version of the template it expanded through.
 	User, Used string
+	// Registry is the key of the user's registry (index.Registry.Key).
+	Registry string
+	// namespace is the user's registry's: its example resolved there.
+	namespace string
 }
 
 // Change is a version that appeared in an index.
 type Change struct {
-	Ref  string
-	Seen time.Time
+	// Registry is the key of the version's registry.
+	Registry string
+	Ref      string
+	Seen     time.Time
 }
 
 // maxRecent bounds the list of recent changes.
@@ -224,31 +235,31 @@ func (e *Examples) walk() {
 	changed := false
 	for _, g := range regs {
 		snap := g.Snapshot()
-		if snap == nil || e.seen[g.Name] == snap {
+		if snap == nil || e.seen[g.Key()] == snap {
 			continue
 		}
 		ready := true
 		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
-			st := e.settle[g.Name]
+			st := e.settle[g.Key()]
 			switch {
 			case st.snap != snap:
 				// A new snapshot: its new versions are pending from now
 				// on, tested once it has settled.
-				e.settle[g.Name] = settling{snap, time.Now()}
+				e.settle[g.Key()] = settling{snap, time.Now()}
 				ready = false
 			case time.Since(st.since) < e.opts.RemoteSettle:
 				continue
 			}
 		}
-		first := e.seen[g.Name] == nil
+		first := e.seen[g.Key()] == nil
 		if ready {
-			e.seen[g.Name] = snap
+			e.seen[g.Key()] = snap
 		}
 		changed = true
 		now := time.Now()
 		for _, t := range snap.AllTemplates() {
 			for i, v := range t.Versions {
-				key := exampleKey{g.Name, v.Digest}
+				key := exampleKey{g.Key(), v.Digest}
 				r, ok := e.results[key]
 				if ok && !r.held {
 					continue
@@ -275,7 +286,7 @@ func (e *Examples) walk() {
 				// On a registry's first index every version is new: list
 				// each template's highest version only.
 				if !first || i == len(t.Versions)-1 {
-					e.recent = append(e.recent, Change{Ref: v.Ref, Seen: now})
+					e.recent = append(e.recent, Change{Registry: g.Key(), Ref: v.Ref, Seen: now})
 				}
 			}
 		}
@@ -287,18 +298,29 @@ func (e *Examples) walk() {
 		e.recent = slices.Clone(e.recent[n-maxRecent:])
 	}
 	live := map[exampleKey]bool{}
-	e.byRef = map[string]exampleKey{}
+	e.byRef = map[refKey]exampleKey{}
 	for _, g := range regs {
 		if snap := g.Snapshot(); snap != nil {
 			for _, t := range snap.AllTemplates() {
 				for _, v := range t.Versions {
-					k := exampleKey{g.Name, v.Digest}
+					k := exampleKey{g.Key(), v.Digest}
 					live[k] = true
-					e.byRef[v.Ref] = k
+					e.byRef[refKey{g.Key(), v.Ref}] = k
 				}
 			}
 		}
 	}
+	// A registry no longer served leaves nothing behind.
+	for key := range e.seen {
+		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+			delete(e.seen, key)
+			delete(e.settle, key)
+		}
+	}
+	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool {
+		_, ok := e.opts.Resolver.ByKey(c.Registry)
+		return !ok
+	})
 	for k := range e.results {
 		if !live[k] {
 			delete(e.results, k)
@@ -420,6 +442,24 @@ func (e *Examples) Import(registry, digest string, r ExampleResult) {
 	e.gen.Add(1)
 }
 
+// Forget drops every result kept of the registry of key, served no more:
+// replicas call it when the stored results of a deleted registry go.
+func (e *Examples) Forget(registry string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for k := range e.imported {
+		if k.registry == registry {
+			delete(e.imported, k)
+		}
+	}
+	for k := range e.results {
+		if k.registry == registry {
+			delete(e.results, k)
+			e.dirty = true
+		}
+	}
+}
+
 // maxImported bounds the results imported ahead of their snapshots.
 const maxImported = 1 << 20
 
@@ -474,6 +514,11 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 		Deployment: "example",
 		Registry:   j.g.Name,
 	}
+	// A namespace's templates are tested as that namespace sees them:
+	// its own registries, and those visible everywhere.
+	if j.g.Namespace != "" {
+		ctx = resolve.WithScope(ctx, resolve.Trusted(j.g.Namespace))
+	}
 	// The example's imports (the template beside it, its schema and what
 	// that imports) are sent along as dm sends a configuration's, read from
 	// the version's files. A document that is not a configuration is left
@@ -519,7 +564,8 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 	return r
 }
 
-// Result returns what is known of the version with digest in registry.
+// Result returns what is known of the version with digest in the
+// registry of key registry (index.Registry.Key).
 func (e *Examples) Result(registry, digest string) (ExampleResult, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -534,11 +580,12 @@ func (e *Examples) Result(registry, digest string) (ExampleResult, bool) {
 func (e *Examples) Generation() uint64 { return e.gen.Load() }
 
 // ByRef returns what is known of the version with canonical reference
-// ref (github.com/acme/templates/redis:v1.0.2).
-func (e *Examples) ByRef(ref string) (ExampleResult, bool) {
+// ref (github.com/acme/templates/redis:v1.0.2) in the registry of key
+// registry.
+func (e *Examples) ByRef(registry, ref string) (ExampleResult, bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	k, ok := e.byRef[ref]
+	k, ok := e.byRef[refKey{registry, ref}]
 	if !ok {
 		return ExampleResult{}, false
 	}
@@ -565,7 +612,7 @@ func (e *Examples) Of(v *api.TemplateVersion) *api.ExampleStatus {
 	if v.ExampleFile == "" {
 		return nil
 	}
-	if st := e.Status(v.Registry, v.Digest); st != nil {
+	if st := e.Status(index.Key(v.Namespace, v.Registry), v.Digest); st != nil {
 		return st
 	}
 	// Not seen yet: the tester has not walked this index.
@@ -573,16 +620,20 @@ func (e *Examples) Of(v *api.TemplateVersion) *api.ExampleStatus {
 }
 
 // UsedBy returns the versions whose examples expand through any version of
-// the template ref names (a reference without version), sorted.
-func (e *Examples) UsedBy(ref string) []Use {
+// the template base names (a reference without version) of the registry
+// of namespace ns ("" for one visible everywhere), sorted; visible says
+// which registries' versions the caller may see, by key. A namespace's
+// examples resolve in that namespace: only they can use a template of its
+// registries.
+func (e *Examples) UsedBy(ns, base string, visible func(key string) bool) []Use {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.dirty || e.usedBy == nil {
 		e.usedBy = map[string][]Use{}
-		for _, r := range e.results {
+		for k, r := range e.results {
 			for _, u := range r.Uses {
-				base, _, _ := strings.Cut(u, ":")
-				e.usedBy[base] = append(e.usedBy[base], Use{User: r.Ref, Used: u})
+				b, _, _ := strings.Cut(u, ":")
+				e.usedBy[b] = append(e.usedBy[b], Use{User: r.Ref, Used: u, Registry: k.registry, namespace: keyNamespace(k.registry)})
 			}
 		}
 		for _, us := range e.usedBy {
@@ -590,32 +641,65 @@ func (e *Examples) UsedBy(ref string) []Use {
 		}
 		e.dirty = false
 	}
-	return slices.Clone(e.usedBy[ref])
+	var out []Use
+	for _, u := range e.usedBy[base] {
+		if visible(u.Registry) && (ns == "" || u.namespace == ns) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
-// Recent returns the latest versions that appeared, newest first.
-func (e *Examples) Recent() []Change {
+// keyNamespace returns the namespace of a registry key: the first of four
+// parts (index.Registry.Key), "" for a registry visible everywhere.
+func keyNamespace(key string) string {
+	if strings.Count(key, "/") == 3 {
+		ns, _, _ := strings.Cut(key, "/")
+		return ns
+	}
+	return ""
+}
+
+// Recent returns the latest versions that appeared of the registries
+// visible says the caller may see, newest first.
+func (e *Examples) Recent(visible func(key string) bool) []Change {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	out := slices.Clone(e.recent)
-	slices.Reverse(out)
+	var out []Change
+	for i := len(e.recent) - 1; i >= 0; i-- {
+		if c := e.recent[i]; visible(c.Registry) {
+			out = append(out, c)
+		}
+	}
 	return out
 }
 
 // ExampleCounts counts versions by example status.
 type ExampleCounts struct{ OK, Error, Pending int }
 
-// Counts counts the versions with examples by status.
-func (e *Examples) Counts() ExampleCounts { return e.CountsFor("") }
+// Counts counts the versions with examples of every registry by status.
+func (e *Examples) Counts() ExampleCounts {
+	return e.count(func(string) bool { return true })
+}
 
-// CountsFor counts the versions with examples of one registry by status;
-// "" counts every registry's.
+// CountsIn counts by status the versions with examples of the registries
+// visible says the caller may see, by key.
+func (e *Examples) CountsIn(visible func(key string) bool) ExampleCounts {
+	return e.count(visible)
+}
+
+// CountsFor counts by status the versions with examples of the registry
+// of key registry.
 func (e *Examples) CountsFor(registry string) ExampleCounts {
+	return e.count(func(k string) bool { return k == registry })
+}
+
+func (e *Examples) count(visible func(key string) bool) ExampleCounts {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var c ExampleCounts
 	for k, r := range e.results {
-		if registry != "" && k.registry != registry {
+		if !visible(k.registry) {
 			continue
 		}
 		switch r.Status {

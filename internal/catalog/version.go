@@ -14,6 +14,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/expand/schema"
 	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // versionPage is what a version's page shows that changes only with the
@@ -85,7 +86,7 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 	// The page lists the template's other versions too: it lasts as long
 	// as the registry's snapshot.
 	var snap *index.Snapshot
-	if g, ok := c.svc.Resolver().Registry(res.Registry); ok {
+	if g, ok := c.svc.Resolver().Registry(ctx, res.Registry); ok {
 		snap = g.Snapshot()
 	}
 	key := fmt.Sprintf("%s@%s|%p", res.Resolved, res.Digest, snap)
@@ -337,7 +338,10 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 	if c.examples != nil {
 		gen = c.examples.Generation()
 	}
-	if pv == nil {
+	// The page lists the uses its caller may see: only an anonymous
+	// caller's page is kept.
+	keep := pv == nil && resolve.ScopeKey(r.Context()) == ""
+	if keep {
 		// The page without a form changes only with the examples' results.
 		if rp := vp.rendered.Load(); rp != nil && rp.gen == gen && rp.note == note {
 			c.write(w, status, rp.body)
@@ -346,10 +350,10 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 	}
 	v := versionView{versionPage: vp, Note: note, Form: map[string]string{}, Errors: map[string]string{}}
 	if c.examples != nil {
-		if res, ok := c.examples.Result(vp.TV.Registry, vp.TV.Digest); ok && res.Status != "" {
+		if res, ok := c.examples.Result(index.Key(vp.TV.Namespace, vp.TV.Registry), vp.TV.Digest); ok && res.Status != "" {
 			v.Example = &res
 		}
-		v.UsedBy = c.examples.UsedBy(vp.Base)
+		v.UsedBy = c.examples.UsedBy(vp.TV.Namespace, vp.Base, c.visible(r.Context()))
 	}
 	if pv != nil {
 		v.Form, v.Errors, v.Preview = pv.values, pv.fieldErrors, pv.result
@@ -363,7 +367,7 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
 		return
 	}
-	if pv == nil {
+	if keep {
 		vp.rendered.Store(&renderedPage{gen: gen, note: note, body: body})
 	}
 	c.write(w, status, body)

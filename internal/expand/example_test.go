@@ -33,7 +33,7 @@ func TestExampleRegistry(t *testing.T) {
 	ctx := context.Background()
 	fsys := dm.ExampleRegistry()
 	r := newResolver(t, fsys)
-	reg, _ := r.Registry(dm.ExampleRegistryPrefix)
+	reg, _ := r.Registry(ctx, dm.ExampleRegistryPrefix)
 	snap := reg.Snapshot()
 	// The example registry has a chart: the test attaches Helm's engine,
 	// as registryd and dm-helm do.

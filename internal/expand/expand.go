@@ -831,7 +831,7 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 
 // bundle returns the files of a resolved version, cached by digest.
 func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle, error) {
-	key := "version:" + rs.Version.Digest
+	key := "version:" + rs.Version.CacheKey()
 	if b, ok := x.bundles.Get(key); ok {
 		return b, nil
 	}

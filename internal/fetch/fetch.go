@@ -12,7 +12,10 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"strconv"
+
+	"github.com/dmhq/dm/internal/derrors"
 )
 
 // Entry is one file of a tree listing.
@@ -56,6 +59,29 @@ type Source interface {
 type CommitLister interface {
 	TreeAt(ctx context.Context, commit string, prev *Tree) (*Tree, error)
 }
+
+// A BoundError says a registry's listing exceeds one of its bounds: its
+// entries, the bytes of the files it lists, or the bytes of one answer of
+// its source. It wraps derrors.LimitExceeded.
+type BoundError struct {
+	// Bound is "entries", "bytes" or "response".
+	Bound      string
+	Limit, Got int64
+}
+
+// Error describes the bound.
+func (e *BoundError) Error() string {
+	switch e.Bound {
+	case "bytes":
+		return fmt.Sprintf("the registry's files hold %d bytes, over the bound of %d bytes", e.Got, e.Limit)
+	case "response":
+		return fmt.Sprintf("an answer of the registry's source is over the bound of %d bytes", e.Limit)
+	}
+	return fmt.Sprintf("the registry's tree lists %d entries or more, over the bound of %d entries", e.Got, e.Limit)
+}
+
+// Unwrap returns derrors.LimitExceeded.
+func (e *BoundError) Unwrap() error { return derrors.LimitExceeded }
 
 // BlobSHA returns the git blob SHA-1 of content, the hash git and GitHub
 // use to name it.

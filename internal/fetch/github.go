@@ -64,7 +64,19 @@ type GitHubOptions struct {
 	// Logger receives debug logs of requests and warnings about backing off;
 	// nil discards them.
 	Logger *slog.Logger
+	// MaxEntries bounds the entries of a listing: past it Tree fails with
+	// a *BoundError, and stops reading. Zero means DefaultMaxEntries.
+	MaxEntries int
 }
+
+// DefaultMaxEntries bounds a listing's entries when GitHubOptions sets no
+// bound.
+const DefaultMaxEntries = 100_000
+
+// bytesPerEntry is room for one entry of a tree answer in GitHub's JSON
+// (path, mode, type, sha, size and url, about 250 bytes): an answer is
+// bounded by its entries' bound before it is decoded.
+const bytesPerEntry = 512
 
 // String describes the options without the token.
 func (o GitHubOptions) String() string {
@@ -90,6 +102,7 @@ type GitHub struct {
 	token            string
 	client           *github.Client
 	log              *slog.Logger
+	maxEntries       int
 }
 
 // NewGitHub returns a GitHub source for opts.
@@ -135,7 +148,14 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 	if base0 == nil {
 		base0 = http.DefaultTransport
 	}
-	hc.Transport = &observeTransport{base: base0, onRequest: opts.OnRequest, log: log}
+	maxEntries := opts.MaxEntries
+	if maxEntries <= 0 {
+		maxEntries = DefaultMaxEntries
+	}
+	// Every answer is read through a bound, so a hostile server's answer
+	// costs no more memory than a registry within the bounds could.
+	maxBody := max(int64(maxEntries)*bytesPerEntry+1<<20, maxBlobSize*4/3+1<<20)
+	hc.Transport = &observeTransport{base: base0, onRequest: opts.OnRequest, log: log, maxBody: maxBody}
 
 	if opts.Token != "" {
 		// Not go-github's WithAuthToken: it adds the token to every
@@ -146,12 +166,13 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 	client.BaseURL = u
 	client.UserAgent = "dm-registry"
 	return &GitHub{
-		owner:  opts.Owner,
-		repo:   opts.Repo,
-		ref:    ref,
-		token:  opts.Token,
-		client: client,
-		log:    log.With("source", "github", "repo", opts.Owner+"/"+opts.Repo),
+		owner:      opts.Owner,
+		repo:       opts.Repo,
+		ref:        ref,
+		token:      opts.Token,
+		client:     client,
+		log:        log.With("source", "github", "repo", opts.Owner+"/"+opts.Repo),
+		maxEntries: maxEntries,
 	}, nil
 }
 
@@ -274,6 +295,9 @@ func (g *GitHub) list(ctx context.Context, sha string) ([]Entry, error) {
 	if err != nil {
 		return nil, g.mapError(fmt.Sprintf("%s: listing tree of %s", g, short(sha)), err)
 	}
+	if len(t.Entries) > g.maxEntries {
+		return nil, fmt.Errorf("%s: listing tree of %s: %w", g, short(sha), &BoundError{Bound: "entries", Limit: int64(g.maxEntries), Got: int64(len(t.Entries))})
+	}
 	if t.GetTruncated() {
 		root := t.GetSHA()
 		if !validSHA(root) {
@@ -342,6 +366,7 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 	listed := map[string][]*github.TreeEntry{} // tree SHA -> its entries
 	level := []dir{{"", root}}
 	var entries []Entry
+	seen := 0 // entries read, trees and blobs: the walk's bound
 	for len(level) > 0 {
 		var todo []string
 		for _, d := range level {
@@ -380,6 +405,9 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 		}
 		for i, sha := range todo {
 			listed[sha] = results[i]
+			if seen += len(results[i]); seen > g.maxEntries {
+				return nil, fmt.Errorf("%s: walking the tree: %w", g, &BoundError{Bound: "entries", Limit: int64(g.maxEntries), Got: int64(seen)})
+			}
 		}
 
 		var next []dir
@@ -656,6 +684,8 @@ type observeTransport struct {
 	base      http.RoundTripper
 	onRequest func(endpoint string, status int)
 	log       *slog.Logger
+	// maxBody bounds every answer's body.
+	maxBody int64
 }
 
 func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -672,7 +702,34 @@ func (t *observeTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	// Only method, path and status: headers carry the token.
 	t.log.DebugContext(req.Context(), "GitHub request", "method", req.Method, "path", req.URL.Path,
 		"endpoint", endpoint, "status", status, "duration", time.Since(start).String())
+	if err == nil && t.maxBody > 0 {
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: t.maxBody, limit: t.maxBody}
+	}
 	return resp, err
+}
+
+// boundedBody fails a read past its limit with a *BoundError, so that no
+// answer is read whole into memory past the bound.
+type boundedBody struct {
+	io.ReadCloser
+	left, limit int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, _ := b.ReadCloser.Read(one[:]); n > 0 {
+			return 0, &BoundError{Bound: "response", Limit: b.limit}
+		}
+		return b.ReadCloser.Read(p)
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 func endpointOf(path string) string {

@@ -682,3 +682,27 @@ func mapFS(files map[string]string) fstest.MapFS {
 	}
 	return fsys
 }
+
+// TestGitHubBounds: a listing over MaxEntries fails with a *BoundError, in
+// one recursive answer or along a walk, and stops there; an answer is
+// read through a bound derived from it, never whole into memory.
+func TestGitHubBounds(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	full, err := e.source(t).Tree(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(full.Entries)
+	for _, truncated := range []bool{false, true} {
+		e.srv.SetFaults(githubtest.Faults{TruncateTrees: truncated})
+		_, err := e.source(t, func(o *fetch.GitHubOptions) { o.MaxEntries = n - 1 }).Tree(ctx, nil)
+		var b *fetch.BoundError
+		if !errors.As(err, &b) || b.Bound != "entries" || b.Limit != int64(n-1) || !errors.Is(err, derrors.LimitExceeded) {
+			t.Errorf("truncated %v: %d entries over a bound of %d: %v", truncated, n, n-1, err)
+		}
+		if _, err := e.source(t, func(o *fetch.GitHubOptions) { o.MaxEntries = 1000 }).Tree(ctx, nil); err != nil {
+			t.Errorf("truncated %v: within the bound: %v", truncated, err)
+		}
+	}
+}

@@ -99,6 +99,11 @@ type Version struct {
 	Example  string   `json:"example,omitempty"`
 	// Digest is sha256 over the sorted relative paths and content hashes.
 	Digest string `json:"digest"`
+	// Source is the Identity of the registry that listed the version.
+	// Content is cached by Source and Digest together, never by Digest
+	// alone: another registry's listing may name the same hashes without
+	// being able to read the files (see Registry.Identity).
+	Source string `json:"source,omitempty"`
 	// Problem, when set, makes the version unusable (no or several
 	// template files).
 	Problem string `json:"problem,omitempty"`
@@ -108,6 +113,9 @@ type Version struct {
 	// Num is Semver parsed, so resolution compares numbers, not strings.
 	Num Semver `json:"-"`
 }
+
+// CacheKey keys what is cached of v's content: its Source and Digest.
+func (v *Version) CacheKey() string { return v.Source + "@" + v.Digest }
 
 // Prerelease reports whether v is a pre-release version.
 func (v *Version) Prerelease() bool { return v.Num.Pre != "" }
@@ -221,6 +229,17 @@ type Snapshot struct {
 	Built       time.Time              `json:"built"`
 	// Templates and Versions count what the snapshot holds.
 	Templates, Versions int
+}
+
+// setSource marks every version as listed by the registry of identity id.
+func (s *Snapshot) setSource(id string) {
+	for _, c := range s.Collections {
+		for _, t := range c.Templates {
+			for _, v := range t.Versions {
+				v.Source = id
+			}
+		}
+	}
 }
 
 // Template returns the named template of a collection.

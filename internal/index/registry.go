@@ -36,14 +36,30 @@ type Registry struct {
 	Kind     string
 	Location string
 	// Namespace is the Kubernetes namespace the registry is confined to
-	// (a namespaced Registry object's), "" for none. The index only
-	// carries it: dm-controller enforces it.
-	Namespace string
-	// CacheDir, if set, holds persisted snapshots.
+	// (a namespaced Registry object's), "" for a registry visible
+	// everywhere; Object is the name of that Registry object, which a
+	// caller must be allowed to get to see the registry (package
+	// resolve's Scope).
+	Namespace, Object string
+	// Identity names who reads what: the object, the source and the
+	// credential the registry reads with. Registries of different
+	// identities never share cached content, even when their listings
+	// name the same blobs: a listing is only a claim, and a tenant can
+	// list another's blob SHAs. "" means Name. See Version.Source.
+	Identity string
+	// CacheDir, if set, is the registry's own directory: its persisted
+	// snapshot (the blob cache of its source lives beside it). No other
+	// registry reads it.
 	CacheDir string
 	Logger   *slog.Logger
-	// OnIndex, if set, is called after every refresh attempt with its result
-	// ("ok", "unchanged", "error") and duration.
+	// MaxEntries and MaxBytes bound what a listing may hold: its entries,
+	// and the bytes of the files it lists. A listing over a bound is not
+	// served (Refresh fails with a *BoundError). Zero means no bound.
+	MaxEntries int
+	MaxBytes   int64
+	// OnIndex, if set, is called after every refresh attempt with the
+	// registry's Key, the result ("ok", "unchanged", "error") and its
+	// duration.
 	OnIndex func(registry, result string, d time.Duration)
 
 	snap      atomic.Pointer[Snapshot]
@@ -51,6 +67,8 @@ type Registry struct {
 
 	mu     sync.Mutex
 	status Status
+	// lastErr is the last refresh's error, for its kind (LastErr).
+	lastErr error
 }
 
 // Status describes the registry's freshness.
@@ -68,6 +86,14 @@ type Status struct {
 // Snapshot returns the current snapshot, or nil before the first index.
 func (r *Registry) Snapshot() *Snapshot { return r.snap.Load() }
 
+// LastErr returns the error of the last refresh, nil when it succeeded:
+// Status has its message, LastErr its kind (a *BoundError).
+func (r *Registry) LastErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastErr
+}
+
 // Status returns the registry's freshness.
 func (r *Registry) Status() Status {
 	r.mu.Lock()
@@ -80,6 +106,27 @@ func (r *Registry) logger() *slog.Logger {
 		return r.Logger
 	}
 	return slog.New(slog.DiscardHandler)
+}
+
+// ID returns Identity, or Name when it is not set.
+func (r *Registry) ID() string {
+	if r.Identity != "" {
+		return r.Identity
+	}
+	return r.Name
+}
+
+// Key names the registry uniquely among those a process serves: Name for
+// a registry visible everywhere, NAMESPACE/Name for a namespaced one
+// (names have three slash-separated parts, so the two never collide).
+func (r *Registry) Key() string { return Key(r.Namespace, r.Name) }
+
+// Key is Registry.Key of a registry named name in namespace ns.
+func Key(ns, name string) string {
+	if ns == "" {
+		return name
+	}
+	return ns + "/" + name
 }
 
 // Blob returns a file's content by its SHA.
@@ -103,6 +150,7 @@ func (r *Registry) RefreshAt(ctx context.Context, commit string) error {
 	d := time.Since(start)
 	r.mu.Lock()
 	r.status.LastAttempt = start
+	r.lastErr = err
 	if err != nil {
 		r.status.LastError = err.Error()
 		var re interface{ RetryAfter() time.Duration }
@@ -117,7 +165,7 @@ func (r *Registry) RefreshAt(ctx context.Context, commit string) error {
 	}
 	r.mu.Unlock()
 	if r.OnIndex != nil {
-		r.OnIndex(r.Name, result, d)
+		r.OnIndex(r.Key(), result, d)
 	}
 	log := r.logger().With("registry", r.Name, "result", result, "duration", d)
 	if err != nil {
@@ -159,7 +207,15 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 			break
 		}
 	}
+	if err := r.checkBounds(tree); err != nil {
+		// Over a bound the registry is not served at all: a partial index
+		// would resolve references to versions it could not read.
+		r.snap.Store(nil)
+		r.unpersist()
+		return "error", fmt.Errorf("refreshing %s: %w", r.Name, err)
+	}
 	s := Build(r.Name, tree, meta)
+	s.setSource(r.ID())
 	if err := r.persist(s); err != nil {
 		// Serving the new index matters more than caching it.
 		r.logger().Warn("cannot persist snapshot", "registry", r.Name, "err", err)
@@ -168,18 +224,51 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 	return "ok", nil
 }
 
+// BoundError is fetch.BoundError: a listing over a registry's bounds.
+type BoundError = fetch.BoundError
+
+// checkBounds refuses a listing over r's bounds.
+func (r *Registry) checkBounds(t *fetch.Tree) error {
+	if r.MaxEntries > 0 && len(t.Entries) > r.MaxEntries {
+		return &BoundError{Bound: "entries", Limit: int64(r.MaxEntries), Got: int64(len(t.Entries))}
+	}
+	if r.MaxBytes > 0 {
+		var n int64
+		for _, e := range t.Entries {
+			n += max(e.Size, 0)
+		}
+		if n > r.MaxBytes {
+			return &BoundError{Bound: "bytes", Limit: r.MaxBytes, Got: n}
+		}
+	}
+	return nil
+}
+
 // Install makes s the current snapshot, as a refresh would.
 func (r *Registry) Install(s *Snapshot) { r.snap.Store(s) }
 
+// SnapshotFile is the name of a registry's persisted snapshot in its
+// CacheDir.
+const SnapshotFile = "snapshot.idx"
+
 func (r *Registry) snapshotPath() string {
-	safe := strings.NewReplacer("/", "_", ":", "_", "\\", "_").Replace(r.Name)
-	return filepath.Join(r.CacheDir, "snapshots", safe+".idx")
+	return filepath.Join(r.CacheDir, SnapshotFile)
+}
+
+// unpersist removes the persisted snapshot, if any.
+func (r *Registry) unpersist() {
+	if r.CacheDir != "" {
+		_ = os.Remove(r.snapshotPath())
+	}
 }
 
 // snapshot file format: a JSON header line, then "path\tsha\tsize" lines;
 // plain text is quick to parse and easy to inspect.
 type snapshotHeader struct {
 	Registry string `json:"registry"`
+	// Identity is the registry's: a snapshot is loaded only by the
+	// registry that wrote it.
+	Identity string `json:"identity"`
 	Version  string `json:"version"`
 	ETag     string `json:"etag,omitempty"`
 	Metadata []byte `json:"metadata,omitempty"`
@@ -191,7 +280,7 @@ func (r *Registry) persist(s *Snapshot) error {
 		return nil
 	}
 	var buf bytes.Buffer
-	h, _ := json.Marshal(snapshotHeader{Registry: s.Registry, Version: s.Tree.Version, ETag: s.Tree.ETag, Metadata: s.Metadata, Entries: len(s.Tree.Entries)})
+	h, _ := json.Marshal(snapshotHeader{Registry: s.Registry, Identity: r.ID(), Version: s.Tree.Version, ETag: s.Tree.ETag, Metadata: s.Metadata, Entries: len(s.Tree.Entries)})
 	buf.Write(h)
 	buf.WriteByte('\n')
 	for _, e := range s.Tree.Entries {
@@ -218,18 +307,23 @@ func (r *Registry) Load() error {
 	if err != nil {
 		return fmt.Errorf("loading snapshot of %s: %w", r.Name, err)
 	}
-	tree, meta, err := parseSnapshot(b, r.Name)
+	tree, meta, err := parseSnapshot(b, r.Name, r.ID())
 	if err != nil {
 		return fmt.Errorf("loading snapshot of %s from %s: %w", r.Name, r.snapshotPath(), err)
 	}
-	r.snap.Store(Build(r.Name, tree, meta))
+	if err := r.checkBounds(tree); err != nil {
+		return fmt.Errorf("loading snapshot of %s: %w", r.Name, err)
+	}
+	s := Build(r.Name, tree, meta)
+	s.setSource(r.ID())
+	r.snap.Store(s)
 	r.mu.Lock()
 	r.status.FromCache = true
 	r.mu.Unlock()
 	return nil
 }
 
-func parseSnapshot(b []byte, name string) (*fetch.Tree, []byte, error) {
+func parseSnapshot(b []byte, name, identity string) (*fetch.Tree, []byte, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64<<10), 16<<20)
 	if !sc.Scan() {
@@ -241,6 +335,9 @@ func parseSnapshot(b []byte, name string) (*fetch.Tree, []byte, error) {
 	}
 	if h.Registry != name {
 		return nil, nil, fmt.Errorf("snapshot is of %q", h.Registry)
+	}
+	if h.Identity != identity {
+		return nil, nil, errors.New("snapshot was written by another registry (another object, source or credential)")
 	}
 	t := &fetch.Tree{Version: h.Version, ETag: h.ETag, Entries: make([]fetch.Entry, 0, h.Entries)}
 	line := 1
@@ -286,7 +383,10 @@ func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()
 	}
 	for {
 		wait := Jitter(interval)
-		if r.Snapshot() == nil && (wait <= 0 || wait > RetryUnready) {
+		var bound *BoundError
+		// A registry over a bound waits its interval: retrying sooner
+		// would only spend the source's rate limit on the same refusal.
+		if r.Snapshot() == nil && (wait <= 0 || wait > RetryUnready) && !errors.As(r.LastErr(), &bound) {
 			wait = RetryUnready
 		}
 		if wait <= 0 {

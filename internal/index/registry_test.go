@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -114,7 +115,7 @@ func TestRegistryLoadCorrupt(t *testing.T) {
 	if err := reg.Refresh(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	matches, _ := filepath.Glob(filepath.Join(dir, "snapshots", "*"))
+	matches, _ := filepath.Glob(filepath.Join(dir, index.SnapshotFile))
 	if len(matches) != 1 {
 		t.Fatalf("persisted files: %v", matches)
 	}
@@ -186,6 +187,44 @@ func TestJitter(t *testing.T) {
 		}
 		if d >= time.Second && len(seen) < 10 {
 			t.Errorf("Jitter(%s) took %d values in 100 draws: not spread", d, len(seen))
+		}
+	}
+}
+
+// TestRegistryBounds: a listing over a bound is not served (Refresh fails
+// with a *BoundError and the snapshot goes), and a persisted snapshot is
+// loaded only by the registry of the identity that wrote it.
+func TestRegistryBounds(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	reg := &index.Registry{Name: "github.com/a/b", Identity: "one", Source: fetch.NewLocal(fixture()), CacheDir: dir}
+	if err := reg.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := len(reg.Snapshot().Tree.Entries)
+	other := &index.Registry{Name: "github.com/a/b", Identity: "two", Source: fetch.NewLocal(fixture()), CacheDir: dir}
+	if err := other.Load(); err == nil || !strings.Contains(err.Error(), "written by another registry") {
+		t.Errorf("another identity loaded the snapshot: %v", err)
+	}
+	same := &index.Registry{Name: "github.com/a/b", Identity: "one", Source: fetch.NewLocal(fixture()), CacheDir: dir}
+	if err := same.Load(); err != nil {
+		t.Errorf("the same identity: %v", err)
+	}
+	for _, tt := range []struct {
+		entries int
+		bytes   int64
+		bound   string
+	}{{n - 1, 0, "entries"}, {0, 10, "bytes"}} {
+		reg.MaxEntries, reg.MaxBytes = tt.entries, tt.bytes
+		reg.Install(nil)
+		_ = reg.Load() // the persisted snapshot is over the bound too
+		err := reg.Refresh(ctx)
+		var b *index.BoundError
+		if !errors.As(err, &b) || b.Bound != tt.bound || reg.Snapshot() != nil || !errors.As(reg.LastErr(), &b) {
+			t.Errorf("bound %s: %v, snapshot %v", tt.bound, err, reg.Snapshot() != nil)
+		}
+		if _, err := os.Stat(filepath.Join(dir, index.SnapshotFile)); !os.IsNotExist(err) {
+			t.Errorf("bound %s: the snapshot over the bound is still persisted (%v)", tt.bound, err)
 		}
 	}
 }

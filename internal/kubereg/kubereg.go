@@ -5,11 +5,18 @@
 // registries it serves as the objects change, beside those of its flags.
 //
 // Kubernetes is the only channel between replicas: a replica that
-// receives a signed push records the pushed commit on the registry's object
-// (annotation dm.io/pushed-commit) and every replica, watching the object,
-// refreshes; one Lease in registryd's namespace elects the replica that
-// writes the objects' status. A replica that loses the apiserver keeps
-// serving what it has and says so in /readyz's notes.
+// receives a signed push records the pushed commit in a ConfigMap of
+// registryd's namespace (registryd-pushes, keyed by object uid) and every
+// replica, watching it, refreshes; one Lease in registryd's namespace
+// elects the replica that writes the objects' status. A replica that
+// loses the apiserver keeps serving what it has and says so in /readyz's
+// notes.
+//
+// A namespaced Registry serves its namespace alone: its prefix is claimed
+// within the namespace (a prefix a ClusterRegistry or a flag serves is
+// refused), its registry is visible only to callers that may get the
+// object (package resolve's Scope, checked by Authorizer), and what it
+// reads is cached under its own identity (object, source, credential).
 //
 // The types come from internal/controller/api/v1alpha1, a package of plain
 // types that imports nothing of the controller's reconcilers.
@@ -27,6 +34,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,6 +73,33 @@ type Options struct {
 	// Static are the registries of flags and the configuration file: an
 	// object naming one of their prefixes is refused (Stalled).
 	Static []string
+	// AllowedAPIs are the GitHub API URLs objects may name
+	// (spec.github.apiURL); an object naming another is Stalled
+	// (APINotAllowed) and registryd sends it nothing. Empty means
+	// GitHubAPI alone.
+	AllowedAPIs []string
+	// MinRefresh is the shortest refresh interval an object gets: a
+	// shorter spec.refreshInterval is raised to it, and the Ready
+	// condition says so. Zero means none.
+	MinRefresh time.Duration
+	// MaxTreeEntries and MaxRegistryBytes bound each object's registry:
+	// its listing's entries and the bytes of its files. A registry over a
+	// bound is not served; its Ready condition says TooLarge, naming the
+	// bound. Zero means fetch.DefaultMaxEntries and no byte bound.
+	MaxTreeEntries   int
+	MaxRegistryBytes int64
+	// StaticIdentities are the identities of the registries of flags and
+	// the configuration file (api.RegistrySpec.Identity): their cache
+	// directories are never cleaned.
+	StaticIdentities []string
+	// CacheGCDelay is how long after its first full view of the objects
+	// the watcher removes the cache directories no registry uses (those of
+	// objects deleted while registryd was down); zero means a minute.
+	CacheGCDelay time.Duration
+	// Forget, if set, is called with the key of a registry no longer
+	// served (its object deleted, or opened anew under another
+	// identity): what is kept per registry elsewhere (metrics) goes.
+	Forget func(key string)
 	// StaticWebhooks are the flag registries' webhook registrations, kept
 	// beside the objects'.
 	StaticWebhooks []server.WebhookRegistry
@@ -128,8 +163,9 @@ type Watcher struct {
 
 	mu      sync.Mutex
 	running map[string]*running // object key -> what is served for it
-	// byPrefix maps a served prefix to the key of the object serving it.
-	byPrefix map[string]string
+	// byRegistry maps a served registry's key (index.Registry.Key) to the
+	// key of the object serving it.
+	byRegistry map[string]string
 	// problems say why objects are not served, by key.
 	problems map[string]problem
 	secrets  *secretWatches
@@ -137,9 +173,11 @@ type Watcher struct {
 	resMu   sync.Mutex
 	results []pendingResult
 	resCh   chan struct{}
-	// pushes are commits to record on objects, by key.
-	pushes map[string]string
-	pushCh chan struct{}
+	// pushes are commits to record, by object uid; pushStore is the
+	// informer's store of the pushes ConfigMap.
+	pushes    map[string]string
+	pushCh    chan struct{}
+	pushStore toolscache.Store
 }
 
 // New returns a Watcher; Run starts it.
@@ -178,7 +216,7 @@ func New(opts Options) (*Watcher, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	w := &Watcher{opts: opts, log: log, client: c, static: map[string]bool{},
-		kick: make(chan struct{}, 1), running: map[string]*running{}, byPrefix: map[string]string{},
+		kick: make(chan struct{}, 1), running: map[string]*running{}, byRegistry: map[string]string{},
 		problems: map[string]problem{}, pushes: map[string]string{}, pushCh: make(chan struct{}, 1), resCh: make(chan struct{}, 1)}
 	for _, p := range opts.Static {
 		w.static[p] = true
@@ -186,6 +224,9 @@ func New(opts Options) (*Watcher, error) {
 	w.secrets = newSecretWatches(w)
 	return w, nil
 }
+
+// Config returns the connection to the apiserver the watcher uses.
+func (w *Watcher) Config() *rest.Config { return w.opts.Config }
 
 // Leader reports whether this replica holds the Lease.
 func (w *Watcher) Leader() bool { return w.leader.Load() }

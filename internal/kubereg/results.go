@@ -14,7 +14,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/catalog"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // Example results live in ConfigMaps of registryd's namespace, one per
@@ -167,4 +169,52 @@ func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name
 		return err
 	}
 	return w.client.Update(wctx, cm)
+}
+
+// forgetResults is the results informer's DeleteFunc: the registry whose
+// stored results went is forgotten by the tester too.
+func (w *Watcher) forgetResults(obj any) {
+	if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok || w.srv == nil {
+		return
+	}
+	w.srv.Examples().Forget(cm.Annotations[resultsRegistry])
+}
+
+// resultsGCTicks is how many status periods pass between collections of
+// the results of deleted registries (a minute at the default 2 seconds).
+const resultsGCTicks = 30
+
+// collectResults deletes the stored results of the registries no object
+// and no flag names any more: a deleted Registry leaves nothing behind,
+// in the cluster or in any replica's memory.
+func (w *Watcher) collectResults(ctx context.Context, regs, cregs, results toolscache.Store) {
+	named := map[string]bool{}
+	for p := range w.static {
+		named[p] = true
+	}
+	for _, o := range objects(regs, cregs) {
+		prefix := o.spec.Prefix
+		if prefix == "" {
+			prefix = o.spec.GitHub.Owner + "/" + o.spec.GitHub.Repo
+		}
+		if p, err := api.ParsePrefix(prefix); err == nil {
+			named[index.Key(o.namespace, p)] = true
+		}
+	}
+	for _, o := range results.List() {
+		cm := o.(*corev1.ConfigMap)
+		if named[cm.Annotations[resultsRegistry]] {
+			continue
+		}
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := w.client.Delete(dctx, cm, client.Preconditions{UID: &cm.UID})
+		cancel()
+		if err != nil && !apierrors.IsNotFound(err) {
+			w.log.Warn("cannot delete the example results of a deleted registry", "configmap", cm.Name, "err", err)
+		}
+	}
 }

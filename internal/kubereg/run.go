@@ -2,6 +2,10 @@ package kubereg
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/fetch"
 )
 
 // Run watches the objects and serves their registries through srv until
@@ -35,20 +40,26 @@ func (w *Watcher) Run(ctx context.Context, srv Server) error {
 	_, _ = results.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    w.importResults,
 		UpdateFunc: func(_, o any) { w.importResults(o) },
+		DeleteFunc: w.forgetResults,
 	})
+	// Another replica's push wakes the sync loop, which refreshes.
+	pushes := w.informer(ctx, &corev1.ConfigMapList{}, &corev1.ConfigMap{}, w.opts.Namespace, "metadata.name="+pushesName)
+	w.pushStore = pushes.GetStore()
+	go pushes.Run(ctx.Done())
 	go regs.Run(ctx.Done())
 	go cregs.Run(ctx.Done())
 	go results.Run(ctx.Done())
 	go w.storeResults(ctx, results.GetStore())
 	go w.recordPushes(ctx)
 	go w.elect(ctx, lease)
-	go w.writeStatuses(ctx, regs.GetStore(), cregs.GetStore())
+	go w.writeStatuses(ctx, regs.GetStore(), cregs.GetStore(), results.GetStore())
+	cleaning := false
 	for {
 		select {
 		case <-ctx.Done():
 			w.mu.Lock()
 			for key, r := range w.running {
-				w.stop(key, r)
+				w.stop(key, r, false) // kept for the next start
 			}
 			w.mu.Unlock()
 			return nil
@@ -56,15 +67,63 @@ func (w *Watcher) Run(ctx context.Context, srv Server) error {
 		}
 		// Until both kinds are listed, an object missing from a store may
 		// only be unread: nothing is removed before.
-		if !regs.HasSynced() || !cregs.HasSynced() {
+		if !regs.HasSynced() || !cregs.HasSynced() || !pushes.HasSynced() {
 			go func() {
-				if toolscache.WaitForCacheSync(ctx.Done(), regs.HasSynced, cregs.HasSynced) {
+				if toolscache.WaitForCacheSync(ctx.Done(), regs.HasSynced, cregs.HasSynced, pushes.HasSynced) {
 					w.wake()
 				}
 			}()
 			continue
 		}
 		w.sync(ctx, regs.GetStore(), cregs.GetStore())
+		if !cleaning {
+			cleaning = true
+			go w.cleanCacheAfter(ctx)
+		}
+	}
+}
+
+// cleanCacheAfter removes, once, the cache directories that no registry
+// served uses, CacheGCDelay after the first full view of the objects: the
+// directories of objects deleted while registryd was down, which no
+// deletion removed. A directory of an object that is not served then (a
+// Secret not readable yet) goes too; its registry indexes anew.
+func (w *Watcher) cleanCacheAfter(ctx context.Context) {
+	dir := w.opts.Setup.CacheDir
+	if dir == "" {
+		return
+	}
+	delay := w.opts.CacheGCDelay
+	if delay <= 0 {
+		delay = time.Minute
+	}
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(delay):
+	}
+	keep := map[string]bool{}
+	for _, id := range w.opts.StaticIdentities {
+		keep[id] = true
+	}
+	w.mu.Lock()
+	for _, r := range w.running {
+		keep[r.g.ID()] = true
+	}
+	w.mu.Unlock()
+	entries, err := os.ReadDir(filepath.Join(dir, "registries"))
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || keep[e.Name()] {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, "registries", e.Name())); err != nil {
+			w.log.Warn("cannot remove an unused registry cache directory", "dir", e.Name(), "err", err)
+			continue
+		}
+		w.log.Info("removed the cache directory of a registry no longer served", "dir", e.Name())
 	}
 }
 
@@ -108,10 +167,10 @@ func (w *Watcher) elect(ctx context.Context, c coordinationv1client.Coordination
 // writeStatuses, while this replica holds the Lease, writes every
 // object's status that differs from what it serves. It reads the
 // informers' stores: with nothing changing it sends nothing.
-func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs toolscache.Store) {
+func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs, results toolscache.Store) {
 	t := time.NewTicker(w.opts.StatusPeriod)
 	defer t.Stop()
-	for {
+	for tick := 0; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
@@ -119,6 +178,9 @@ func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs toolscache.Stor
 		}
 		if !w.leader.Load() {
 			continue
+		}
+		if tick%resultsGCTicks == 0 {
+			w.collectResults(ctx, regs, cregs, results)
 		}
 		for _, o := range objects(regs, cregs) {
 			st := w.status(o)
@@ -186,7 +248,7 @@ func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
 		errs := snap.Errors()
 		st.Lint = v1alpha1.LintCounts{Errors: errs, Warnings: len(snap.Findings) - errs}
 		if w.srv != nil {
-			c := w.srv.Examples().CountsFor(r.prefix)
+			c := w.srv.Examples().CountsFor(r.key())
 			st.Examples = v1alpha1.ExampleCounts{OK: c.OK, Error: c.Error, Pending: c.Pending}
 		}
 	}
@@ -194,7 +256,17 @@ func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
 	if r.suspend {
 		suspended = " (suspended: not refreshed)"
 	}
+	suspended += r.note
+	var bound *fetch.BoundError
 	switch {
+	case errors.As(r.g.LastErr(), &bound):
+		// Over a bound the registry is not served (index.Registry drops
+		// its snapshot): say which bound, and the flag that sets it.
+		flag := "--max-tree-entries"
+		if bound.Bound == "bytes" {
+			flag = "--max-registry-bytes"
+		}
+		set(v1alpha1.ConditionReady, false, "TooLarge", fmt.Sprintf("not served: %s (registryd's %s)", bound.Error(), flag))
 	case snap != nil && gs.LastError == "":
 		set(v1alpha1.ConditionReady, true, "Indexed", "serving commit "+snap.Tree.Version+suspended)
 	case snap != nil:

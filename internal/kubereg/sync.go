@@ -2,15 +2,19 @@ package kubereg
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/types"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,10 +29,10 @@ type object struct {
 	key       string // Registry/NS/NAME or ClusterRegistry/NAME
 	namespace string // "" for a ClusterRegistry
 	name      string
+	uid       string
 	created   time.Time
 	gen       int64
 	spec      v1alpha1.RegistrySpec
-	pushed    string // the dm.io/pushed-commit annotation
 	status    v1alpha1.RegistryStatus
 	obj       client.Object
 }
@@ -41,12 +45,27 @@ type desired struct {
 	suspend bool
 	// hookSecret is the registry's own webhook secret.
 	hookSecret string
+	// note is said in the Ready condition: a setting registryd changed.
+	note string
 }
+
+// key is the served registry's key (index.Registry.Key).
+func (d desired) key() string { return index.Key(d.spec.Namespace, d.prefix) }
 
 // same reports whether d and e serve the registry alike: otherwise the
 // registry is opened anew (a rotated token, another branch).
 func (d desired) same(e desired) bool {
-	return d.prefix == e.prefix && *d.spec.GitHub == *e.spec.GitHub && d.refresh == e.refresh && d.suspend == e.suspend
+	return d.prefix == e.prefix && d.spec.Identity() == e.spec.Identity() && *d.spec.GitHub == *e.spec.GitHub && d.refresh == e.refresh && d.suspend == e.suspend
+}
+
+// sameSource reports whether d and e read the same repository through
+// the same API at the same prefix, whatever the credential: a registry
+// opened anew with a rotated token serves the old index until it has
+// read the new one.
+func (d desired) sameSource(e desired) bool {
+	a, b := *d.spec.GitHub, *e.spec.GitHub
+	a.Token, b.Token = "", ""
+	return d.key() == e.key() && a == b
 }
 
 // running is an object's registry being served.
@@ -72,15 +91,23 @@ func objects(regs, cregs toolscache.Store) []object {
 	var out []object
 	for _, o := range regs.List() {
 		r := o.(*v1alpha1.Registry)
-		out = append(out, object{key: registryKey(r.Namespace, r.Name), namespace: r.Namespace, name: r.Name, created: r.CreationTimestamp.Time,
-			gen: r.Generation, spec: r.Spec, pushed: r.Annotations[v1alpha1.PushedCommitAnnotation], status: r.Status, obj: r})
+		out = append(out, object{key: registryKey(r.Namespace, r.Name), namespace: r.Namespace, name: r.Name, uid: string(r.UID), created: r.CreationTimestamp.Time,
+			gen: r.Generation, spec: r.Spec, status: r.Status, obj: r})
 	}
 	for _, o := range cregs.List() {
 		r := o.(*v1alpha1.ClusterRegistry)
-		out = append(out, object{key: clusterKey(r.Name), name: r.Name, created: r.CreationTimestamp.Time,
-			gen: r.Generation, spec: r.Spec, pushed: r.Annotations[v1alpha1.PushedCommitAnnotation], status: r.Status, obj: r})
+		out = append(out, object{key: clusterKey(r.Name), name: r.Name, uid: string(r.UID), created: r.CreationTimestamp.Time,
+			gen: r.Generation, spec: r.Spec, status: r.Status, obj: r})
 	}
+	// ClusterRegistries claim their prefixes first, whatever their age: a
+	// namespace's Registry can never take a prefix from every namespace.
 	slices.SortFunc(out, func(a, b object) int {
+		if ca, cb := a.namespace == "", b.namespace == ""; ca != cb {
+			if ca {
+				return -1
+			}
+			return 1
+		}
 		if c := a.created.Compare(b.created); c != 0 {
 			return c
 		}
@@ -109,21 +136,46 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 	if err != nil {
 		return desired{}, &problem{true, "InvalidSpec", "spec.prefix: " + err.Error()}
 	}
+	// Prefixes are claimed per namespace: registries visible everywhere
+	// (flags, ClusterRegistries) in one space, each namespace's in its
+	// own, which a prefix visible everywhere keeps out of.
 	if w.static[p] {
-		return desired{}, &problem{true, "PrefixConflict", fmt.Sprintf("prefix %s is configured by registryd's flags or configuration file", p)}
+		return desired{}, &problem{true, "PrefixConflict", fmt.Sprintf("prefix %s is served to every namespace by registryd's flags or configuration file", p)}
 	}
 	if other, ok := claimed[p]; ok {
-		return desired{}, &problem{true, "PrefixConflict", fmt.Sprintf("prefix %s is served for %s, created earlier", p, other)}
+		msg := fmt.Sprintf("prefix %s is served for %s, created earlier", p, other)
+		if o.namespace != "" {
+			msg = fmt.Sprintf("prefix %s is served to every namespace by %s: a namespace's Registry cannot serve a prefix a ClusterRegistry serves", p, other)
+		}
+		return desired{}, &problem{true, "PrefixConflict", msg}
 	}
-	claimed[p] = o.key
+	own := index.Key(o.namespace, p)
+	if other, ok := claimed[own]; ok {
+		return desired{}, &problem{true, "PrefixConflict", fmt.Sprintf("prefix %s is served in namespace %s for %s, created earlier", p, o.namespace, other)}
+	}
+	claimed[own] = o.key
 	apiURL := gh.APIURL
 	if apiURL == "" {
 		apiURL = w.opts.GitHubAPI
 	}
+	if !w.apiAllowed(apiURL) {
+		// Nothing is sent to a server registryd was not told to trust:
+		// an object is not a way to make it send requests anywhere.
+		return desired{}, &problem{true, "APINotAllowed", fmt.Sprintf("spec.github.apiURL %s is not among the GitHub APIs registryd may reach (its --allowed-github-api flags)", apiURL)}
+	}
 	d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend,
-		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
+		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
+			MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes,
+			GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
 	if ri := o.spec.RefreshInterval; ri != nil {
 		d.refresh = ri.Duration
+		if m := w.opts.MinRefresh; m > 0 && d.refresh < m {
+			// Clamped, not refused: the registry stays served, and the
+			// condition says so. A tight interval would spend the rate
+			// limit every tokenless registry shares.
+			d.note = fmt.Sprintf("; spec.refreshInterval %s is below registryd's --min-refresh-interval: refreshing every %s", ri.Duration, m)
+			d.refresh = m
+		}
 	}
 	ns := w.secretNamespace(o)
 	read := func(field string, ref *v1alpha1.SecretKeyReference) (string, *problem) {
@@ -160,6 +212,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 	want := map[string]desired{}
 	problems := map[string]problem{}
 	pushed := map[string]string{}
+	pushes := w.pushedCommits()
 	for _, o := range objs {
 		d, pr := w.want(o, claimed, needed)
 		if pr != nil {
@@ -167,7 +220,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 			continue
 		}
 		want[o.key] = d
-		pushed[o.key] = o.pushed
+		pushed[o.key] = pushes[o.uid]
 	}
 	w.secrets.ensure(ctx, needed)
 
@@ -178,10 +231,10 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 		if d, ok := want[key]; ok && d.same(r.desired) {
 			continue
 		}
-		if _, ok := want[key]; ok && want[key].prefix == r.prefix {
+		if d, ok := want[key]; ok && d.sameSource(r.desired) {
 			continue // replaced below, keeping its snapshot
 		}
-		w.stop(key, r)
+		w.stop(key, r, true)
 	}
 	var hooks []server.WebhookRegistry
 	for key, d := range want {
@@ -191,7 +244,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 			if err != nil {
 				w.problems[key] = problem{true, "InvalidSpec", err.Error()}
 				if ok {
-					w.stop(key, r)
+					w.stop(key, r, true)
 				}
 				continue
 			}
@@ -203,21 +256,21 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 				nr.pushed = pushed[key]
 			}
 			w.running[key] = nr
-			w.byPrefix[d.prefix] = key
+			w.byRegistry[d.key()] = key
 			r = nr
 			w.log.Info("serving registry from the cluster", "object", key, "registry", d.prefix, "location", d.spec.GitHub.String(), "suspended", d.suspend)
 		}
-		r.hookSecret = d.hookSecret
+		r.hookSecret, r.note = d.hookSecret, d.note
 		if p := pushed[key]; p != "" && p != r.pushed {
 			r.pushed = p
 			if !d.suspend {
-				w.log.Info("push recorded on the registry's object: refreshing", "registry", d.prefix, "commit", p)
-				w.srv.RequestRefresh(d.prefix, p)
+				w.log.Info("push recorded by another replica: refreshing", "registry", d.key(), "commit", p)
+				w.srv.RequestRefresh(d.key(), p)
 			}
 		}
 		if !d.suspend {
 			gh := d.spec.GitHub
-			hooks = append(hooks, server.WebhookRegistry{Registry: d.prefix, Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: d.hookSecret})
+			hooks = append(hooks, server.WebhookRegistry{Registry: d.key(), Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: d.hookSecret})
 		}
 	}
 	slices.SortFunc(hooks, func(a, b server.WebhookRegistry) int { return strings.Compare(a.Registry, b.Registry) })
@@ -232,7 +285,7 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	if err != nil {
 		return nil, err
 	}
-	if old != nil && old.prefix == d.prefix && old.g.Snapshot() != nil {
+	if old != nil && d.sameSource(old.desired) && old.g.Snapshot() != nil {
 		g.Install(old.g.Snapshot())
 	} else if g.CacheDir != "" {
 		if err := g.Load(); err == nil {
@@ -247,33 +300,71 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	w.opts.Resolver.Put(g)
 	if old != nil {
 		old.cancel()
+		if old.g.CacheDir != g.CacheDir {
+			w.forget(old)
+		}
 	}
 	return &running{desired: d, g: g, cancel: cancel}, nil
 }
 
-// stop stops serving key's registry. w.mu is held.
-func (w *Watcher) stop(key string, r *running) {
+// stop stops serving key's registry and, with forget, removes what it
+// kept (its cache directory, its metrics): memory and disk return when an
+// object goes. w.mu is held.
+func (w *Watcher) stop(key string, r *running, forget bool) {
 	r.cancel()
-	if cur, ok := w.opts.Resolver.Registry(r.prefix); ok && cur == r.g {
-		w.opts.Resolver.Remove(r.prefix)
-	}
+	w.opts.Resolver.Remove(r.g)
 	delete(w.running, key)
-	if w.byPrefix[r.prefix] == key {
-		delete(w.byPrefix, r.prefix)
+	if w.byRegistry[r.key()] == key {
+		delete(w.byRegistry, r.key())
 	}
-	w.log.Info("no longer serving registry from the cluster", "object", key, "registry", r.prefix)
+	if forget {
+		w.forget(r)
+	}
+	w.log.Info("no longer serving registry from the cluster", "object", key, "registry", r.key())
 }
 
-// Pushed is the webhook's OnPush: it records commit on the object serving
-// registry, so that every replica refreshes. It does not block.
-func (w *Watcher) Pushed(registry, commit string) {
+// forget removes what r kept on disk and in metrics. A registry no longer
+// served may still be refreshing: its refresh may write the directory
+// again, which the next start of registryd removes (cleanCache).
+func (w *Watcher) forget(r *running) {
+	if r.g.CacheDir != "" {
+		if err := os.RemoveAll(r.g.CacheDir); err != nil {
+			w.log.Warn("cannot remove the registry's cache directory", "registry", r.key(), "err", err)
+		}
+	}
+	if w.opts.Forget != nil {
+		w.opts.Forget(r.key())
+	}
+}
+
+// apiAllowed reports whether registryd may send requests to the GitHub
+// API at u.
+func (w *Watcher) apiAllowed(u string) bool {
+	norm := func(s string) string { return strings.TrimSuffix(strings.TrimSpace(s), "/") }
+	allowed := w.opts.AllowedAPIs
+	if len(allowed) == 0 {
+		allowed = []string{w.opts.GitHubAPI}
+	}
+	for _, a := range allowed {
+		if norm(a) == norm(u) {
+			return true
+		}
+	}
+	return false
+}
+
+// Pushed is the webhook's OnPush: it records commit for the registry of
+// key (index.Registry.Key) in registryd's pushes ConfigMap, so that every
+// replica refreshes. It does not block.
+func (w *Watcher) Pushed(key, commit string) {
 	w.mu.Lock()
-	key, ok := w.byPrefix[registry]
+	obj, ok := w.byRegistry[key]
 	if ok && commit != "" {
 		// This replica refreshes already: its own record must not make it
 		// refresh twice.
-		w.running[key].pushed = commit
-		w.pushes[key] = commit
+		r := w.running[obj]
+		r.pushed = commit
+		w.pushes[r.spec.UID] = commit
 	}
 	w.mu.Unlock()
 	if ok {
@@ -284,8 +375,26 @@ func (w *Watcher) Pushed(registry, commit string) {
 	}
 }
 
-// recordPushes writes the pushed commits to the objects' annotations
-// until ctx ends.
+// Pushed commits live in one ConfigMap of registryd's namespace, which
+// registryd owns: each key an object's uid, each value the commit last
+// pushed to it. registryd writes nothing on the objects themselves, so
+// it needs no right to change a Registry's spec or metadata.
+const pushesName = "registryd-pushes"
+
+// pushedCommits returns the recorded pushes by object uid.
+func (w *Watcher) pushedCommits() map[string]string {
+	if w.pushStore == nil {
+		return nil
+	}
+	o, ok, _ := w.pushStore.GetByKey(w.opts.Namespace + "/" + pushesName)
+	if !ok {
+		return nil
+	}
+	return o.(*corev1.ConfigMap).Data
+}
+
+// recordPushes writes the pushed commits to the pushes ConfigMap until
+// ctx ends.
 func (w *Watcher) recordPushes(ctx context.Context) {
 	for {
 		select {
@@ -296,34 +405,58 @@ func (w *Watcher) recordPushes(ctx context.Context) {
 		w.mu.Lock()
 		pushes := w.pushes
 		w.pushes = map[string]string{}
+		live := map[string]bool{}
+		for _, r := range w.running {
+			live[r.spec.UID] = true
+		}
 		w.mu.Unlock()
-		for key, commit := range pushes {
-			if err := w.annotate(ctx, key, commit); err != nil {
-				w.log.Warn("cannot record the push on the registry's object; other replicas refresh at their interval", "object", key, "err", err)
-			}
+		if len(pushes) == 0 {
+			continue
+		}
+		if err := w.writePushes(ctx, pushes, live); err != nil {
+			w.log.Warn("cannot record the push; other replicas refresh at their interval", "configmap", w.opts.Namespace+"/"+pushesName, "err", err)
 		}
 	}
 }
 
-func (w *Watcher) annotate(ctx context.Context, key, commit string) error {
-	var obj client.Object
-	parts := strings.Split(key, "/")
-	switch parts[0] {
-	case "Registry":
-		obj = &v1alpha1.Registry{}
-		obj.SetNamespace(parts[1])
-		obj.SetName(parts[2])
-	default:
-		obj = &v1alpha1.ClusterRegistry{}
-		obj.SetName(parts[1])
-	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{v1alpha1.PushedCommitAnnotation: commit}}})
-	if err != nil {
-		return err
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+// writePushes records pushes (uid -> commit), dropping the entries of
+// objects no longer served (live says which are), and retries on a
+// conflict with another replica's write.
+func (w *Watcher) writePushes(ctx context.Context, pushes map[string]string, live map[string]bool) error {
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return w.client.Patch(pctx, obj, client.RawPatch(types.MergePatchType, patch))
+	key := client.ObjectKey{Namespace: w.opts.Namespace, Name: pushesName}
+	var err error
+	for range 5 {
+		cm := &corev1.ConfigMap{}
+		err = w.client.Get(wctx, key, cm)
+		create := apierrors.IsNotFound(err)
+		if err != nil && !create {
+			return err
+		}
+		if create {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+				Labels: map[string]string{"app.kubernetes.io/name": "registryd"}}}
+		}
+		if cm.Data == nil {
+			cm.Data = map[string]string{}
+		}
+		for uid := range cm.Data {
+			if !live[uid] {
+				delete(cm.Data, uid)
+			}
+		}
+		maps.Copy(cm.Data, pushes)
+		if create {
+			err = w.client.Create(wctx, cm)
+		} else {
+			err = w.client.Update(wctx, cm)
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return err
 }
 
 // ReadyNotes are /readyz's notes: an unreachable apiserver.
@@ -334,12 +467,12 @@ func (w *Watcher) ReadyNotes() []string {
 	return nil
 }
 
-// Serves reports whether registry comes from a cluster object: its
-// missing index does not fail /readyz.
-func (w *Watcher) Serves(registry string) bool {
+// Serves reports whether the registry of key comes from a cluster
+// object: its missing index does not fail /readyz.
+func (w *Watcher) Serves(key string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, ok := w.byPrefix[registry]
+	_, ok := w.byRegistry[key]
 	return ok
 }
 

@@ -1,18 +1,25 @@
 package kubereg
 
 import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // TestWant: how an object's registry is to be served, or why it cannot be.
 func TestWant(t *testing.T) {
-	w := &Watcher{opts: Options{Namespace: "dm-system", GitHubAPI: "https://ghe/api/v3/", Refresh: time.Hour},
+	w := &Watcher{opts: Options{Namespace: "dm-system", GitHubAPI: "https://ghe/api/v3/", Refresh: time.Hour, MinRefresh: time.Minute,
+		AllowedAPIs: []string{"https://ghe/api/v3/", "https://other.example/api"}},
 		static: map[string]bool{"github.com/flag/reg": true}}
 	w.secrets = newSecretWatches(w)
 	gh := v1alpha1.RegistryGitHub{Owner: "acme", Repo: "tpl"}
@@ -28,7 +35,10 @@ func TestWant(t *testing.T) {
 		{"own prefix", v1alpha1.RegistrySpec{GitHub: gh, Prefix: "example.com/a/b"}, nil, "example.com/a/b", "", false},
 		{"bad prefix", v1alpha1.RegistrySpec{GitHub: gh, Prefix: "a/b/c/d/e"}, nil, "", "InvalidSpec", true},
 		{"flag's prefix", v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "flag", Repo: "reg"}}, nil, "", "PrefixConflict", true},
-		{"taken prefix", v1alpha1.RegistrySpec{GitHub: gh}, map[string]string{"github.com/acme/tpl": "Registry/x/y"}, "", "PrefixConflict", true},
+		{"prefix served everywhere", v1alpha1.RegistrySpec{GitHub: gh}, map[string]string{"github.com/acme/tpl": "ClusterRegistry/y"}, "", "PrefixConflict", true},
+		{"prefix taken in the namespace", v1alpha1.RegistrySpec{GitHub: gh}, map[string]string{"ns/github.com/acme/tpl": "Registry/ns/y"}, "", "PrefixConflict", true},
+		{"prefix of another namespace", v1alpha1.RegistrySpec{GitHub: gh}, map[string]string{"other/github.com/acme/tpl": "Registry/other/y"}, "github.com/acme/tpl", "", false},
+		{"API not allowed", v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "a", Repo: "b", APIURL: "http://169.254.169.254/"}}, nil, "", "APINotAllowed", true},
 		{"secret not watched yet", v1alpha1.RegistrySpec{GitHub: gh, TokenSecretRef: &v1alpha1.SecretKeyReference{Name: "s", Key: "k"}}, nil, "github.com/acme/tpl", "SecretNotFound", false},
 	}
 	for _, tt := range tests {
@@ -38,7 +48,7 @@ func TestWant(t *testing.T) {
 				claimed = map[string]string{}
 			}
 			needed := map[string]bool{}
-			d, pr := w.want(object{key: "Registry/ns/r", namespace: "ns", spec: tt.spec}, claimed, needed)
+			d, pr := w.want(object{key: "Registry/ns/r", namespace: "ns", name: "r", spec: tt.spec}, claimed, needed)
 			switch {
 			case tt.reason == "" && pr != nil:
 				t.Fatalf("problem %+v", pr)
@@ -48,13 +58,21 @@ func TestWant(t *testing.T) {
 			if tt.prefix != "" && d.prefix != tt.prefix {
 				t.Errorf("prefix %q, want %q", d.prefix, tt.prefix)
 			}
-			if pr == nil && (d.spec.GitHub.APIURL != "https://ghe/api/v3/" || d.refresh != time.Hour) {
+			if pr == nil && (d.spec.GitHub.APIURL != "https://ghe/api/v3/" || d.refresh != time.Hour || d.spec.Namespace != "ns" || d.spec.Object != "r") {
 				t.Errorf("defaults not applied: %+v, refresh %s", d.spec.GitHub, d.refresh)
 			}
 			if tt.spec.TokenSecretRef != nil && !needed["ns/s"] {
 				t.Errorf("the Secret ns/s is not watched: %v", needed)
 			}
 		})
+	}
+	// Another allowed API, with or without its trailing slash; a refresh
+	// interval under the floor is raised to it, and said.
+	d, pr := w.want(object{key: "Registry/ns/r", namespace: "ns", name: "r", spec: v1alpha1.RegistrySpec{
+		GitHub:          v1alpha1.RegistryGitHub{Owner: "a", Repo: "b", APIURL: "https://other.example/api/"},
+		RefreshInterval: &metav1.Duration{Duration: 20 * time.Millisecond}}}, map[string]string{}, map[string]bool{})
+	if pr != nil || d.refresh != time.Minute || !strings.Contains(d.note, "below registryd's --min-refresh-interval") {
+		t.Errorf("allowed API with a short interval: %+v, refresh %s, note %q", pr, d.refresh, d.note)
 	}
 	// A ClusterRegistry's Secrets are in registryd's namespace.
 	needed := map[string]bool{}
@@ -76,5 +94,28 @@ func TestResultName(t *testing.T) {
 	}
 	if k := resultKey("sha256:abc"); k != "sha256.abc" {
 		t.Errorf("key %s", k)
+	}
+}
+
+// TestCleanCache: the cache directories of registries served, and of the
+// flags' registries, stay; the others (objects deleted while registryd
+// was down) go.
+func TestCleanCache(t *testing.T) {
+	dir := t.TempDir()
+	for _, id := range []string{"served", "flag", "orphan"} {
+		if err := os.MkdirAll(filepath.Join(dir, "registries", id, "blobs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &Watcher{opts: Options{Setup: api.Setup{CacheDir: dir}, StaticIdentities: []string{"flag"}, CacheGCDelay: time.Millisecond},
+		log: slog.New(slog.DiscardHandler), running: map[string]*running{"Registry/ns/r": {g: &index.Registry{Name: "github.com/a/b", Identity: "served"}}}}
+	w.cleanCacheAfter(context.Background())
+	got, _ := os.ReadDir(filepath.Join(dir, "registries"))
+	var names []string
+	for _, e := range got {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, " ") != "flag served" {
+		t.Errorf("left %v, want flag and served", names)
 	}
 }

@@ -40,26 +40,50 @@ func (r *Resolution) Resolved() string { return r.Version.Ref }
 // Resolver resolves references against a set of registries. The set may
 // change while it serves (registryd's registries from cluster objects):
 // readers load an immutable set, writers replace it.
+//
+// A registry is visible everywhere or confined to one namespace
+// (index.Registry.Namespace): a namespaced registry resolves only for a
+// caller whose Scope (in the context) names its namespace and allows it.
+// A prefix means at most one registry visible everywhere and at most one
+// per namespace; one visible everywhere is found first, so a namespace's
+// registry never changes what a reference to it means.
 type Resolver struct {
 	set atomic.Pointer[registrySet]
 	mu  sync.Mutex // serialises Put and Remove
+	// gen counts changes of the set, for what is cached of it.
+	gen atomic.Uint64
 	// Default is where short references resolve.
 	Default Registry
 }
 
-// registrySet is one immutable set of registries, by name and by parts.
+// registrySet is one immutable set of registries, by key and by parts.
 type registrySet struct {
-	registries map[string]*index.Registry
-	byParts    map[regKey]*index.Registry
+	byKey map[string]*index.Registry
+	// global are the registries visible everywhere; namespaced those of
+	// each namespace.
+	global     view
+	namespaced map[string]view
 }
 
+// view is the registries of one namespace, or of none, by reference parts.
+type view map[regKey]*index.Registry
+
 func newSet(regs []*index.Registry) *registrySet {
-	s := &registrySet{registries: make(map[string]*index.Registry, len(regs)), byParts: make(map[regKey]*index.Registry, len(regs))}
+	s := &registrySet{byKey: make(map[string]*index.Registry, len(regs)), global: view{}, namespaced: map[string]view{}}
 	for _, g := range regs {
-		s.registries[g.Name] = g
-		if p := strings.SplitN(g.Name, "/", 4); len(p) == 3 {
-			s.byParts[regKey{p[0], p[1], p[2]}] = g
+		s.byKey[g.Key()] = g
+		p := strings.SplitN(g.Name, "/", 4)
+		if len(p) != 3 {
+			continue
 		}
+		v := s.global
+		if g.Namespace != "" {
+			if v = s.namespaced[g.Namespace]; v == nil {
+				v = view{}
+				s.namespaced[g.Namespace] = v
+			}
+		}
+		v[regKey{p[0], p[1], p[2]}] = g
 	}
 	return s
 }
@@ -71,62 +95,117 @@ func New(def Registry, regs ...*index.Registry) *Resolver {
 	return r
 }
 
-// Put adds g, or replaces the registry of the same name, and returns the
-// one it replaced, if any.
+// Put adds g, or replaces the registry of the same key (index.Registry.Key),
+// and returns the one it replaced, if any.
 func (r *Resolver) Put(g *index.Registry) *index.Registry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cur := r.set.Load().registries
-	old := cur[g.Name]
+	cur := r.set.Load().byKey
+	old := cur[g.Key()]
 	regs := make([]*index.Registry, 0, len(cur)+1)
-	for n, h := range cur {
-		if n != g.Name {
+	for k, h := range cur {
+		if k != g.Key() {
 			regs = append(regs, h)
 		}
 	}
 	r.set.Store(newSet(append(regs, g)))
+	r.gen.Add(1)
 	return old
 }
 
-// Remove takes the registry named name out of the set and returns it, or
-// nil when there is none.
-func (r *Resolver) Remove(name string) *index.Registry {
+// Remove takes g out of the set, if it is there (another registry of the
+// same key is left alone), and reports whether it was.
+func (r *Resolver) Remove(g *index.Registry) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cur := r.set.Load().registries
-	old, ok := cur[name]
-	if !ok {
-		return nil
+	cur := r.set.Load().byKey
+	if cur[g.Key()] != g {
+		return false
 	}
 	regs := make([]*index.Registry, 0, len(cur))
-	for n, h := range cur {
-		if n != name {
+	for k, h := range cur {
+		if k != g.Key() {
 			regs = append(regs, h)
 		}
 	}
 	r.set.Store(newSet(regs))
-	return old
+	r.gen.Add(1)
+	return true
 }
+
+// Generation counts the changes of the set of registries (not of their
+// indexes): what is cached of a registry since removed is dropped when it
+// moves.
+func (r *Resolver) Generation() uint64 { return r.gen.Load() }
 
 // regKey indexes registries by reference parts, sparing the hot path a
 // string concatenation.
 type regKey struct{ host, owner, repo string }
 
-// Registries returns the registries by name, sorted.
+// Registries returns every registry, whoever may see it, sorted by key:
+// for what the process does with all of them (indexing, metrics). What
+// answers a caller uses Visible.
 func (r *Resolver) Registries() []*index.Registry {
-	cur := r.set.Load().registries
+	cur := r.set.Load().byKey
 	out := make([]*index.Registry, 0, len(cur))
 	for _, g := range cur {
 		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// Visible returns the registries ctx's caller may see, sorted by name.
+func (r *Resolver) Visible(ctx context.Context) []*index.Registry {
+	set := r.set.Load()
+	out := make([]*index.Registry, 0, len(set.global))
+	for _, g := range set.global {
+		out = append(out, g)
+	}
+	if sc := ScopeFrom(ctx); sc != nil && sc.Namespace != "" {
+		for k, g := range set.namespaced[sc.Namespace] {
+			if _, shadowed := set.global[k]; !shadowed && sc.allows(ctx, g) {
+				out = append(out, g)
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }
 
-// Registry returns the registry with the given reference prefix.
-func (r *Resolver) Registry(name string) (*index.Registry, bool) {
-	g, ok := r.set.Load().registries[name]
+// ByKey returns the registry of a key (index.Registry.Key), whoever may
+// see it: for the process's own bookkeeping (webhooks, refreshes).
+func (r *Resolver) ByKey(key string) (*index.Registry, bool) {
+	g, ok := r.set.Load().byKey[key]
 	return g, ok
+}
+
+// Registry returns the registry with the given reference prefix that
+// ctx's caller may see.
+func (r *Resolver) Registry(ctx context.Context, name string) (*index.Registry, bool) {
+	p := strings.SplitN(name, "/", 4)
+	if len(p) != 3 {
+		return nil, false
+	}
+	return r.find(ctx, regKey{p[0], p[1], p[2]})
+}
+
+// find returns the registry of k that ctx's caller may see: the one
+// visible everywhere, else its namespace's.
+func (r *Resolver) find(ctx context.Context, k regKey) (*index.Registry, bool) {
+	set := r.set.Load()
+	if g, ok := set.global[k]; ok {
+		return g, true
+	}
+	sc := ScopeFrom(ctx)
+	if sc == nil || sc.Namespace == "" {
+		return nil, false
+	}
+	g, ok := set.namespaced[sc.Namespace][k]
+	if !ok || !sc.allows(ctx, g) {
+		return nil, false
+	}
+	return g, true
 }
 
 // Resolve parses s and resolves it against the default registry.
@@ -167,21 +246,23 @@ func Qualify(ref Ref, def Registry) (Ref, error) {
 
 // Template finds the template a reference names, whatever its version:
 // the registry holding it, the template and the qualified reference.
-func (r *Resolver) Template(ref Ref, def Registry) (*index.Registry, *index.Template, Ref, error) {
-	reg, t, err := r.lookup(&ref, def)
+func (r *Resolver) Template(ctx context.Context, ref Ref, def Registry) (*index.Registry, *index.Template, Ref, error) {
+	reg, t, err := r.lookup(ctx, &ref, def)
 	return reg, t, ref, err
 }
 
 // lookup qualifies *ref in place and finds its template; the hot path
 // spares itself copies of the reference.
-func (r *Resolver) lookup(ref *Ref, def Registry) (*index.Registry, *index.Template, error) {
+func (r *Resolver) lookup(ctx context.Context, ref *Ref, def Registry) (*index.Registry, *index.Template, error) {
 	q, err := Qualify(*ref, def)
 	if err != nil {
 		return nil, nil, err
 	}
-	reg, ok := r.set.Load().byParts[regKey{q.Host, q.Owner, q.Repo}]
+	reg, ok := r.find(ctx, regKey{q.Host, q.Owner, q.Repo})
 	if !ok {
-		return nil, nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", q, q.Registry(), strings.Join(r.names(), ", "), derrors.NotFound)
+		// Only what the caller may see is named: a namespace's registry
+		// it may not read answers as one that does not exist.
+		return nil, nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", q, q.Registry(), strings.Join(r.names(ctx), ", "), derrors.NotFound)
 	}
 	snap := reg.Snapshot()
 	if snap == nil {
@@ -197,7 +278,7 @@ func (r *Resolver) lookup(ref *Ref, def Registry) (*index.Registry, *index.Templ
 
 // ResolveRef resolves a parsed reference.
 func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Resolution, error) {
-	reg, t, err := r.lookup(&ref, def)
+	reg, t, err := r.lookup(ctx, &ref, def)
 	if err != nil {
 		return nil, err
 	}
@@ -214,12 +295,12 @@ func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Reso
 	return &Resolution{Ref: canon, Registry: reg, Version: v, Template: t, Note: note}, nil
 }
 
-func (r *Resolver) names() []string {
+// names lists the names of the registries ctx's caller may see.
+func (r *Resolver) names(ctx context.Context) []string {
 	var names []string
-	for n := range r.set.Load().registries {
-		names = append(names, n)
+	for _, g := range r.Visible(ctx) {
+		names = append(names, g.Name)
 	}
-	sort.Strings(names)
 	return names
 }
 

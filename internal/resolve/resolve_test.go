@@ -108,7 +108,7 @@ func TestResolveDigest(t *testing.T) {
 		t.Fatalf("pin to v1.1.7's digest: %v, %v", res, err)
 	}
 	// The digest of v1.1.3, which the reference allows but is not the highest.
-	snap, _ := r.Registry("github.com/acme/templates")
+	snap, _ := r.Registry(context.Background(), "github.com/acme/templates")
 	tm, _ := snap.Snapshot().Template("", "t")
 	var d113 string
 	for _, v := range tm.Versions {
@@ -211,7 +211,8 @@ func TestPutRemove(t *testing.T) {
 	if err != nil || res.Resolved() != "github.com/new/reg/x:v1.0.0" {
 		t.Fatalf("after Put: %v, %v", res, err)
 	}
-	if old := r.Put(registry("github.com/new/reg", map[string]string{"x/v1.0.1/x.py": "b"})); old == nil {
+	second := registry("github.com/new/reg", map[string]string{"x/v1.0.1/x.py": "b"})
+	if old := r.Put(second); old == nil {
 		t.Fatal("Put of a registry of the same name replaced nothing")
 	}
 	if res, err := r.Resolve(ctx, ref); err != nil || res.Resolved() != "github.com/new/reg/x:v1.0.1" {
@@ -220,7 +221,7 @@ func TestPutRemove(t *testing.T) {
 	if n := len(r.Registries()); n != 3 {
 		t.Fatalf("%d registries, want 3", n)
 	}
-	if r.Remove("github.com/new/reg") == nil || r.Remove("github.com/new/reg") != nil {
+	if !r.Remove(second) || r.Remove(second) {
 		t.Fatal("Remove did not remove exactly once")
 	}
 	if _, err := r.Resolve(ctx, ref); !errors.Is(err, derrors.NotFound) || !strings.Contains(err.Error(), "not configured") {

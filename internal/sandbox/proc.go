@@ -47,11 +47,13 @@ type proc struct {
 	// why is the reason the worker is retired, for Options.OnExit:
 	// ExitRecycled unless a limit or a failure ended it.
 	why string
-	// resolved and gen are what the worker resolved in index generation
-	// gen (jobState.resolved).
+	// resolved, gen and scope are what the worker resolved in index
+	// generation gen for the caller scope (jobState.resolved).
 	resolved map[string]*resolve.Resolution
 	gen      uint64
-	// sent holds the digests of the versions whose files the worker got.
+	scope    string
+	// sent holds the versions whose files the worker got, by
+	// index.Version.CacheKey.
 	sent map[string]bool
 	// jobs and bytes count the worker's life, for recycling.
 	jobs  int
@@ -200,8 +202,8 @@ func (w *proc) do(ctx context.Context, p *Pool, j *job) (raw json.RawMessage, ke
 	w.jobs++
 	// The same rule as the worker's (worker.run), so both sides forget
 	// resolutions at the same job.
-	if w.resolved == nil || j.Gen != w.gen || len(w.resolved) > maxCachedResolutions {
-		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
+	if w.resolved == nil || j.Gen != w.gen || j.Scope != w.scope || len(w.resolved) > maxCachedResolutions {
+		w.resolved, w.gen, w.scope = map[string]*resolve.Resolution{}, j.Gen, j.Scope
 	}
 	if w.sent == nil {
 		w.sent = map[string]bool{}

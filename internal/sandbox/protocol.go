@@ -133,8 +133,11 @@ type job struct {
 	// Default is the default registry for short references.
 	Default string `json:"default,omitempty"`
 	// Gen changes whenever a registry's index does: the worker keeps the
-	// resolutions it was given while Gen stays the same.
+	// resolutions it was given while Gen and Scope stay the same.
 	Gen uint64 `json:"gen,omitempty"`
+	// Scope is who asks (resolve.ScopeKey): what one caller resolved is
+	// never another's, who may see other registries under the same names.
+	Scope string `json:"scope,omitempty"`
 }
 
 // lookup is the Lookup of the cluster the job is deployed to, nil when

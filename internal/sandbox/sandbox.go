@@ -254,7 +254,7 @@ func (p *Pool) ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.Raw
 	// A local registry changed since it was listed: list it again and
 	// run the job once more, as in-process (api.Relisted).
 	return api.Relisted(ctx, p.opts.Resolver, func() (json.RawMessage, error) {
-		j.Gen = p.generation()
+		j.Gen, j.Scope = p.generation(), resolve.ScopeKey(ctx)
 		return p.run(ctx, j)
 	})
 }
@@ -265,7 +265,7 @@ func (p *Pool) ExpandJSON(ctx context.Context, req *api.ExpandRequest) (json.Raw
 func (p *Pool) ProcessTemplate(ctx context.Context, body []byte) (json.RawMessage, error) {
 	// The generation keeps the worker's resolutions: a Template job needs
 	// none, and the next expansion should find them.
-	return p.run(ctx, &job{Process: body, Gen: p.generation()})
+	return p.run(ctx, &job{Process: body, Gen: p.generation(), Scope: resolve.ScopeKey(ctx)})
 }
 
 // run runs a job on a worker, starting or replacing workers as needed.
@@ -364,12 +364,12 @@ func (p *Pool) answer(ctx context.Context, st *jobState, c *call) *reply {
 		}
 		st.resolved[rs.Resolved()] = rs
 		rep := &reply{Resolution: &wireResolution{Ref: rs.Ref.String(), Requested: rs.Requested, Note: rs.Note, Version: stripFindings(rs.Version)}}
-		if !st.sent[rs.Version.Digest] {
+		if !st.sent[rs.Version.CacheKey()] {
 			rep.Files = prefetch(ctx, rs)
 			if len(st.sent) >= maxCachedResolutions {
 				clear(st.sent)
 			}
-			st.sent[rs.Version.Digest] = true
+			st.sent[rs.Version.CacheKey()] = true
 		}
 		return rep
 	case "read":

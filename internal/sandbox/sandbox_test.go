@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	dm "github.com/dmhq/dm"
@@ -381,6 +382,45 @@ func TestParseBytes(t *testing.T) {
 	for _, in := range []string{"", "0", "MiB", "-1MiB", "12XB", "1.5GiB", "99999999999GiB"} {
 		if _, err := ParseBytes(in); !errors.Is(err, derrors.InvalidArgument) {
 			t.Errorf("ParseBytes(%q): got %v, want an invalid-argument error", in, err)
+		}
+	}
+}
+
+// blindSource lists what src lists and reads nothing: a tenant's server
+// that names another tenant's blob SHAs.
+type blindSource struct{ fetch.Source }
+
+func (blindSource) Blob(context.Context, string) ([]byte, error) {
+	return nil, fmt.Errorf("no content here: %w", derrors.NotFound)
+}
+
+// TestScopeIsolation: a worker that expanded for one caller keeps nothing
+// another caller resolves differently can use: team-b's registry of the
+// same prefix, whose listing names the same blobs (so the same digest),
+// gets none of team-a's files from the worker's or the parent's caches.
+func TestScopeIsolation(t *testing.T) {
+	ctx := t.Context()
+	files := fstest.MapFS{"cm/v1.0.0/cm.jinja": {Data: []byte("resources:\n- name: cm\n  type: ConfigMap\n  properties: {data: {text: team-a-secret}}\n")}}
+	regA := &index.Registry{Name: "github.com/acme/private", Namespace: "team-a", Object: "private", Identity: "a", Source: fetch.NewLocal(files)}
+	regB := &index.Registry{Name: "github.com/acme/private", Namespace: "team-b", Object: "private", Identity: "b", Source: blindSource{fetch.NewLocal(files)}}
+	for _, g := range []*index.Registry{regA, regB} {
+		if err := g.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := newPool(t, Options{Resolver: resolve.New(resolve.Registry{}, regA, regB), Workers: 1})
+	req := &api.ExpandRequest{Ref: "github.com/acme/private/cm:v1"}
+	for i := range 2 { // the second time from the worker's warm caches
+		a, err := p.Expand(resolve.WithScope(ctx, resolve.Trusted("team-a")), req)
+		if err != nil || !strings.Contains(fmt.Sprint(a.Config.Resources), "team-a-secret") {
+			t.Fatalf("team-a (run %d): %v %v", i, a, err)
+		}
+		b, err := p.Expand(resolve.WithScope(ctx, resolve.Trusted("team-b")), req)
+		if err == nil || strings.Contains(fmt.Sprint(b), "team-a-secret") || !errors.Is(err, derrors.NotFound) {
+			t.Errorf("team-b (run %d): %v, %v; want its own registry's read to fail", i, b, err)
+		}
+		if _, err := p.Expand(ctx, req); !errors.Is(err, derrors.NotFound) || !strings.Contains(err.Error(), "not configured") {
+			t.Errorf("anonymous (run %d): %v", i, err)
 		}
 	}
 }

@@ -110,8 +110,9 @@ type worker struct {
 	// for the index generation gen: a warm worker asks nothing.
 	resolved map[string]*resolve.Resolution
 	gen      uint64
-	// prefetched holds files sent with resolutions, by version digest,
-	// until the expander reads them.
+	scope    string
+	// prefetched holds files sent with resolutions, by
+	// index.Version.CacheKey, until the expander reads them.
 	prefetched map[string]map[string][]byte
 	// baseGoroutines is the count between jobs; more after a job means a
 	// render was abandoned and may still run.
@@ -218,8 +219,8 @@ func (w *worker) run(body []byte) (*done, []byte) {
 		err error
 	)
 	ctx := context.Background()
-	if j.Gen != w.gen || len(w.resolved) > maxCachedResolutions {
-		w.resolved, w.gen = map[string]*resolve.Resolution{}, j.Gen
+	if j.Gen != w.gen || j.Scope != w.scope || len(w.resolved) > maxCachedResolutions {
+		w.resolved, w.gen, w.scope = map[string]*resolve.Resolution{}, j.Gen, j.Scope
 	}
 	// Files sent for a version whose bundle was cached already are not
 	// read; they go with the job.
@@ -336,7 +337,7 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 		if r.prefetched == nil {
 			r.prefetched = map[string]map[string][]byte{}
 		}
-		r.prefetched[wr.Version.Digest] = rep.Files
+		r.prefetched[wr.Version.CacheKey()] = rep.Files
 	}
 	if r.resolved != nil {
 		r.resolved[key] = rs
@@ -345,11 +346,11 @@ func (r *remoteResolver) ResolveIn(ctx context.Context, ref string, def resolve.
 }
 
 func (r *remoteResolver) ReadFile(ctx context.Context, rs *resolve.Resolution, name string) ([]byte, error) {
-	if files, ok := r.prefetched[rs.Version.Digest]; ok {
+	if files, ok := r.prefetched[rs.Version.CacheKey()]; ok {
 		if b, ok := files[name]; ok {
 			delete(files, name)
 			if len(files) == 0 {
-				delete(r.prefetched, rs.Version.Digest)
+				delete(r.prefetched, rs.Version.CacheKey())
 			}
 			return b, nil
 		}

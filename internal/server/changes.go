@@ -11,6 +11,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // Bounds of GET /v1/index/changes, a long poll: a client (dm-controller)
@@ -29,18 +30,22 @@ const (
 	changesPoll = 200 * time.Millisecond
 )
 
-// indexState is the registries' indexed versions and their token.
-func (s *Server) indexState() api.IndexChanges {
+// indexState is the indexed versions of the registries see admits, by
+// key (index.Registry.Key), and their token.
+func (s *Server) indexState(see func(*index.Registry) bool) api.IndexChanges {
 	regs := s.resolver.Registries()
 	out := api.IndexChanges{Registries: make(map[string]string, len(regs))}
 	names := make([]string, 0, len(regs))
 	for _, g := range regs {
+		if !see(g) {
+			continue
+		}
 		v := ""
 		if snap := g.Snapshot(); snap != nil && snap.Tree != nil {
 			v = snap.Tree.Version
 		}
-		out.Registries[g.Name] = v
-		names = append(names, g.Name)
+		out.Registries[g.Key()] = v
+		names = append(names, g.Key())
 	}
 	slices.Sort(names)
 	h := sha256.New()
@@ -49,6 +54,32 @@ func (s *Server) indexState() api.IndexChanges {
 	}
 	out.Token = hex.EncodeToString(h.Sum(nil))[:24]
 	return out
+}
+
+// changesScope returns which registries a changes request sees: those
+// visible everywhere, and, with a bearer token, the namespaced registries
+// whose Registry objects its holder may get, in every namespace (a
+// controller follows all of its namespaces at once; the keys
+// NAMESPACE/NAME say whose each is). The namespace parameter narrows it to
+// one namespace.
+func (s *Server) changesScope(r *http.Request) func(*index.Registry) bool {
+	ns, token := ParseScope(r.Header.Get("Authorization"), "default")
+	if want := r.URL.Query().Get(NamespaceParam); want != "" {
+		ns, token = ParseScope(r.Header.Get("Authorization"), want)
+	} else {
+		ns = ""
+	}
+	ctx := r.Context()
+	caller := NewCaller(token)
+	return func(g *index.Registry) bool {
+		switch {
+		case g.Namespace == "":
+			return true
+		case s.authz == nil || token == "" || ns != "" && g.Namespace != ns:
+			return false
+		}
+		return s.authz.AllowedRegistry(ctx, caller, g.Namespace, g.Object)
+	}
 }
 
 // handleChanges answers GET /v1/index/changes?since=TOKEN&wait=SECONDS:
@@ -65,7 +96,8 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 		}
 		wait = min(time.Duration(n)*time.Second, MaxChangesWait)
 	}
-	st := s.indexState()
+	see := s.changesScope(r)
+	st := s.indexState(see)
 	if since == "" || st.Token != since || wait == 0 {
 		writeJSON(w, http.StatusOK, st)
 		return
@@ -90,7 +122,7 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, st)
 			return
 		case <-t.C:
-			if st = s.indexState(); st.Token != since {
+			if st = s.indexState(see); st.Token != since {
 				writeJSON(w, http.StatusOK, st)
 				return
 			}

@@ -105,6 +105,16 @@ func NewMetrics() *Metrics {
 	return m
 }
 
+// Forget drops the series of the registry of key (index.Registry.Key),
+// no longer served: their memory returns with the registry's.
+func (m *Metrics) Forget(key string) {
+	l := prometheus.Labels{"registry": key}
+	m.indexDuration.DeletePartialMatch(l)
+	m.indexResults.DeletePartialMatch(l)
+	m.githubRequests.DeletePartialMatch(l)
+	m.cacheLookups.DeletePartialMatch(l)
+}
+
 // Registry returns the Prometheus registry that holds the metrics, for
 // serving them and for tests.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
@@ -175,6 +185,8 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, g := range r.Registries() {
+		// By key: registries of two namespaces may share a name.
+		name := g.Key()
 		snap := g.Snapshot()
 		ready := 0.0
 		var templates, versions, errs, warns float64
@@ -188,12 +200,12 @@ func (c *registryCollector) Collect(ch chan<- prometheus.Metric) {
 		if t := g.Status().LastSuccess; !t.IsZero() {
 			success = float64(t.UnixNano()) / 1e9
 		}
-		ch <- prometheus.MustNewConstMetric(descTemplates, prometheus.GaugeValue, templates, g.Name)
-		ch <- prometheus.MustNewConstMetric(descVersions, prometheus.GaugeValue, versions, g.Name)
-		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, errs, g.Name, string(index.Error))
-		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, warns, g.Name, string(index.Warning))
-		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, g.Name)
-		ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, success, g.Name)
+		ch <- prometheus.MustNewConstMetric(descTemplates, prometheus.GaugeValue, templates, name)
+		ch <- prometheus.MustNewConstMetric(descVersions, prometheus.GaugeValue, versions, name)
+		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, errs, name, string(index.Error))
+		ch <- prometheus.MustNewConstMetric(descFindings, prometheus.GaugeValue, warns, name, string(index.Warning))
+		ch <- prometheus.MustNewConstMetric(descReady, prometheus.GaugeValue, ready, name)
+		ch <- prometheus.MustNewConstMetric(descSuccess, prometheus.GaugeValue, success, name)
 	}
 }
 

@@ -39,7 +39,10 @@ type resolveHandler struct {
 
 	answers atomic.Pointer[sync.Map] // *index.Version -> *encodedVersion
 	size    atomic.Int64
-	bufs    sync.Pool
+	// gen is the resolver's generation the answers are of: a registry
+	// removed takes its versions' answers with it.
+	gen  atomic.Uint64
+	bufs sync.Pool
 }
 
 // encodedVersion is the version-dependent part of an answer: head is
@@ -83,7 +86,7 @@ func (h *resolveHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *resolveHandler) serve(w http.ResponseWriter, r *http.Request) int {
-	ref, reg, err := refQuery(r.URL.RawQuery)
+	ref, reg, ns, err := refQuery(r.URL.RawQuery)
 	if err == nil && ref == "" {
 		err = fmt.Errorf("missing query parameter ref: %w", derrors.InvalidArgument)
 	}
@@ -93,7 +96,7 @@ func (h *resolveHandler) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	var res *resolve.Resolution
 	if err == nil {
-		res, err = h.s.resolver.ResolveIn(r.Context(), ref, def)
+		res, err = h.s.resolver.ResolveIn(h.s.scopedIn(r, ns), ref, def)
 	}
 	if err != nil {
 		h.s.writeError(w, r, err)
@@ -126,6 +129,11 @@ func (h *resolveHandler) serve(w http.ResponseWriter, r *http.Request) int {
 // encoded returns the cached encoding of res's version, encoding it on
 // first use.
 func (h *resolveHandler) encoded(res *resolve.Resolution) (*encodedVersion, error) {
+	if g := h.s.resolver.Generation(); h.gen.Load() != g {
+		h.answers.Store(new(sync.Map))
+		h.size.Store(0)
+		h.gen.Store(g)
+	}
 	m := h.answers.Load()
 	if e, ok := m.Load(res.Version); ok {
 		return e.(*encodedVersion), nil
@@ -151,11 +159,11 @@ func (h *resolveHandler) encoded(res *resolve.Resolution) (*encodedVersion, erro
 	return e, nil
 }
 
-// refQuery returns the first ref and registry parameters of a raw query
-// string in one pass, unescaping only when needed.
-func refQuery(raw string) (ref, registry string, err error) {
-	var haveRef, haveReg bool
-	for raw != "" && !(haveRef && haveReg) {
+// refQuery returns the first ref, registry and namespace parameters of a
+// raw query string in one pass, unescaping only when needed.
+func refQuery(raw string) (ref, registry, namespace string, err error) {
+	var haveRef, haveReg, haveNS bool
+	for raw != "" && !(haveRef && haveReg && haveNS) {
 		var kv string
 		kv, raw, _ = strings.Cut(raw, "&")
 		k, v, _ := strings.Cut(kv, "=")
@@ -165,17 +173,19 @@ func refQuery(raw string) (ref, registry string, err error) {
 			dst, haveRef = &ref, true
 		case k == "registry" && !haveReg:
 			dst, haveReg = &registry, true
+		case k == NamespaceParam && !haveNS:
+			dst, haveNS = &namespace, true
 		default:
 			continue
 		}
 		if strings.ContainsAny(v, "%+") {
 			if v, err = url.QueryUnescape(v); err != nil {
-				return "", "", fmt.Errorf("query parameter %s: %v: %w", k, err, derrors.InvalidArgument)
+				return "", "", "", fmt.Errorf("query parameter %s: %v: %w", k, err, derrors.InvalidArgument)
 			}
 		}
 		*dst = v
 	}
-	return ref, registry, nil
+	return ref, registry, namespace, nil
 }
 
 // appendJSONString appends s as a JSON string exactly as encoding/json

@@ -36,6 +36,13 @@
 // signatures are checked for form before the body is read, and a wrong
 // admin token slows its client down (adminGate).
 //
+// With an Authorizer (registryd --watch-registries), a namespace's
+// registries answer only a request that names the namespace
+// (?namespace=NS, on every route; the catalog remembers it in a cookie)
+// with a Kubernetes bearer token whose holder may get their Registry
+// objects; everyone else gets 404, as if they did not exist (scope.go).
+// /metrics then takes a token allowed to get it.
+//
 // GET /v1/resolve is the hot path: it bypasses the router's middleware,
 // caches the encoded answer per version and builds the rest by hand, so it
 // costs little more than writing a constant.
@@ -131,9 +138,15 @@ type Options struct {
 	ReadyNotes func() []string
 	// ReadyOptional, if set, reports registries whose missing index does
 	// not fail /readyz (registries from cluster objects: one broken object
-	// must not take every replica out of its Service); they are named in
-	// the notes instead.
-	ReadyOptional func(registry string) bool
+	// must not take every replica out of its Service), by key
+	// (index.Registry.Key); they are counted in the notes instead.
+	ReadyOptional func(key string) bool
+	// Authorizer, if set, lets a request that names a namespace
+	// (?namespace=NS) with a bearer token see that namespace's
+	// registries, when the token's holder may get their Registry objects,
+	// and guards /metrics. Without it only registries visible everywhere
+	// are served.
+	Authorizer Authorizer
 }
 
 // jsonExpander is an Expander that can answer with the expansion's JSON
@@ -176,6 +189,8 @@ type Server struct {
 	// Options.ReadyOptional.
 	readyNotes    func() []string
 	readyOptional func(string) bool
+	// authz is Options.Authorizer.
+	authz Authorizer
 }
 
 // New returns the handler serving opts.Resolver's registries.
@@ -190,6 +205,7 @@ func New(opts Options) *Server {
 		refreshTTL:    opts.RefreshTimeout,
 		readyNotes:    opts.ReadyNotes,
 		readyOptional: opts.ReadyOptional,
+		authz:         opts.Authorizer,
 	}
 	s.expander = opts.Expander
 	if s.log == nil {
@@ -243,7 +259,7 @@ func (s *Server) routes() chi.Router {
 	// (405 for other methods).
 	r.Get(resolveRoute, s.hot.ServeHTTP)
 	r.Group(func(r chi.Router) {
-		r.Use(s.instrument)
+		r.Use(s.instrument, s.scope)
 		r.Group(func(r chi.Router) {
 			r.Use(s.budgetForms)
 			s.catalog.Mount(r)
@@ -252,10 +268,10 @@ func (s *Server) routes() chi.Router {
 		r.Get("/v1", s.handleIndex)
 		r.Get("/healthz", s.handleHealth)
 		r.Get("/readyz", s.handleReady)
-		r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
+		r.Method(http.MethodGet, "/metrics", s.guardMetrics(promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{
 			ErrorLog:      slogErrorLog{s.log},
 			ErrorHandling: promhttp.ContinueOnError,
-		}))
+		})))
 		r.Get("/v1/registries", s.handleRegistries)
 		r.Get("/v1/registries/*", s.handleRegistry)
 		r.Post("/v1/registries/*", s.handleRefresh)
@@ -496,6 +512,29 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// guardMetrics lets only callers the Authorizer allows to get /metrics
+// read it, as Kubernetes' own components guard theirs: the series name
+// the registries of every namespace. Without an Authorizer there are no
+// namespaces' registries, and /metrics is open.
+func (s *Server) guardMetrics(next http.Handler) http.Handler {
+	if s.authz == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, token := ParseScope(r.Header.Get("Authorization"), "default")
+		if token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="registryd"`)
+			s.writeError(w, r, fmt.Errorf("/metrics needs Authorization: Bearer <Kubernetes token> of an account that may get the non-resource URL /metrics: %w", derrors.Unauthorized))
+			return
+		}
+		if !s.authz.AllowedPath(r.Context(), NewCaller(token), "/metrics") {
+			writeJSON(w, http.StatusForbidden, api.Error{Error: "this account may not get the non-resource URL /metrics"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
@@ -509,17 +548,23 @@ func (s *Server) Ready() (bool, []string) {
 }
 
 // readiness names the registries without an index that fail readiness,
-// and notes on the others.
+// and notes on the others. Registries from cluster objects are counted,
+// not named: /readyz answers anyone, and a namespace's registries are
+// its own.
 func (s *Server) readiness() (missing, notes []string) {
+	optional := 0
 	for _, g := range s.resolver.Registries() {
 		if g.Snapshot() != nil {
 			continue
 		}
-		if s.readyOptional != nil && s.readyOptional(g.Name) {
-			notes = append(notes, "no index yet for "+g.Name)
+		if s.readyOptional != nil && s.readyOptional(g.Key()) {
+			optional++
 			continue
 		}
 		missing = append(missing, g.Name)
+	}
+	if optional > 0 {
+		notes = append(notes, fmt.Sprintf("%d registries from cluster objects have no index yet (their objects' status says why)", optional))
 	}
 	if s.readyNotes != nil {
 		notes = append(notes, s.readyNotes()...)
@@ -544,13 +589,14 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 // refresh (registries from cluster objects come and go).
 func (s *Server) SetWebhookRegistries(regs []WebhookRegistry) { s.webhooks.setRegistries(regs) }
 
-// RequestRefresh refreshes the named registry as a push to it would:
+// RequestRefresh refreshes the registry of key (index.Registry.Key) as a
+// push to it would:
 // bursts make one refresh. commit, if not "", is the commit a push to
 // another replica named: the refresh lists that commit (one request to
 // GitHub) instead of reading the branch head. It reports whether the
 // registry is served.
-func (s *Server) RequestRefresh(name, commit string) bool {
-	g, ok := s.resolver.Registry(name)
+func (s *Server) RequestRefresh(key, commit string) bool {
+	g, ok := s.resolver.ByKey(key)
 	if ok {
 		s.webhooks.request(g, commit)
 	}
@@ -592,8 +638,8 @@ func (s *Server) handleRegistry(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if base, ok := strings.CutSuffix(name, "/refresh"); ok {
-		if _, known := s.resolver.Registry(name); !known {
-			if _, known := s.resolver.Registry(base); known {
+		if _, known := s.resolver.Registry(r.Context(), name); !known {
+			if _, known := s.resolver.Registry(r.Context(), base); known {
 				w.Header().Set("Allow", http.MethodPost)
 				writeJSON(w, http.StatusMethodNotAllowed, api.Error{Error: "refresh needs POST"})
 				return

@@ -337,19 +337,22 @@ func TestAppendJSONString(t *testing.T) {
 func TestRefQuery(t *testing.T) {
 	tests := []struct {
 		raw, ref, registry string
+		namespace          string
 		wantErr            bool
 	}{
-		{"ref=a:v1", "a:v1", "", false},
-		{"x=1&ref=a%2Fb:v1&registry=o/r", "a/b:v1", "o/r", false},
-		{"registry=o%2Fr&ref=a+b", "a b", "o/r", false},
-		{"ref=first&ref=second", "first", "", false},
-		{"ref=%zz", "", "", true},
-		{"", "", "", false},
+		{"ref=a:v1", "a:v1", "", "", false},
+		{"x=1&ref=a%2Fb:v1&registry=o/r", "a/b:v1", "o/r", "", false},
+		{"registry=o%2Fr&ref=a+b", "a b", "o/r", "", false},
+		{"ref=first&ref=second", "first", "", "", false},
+		{"namespace=team-a&ref=x", "x", "", "team-a", false},
+		{"ref=x&namespace=a&namespace=b", "x", "", "a", false},
+		{"ref=%zz", "", "", "", true},
+		{"", "", "", "", false},
 	}
 	for _, tt := range tests {
-		ref, reg, err := refQuery(tt.raw)
-		if ref != tt.ref || reg != tt.registry || (err != nil) != tt.wantErr {
-			t.Errorf("refQuery(%q) = %q, %q, %v; want %q, %q, error %v", tt.raw, ref, reg, err, tt.ref, tt.registry, tt.wantErr)
+		ref, reg, ns, err := refQuery(tt.raw)
+		if ref != tt.ref || reg != tt.registry || ns != tt.namespace || (err != nil) != tt.wantErr {
+			t.Errorf("refQuery(%q) = %q, %q, %q, %v; want %q, %q, %q, error %v", tt.raw, ref, reg, ns, err, tt.ref, tt.registry, tt.namespace, tt.wantErr)
 		}
 	}
 }
@@ -608,7 +611,9 @@ func TestReadyOptional(t *testing.T) {
 		want     []string
 	}{
 		{"required", nil, nil, 503, []string{"no index yet for github.com/a/empty"}},
-		{"optional", func(n string) bool { return n == empty.Name }, nil, 200, []string{`"notes":["no index yet for github.com/a/empty"]`}},
+		// Registries from cluster objects are counted, not named: /readyz
+		// answers anyone.
+		{"optional", func(n string) bool { return n == empty.Name }, nil, 200, []string{`"notes":["1 registries from cluster objects have no index yet`}},
 		{"notes", func(string) bool { return true }, func() []string { return []string{"apiserver unreachable"} }, 200, []string{"apiserver unreachable", `"ready":true`}},
 	}
 	for _, tt := range tests {

@@ -65,7 +65,8 @@ type WebhookOptions struct {
 
 // WebhookRegistry is a GitHub registry that push events refresh.
 type WebhookRegistry struct {
-	// Registry is the registry's name (github.com/acme/templates).
+	// Registry is the registry's key (index.Registry.Key): its name
+	// (github.com/acme/templates), NAMESPACE/NAME for a namespace's.
 	Registry string
 	// Owner and Repo name the repository; Branch the tracked branch, ""
 	// for the repository's default branch.
@@ -320,13 +321,13 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 		if ref != "refs/heads/"+branch {
 			continue
 		}
-		if g, ok := h.resolver.Registry(reg.Registry); ok {
+		if g, ok := h.resolver.ByKey(reg.Registry); ok {
 			// The receiving replica reads the branch head: the others,
 			// told by OnPush, list the pushed commit only.
 			h.request(g, "")
 			names = append(names, g.Name)
 			if h.opts.OnPush != nil {
-				h.opts.OnPush(g.Name, push.GetAfter())
+				h.opts.OnPush(g.Key(), push.GetAfter())
 			}
 		}
 	}

@@ -153,14 +153,16 @@ func measure(n, registries, versions, requests int, duration time.Duration, heap
 		if err != nil {
 			return err
 		}
-		reg.CacheDir = cache // persist the snapshot, as registryd's --cache-dir does
+		// Persist the snapshot in the registry's own directory, as
+		// registryd's --cache-dir does.
+		reg.CacheDir = filepath.Join(cache, "registries", strconv.Itoa(i))
 		if err := reg.Refresh(ctx); err != nil {
 			return fmt.Errorf("index %s: %w", name(i), err)
 		}
 		regs[i] = reg
 	}
 	r.IndexSeconds, r.IndexCPU = time.Since(t0).Seconds(), (cpuTime() - cpu0).Seconds()
-	snaps, _ := filepath.Glob(filepath.Join(cache, "snapshots", "*"))
+	snaps, _ := filepath.Glob(filepath.Join(cache, "registries", "*", index.SnapshotFile))
 	for _, s := range snaps {
 		if st, err := os.Stat(s); err == nil {
 			r.SnapshotMB += float64(st.Size()) / 1e6

@@ -483,3 +483,18 @@ func parallel(n int, idx []int, f func(i int)) {
 	}
 	wg.Wait()
 }
+
+// BearerAuth returns the part of rc that proves who its user is with a
+// bearer token (the token, its file, an exec plugin or an auth provider),
+// and nothing else: no password, no client certificate, no
+// impersonation. Nil when rc has none. dm and dm-controller send it to a
+// registryd (rest.HTTPWrappersForConfig), which reviews the token with
+// the apiserver.
+func BearerAuth(rc *rest.Config) *rest.Config {
+	auth := &rest.Config{BearerToken: rc.BearerToken, BearerTokenFile: rc.BearerTokenFile, ExecProvider: rc.ExecProvider,
+		AuthProvider: rc.AuthProvider, AuthConfigPersister: rc.AuthConfigPersister}
+	if auth.BearerToken == "" && auth.BearerTokenFile == "" && auth.ExecProvider == nil && auth.AuthProvider == nil {
+		return nil
+	}
+	return auth
+}

@@ -45,6 +45,11 @@ type Faults struct {
 	// TruncateTrees makes recursive tree listings answer truncated:true with
 	// only the first half of their entries.
 	TruncateTrees bool
+	// HideBlobs answers every blob request 404: a server that lists blobs
+	// it does not hold, such as a tenant's that names the blob SHAs of
+	// another tenant's repository to have registryd serve them from its
+	// cache.
+	HideBlobs bool
 }
 
 // Server is a GitHub REST API over git repositories on disk. It is safe for
@@ -612,7 +617,10 @@ func (s *Server) handleBlob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sha := r.PathValue("sha")
-	if !validSHA(sha) {
+	s.mu.Lock()
+	hide := s.faults.HideBlobs
+	s.mu.Unlock()
+	if !validSHA(sha) || hide {
 		notFound(w)
 		return
 	}

@@ -4,12 +4,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PushedCommitAnnotation is set on a Registry or ClusterRegistry by the
-// registryd replica that received a signed push for it: every replica
-// watches the object and refreshes the registry when it changes, so one
-// delivery reaches them all without any replica polling another.
-const PushedCommitAnnotation = "dm.io/pushed-commit"
-
 // RegistryGitHub names the GitHub repository a registry is read from.
 type RegistryGitHub struct {
 	// Owner is the repository's owner (user or organisation).

@@ -1,0 +1,187 @@
+package server
+
+import (
+	"context"
+	"crypto/sha256"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/dmhq/dm/internal/index"
+	"github.com/dmhq/dm/internal/resolve"
+)
+
+// Authorizer decides who may see a namespace's registries and registryd's
+// metrics. registryd --watch-registries asks the apiserver (package
+// kubereg: TokenReview, then SubjectAccessReview), as an aggregated API
+// server does; without one, no request sees a namespaced registry.
+type Authorizer interface {
+	// AllowedRegistry reports whether the caller may get the Registry
+	// object name in namespace ns.
+	AllowedRegistry(ctx context.Context, c Caller, ns, name string) bool
+	// AllowedPath reports whether the caller may get the non-resource URL
+	// path (/metrics).
+	AllowedPath(ctx context.Context, c Caller, path string) bool
+}
+
+// A Caller is who sent a request: its bearer token, and the token's
+// SHA-256, computed once per request, by which every cache of who asks is
+// keyed (never by the token).
+type Caller struct {
+	Token string
+	Sum   [32]byte
+}
+
+// NewCaller returns the Caller of a bearer token.
+func NewCaller(token string) Caller { return Caller{Token: token, Sum: sha256.Sum256([]byte(token))} }
+
+// connCaller remembers the last Caller of one connection: a keep-alive
+// client (dm-controller, a proxy) sends the same token with every request,
+// whose hash is then computed once per connection, not per request. It
+// lives as long as the connection, which holds the token anyway.
+type connCaller struct {
+	mu     sync.Mutex
+	caller Caller
+}
+
+type connCallerKey struct{}
+
+// ConnContext is http.Server's ConnContext: registryd gives each
+// connection its remembered Caller.
+func ConnContext(ctx context.Context, _ net.Conn) context.Context {
+	return context.WithValue(ctx, connCallerKey{}, &connCaller{})
+}
+
+// callerOf returns the Caller of token, from its connection's when the
+// connection sent it last.
+func callerOf(ctx context.Context, token string) Caller {
+	cc, ok := ctx.Value(connCallerKey{}).(*connCaller)
+	if !ok {
+		return NewCaller(token)
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.caller.Token != token {
+		cc.caller = NewCaller(token)
+	}
+	return cc.caller
+}
+
+// NamespaceParam is the query parameter that names the namespace whose
+// registries a request asks for; NamespaceCookie remembers it for the
+// catalog's pages, whose links do not carry it.
+const (
+	NamespaceParam  = "namespace"
+	NamespaceCookie = "dm-namespace"
+)
+
+// Bounds of what a request's scope is read from: a namespace is a DNS
+// label; a Kubernetes token (a JWT) is a few kilobytes.
+const (
+	maxNamespace = 63
+	maxToken     = 16 << 10
+)
+
+// ParseScope reads the scope of a request: the namespace it names (the
+// namespace query parameter, else for the catalog its cookie) and its
+// bearer token (the Authorization header). A namespace that is not a DNS
+// label, or a token that is not one header token, counts as none: the
+// request is anonymous, never an error that would tell names apart.
+func ParseScope(authorization, namespace string) (ns, token string) {
+	if !validNamespace(namespace) {
+		return "", ""
+	}
+	scheme, tok, ok := strings.Cut(authorization, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return namespace, ""
+	}
+	tok = strings.TrimSpace(tok)
+	if tok == "" || len(tok) > maxToken {
+		return namespace, ""
+	}
+	// One token, no spaces (net/http refuses control bytes in header
+	// values): what is sent to the apiserver is what the client sent. A
+	// service account's token is a kilobyte, checked on every request:
+	// IndexByte is vectorised.
+	if strings.IndexByte(tok, ' ') >= 0 || strings.IndexByte(tok, '\t') >= 0 || strings.IndexByte(tok, 0) >= 0 {
+		return namespace, ""
+	}
+	return namespace, tok
+}
+
+// validNamespace reports whether s is a Kubernetes namespace name (an RFC
+// 1123 label).
+func validNamespace(s string) bool {
+	if s == "" || len(s) > maxNamespace {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' && i > 0 && i < len(s)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+// scoped returns r's context with the scope the request names, when it
+// names a namespace with a token and the server has an Authorizer. The
+// namespace is the request's parameter (or, for the catalog, its cookie).
+func (s *Server) scoped(r *http.Request) context.Context {
+	if s.authz == nil {
+		return r.Context()
+	}
+	return s.scopedIn(r, r.URL.Query().Get(NamespaceParam))
+}
+
+// scopedIn is scoped with the namespace parameter read already (the hot
+// path reads its parameters in one pass).
+func (s *Server) scopedIn(r *http.Request, namespace string) context.Context {
+	ctx := r.Context()
+	if s.authz == nil || namespace == "" && r.Header.Get("Authorization") == "" {
+		return ctx
+	}
+	if namespace == "" && !strings.HasPrefix(r.URL.Path, "/v1/") {
+		if c, err := r.Cookie(NamespaceCookie); err == nil {
+			namespace = c.Value
+		}
+	}
+	ns, token := ParseScope(r.Header.Get("Authorization"), namespace)
+	if ns == "" || token == "" {
+		return ctx
+	}
+	caller := callerOf(ctx, token)
+	authz := s.authz
+	return resolve.WithScope(ctx, resolve.Scope{
+		Namespace: ns,
+		// The caches of who asks are keyed by a hash of the token, never
+		// by the token.
+		Who: [16]byte(caller.Sum[:16]),
+		Allow: func(ctx context.Context, g *index.Registry) bool {
+			return authz.AllowedRegistry(ctx, caller, g.Namespace, g.Object)
+		},
+	})
+}
+
+// scope is middleware: it puts the request's scope in its context. A
+// catalog page asked for with ?namespace=NS remembers NS in a cookie, so
+// that the catalog's links, which do not carry it, stay in the namespace
+// (?namespace= with no value forgets it). The cookie only names a
+// namespace: what is shown still takes the bearer token.
+func (s *Server) scope(next http.Handler) http.Handler {
+	if s.authz == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/v1/") && r.URL.Query().Has(NamespaceParam) {
+			ns := r.URL.Query().Get(NamespaceParam)
+			c := &http.Cookie{Name: NamespaceCookie, Value: ns, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode}
+			if !validNamespace(ns) {
+				c.Value, c.MaxAge = "", -1
+			}
+			http.SetCookie(w, c)
+		}
+		next.ServeHTTP(w, r.WithContext(s.scoped(r)))
+	})
+}
