@@ -121,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	f.StringVar(&cfg.CacheDir, "cache-dir", "", "`directory` for persisted snapshots of GitHub registries (default: none)")
 	f.DurationVar(&cfg.Refresh, "refresh", 5*time.Minute, "refresh every registry this often; directories are also watched")
 	f.StringVar(&cfg.Options.DefaultServiceAccount, "default-service-account", "", "ServiceAccount `name` that instances without spec.serviceAccountName apply as (default: such instances are refused)")
+	f.StringArrayVar(&cfg.Options.DefinitionGroups, "definition-groups", nil, "API `group` whose kinds TemplateDefinitions may define (repeatable; default none: every definition is Stalled, GroupNotAllowed)")
 	f.IntVar(&cfg.Options.Concurrency, "concurrency", controller.DefaultConcurrency, "instances reconciled at once")
 	f.BoolVar(&cfg.LeaderElect, "leader-elect", false, "run as one of several replicas: only the holder of a Lease reconciles")
 	f.StringVar(&cfg.LeaderElectionNamespace, "leader-elect-namespace", "kube-system", "`namespace` of the leader election Lease")

@@ -288,13 +288,13 @@ func startWithServer(t *testing.T, env *kubetest.Env, url string) (logs *syncBuf
 }
 
 // deployer makes ServiceAccount deployer in ns, allowed to manage
-// ConfigMaps: the account instances apply as.
+// ConfigMaps and dm's history Secrets: the account instances apply as.
 func deployer(t *testing.T, env *kubetest.Env, ns string) {
 	t.Helper()
 	ctx := context.Background()
 	for _, obj := range []struct{ path, body string }{
 		{"/api/v1/namespaces/" + ns + "/serviceaccounts", `{"metadata":{"name":"deployer"}}`},
-		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", `{"metadata":{"name":"cm"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]}]}`},
+		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/roles", `{"metadata":{"name":"cm"},"rules":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["*"]},{"apiGroups":[""],"resources":["secrets"],"verbs":["get","list","create","patch","delete"]}]}`},
 		{"/apis/rbac.authorization.k8s.io/v1/namespaces/" + ns + "/rolebindings", `{"metadata":{"name":"cm"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"cm"},"subjects":[{"kind":"ServiceAccount","name":"deployer","namespace":"` + ns + `"}]}`},
 	} {
 		var v any
@@ -383,6 +383,7 @@ func TestServerIndexChangeRollsOut(t *testing.T) {
 func TestRegistryUnreachable(t *testing.T) {
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
+	deployer(t, env, ns)
 	logs, stop := startWithServer(t, env, "http://"+freeAddr(t)) // nothing listens there
 	defer stop()
 	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",

@@ -46,10 +46,10 @@ type Options struct {
 	// Templates describes template versions (their schemas) for
 	// TemplateDefinitions; nil leaves definitions Stalled.
 	Templates TemplateDescriber
-	// Scopes tells which namespace each registry's templates are confined
-	// to (a namespaced Registry's); nil: every registry serves every
-	// namespace, as those of the controller's own flags do.
-	Scopes RegistryScopes
+	// DefinitionGroups are the API groups TemplateDefinitions may define
+	// kinds of; a definition of another group is Stalled
+	// (GroupNotAllowed) and no CRD is written. None: no definition is.
+	DefinitionGroups []string
 	// DefaultRegistry is the registry short references resolve against,
 	// [host/]owner/repo[/collection]; "" means the expander's default.
 	DefaultRegistry string

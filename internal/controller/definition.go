@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,10 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 	dmschema "github.com/dmhq/dm/internal/expand/schema"
 )
+
+// errGroupNotAllowed marks a TemplateDefinition of a group the controller
+// was not given (Options.DefinitionGroups).
+var errGroupNotAllowed = errors.New("group not allowed")
 
 // DefinitionFinalizer holds a TemplateDefinition while instances of its
 // kind remain; once none does, the kind's CRD is deleted and the
@@ -141,7 +146,8 @@ func (d *DefinitionReconciler) registryChanges(ctx context.Context, in <-chan st
 		}
 		for i := range l.Items {
 			def := &l.Items[i]
-			if def.Status.Resolved != "" && !strings.HasPrefix(def.Status.Resolved, registry+"/") {
+			// A namespace's registry serves no definition.
+			if ns, _ := splitRegistryKey(registry); ns != "" || def.Status.Resolved != "" && !strings.HasPrefix(def.Status.Resolved, registry+"/") {
 				continue
 			}
 			if !send(out, def) {
@@ -262,12 +268,22 @@ func (d *DefinitionReconciler) define(ctx context.Context, def *v1alpha1.Templat
 			return false, fmt.Errorf("spec.statusTemplateLanguage %q: want one of %s: %w", lang, statusLanguageNames(), derrors.InvalidArgument)
 		}
 	}
-	tv, err := d.opts.Templates.Template(ctx, def.Spec.Template, d.opts.DefaultRegistry)
+	// A definition is cluster-scoped: its template comes from a registry
+	// visible everywhere (the request names no namespace, so registryd
+	// answers a namespace's registries as if they did not exist).
+	if !slices.Contains(d.opts.DefinitionGroups, def.Spec.Group) {
+		// No CRD of a group the cluster's administrator did not give dm:
+		// a definition could otherwise take over another product's
+		// kinds (servicemonitors.monitoring.coreos.com).
+		groups := "none: give dm-controller --definition-groups"
+		if len(d.opts.DefinitionGroups) > 0 {
+			groups = strings.Join(d.opts.DefinitionGroups, ", ")
+		}
+		return false, fmt.Errorf("spec.group %s is not among the groups this controller defines kinds of (%s): %w", def.Spec.Group, groups, errGroupNotAllowed)
+	}
+	tv, err := d.opts.Templates.Template(api.ForNamespace(ctx, ""), def.Spec.Template, d.opts.DefaultRegistry)
 	if err != nil {
 		return false, fmt.Errorf("spec.template %s: %w", def.Spec.Template, err)
-	}
-	if err := checkScope(ctx, d.opts.Scopes, "", "a TemplateDefinition (cluster-scoped)", tv.Resolved); err != nil {
-		return false, fmt.Errorf("spec.template: %w", err)
 	}
 	if tv.SchemaError != "" {
 		return false, fmt.Errorf("spec.template %s: %s: %w", tv.Resolved, tv.SchemaError, derrors.InvalidArgument)
@@ -336,6 +352,10 @@ func definitionCRD(def *v1alpha1.TemplateDefinition, sc *dmschema.Schema) *apiex
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   crdName(def),
 			Labels: map[string]string{LabelDefinition: def.Name},
+			// The garbage collector deletes the CRD with its definition:
+			// the controller needs no right to delete CRDs.
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "TemplateDefinition",
+				Name: def.Name, UID: def.UID, Controller: ptr(true)}},
 		},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: gvk.Group,
@@ -376,8 +396,8 @@ func (d *DefinitionReconciler) count(ctx context.Context, gvk schema.GroupVersio
 
 // finalize holds a definition being deleted while instances of its kind
 // remain (deleting the CRD would delete them without pruning what they
-// rendered); once none does, it deletes the CRD and releases the
-// definition.
+// rendered); once none does, it releases the definition, and the garbage
+// collector deletes the CRD the definition owns.
 func (d *DefinitionReconciler) finalize(ctx context.Context, def *v1alpha1.TemplateDefinition, before *v1alpha1.TemplateDefinitionStatus) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(def, DefinitionFinalizer) {
 		return ctrl.Result{}, nil
@@ -408,11 +428,8 @@ func (d *DefinitionReconciler) finalize(ctx context.Context, def *v1alpha1.Templ
 			}
 			return ctrl.Result{RequeueAfter: definitionRequeue}, d.writeStatus(ctx, def, before)
 		}
-		if err := d.client.Delete(ctx, crd); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting CustomResourceDefinition %s: %w", crd.Name, err)
-		}
 	}
-	d.log.Info("definition deleted with its CRD", "definition", def.Name, "crd", crdName(def))
+	d.log.Info("definition released; the garbage collector deletes its CRD", "definition", def.Name, "crd", crdName(def))
 	patch := client.MergeFrom(def.DeepCopy())
 	controllerutil.RemoveFinalizer(def, DefinitionFinalizer)
 	return ctrl.Result{}, client.IgnoreNotFound(d.client.Patch(ctx, def, patch))

@@ -300,3 +300,29 @@ func TestTemplateDefinitionConflict(t *testing.T) {
 	h.crd(t, "templateinstances.dm.io")
 	h.condition(t, ns, "bystander", v1alpha1.ConditionReady, metav1.ConditionTrue)
 }
+
+// TestTemplateDefinitionGroupNotAllowed: a definition of a group the
+// controller was not given (--definition-groups) is Stalled with
+// GroupNotAllowed, and no CRD is written: a TemplateDefinition cannot
+// take over another product's kinds.
+func TestTemplateDefinitionGroupNotAllowed(t *testing.T) {
+	h := setup(t)
+	ctx := context.Background()
+	def := &v1alpha1.TemplateDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		Spec: v1alpha1.TemplateDefinitionSpec{
+			Group: "monitoring.coreos.com", Version: "v1", Template: "cm:v1",
+			Names: v1alpha1.DefinitionNames{Kind: "ServiceMonitor"},
+		},
+	}
+	must(t, h.c.Create(ctx, def))
+	got := h.definitionCondition(t, def.Name, v1alpha1.ConditionStalled, metav1.ConditionTrue, "spec.group monitoring.coreos.com is not among the groups this controller defines kinds of (apps.example.com, dm.io)")
+	if c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled); c.Reason != "GroupNotAllowed" || got.Status.CRD != "" {
+		t.Errorf("Stalled %s, status.crd %q; want GroupNotAllowed and no CRD", c.Reason, got.Status.CRD)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := h.c.Get(ctx, client.ObjectKey{Name: "servicemonitors.monitoring.coreos.com"}, crd); !apierrors.IsNotFound(err) {
+		t.Errorf("CRD of a group not allowed: %v", err)
+	}
+	must(t, h.c.Delete(ctx, def))
+}

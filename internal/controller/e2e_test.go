@@ -154,6 +154,50 @@ func start(env *kubetest.Env) (*harness, error) {
 			return nil, err
 		}
 	}
+	// A template whose status template copies secrets into its outputs:
+	// a Secret it renders, properties its schema marks secret, and one
+	// from a propertiesFrom Secret (TestStatusRedacts).
+	leaky := filepath.Join(dir, "leaky", "v1.0.0")
+	if err := os.MkdirAll(leaky, 0o755); err != nil {
+		return nil, err
+	}
+	for name, content := range map[string]string{
+		"leaky.jinja": `resources:
+- name: secret
+  type: Secret
+  properties:
+    apiVersion: v1
+    kind: Secret
+    metadata: {name: "{{ env['deployment'] }}"}
+    stringData: {password: "{{ properties.password }}"}
+- name: cm
+  type: ConfigMap
+  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: "{{ env['deployment'] }}"}, data: {plain: "{{ properties.plain }}"}}
+`,
+		"leaky.jinja.schema": `properties:
+  password: {type: string, writeOnly: true}
+  pin: {type: string, format: password}
+  plain: {type: string}
+  fromsecret: {type: string}
+  nested:
+    type: object
+    properties:
+      token: {type: string, writeOnly: true}
+      shown: {type: string}
+`,
+		"leaky.status.jinja": `secretdata: {{ resources.secret.data | tojson }}
+password: {{ properties.password | tojson }}
+pin: {{ properties.pin | tojson }}
+fromsecret: {{ properties.fromsecret | tojson }}
+plain: {{ properties.plain | tojson }}
+nested: {{ properties.nested | tojson }}
+cm: {{ resources.cm.data.plain | tojson }}
+`,
+	} {
+		if err := os.WriteFile(filepath.Join(leaky, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	// A Helm chart: a ConfigMap named after the release.
 	for name, content := range map[string]string{
 		"Chart.yaml":        "apiVersion: v2\nname: chart\nversion: 1.0.0\n",
@@ -218,7 +262,9 @@ data:
 		InstallCRDs:     true,
 		MetricsAddr:     "0",
 		HealthAddr:      "0",
-		Options:         controller.Options{Logger: log, DMVersion: "test"},
+		// dm.io too: TestTemplateDefinitionConflict's definition must
+		// meet dm's own CRD, not the group rule.
+		Options: controller.Options{Logger: log, DMVersion: "test", DefinitionGroups: []string{"apps.example.com", "dm.io"}},
 	}
 	go func() {
 		if err := controller.Run(context.Background(), cfg); err != nil {
@@ -253,7 +299,9 @@ func (h *harness) account(t *testing.T, ns, name string, allowed bool) {
 	}
 }
 
-// allow binds ServiceAccount name to a Role over ConfigMaps and Secrets.
+// allow binds ServiceAccount name to a Role over ConfigMaps and Secrets
+// (what templates read, and dm's history, which the instance's account
+// writes).
 func (h *harness) allow(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -261,7 +309,7 @@ func (h *harness) allow(t *testing.T, ns, name string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
 		},
 	}))
 	must(t, h.c.Create(ctx, &rbacv1.RoleBinding{
@@ -651,6 +699,38 @@ func TestStatusTemplate(t *testing.T) {
 	}
 }
 
+// TestStatusRedacts: a status template never sees a secret, whatever it
+// copies into status.outputs (which accounts that may read
+// TemplateInstances but not Secrets read): the data of a Secret the
+// template rendered, a property from a propertiesFrom Secret, and the
+// properties the schema marks writeOnly or format: password read
+// "(redacted)"; everything else reads as it is.
+func TestStatusRedacts(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	must(t, h.c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data:       map[string][]byte{"values.yaml": []byte("fromsecret: s3cret-from-secret\n")},
+	}))
+	h.instance(t, ns, "leaky", v1alpha1.TemplateInstanceSpec{
+		Template: "leaky:v1", ServiceAccountName: "deployer",
+		Properties:     props(t, `{"password":"s3cret-password","pin":"s3cret-pin","plain":"visible","nested":{"token":"s3cret-token","shown":"visible-too"}}`),
+		PropertiesFrom: []v1alpha1.PropertiesSource{{SecretRef: &v1alpha1.KeyReference{Name: "values", Key: "values.yaml"}}},
+	})
+	ti := h.condition(t, ns, "leaky", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	want := `{"cm":"visible","fromsecret":"(redacted)","nested":{"shown":"visible-too","token":"(redacted)"},"password":"(redacted)","pin":"(redacted)","plain":"visible","secretdata":{"password":"(redacted)"}}`
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != want {
+		t.Errorf("status.outputs = %s\nwant %s", ti.Status.Outputs, want)
+	}
+	if ti.Status.Outputs != nil && strings.Contains(string(ti.Status.Outputs.Raw), "s3cret") {
+		t.Errorf("a secret in status.outputs: %s", ti.Status.Outputs.Raw)
+	}
+	// The rendered objects hold the real values: only the status
+	// template's view is redacted.
+	h.configMap(t, ns, "leaky", "plain", "visible")
+}
+
 // TestChartInstance: an instance whose template is a Helm chart is
 // rendered by Helm's engine in the controller's workers (attached by
 // TestMain, as dm-controller's main does), its properties the chart's
@@ -742,8 +822,14 @@ func TestChartReadsCluster(t *testing.T) {
 	h.configMap(t, ns, "looker", "kube", strings.SplitN(sv.GitVersion, "+", 2)[0])
 
 	// An account that may not read ConfigMaps: its chart's lookup is
-	// refused as it, although the controller may read them.
+	// refused as it, although the controller may read them. It may keep
+	// its history, which is as far as it gets.
 	h.account(t, ns, "nobody", false)
+	must(t, h.c.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody-history"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "patch", "delete"}}}}))
+	must(t, h.c.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody-history"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "nobody-history"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: "nobody"}}}))
 	h.instance(t, ns, "denied", v1alpha1.TemplateInstanceSpec{Template: "lookchart:v1", ServiceAccountName: "nobody"})
 	ti := h.condition(t, ns, "denied", v1alpha1.ConditionStalled, metav1.ConditionTrue)
 	c := meta.FindStatusCondition(ti.Status.Conditions, v1alpha1.ConditionStalled)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +38,6 @@ import (
 // InstanceReconciler reconciles TemplateInstances.
 type InstanceReconciler struct {
 	client  client.Client
-	history driver.Driver
 	clients *clients
 	// caps are the cluster's capabilities, for the charts instances
 	// render.
@@ -48,6 +49,9 @@ type InstanceReconciler struct {
 	// TemplateInstance, or an object of a kind a TemplateDefinition
 	// defines, seen as a TemplateInstance.
 	kind instanceKind
+	// secretPaths caches, by version, the paths of the properties its
+	// schema marks secret (schemaSecrets); nil caches nothing.
+	secretPaths *lru.Cache[string, [][]string]
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
@@ -63,6 +67,10 @@ func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 // r.kind.
 func (r *InstanceReconciler) reconcile(ctx context.Context, ti *v1alpha1.TemplateInstance) (ctrl.Result, error) {
 	log := r.log.With("instance", ti.Namespace+"/"+ti.Name)
+	// A registryd serves the instance its own namespace's registries (and
+	// those visible everywhere): the controller asks for them by name,
+	// with its own token, and registryd checks that it may get them.
+	ctx = api.ForNamespace(ctx, ti.Namespace)
 	if !ti.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, ti, log)
 	}
@@ -115,6 +123,8 @@ type applied struct {
 	res   *deploy.Result
 	cfg   *deploy.Config
 	props map[string]any
+	// secret are the paths of props that came from Secrets.
+	secret [][]string
 }
 
 // user is the Kubernetes user the instance applies as.
@@ -129,8 +139,10 @@ func (r *InstanceReconciler) user(ti *v1alpha1.TemplateInstance) (string, error)
 	return "system:serviceaccount:" + ti.Namespace + ":" + sa, nil
 }
 
-// config returns the deploy configuration of the instance: the cluster as
-// its ServiceAccount, the history as the controller.
+// config returns the deploy configuration of the instance: the cluster and
+// the history (Secrets in the instance's namespace) as its ServiceAccount.
+// The controller itself writes no Secret: its account needs no right to
+// write Secrets anywhere.
 func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateInstance, expander deploy.Expander) (*deploy.Config, error) {
 	user, err := r.user(ti)
 	if err != nil {
@@ -142,7 +154,7 @@ func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateIn
 	}
 	return &deploy.Config{
 		Cluster:   k,
-		History:   r.history,
+		History:   driver.NewSecrets(k.Dynamic()),
 		Expander:  expander,
 		Namespace: ti.Namespace,
 		Log:       logWriter{r.log.With("instance", ti.Namespace+"/"+ti.Name)},
@@ -164,12 +176,12 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	if cluster, err = r.cluster(user); err != nil {
 		return nil, err
 	}
-	props, err := r.properties(ctx, ti, cfg.Cluster)
+	props, secret, err := r.properties(ctx, ti, cfg.Cluster)
 	if err != nil {
 		return nil, err
 	}
 	if ti.Spec.UpdatePolicy == v1alpha1.UpdateManual {
-		if pinned, err = r.pinned(ctx, ti, props); err != nil {
+		if pinned, err = r.pinned(ctx, ti, cfg, props); err != nil {
 			return nil, err
 		}
 	}
@@ -192,15 +204,15 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	} else {
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
-	return &applied{res: res, cfg: cfg, props: props}, nil
+	return &applied{res: res, cfg: cfg, props: props, secret: secret}, nil
 }
 
 // pinned returns the exact version the last deployed revision resolved
 // (as reference@digest),
 // when it was made of the same spec (template, properties, env): Manual
 // keeps it, and the registry's newer patches wait for a spec change.
-func (r *InstanceReconciler) pinned(ctx context.Context, ti *v1alpha1.TemplateInstance, props map[string]any) (string, error) {
-	hist, err := r.history.History(ctx, ti.Namespace, ti.Name)
+func (r *InstanceReconciler) pinned(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, props map[string]any) (string, error) {
+	hist, err := cfg.History.History(ctx, ti.Namespace, ti.Name)
 	if errors.Is(err, driver.ErrNotFound) {
 		return "", nil
 	}
@@ -258,13 +270,6 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 	if err != nil {
 		return nil, err
 	}
-	refs := make([]string, len(x.References))
-	for i, ref := range x.References {
-		refs[i] = ref.Resolved
-	}
-	if err := checkScope(ctx, r.opts.Scopes, src.Namespace, "this instance", refs...); err != nil {
-		return nil, err
-	}
 	if pinned != "" {
 		for i := range x.References {
 			if x.References[i].Ref == pinned {
@@ -276,17 +281,19 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 }
 
 // properties merges spec.properties and then each propertiesFrom source,
-// read as the instance's ServiceAccount.
-func (r *InstanceReconciler) properties(ctx context.Context, ti *v1alpha1.TemplateInstance, cl deploy.Cluster) (map[string]any, error) {
+// read as the instance's ServiceAccount; secret are the paths of the
+// values that came from Secrets, which status templates do not see.
+func (r *InstanceReconciler) properties(ctx context.Context, ti *v1alpha1.TemplateInstance, cl deploy.Cluster) (map[string]any, [][]string, error) {
+	var secret [][]string
 	props := map[string]any{}
 	if p := ti.Spec.Properties; p != nil && len(p.Raw) > 0 {
 		v, err := expand.DecodeValue(p.Raw)
 		if err != nil {
-			return nil, fmt.Errorf("spec.properties: %w: %w", err, derrors.InvalidArgument)
+			return nil, nil, fmt.Errorf("spec.properties: %w: %w", err, derrors.InvalidArgument)
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("spec.properties: want a mapping of property names to values: %w", derrors.InvalidArgument)
+			return nil, nil, fmt.Errorf("spec.properties: want a mapping of property names to values: %w", derrors.InvalidArgument)
 		}
 		props = value.Merge(props, m)
 	}
@@ -299,34 +306,37 @@ func (r *InstanceReconciler) properties(ctx context.Context, ti *v1alpha1.Templa
 		case s.ConfigMapRef != nil && s.SecretRef == nil:
 			kind, ref = "ConfigMap", s.ConfigMapRef
 		default:
-			return nil, fmt.Errorf("%s: give one of secretRef and configMapRef: %w", where, derrors.InvalidArgument)
+			return nil, nil, fmt.Errorf("%s: give one of secretRef and configMapRef: %w", where, derrors.InvalidArgument)
 		}
 		obj, err := cl.Get(ctx, kube.ObjectRef{Version: "v1", Kind: kind, Namespace: ti.Namespace, Name: ref.Name})
 		if err != nil {
-			return nil, fmt.Errorf("%s: reading %s %s/%s: %w", where, kind, ti.Namespace, ref.Name, err)
+			return nil, nil, fmt.Errorf("%s: reading %s %s/%s: %w", where, kind, ti.Namespace, ref.Name, err)
 		}
 		text, ok, _ := unstructured.NestedString(obj.Object, "data", ref.Key)
 		if !ok {
-			return nil, fmt.Errorf("%s: %s %s/%s has no key %s: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.NotFound)
+			return nil, nil, fmt.Errorf("%s: %s %s/%s has no key %s: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.NotFound)
 		}
 		data := []byte(text)
 		if kind == "Secret" {
 			if data, err = base64.StdEncoding.DecodeString(text); err != nil {
-				return nil, fmt.Errorf("%s: Secret %s/%s key %s: %w", where, ti.Namespace, ref.Name, ref.Key, err)
+				return nil, nil, fmt.Errorf("%s: Secret %s/%s key %s: %w", where, ti.Namespace, ref.Name, ref.Key, err)
 			}
 		}
 		// The error names the key, never its content: it may be secret.
 		v, err := expand.DecodeValue(data)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %s %s/%s key %s is not YAML: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
+			return nil, nil, fmt.Errorf("%s: %s %s/%s key %s is not YAML: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
 		}
 		m, ok := v.(map[string]any)
 		if !ok && v != nil {
-			return nil, fmt.Errorf("%s: %s %s/%s key %s: want a mapping of property names to values: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
+			return nil, nil, fmt.Errorf("%s: %s %s/%s key %s: want a mapping of property names to values: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
+		}
+		if kind == "Secret" {
+			secret = leafPaths(m, nil, secret)
 		}
 		props = value.Merge(props, m)
 	}
-	return props, nil
+	return props, secret, nil
 }
 
 // observe fills the status of an applied instance: what was applied and
@@ -366,7 +376,7 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
 		return unreadyRequeue
 	}
-	st, err := r.runStatus(ctx, ti, a.cfg, rec, ti.Status.Resolved, ti.Status.Digest, a.props)
+	st, err := r.runStatus(ctx, ti, a.cfg, rec, ti.Status.Resolved, ti.Status.Digest, a.props, a.secret)
 	if err != nil {
 		msg := truncate(err.Error(), maxMessage)
 		setCondition(ti, v1alpha1.ConditionStalled, metav1.ConditionTrue, "StatusTemplateError", msg)
@@ -459,7 +469,7 @@ func (r *InstanceReconciler) failed(ti *v1alpha1.TemplateInstance, err error) {
 func stalled(err error) bool {
 	switch {
 	case errors.Is(err, errNoAccount),
-		errors.Is(err, errOutOfScope),
+		errors.Is(err, errGroupNotAllowed),
 		errors.Is(err, derrors.InvalidArgument),
 		errors.Is(err, derrors.Conflict),
 		errors.Is(err, derrors.LimitExceeded),
@@ -478,8 +488,8 @@ func reason(err error) string {
 	switch {
 	case errors.Is(err, errNoAccount):
 		return "NoServiceAccount"
-	case errors.Is(err, errOutOfScope):
-		return "RegistryOutOfScope"
+	case errors.Is(err, errGroupNotAllowed):
+		return "GroupNotAllowed"
 	case apierrors.IsForbidden(err):
 		return "Forbidden"
 	case apierrors.IsInvalid(err), errors.Is(err, derrors.InvalidArgument):

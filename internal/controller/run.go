@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
@@ -127,16 +129,15 @@ func Run(ctx context.Context, cfg RunConfig) error {
 		wg.Wait()
 	}()
 	if cfg.Server != "" {
-		c, err := api.NewClient(cfg.Server, nil)
+		c, err := serverClient(cfg.Server, cfg.REST)
 		if err != nil {
-			return fmt.Errorf("--server: %w", err)
+			return err
 		}
-		scopes := newServerScopes(c)
-		opts.Expander, opts.Files, opts.Templates, opts.Scopes = c, c, c, scopes
+		opts.Expander, opts.Files, opts.Templates = c, c, c
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			followServer(bg, c, notifier, scopes, log)
+			followServer(bg, c, notifier, log)
 		}()
 	} else {
 		pool, resolver, err := openRegistries(bg, &wg, cfg, notifier, log)
@@ -213,12 +214,35 @@ const (
 	serverAbsent = time.Minute
 )
 
+// serverClient returns the client of the registryd at server, which sends
+// the controller's own bearer token (from rc: its ServiceAccount's token
+// file in a pod, re-read as it rotates) with every request: registryd
+// reviews it and serves an instance's namespace's registries when the
+// controller's account may get them. The controller never sends an
+// instance's credentials; it has none.
+func serverClient(server string, rc *rest.Config) (*api.Client, error) {
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if auth := kube.BearerAuth(rc); auth != nil {
+		rt, err := rest.HTTPWrappersForConfig(auth, http.DefaultTransport)
+		if err != nil {
+			return nil, fmt.Errorf("the controller's token for --server: %w", err)
+		}
+		hc.Transport = rt
+	}
+	c, err := api.NewClient(server, hc)
+	if err != nil {
+		return nil, fmt.Errorf("--server: %w", err)
+	}
+	return c, nil
+}
+
 // followServer long-polls registryd for changes of its index and reports
 // each registry whose indexed version moved to n, until ctx ends: a new
 // patch version reaches the instances resolving through it in seconds,
-// with one request in flight whatever the number of instances. Every
-// change also has the registries' scopes read again (a registry added).
-func followServer(ctx context.Context, c *api.Client, n *Notifier, scopes *serverScopes, log *slog.Logger) {
+// with one request in flight whatever the number of instances. The
+// controller's token lets registryd include every namespace's registries
+// the controller may get, keyed NAMESPACE/NAME.
+func followServer(ctx context.Context, c *api.Client, n *Notifier, log *slog.Logger) {
 	var seen *api.IndexChanges
 	for ctx.Err() == nil {
 		since := ""
@@ -239,9 +263,6 @@ func followServer(ctx context.Context, c *api.Client, n *Notifier, scopes *serve
 			case <-time.After(pause):
 			}
 			continue
-		}
-		if seen == nil || seen.Token != st.Token {
-			scopes.invalidate()
 		}
 		if seen != nil {
 			for name, v := range st.Registries {

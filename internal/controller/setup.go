@@ -7,10 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -25,7 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
-	"github.com/dmhq/dm/internal/deploy/driver"
 )
 
 // Setup adds the TemplateInstance reconciler to mgr. Registry changes
@@ -42,19 +42,15 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	dyn, err := dynamic.NewForConfig(mgr.GetConfig())
-	if err != nil {
-		return fmt.Errorf("controller: %w", err)
-	}
 	r := &InstanceReconciler{
 		client:  mgr.GetClient(),
-		history: driver.NewSecrets(dyn),
 		clients: newClients(mgr.GetConfig()),
 		caps:    newCapabilities(mgr.GetConfig(), log),
 		opts:    opts,
 		log:     log,
 		kind:    templateInstances{client: mgr.GetClient()},
 	}
+	r.secretPaths, _ = lru.New[string, [][]string](1024) // fails only for size <= 0
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.TemplateInstance{}, sourceIndex, sourcesOf); err != nil {
 		return fmt.Errorf("controller: indexing propertiesFrom: %w", err)
 	}

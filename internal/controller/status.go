@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/dmhq/dm/internal/api"
@@ -81,7 +82,9 @@ func statusLanguageNames() string {
 // runStatus renders the instance's status template over the live objects:
 // the one its kind gives inline, else the one shipped next to its template
 // (<template>.status.jinja, else .status.gotmpl); nil when there is none.
-func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any) (*statusOutcome, error) {
+// Secrets' data, and the properties that came from Secrets or that the
+// schema marks secret, read Redacted.
+func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any, secret [][]string) (*statusOutcome, error) {
 	file, src, err := r.kind.inlineStatus(ti)
 	if err != nil {
 		return nil, err
@@ -101,9 +104,14 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 			return nil, fmt.Errorf("status template %s: reading %s %s: %w", file, res.Kind, res.Name, err)
 		}
 		if u != nil {
-			live[path.Base(res.Path)] = u.Object
+			live[path.Base(res.Path)] = redactSecret(u.Object)
 		}
 	}
+	marked, err := r.schemaSecrets(ctx, resolved, digest)
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: %w", file, err)
+	}
+	props = redactPaths(props, append(slices.Clip(secret), marked...))
 	inst, err := r.kind.instance(ti)
 	if err != nil {
 		return nil, err

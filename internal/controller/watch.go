@@ -86,8 +86,11 @@ func NewNotifier() *Notifier {
 	return &Notifier{ch: make(chan string, 64), defs: make(chan string, 64)}
 }
 
-// Changed reports that registry (a prefix such as github.com/acme/t) has
-// a new index. It never blocks: a burst of changes needs one pass.
+// Changed reports that registry has a new index: its key
+// (index.Registry.Key), a prefix such as github.com/acme/t, or
+// NAMESPACE/PREFIX for a namespace's registry, which only that
+// namespace's instances resolve through. It never blocks: a burst of
+// changes needs one pass.
 func (n *Notifier) Changed(registry string) {
 	for _, ch := range []chan string{n.ch, n.defs} {
 		select {
@@ -95,6 +98,16 @@ func (n *Notifier) Changed(registry string) {
 		default:
 		}
 	}
+}
+
+// splitRegistryKey splits a registry key into its namespace ("" for a
+// registry visible everywhere) and prefix.
+func splitRegistryKey(key string) (ns, prefix string) {
+	if strings.Count(key, "/") == 3 {
+		ns, prefix, _ = strings.Cut(key, "/")
+		return ns, prefix
+	}
+	return "", key
 }
 
 // run turns registry changes into events for the instances that resolve
@@ -108,13 +121,14 @@ func (n *Notifier) run(ctx context.Context, c client.Reader, out chan<- event.Ge
 		case registry = <-n.ch:
 		}
 		var list v1alpha1.TemplateInstanceList
-		if err := c.List(ctx, &list); err != nil {
+		ns, prefix := splitRegistryKey(registry)
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			log.Warn("listing instances after a registry change", "registry", registry, "err", err)
 			continue
 		}
 		for i := range list.Items {
 			ti := &list.Items[i]
-			if ti.Status.Resolved != "" && !strings.HasPrefix(ti.Status.Resolved, registry+"/") {
+			if ti.Status.Resolved != "" && !strings.HasPrefix(ti.Status.Resolved, prefix+"/") {
 				continue
 			}
 			select {
