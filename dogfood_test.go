@@ -18,7 +18,7 @@ func TestDogfoodControllerTemplate(t *testing.T) {
 	_, dmBin := buildBinaries(t)
 	env := kubetest.Shared(t)
 	d := &dmRun{t: t, bin: dmBin, kubeconfig: env.Kubeconfig, ns: "dm-system"}
-	d.ok("deploy", "dm-controller:v1", "--create-namespace", "--properties", "server=http://registryd.dm-system.svc:8080,defaultServiceAccount=deployer")
+	d.ok("deploy", "dm-controller:v1", "--create-namespace", "--properties", "server=http://registryd.dm-system.svc,defaultServiceAccount=deployer")
 
 	get := func(path string, v any) {
 		t.Helper()
@@ -90,7 +90,7 @@ func TestDogfoodControllerTemplate(t *testing.T) {
 		t.Errorf("probes %+v %+v, want /healthz and /readyz", c.LivenessProbe, c.ReadinessProbe)
 	}
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"--server=http://registryd.dm-system.svc:8080", "--default-service-account=deployer", "--health-addr=:8081"} {
+	for _, want := range []string{"--server=http://registryd.dm-system.svc", "--default-service-account=deployer", "--health-addr=:8081"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}

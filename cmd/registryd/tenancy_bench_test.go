@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/fetch/githubtest"
+)
+
+// BenchmarkTenancy measures issue 28's numbers (make bench-tenancy) with
+// one registryd under its template's rights against the test apiserver:
+// its RSS with 50 Registries of 1,000 versions each (target under 200
+// MiB), and GET /v1/resolve of a namespace's registry with a bearer token
+// (reviewed by the apiserver once, then from the cache) against the same
+// resolve of a ClusterRegistry without one, under wrk -t2 -c32 in turns
+// (target: the authorized one within 1.1x of the anonymous one's cost).
+func BenchmarkTenancy(b *testing.B) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		b.Fatal("wrk is not installed (apt-get install wrk)")
+	}
+	env, c := startCluster(b)
+	ctx := context.Background()
+	ns := env.Namespace(b)
+	token := tenantAdmin(b, env, c, ns)
+	// 1,000 versions: 100 templates of 10 patches, served as 50
+	// repositories (one git repository on disk; each object is a
+	// registry of its own, indexed and kept on its own).
+	files := map[string]string{}
+	for tpl := range 100 {
+		for patch := range 10 {
+			files[fmt.Sprintf("t%03d/v1.0.%d/t%03d.jinja", tpl, patch, tpl)] = "resources: []\n"
+		}
+	}
+	repo := githubtest.NewRepoFS(b, mapFS(b, files))
+	repos := map[string]string{"acme/shared": repo}
+	const registries = 50
+	for i := range registries {
+		repos[fmt.Sprintf("acme/r%02d", i)] = repo
+	}
+	gh := githubtest.New(repos)
+	defer gh.Close()
+	r := startReplica(b, replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "0")...)
+	objs := []client.Object{&v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
+		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "shared", Branch: "main"}}}}
+	for i := range registries {
+		objs = append(objs, &v1alpha1.Registry{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("r%02d", i)},
+			Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: fmt.Sprintf("r%02d", i), Branch: "main"}}})
+	}
+	for _, o := range objs {
+		must(b, c.Create(ctx, o))
+	}
+	waitForf(b, 5*time.Minute, func() string { return "every registry Ready" }, func() bool {
+		for _, o := range objs {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+				return false
+			}
+			var conds []metav1.Condition
+			switch o := o.(type) {
+			case *v1alpha1.Registry:
+				conds = o.Status.Conditions
+			case *v1alpha1.ClusterRegistry:
+				conds = o.Status.Conditions
+			}
+			if !apimeta.IsStatusConditionTrue(conds, v1alpha1.ConditionReady) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(10 * time.Second) // let the indexing's garbage go
+	indexed := rssMiB(b, r.cmd.Process.Pid)
+	b.ReportMetric(indexed, "RSS-MiB")
+
+	anon := r.url + "/v1/resolve?ref=github.com/acme/shared/t042:v1.0"
+	authd := r.url + "/v1/resolve?ref=github.com/acme/r07/t042:v1.0&namespace=" + ns
+	auth := "Authorization: Bearer " + token
+	pid := r.cmd.Process.Pid
+	// rps runs wrk on url and returns its requests per second and
+	// registryd's CPU time per request meanwhile (from /proc): the cost
+	// to registryd, which wrk's own work on the same cores does not skew.
+	rps := func(url string, header ...string) (float64, float64) {
+		args := []string{"-t2", "-c32", "-d" + envOr("DURATION", "10s")}
+		for _, h := range header {
+			args = append(args, "-H", h)
+		}
+		cpu0 := cpuSeconds(b, pid)
+		out, err := exec.Command("wrk", append(args, url)...).CombinedOutput()
+		cpu := cpuSeconds(b, pid) - cpu0
+		if err != nil {
+			b.Fatalf("wrk: %v\n%s", err, out)
+		}
+		if !bytes.Contains(out, []byte("Requests/sec")) || bytes.Contains(out, []byte("Non-2xx")) {
+			b.Fatalf("wrk %s: %s", url, out)
+		}
+		var perSec, total float64
+		for _, line := range strings.Split(string(out), "\n") {
+			line = strings.TrimSpace(line)
+			if v, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
+				perSec, _ = strconv.ParseFloat(strings.TrimSpace(v), 64)
+			}
+			if f := strings.Fields(line); len(f) > 2 && f[1] == "requests" {
+				total, _ = strconv.ParseFloat(f[0], 64)
+			}
+		}
+		return perSec, cpu / total * 1e6
+	}
+	// Warm both (the token's reviews, the answers), then pairs in turns,
+	// each pair's order swapped, so that drift on the machine hits both
+	// alike; each pair gives a ratio, and the median of them is reported.
+	rps(anon)
+	rps(authd, auth)
+	pairs := 5
+	if v, err := strconv.Atoi(os.Getenv("PAIRS")); err == nil && v > 0 {
+		pairs = v
+	}
+	var cpuX, rateX, anonCPU, authCPU []float64
+	for i := range pairs {
+		var a, ac, t, tc float64
+		if i%2 == 0 {
+			a, ac = rps(anon)
+			t, tc = rps(authd, auth)
+		} else {
+			t, tc = rps(authd, auth)
+			a, ac = rps(anon)
+		}
+		cpuX, rateX = append(cpuX, tc/ac), append(rateX, a/t)
+		anonCPU, authCPU = append(anonCPU, ac), append(authCPU, tc)
+		b.Logf("pair %d: anonymous %.0f req/s, %.1f µs of CPU; authorized %.0f req/s, %.1f µs", i+1, a, ac, t, tc)
+	}
+	b.ReportMetric(median(cpuX), "authorized-cpu-x")
+	b.ReportMetric(median(rateX), "authorized-throughput-x")
+	b.Logf("registryd's CPU per request, medians of %d pairs: anonymous %.1f µs, authorized %.1f µs, ratio %.3fx (pairs: %.3f; target 1.1x); throughput ratio under wrk on the same cores %.3fx; RSS with %d registries of 1,000 versions: %.0f MiB after indexing, %.0f MiB after the load (target 200)",
+		pairs, median(anonCPU), median(authCPU), median(cpuX), cpuX, median(rateX), registries, indexed, rssMiB(b, pid))
+}
+
+// median returns the median of xs.
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	} else {
+		return (s[n/2-1] + s[n/2]) / 2
+	}
+}
+
+// cpuSeconds reads the user and system CPU time of a process from /proc.
+func cpuSeconds(t testing.TB, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	must(t, err)
+	// The fields after the command's closing parenthesis; utime and stime
+	// are the 14th and 15th fields, in clock ticks (100 a second).
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100
+}
+
+// rssMiB reads a process's resident set from /proc.
+func rssMiB(t testing.TB, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+			must(t, err)
+			return kb / 1024
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
