@@ -233,6 +233,13 @@ func (e *Examples) walk() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	changed := false
+	// A registry no longer served is a change too: what was kept of it
+	// goes below.
+	for key := range e.seen {
+		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+			changed = true
+		}
+	}
 	for _, g := range regs {
 		snap := g.Snapshot()
 		if snap == nil || e.seen[g.Key()] == snap {

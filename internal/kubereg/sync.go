@@ -11,9 +11,8 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,19 +52,21 @@ type desired struct {
 func (d desired) key() string { return index.Key(d.spec.Namespace, d.prefix) }
 
 // same reports whether d and e serve the registry alike: otherwise the
-// registry is opened anew (a rotated token, another branch).
+// registry is opened anew (a rotated token, another branch, an object
+// made again under the same name).
 func (d desired) same(e desired) bool {
-	return d.prefix == e.prefix && d.spec.Identity() == e.spec.Identity() && *d.spec.GitHub == *e.spec.GitHub && d.refresh == e.refresh && d.suspend == e.suspend
+	return d.prefix == e.prefix && d.spec.UID == e.spec.UID && *d.spec.GitHub == *e.spec.GitHub && d.refresh == e.refresh && d.suspend == e.suspend
 }
 
-// sameSource reports whether d and e read the same repository through
-// the same API at the same prefix, whatever the credential: a registry
-// opened anew with a rotated token serves the old index until it has
-// read the new one.
+// sameSource reports whether d and e are the same object reading the same
+// repository through the same API at the same prefix, whatever the
+// credential: a registry opened anew with a rotated token serves the old
+// index until it has read the new one. An object made again (another
+// uid) starts from nothing.
 func (d desired) sameSource(e desired) bool {
 	a, b := *d.spec.GitHub, *e.spec.GitHub
 	a.Token, b.Token = "", ""
-	return d.key() == e.key() && a == b
+	return d.key() == e.key() && d.spec.UID == e.spec.UID && a == b
 }
 
 // running is an object's registry being served.

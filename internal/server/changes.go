@@ -63,11 +63,10 @@ func (s *Server) indexState(see func(*index.Registry) bool) api.IndexChanges {
 // NAMESPACE/NAME say whose each is). The namespace parameter narrows it to
 // one namespace.
 func (s *Server) changesScope(r *http.Request) func(*index.Registry) bool {
-	ns, token := ParseScope(r.Header.Get("Authorization"), "default")
-	if want := r.URL.Query().Get(NamespaceParam); want != "" {
-		ns, token = ParseScope(r.Header.Get("Authorization"), want)
-	} else {
-		ns = ""
+	token := bearerToken(r.Header.Get("Authorization"))
+	ns := r.URL.Query().Get(NamespaceParam)
+	if ns != "" && !validNamespace(ns) {
+		token = "" // a namespace no object can be in: what anyone sees
 	}
 	ctx := r.Context()
 	caller := NewCaller(token)

@@ -92,22 +92,28 @@ func ParseScope(authorization, namespace string) (ns, token string) {
 	if !validNamespace(namespace) {
 		return "", ""
 	}
+	return namespace, bearerToken(authorization)
+}
+
+// bearerToken returns the token of an Authorization header, or "" when it
+// holds none or not one header token.
+func bearerToken(authorization string) string {
 	scheme, tok, ok := strings.Cut(authorization, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return namespace, ""
+		return ""
 	}
 	tok = strings.TrimSpace(tok)
 	if tok == "" || len(tok) > maxToken {
-		return namespace, ""
+		return ""
 	}
 	// One token, no spaces (net/http refuses control bytes in header
 	// values): what is sent to the apiserver is what the client sent. A
 	// service account's token is a kilobyte, checked on every request:
 	// IndexByte is vectorised.
 	if strings.IndexByte(tok, ' ') >= 0 || strings.IndexByte(tok, '\t') >= 0 || strings.IndexByte(tok, 0) >= 0 {
-		return namespace, ""
+		return ""
 	}
-	return namespace, tok
+	return tok
 }
 
 // validNamespace reports whether s is a Kubernetes namespace name (an RFC

@@ -521,7 +521,7 @@ func (s *Server) guardMetrics(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, token := ParseScope(r.Header.Get("Authorization"), "default")
+		token := bearerToken(r.Header.Get("Authorization"))
 		if token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="registryd"`)
 			s.writeError(w, r, fmt.Errorf("/metrics needs Authorization: Bearer <Kubernetes token> of an account that may get the non-resource URL /metrics: %w", derrors.Unauthorized))
