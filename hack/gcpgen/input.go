@@ -1,0 +1,141 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// kindSpec is one entry of internal/gcp/kinds.yaml: a Config Connector
+// kind, the Google Cloud REST method whose request body DM templates write
+// for it, the DM type spellings that mean it, and the hints that pair the
+// body's fields with the kind's where names alone do not.
+type kindSpec struct {
+	Kind string `json:"kind"`
+	// API is the discovery document (compute/beta) and Method the REST
+	// method DM calls to create the resource (instances.insert): its
+	// request schema and its parameters are the DM properties.
+	API    string `json:"api"`
+	Method string `json:"method"`
+	// REST is the Google Cloud REST resource the kind stands for, as its
+	// reference page names it (v1.instances); -refresh checks it.
+	REST string `json:"rest"`
+	// IAM says IAMPolicyMember may name the kind (its reference page:
+	// "Can Be Referenced by IAMPolicy/IAMPolicyMember"); -refresh checks it.
+	IAM   bool       `json:"iam"`
+	Types []typeSpec `json:"types"`
+	// Rename maps a REST path (a.b[].c) to the KCC field it fills,
+	// relative to the KCC node its parent pairs with: a name, a dotted
+	// path into objects, or "." to lift its children into that node.
+	Rename map[string]string `json:"rename"`
+	// Hand lists the REST paths internal/gcp maps in code.
+	Hand []string `json:"hand"`
+	// Variants pair a REST subtree a second time with another KCC node,
+	// for code that chooses between them (an instance's boot disk and
+	// its other disks): REST paths LABEL:PATH.
+	Variants []variantSpec `json:"variants"`
+	// Live maps a path DM references may read ($(ref.vm.PATH)) to where
+	// the live KCC object holds it (status.x, or spec.y which the object
+	// then carries with cnrm.cloud.google.com/state-into-spec: merge),
+	// beside those paired by name with the kind's status.
+	Live map[string]string `json:"live"`
+	// Name lists the properties that hold the Google Cloud name, first
+	// found first (default: name); a value with slashes
+	// (projects/p/topics/t) names its last segment.
+	Name []string `json:"name"`
+	// RESTName is the REST resource's name field as $(ref.X.name) reads
+	// it, when it is a path: projects/{project}/topics/{name}; {parent},
+	// {location}, {zone}, {region} are the resource's.
+	RESTName string `json:"restName"`
+	Note     string `json:"note"`
+}
+
+type typeSpec struct {
+	Type  string `json:"type"`
+	Scope string `json:"scope"`
+}
+
+func (t *typeSpec) UnmarshalJSON(b []byte) error {
+	var s string
+	if json.Unmarshal(b, &s) == nil {
+		t.Type = s
+		return nil
+	}
+	type plain typeSpec
+	return json.Unmarshal(b, (*plain)(t))
+}
+
+type variantSpec struct {
+	Label  string            `json:"label"`
+	REST   string            `json:"rest"`
+	KCC    string            `json:"kcc"`
+	Rename map[string]string `json:"rename"`
+	Hand   []string          `json:"hand"`
+}
+
+// unsupportedSpec is a DM type with no Config Connector kind, and what to
+// do instead.
+type unsupportedSpec struct {
+	Types []string `json:"types"`
+	Why   string   `json:"why"`
+}
+
+type kindsFile struct {
+	Kinds       []kindSpec        `json:"kinds"`
+	Unsupported []unsupportedSpec `json:"unsupported"`
+}
+
+func readKinds(root string) (*kindsFile, error) {
+	b, err := os.ReadFile(filepath.Join(root, kindsFile_))
+	if err != nil {
+		return nil, err
+	}
+	var kf kindsFile
+	if err := yaml.UnmarshalStrict(b, &kf); err != nil {
+		return nil, fmt.Errorf("%s: %w", kindsFile_, err)
+	}
+	seen := map[string]bool{}
+	for i, k := range kf.Kinds {
+		if k.Kind == "" || k.API == "" || k.Method == "" {
+			return nil, fmt.Errorf("%s: entry %d needs kind, api and method", kindsFile_, i)
+		}
+		if seen[k.Kind] {
+			return nil, fmt.Errorf("%s: kind %s is listed twice", kindsFile_, k.Kind)
+		}
+		seen[k.Kind] = true
+	}
+	return &kf, nil
+}
+
+// expandBraces expands {a,b} groups: compute.{v1,beta}.x -> compute.v1.x,
+// compute.beta.x.
+func expandBraces(s string) []string {
+	i := strings.IndexByte(s, '{')
+	if i < 0 {
+		return []string{s}
+	}
+	j := strings.IndexByte(s[i:], '}')
+	if j < 0 {
+		return []string{s}
+	}
+	j += i
+	var out []string
+	for _, alt := range strings.Split(s[i+1:j], ",") {
+		out = append(out, expandBraces(s[:i]+alt+s[j+1:])...)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
