@@ -71,7 +71,11 @@ func generate(root string) (*generated, error) {
 		}
 		p := newPairer(k)
 		p.rename, p.hand, p.names = ks.Rename, map[string]bool{}, map[string]bool{}
-		for _, n := range ks.Name {
+		names := ks.Name
+		if len(names) == 0 {
+			names = []string{"name"}
+		}
+		for _, n := range names {
 			p.names[n] = true
 		}
 		for _, h := range ks.Hand {
@@ -122,6 +126,7 @@ func generate(root string) (*generated, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s:\n  %s", kindsFile_, strings.Join(errs, "\n  "))
 	}
+	resolveTargets(outs)
 	src, err := emit(kf, outs)
 	if err != nil {
 		return nil, err
@@ -251,3 +256,32 @@ func emit(kf *kindsFile, outs []*kindOut) ([]byte, error) {
 	return src, nil
 }
 
+
+// resolveTargets completes the kinds references name by their short name
+// (AccessLevel for AccessContextManagerAccessLevel): the mapped kind of the
+// same group whose name ends so.
+func resolveTargets(outs []*kindOut) {
+	byKind := map[string]*kccKind{}
+	for _, o := range outs {
+		byKind[o.kcc.Kind] = o.kcc
+	}
+	for _, o := range outs {
+		for i := range o.kcc.Spec {
+			f := &o.kcc.Spec[i]
+			for j, t := range f.Targets {
+				if byKind[t] != nil {
+					continue
+				}
+				var found []string
+				for k, kk := range byKind {
+					if strings.HasSuffix(k, t) && kk.Group == o.kcc.Group {
+						found = append(found, k)
+					}
+				}
+				if len(found) == 1 {
+					f.Targets[j] = found[0]
+				}
+			}
+		}
+	}
+}

@@ -228,6 +228,9 @@ func join(p, k string) string {
 func flattenSpec(s *schema, path string, required bool, out *[]kccField) {
 	f := kccField{Path: path, Required: required}
 	switch {
+	case isRef(s) && s.Properties["kind"] != nil:
+		f.Type = "ref"
+		f.Targets = []string{"*"} // any kind, named in the reference
 	case isRef(s):
 		f.Type = "ref"
 		for _, d := range []string{s.Description, descOf(s, "external"), descOf(s, "name")} {
@@ -364,7 +367,7 @@ func annotateRefs(fields []kccField, refs []smRef) {
 		if fields[i].Type == "array" && i+1 < len(fields) && fields[i+1].Path == fields[i].Path+"[]" {
 			i++
 		}
-		if fields[i].Type != "ref" {
+		if fields[i].Type != "ref" || (len(fields[i].Targets) == 1 && fields[i].Targets[0] == "*") {
 			continue
 		}
 		fields[i].Targets = []string{r.GVK.Kind}

@@ -24,8 +24,8 @@ type pairOut struct {
 }
 
 // generic are the top-level REST fields internal/gcp maps for every kind:
-// the name, the project, the location.
-var generic = map[string]bool{"name": true, "project": true, "zone": true, "region": true}
+// the project and the location (and the name: kinds.yaml's name list).
+var generic = map[string]bool{"project": true, "zone": true, "region": true}
 
 type pairer struct {
 	kind      string
@@ -88,7 +88,7 @@ func (p *pairer) object(rn *restNode, rest, kcc string) {
 	for _, name := range sortedKeys(rn.Props) {
 		child := rn.Props[name]
 		rp := joinREST(rest, name)
-		if child.ReadOnly || p.hand[rp] || (rest == "" && generic[name]) || p.names[rp] {
+		if _, renamed := p.rename[rp]; (child.ReadOnly && !renamed) || p.hand[rp] || (rest == "" && generic[name]) || p.names[rp] {
 			continue
 		}
 		kp, ok := "", false

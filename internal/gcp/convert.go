@@ -1,0 +1,534 @@
+package gcp
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// item is one DM resource being converted.
+type item struct {
+	index   int
+	res     *Resource
+	kind    *kindInfo
+	scope   string // zone, region, global or "" (from the type spelling)
+	gcpName string // the Google Cloud name
+	objName string // metadata.name
+	project string
+	// location is the resource's zone, region or location as the body
+	// gives it ("" if none): what RESTName's {location} means.
+	location string
+	parent   string
+
+	obj      map[string]any
+	extra    []extraObject  // IAM objects it makes
+	deps     []int          // items it must come after
+	deferred []Deferred     // Object is filled when ordered
+	merge    bool           // a deferred reference reads its live spec
+	ann      map[string]any // annotations its rule set (IAM members take them too)
+	err      error
+}
+
+// extraObject is an object a resource makes beside its own (IAM members).
+type extraObject struct {
+	obj      map[string]any
+	deferred []Deferred
+}
+
+// converter converts one deployment.
+type converter struct {
+	opts   Options
+	items  []*item
+	byName map[string]*item
+}
+
+// Error is a conversion error of one resource, naming it, its type and its
+// layout path.
+type Error struct {
+	Resource, Type string
+	Path           []string
+	Err            error
+}
+
+func (e *Error) Error() string {
+	where := e.Resource
+	if len(e.Path) > 0 && layout(e.Path) != e.Resource {
+		where += " (" + layout(e.Path) + ")"
+	}
+	return fmt.Sprintf("resource %s, type %s: %v", where, e.Type, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Convert maps the resources of one deployment, all together (references
+// between them need the whole set), to Config Connector objects. Every
+// resource must be of a Google Cloud type (IsGCPType). It fails naming every
+// resource it cannot convert (each an *Error wrapping
+// derrors.InvalidArgument): an unsupported type (with the nearest supported
+// spellings), a property with no KCC field (with the fields the kind
+// takes), a type with no KCC equivalent (and what to do instead), a
+// reference KCC cannot read.
+func Convert(res []Resource, opts Options) (*Result, error) {
+	switch opts.DeletionPolicy {
+	case "", "delete", "abandon":
+	default:
+		return nil, derrors.Errorf(derrors.InvalidArgument, "deletion policy %q: want abandon or delete", opts.DeletionPolicy)
+	}
+	c := &converter{opts: opts, byName: map[string]*item{}}
+	for i := range res {
+		it := &item{index: i, res: &res[i]}
+		c.items = append(c.items, it)
+		if prev, ok := c.byName[res[i].Name]; ok {
+			it.err = fmt.Errorf("%w: another resource is named %s too (%s)", derrors.InvalidArgument, res[i].Name, layout(prev.res.Path))
+			continue
+		}
+		c.byName[res[i].Name] = it
+	}
+	for _, it := range c.items {
+		if it.err == nil {
+			it.err = c.identify(it)
+		}
+	}
+	c.assignNames()
+	for _, it := range c.items {
+		if it.err == nil {
+			it.err = c.convert(it)
+		}
+	}
+	var errs []error
+	for _, it := range c.items {
+		if it.err != nil {
+			errs = append(errs, &Error{Resource: it.res.Name, Type: it.res.Type, Path: it.res.Path, Err: it.err})
+		}
+	}
+	if len(errs) > 0 {
+		if len(errs) == 1 {
+			return nil, errs[0]
+		}
+		return nil, fmt.Errorf("%d of %d resources cannot be converted to Config Connector objects:\n%w", len(errs), len(res), errors.Join(errs...))
+	}
+	return c.result()
+}
+
+// invalid is an error wrapping derrors.InvalidArgument.
+func invalid(format string, a ...any) error {
+	return derrors.Errorf(derrors.InvalidArgument, format, a...)
+}
+
+// identify finds the kind, names, project and location of a resource:
+// what references to it need before any is converted.
+func (c *converter) identify(it *item) error {
+	r := it.res
+	t, ok := lookupType(r.Type)
+	if !ok {
+		if why, ok := lookupUnsupported(r.Type); ok {
+			return invalid("type %s has no Config Connector equivalent: %s", r.Type, why)
+		}
+		if providerTypeRE.MatchString(r.Type) && !gcpTypesRE.MatchString(r.Type) {
+			return invalid("type %s is a Deployment Manager type provider's type, which Config Connector has no equivalent of: for a Kubernetes API write the object with its own type (apps/v1/Deployment), for another API use its Config Connector kind", r.Type)
+		}
+		if strings.Contains(r.Type, ":") && actionRE.MatchString(r.Type[strings.Index(r.Type, ":")+1:]) {
+			return invalid("type %s is a Deployment Manager action (a method call), which Config Connector has no equivalent of: declare the state the call would make as a resource instead (an IAM binding: gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding)", r.Type)
+		}
+		msg := fmt.Sprintf("type %s is not a supported Google Cloud type (dm convert --list-types lists them)", r.Type)
+		if near := derrors.Near(r.Type, typeNames()); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, ", ") + "?"
+		} else if near := nearBySuffix(r.Type); len(near) > 0 {
+			msg += "; did you mean " + strings.Join(near, ", ") + "?"
+		}
+		return invalid("%s", msg)
+	}
+	it.kind = lookupKind(t.Kind)
+	it.scope = t.Scope
+	props := r.Properties
+	if it.kind.Kind == "AppEngineStandardAppVersion" && props["env"] == "flex" {
+		it.kind = lookupKind("AppEngineFlexibleAppVersion")
+		if it.kind == nil {
+			return invalid("App Engine flexible versions are not mapped yet")
+		}
+	}
+	// Project.
+	switch p := props["project"].(type) {
+	case string:
+		it.project = p
+	case nil:
+		it.project = c.opts.Project
+	default:
+		return invalid("properties.project is %s, not a string", describe(p))
+	}
+	if hasRef(it.project) {
+		return invalid("properties.project is %s: a project must be known before deploying (set it, or use --project)", it.project)
+	}
+	if it.project == "" {
+		if s, ok := props["projectId"].(string); ok && !hasRef(s) {
+			it.project = s
+		}
+	}
+	if it.project == "" && !projectless[it.kind.Kind] {
+		return invalid("no project: the properties name none and none was given (--project)")
+	}
+	// Location.
+	for _, key := range []string{"zone", "region", "location"} {
+		if s, ok := props[key].(string); ok && it.location == "" {
+			it.location = lastSegment(s)
+		}
+	}
+	if s, ok := props["parent"].(string); ok {
+		it.parent = s
+		if it.location == "" {
+			if m := locationRE.FindStringSubmatch(s); m != nil {
+				it.location = m[1]
+			}
+		}
+	}
+	// Name.
+	name, err := gcpName(it)
+	if err != nil {
+		return err
+	}
+	it.gcpName = name
+	return nil
+}
+
+// projectless kinds are above projects: they need no project.
+var projectless = map[string]bool{"Project": true, "Folder": true, "AccessContextManagerAccessPolicy": true}
+
+var (
+	actionRE   = regexp.MustCompile(`^[a-z][a-z0-9]*\.[a-zA-Z.]+\.[a-z][a-zA-Z]*$`)
+	locationRE = regexp.MustCompile(`/locations/([^/]+)`)
+)
+
+// nearBySuffix suggests the spellings of the same resource in other APIs
+// or versions: compute.v2.instance -> compute.v1.instance.
+func nearBySuffix(t string) []string {
+	i := strings.LastIndexAny(t, ".:")
+	if i < 0 {
+		return nil
+	}
+	suffix := strings.ToLower(t[i+1:])
+	var out []string
+	for _, d := range dmTypes {
+		j := strings.LastIndexAny(d.Type, ".:")
+		if strings.ToLower(d.Type[j+1:]) == suffix && strings.HasPrefix(d.Type, t[:2]) {
+			out = append(out, d.Type)
+			if len(out) == 3 {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// gcpName is the resource's Google Cloud name: the first of its kind's
+// name properties that is set (its last path segment), else the DM name.
+func gcpName(it *item) (string, error) {
+	for _, p := range it.kind.NameFrom {
+		v, ok := getPath(it.res.Properties, p)
+		if !ok || v == nil {
+			continue
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", invalid("properties.%s is %s, not a name", p, describe(v))
+		}
+		if hasRef(s) {
+			return "", invalid("properties.%s is %s: a name must be known before deploying", p, s)
+		}
+		if rules, ok := nameRules[it.kind.Kind]; ok {
+			return rules(s)
+		}
+		return lastSegment(s), nil
+	}
+	if f, ok := defaultNames[it.kind.Kind]; ok {
+		return f(it)
+	}
+	return it.res.Name, nil
+}
+
+// lastSegment is what follows the last slash: the name in a selfLink or a
+// resource path.
+func lastSegment(s string) string {
+	return s[strings.LastIndexByte(s, '/')+1:]
+}
+
+var dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+
+// validObjectName says whether s may be an object's metadata.name.
+func validObjectName(s string) bool {
+	return len(s) <= 253 && dnsSubdomainRE.MatchString(s)
+}
+
+// shortHash is 8 hex digits of s's SHA-256.
+func shortHash(s ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(s, "\x00")))
+	return hex.EncodeToString(h[:4])
+}
+
+// sanitize makes an object name of s: lower case, runs of other characters
+// as one dash, and a hash of s so that two names that sanitize alike stay
+// apart.
+func sanitize(s string, salt ...string) string {
+	var b strings.Builder
+	dash := false
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z' || r >= '0' && r <= '9':
+			b.WriteRune(r)
+			dash = false
+		case r == '.' && b.Len() > 0 && !dash:
+			b.WriteRune('.')
+			dash = true
+		default:
+			if b.Len() > 0 && !dash {
+				b.WriteByte('-')
+				dash = true
+			}
+		}
+	}
+	base := strings.TrimRight(b.String(), "-.")
+	if len(base) > 200 {
+		base = strings.TrimRight(base[:200], "-.")
+	}
+	if base == "" {
+		base = "r"
+	}
+	return base + "-" + shortHash(append([]string{s}, salt...)...)
+}
+
+// assignNames gives each object its metadata.name: the Google Cloud name
+// when it is a valid object name and no other object of its kind has it,
+// else a sanitized unique form (and spec.resourceID carries the name).
+func (c *converter) assignNames() {
+	type key struct{ kind, name string }
+	count := map[key]int{}
+	for _, it := range c.items {
+		if it.err != nil {
+			continue
+		}
+		it.objName = it.gcpName
+		if !validObjectName(it.objName) {
+			it.objName = sanitize(it.gcpName)
+		}
+		count[key{it.kind.Kind, it.objName}]++
+	}
+	for _, it := range c.items {
+		if it.err == nil && count[key{it.kind.Kind, it.objName}] > 1 {
+			// The same Google Cloud name in two zones, regions or
+			// parents: the DM names tell them apart.
+			it.objName = sanitize(it.gcpName, it.res.Name)
+		}
+	}
+}
+
+// convert builds the object of one resource.
+func (c *converter) convert(it *item) error {
+	k := it.kind
+	oc := &objConv{c: c, it: it, kind: k, spec: map[string]any{}}
+	props := deepCopy(it.res.Properties).(map[string]any)
+	if props == nil {
+		props = map[string]any{}
+	}
+	delete(props, "project")
+	for _, p := range k.NameFrom {
+		deletePath(props, p)
+	}
+	if err := oc.location(props); err != nil {
+		return err
+	}
+	labels, err := oc.labels(props)
+	if err != nil {
+		return err
+	}
+	if rule, ok := rules[k.Kind]; ok {
+		if err := rule(oc, props); err != nil {
+			return err
+		}
+	}
+	if err := oc.walkObject(props, "", nil); err != nil {
+		return err
+	}
+	if k.has("projectRef") && oc.spec["projectRef"] == nil {
+		oc.spec["projectRef"] = map[string]any{"external": it.project}
+	}
+	if k.has("resourceID") && it.objName != it.gcpName && oc.spec["resourceID"] == nil {
+		oc.spec["resourceID"] = it.gcpName
+	}
+	if err := oc.checkRequired(); err != nil {
+		return err
+	}
+	for k, v := range oc.extraLabels {
+		if labels == nil {
+			labels = map[string]any{}
+		}
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	ann := c.annotations(it)
+	for k, v := range oc.ann {
+		if v == nil {
+			delete(ann, k)
+		} else {
+			ann[k] = v
+		}
+	}
+	it.ann = oc.ann
+	md := map[string]any{"name": it.objName}
+	if len(ann) > 0 {
+		md["annotations"] = ann
+	}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md}
+	if len(oc.spec) > 0 {
+		it.obj["spec"] = oc.spec
+	}
+	it.deferred = oc.deferred
+	if err := c.dependsOn(it); err != nil {
+		return err
+	}
+	if err := c.accessControl(it); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (c *converter) annotations(it *item) map[string]any {
+	a := map[string]any{}
+	if it.project != "" {
+		a[ProjectAnnotation] = it.project
+	}
+	if c.opts.DeletionPolicy == "abandon" {
+		a[DeletionPolicyAnnotation] = "abandon"
+	}
+	return a
+}
+
+// dependsOn adds DM's metadata.dependsOn to the resource's dependencies.
+func (c *converter) dependsOn(it *item) error {
+	v, ok := it.res.Metadata["dependsOn"]
+	if !ok || v == nil {
+		return nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return invalid("metadata.dependsOn is %s, not a list of resource names", describe(v))
+	}
+	for _, e := range list {
+		name, ok := e.(string)
+		if !ok {
+			return invalid("metadata.dependsOn holds %s, not a resource name", describe(e))
+		}
+		if dep, ok := c.byName[name]; ok && dep != it {
+			it.deps = append(it.deps, dep.index)
+		}
+		// A name outside this set is a resource of another kind (a
+		// Kubernetes object): its caller orders it.
+	}
+	return nil
+}
+
+// result orders the objects: each after those it references or depends
+// on, otherwise in the order of the resources; an object's IAM members
+// right after it.
+func (c *converter) result() (*Result, error) {
+	order := make([]int, 0, len(c.items))
+	state := make([]int8, len(c.items))
+	var stack []int
+	var visit func(i int) error
+	visit = func(i int) error {
+		switch state[i] {
+		case 2:
+			return nil
+		case 1:
+			k := slices.Index(stack, i)
+			var names []string
+			for _, j := range stack[k:] {
+				names = append(names, c.items[j].res.Name)
+			}
+			names = append(names, c.items[i].res.Name)
+			it := c.items[i]
+			return &Error{Resource: it.res.Name, Type: it.res.Type, Path: it.res.Path,
+				Err: invalid("reference or dependsOn cycle: %s", strings.Join(names, " -> "))}
+		}
+		state[i] = 1
+		stack = append(stack, i)
+		deps := slices.Clone(c.items[i].deps)
+		slices.Sort(deps)
+		for _, j := range slices.Compact(deps) {
+			if err := visit(j); err != nil {
+				return err
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = 2
+		order = append(order, i)
+		return nil
+	}
+	for i := range c.items {
+		if err := visit(i); err != nil {
+			return nil, err
+		}
+	}
+	r := &Result{byName: c.byName}
+	add := func(it *item, obj map[string]any, deferred []Deferred) {
+		n := len(r.Objects)
+		r.Objects = append(r.Objects, obj)
+		r.Sources = append(r.Sources, it.res.Name)
+		for _, d := range deferred {
+			d.Object = n
+			r.Deferred = append(r.Deferred, d)
+		}
+	}
+	for _, i := range order {
+		it := c.items[i]
+		if it.merge && it.obj != nil {
+			setAnnotation(it.obj, StateIntoSpecAnnotation, "merge")
+		}
+		if it.obj != nil {
+			add(it, it.obj, it.deferred)
+		}
+		for _, x := range it.extra {
+			add(it, x.obj, x.deferred)
+		}
+	}
+	return r, nil
+}
+
+// Lookup says where the value of a reference $(ref.NAME.PATH) to a
+// resource of the deployment is: a value known now (v, ok true: the
+// resource's name), or a field of its live object (for outputs: dm get
+// shows them resolved). NAME not among the converted resources is an
+// error wrapping derrors.NotFound.
+func (r *Result) Lookup(ref string) (v any, ok bool, read Read, err error) {
+	m := refRE.FindStringSubmatch(ref)
+	if m == nil || m[0] != ref {
+		return nil, false, Read{}, invalid("%q is not a reference $(ref.NAME.PATH)", ref)
+	}
+	it := r.byName[m[1]]
+	if it == nil {
+		return nil, false, Read{}, fmt.Errorf("%s: %w: no Google Cloud resource %s in the deployment", ref, derrors.NotFound, m[1])
+	}
+	return lookupRef(it, ref, strings.TrimPrefix(m[2], "."))
+}
+
+// setAnnotation sets an annotation of obj.
+func setAnnotation(obj map[string]any, key, value string) {
+	md, _ := obj["metadata"].(map[string]any)
+	if md == nil {
+		return
+	}
+	a, _ := md["annotations"].(map[string]any)
+	if a == nil {
+		a = map[string]any{}
+		md["annotations"] = a
+	}
+	a[key] = value
+}

@@ -1,0 +1,952 @@
+package gcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Hand-written rules: what the generated pairing of REST and KCC fields
+// cannot express. Each rule takes the properties left after the name,
+// project, location and labels, maps the fields it knows into oc.spec and
+// deletes them; the generic walk maps the rest.
+
+// rules are the per-kind rules.
+var rules = map[string]func(oc *objConv, props map[string]any) error{
+	"ComputeInstance":                  instanceRule,
+	"ComputeInstanceTemplate":          instanceTemplateRule,
+	"ComputeHealthCheck":               healthCheckRule,
+	"ComputeSubnetwork":                subnetworkRule,
+	"IAMPolicyMember":                  iamMemberBinding,
+	"SQLInstance":                      sqlInstanceRule,
+	"StorageBucket":                    bucketRule,
+	"ContainerCluster":                 clusterRule,
+	"ContainerNodePool":                nodePoolRule,
+	"DNSRecordSet":                     recordSetRule,
+	"KMSKeyRing":                       parentOnly("projects/{project}/locations/{location}"),
+	"KMSCryptoKey":                     parentRef("keyRingRef", "KMSKeyRing"),
+	"IAMCustomRole":                    customRoleRule,
+	"IAMServiceAccount":                serviceAccountRule,
+	"IAMServiceAccountKey":             serviceAccountKeyRule,
+	"AccessContextManagerAccessPolicy": accessPolicyRule,
+	"CloudFunctionsFunction":           functionRule,
+	"CloudFunctions2Function":          parentOnly("projects/{project}/locations/{location}"),
+	"AppEngineStandardAppVersion":      appEngineVersionRule,
+	"Project":                          projectRule,
+	"Folder":                           folderRule,
+	"Service":                          enableServiceRule,
+	"BigQueryDataset":                  datasetRule,
+	"BigQueryTable":                    tableRule,
+	"LoggingLogSink":                   logSinkRule,
+	"LoggingLogMetric":                 parentOnly("projects/{project}"),
+	"SpannerInstance":                  spannerInstanceRule,
+	"SpannerDatabase":                  parentRef("instanceRef", "SpannerInstance"),
+	"BigtableInstance":                 bigtableRule,
+	"RedisInstance":                    parentOnly("projects/{project}/locations/{location}"),
+	"SecretManagerSecret":              secretRule,
+}
+
+// handFields are the top-level properties the rules take, beside the
+// generated pairs (for errors listing what a kind takes).
+var handFields = map[string][]string{
+	"ComputeInstance":         {"disks"},
+	"ComputeInstanceTemplate": {"properties.disks", "properties.labels"},
+	"ComputeHealthCheck":      {"type"},
+	"ComputeSubnetwork":       {"enableFlowLogs"},
+	"IAMPolicyMember":         {"resource", "role", "member", "condition"},
+	"StorageBucket":           {"predefinedAcl", "predefinedDefaultObjectAcl", "projection"},
+	"ContainerCluster":        {"cluster", "parent"},
+	"ContainerNodePool":       {"nodePool", "clusterId", "parent"},
+	"DNSRecordSet":            {"name"},
+	"KMSKeyRing":              {"parent"},
+	"KMSCryptoKey":            {"parent"},
+	"IAMCustomRole":           {"parent"},
+	"IAMServiceAccountKey":    {"name"},
+	"CloudFunctionsFunction":  {"parent", "location"},
+	"Service":                 {"consumerId", "serviceName"},
+	"BigQueryTable":           {"schema", "datasetId"},
+	"LoggingLogSink":          {"destination", "parent"},
+	"SpannerDatabase":         {"parent"},
+	"BigtableInstance":        {"clusters", "parent"},
+	"SecretManagerSecret":     {"parent"},
+}
+
+// shortFields hold a name DM bodies may write as a URL or partial path
+// (zones/us-central1-a/machineTypes/n1-standard-1) where KCC takes the
+// name alone.
+var shortFields = map[string]map[string]bool{
+	"ComputeInstance": {"machineType": true, "guestAccelerators[].acceleratorType": true},
+	"ComputeInstanceTemplate": {"properties.machineType": true, "properties.guestAccelerators[].acceleratorType": true,
+		"diskinit:diskType": true},
+}
+
+// defaultServiceAccount: an instance's serviceAccounts[].email "default"
+// is Compute Engine's default service account, which KCC uses when
+// serviceAccountRef is unset.
+func dropDefaultEmail(props map[string]any, path ...string) {
+	var cur any = props
+	for _, k := range path {
+		m, _ := cur.(map[string]any)
+		cur = m[k]
+	}
+	list, _ := cur.([]any)
+	for _, e := range list {
+		if m, ok := e.(map[string]any); ok && m["email"] == "default" {
+			delete(m, "email")
+		}
+	}
+}
+
+// ignored are REST fields that have no KCC field and carry nothing KCC
+// would do differently: the value they may take (or "" for any) and why.
+// Any other value is an error.
+var ignored = map[string]map[string]ignoreRule{
+	"ComputeBackendService": {
+		"port": {"", "deprecated by Compute Engine for portName"},
+	},
+	"SQLInstance": {
+		"backendType":                       {"SECOND_GEN", "the only generation Cloud SQL runs"},
+		"kind":                              {"", "the REST type marker (sql#instance)"},
+		"settings.kind":                     {"", "the REST type marker"},
+		"settings.backupConfiguration.kind": {"", "the REST type marker"},
+		"settings.locationPreference.kind":  {"", "the REST type marker"},
+		"settings.maintenanceWindow.kind":   {"", "the REST type marker"},
+		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
+		"replicaConfiguration.kind":                          {"", "the REST type marker"},
+	},
+	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
+	"SQLUser":     {"kind": {"", "the REST type marker (sql#user)"}},
+	"ComputeInstance": {
+		"networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
+		"networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+	},
+	"ComputeInstanceTemplate": {
+		"properties.networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
+		"properties.networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+	},
+}
+
+type ignoreRule struct{ value, why string }
+
+// nameRules read the Google Cloud name from a name property, where its
+// last path segment is not the name.
+var nameRules = map[string]func(s string) (string, error){}
+
+// defaultNames give the Google Cloud name of kinds whose name is not the
+// DM resource's name when no name property is set.
+var defaultNames = map[string]func(it *item) (string, error){}
+
+// walkVariant maps REST object m by the pairs of variant label (an
+// instance's boot disk), idx filling the KCC path's lists.
+func (oc *objConv) walkVariant(m map[string]any, label string, idx []int) error {
+	p := oc.kind.pair(label + ":")
+	if p == nil {
+		return fmt.Errorf("internal error: %s has no variant %s", oc.kind.Kind, label)
+	}
+	path, err := concretize(p.KCC, idx)
+	if err != nil {
+		return err
+	}
+	if _, err := oc.ensure(path); err != nil {
+		return err
+	}
+	return oc.walkObject(m, label+":", idx)
+}
+
+// setValue converts v for the KCC field at pattern (filling its lists
+// with idx) and sets it; rp names the REST field for errors.
+func (oc *objConv) setValue(v any, pattern string, idx []int, rp string) error {
+	f := oc.kind.field(pattern)
+	if f == nil {
+		return fmt.Errorf("internal error: %s has no field %s", oc.kind.Kind, pattern)
+	}
+	path, err := concretize(pattern, idx)
+	if err != nil {
+		return err
+	}
+	val, err := oc.value(v, f, path, rp)
+	if err != nil || val == nil {
+		return err
+	}
+	return oc.set(path, val)
+}
+
+// take removes and returns props[key].
+func take(props map[string]any, key string) (any, bool) {
+	v, ok := props[key]
+	delete(props, key)
+	return v, ok && v != nil
+}
+
+// instanceRule maps an instance's disks: the boot disk (boot: true, else
+// the first) into bootDisk, scratch disks into scratchDisk, others into
+// attachedDisk.
+func instanceRule(oc *objConv, props map[string]any) error {
+	dropDefaultEmail(props, "serviceAccounts")
+	v, ok := take(props, "disks")
+	if !ok {
+		return nil
+	}
+	disks, ok := v.([]any)
+	if !ok {
+		return invalid("properties.disks is %s, not a list", describe(v))
+	}
+	bootIndex := -1
+	for i, d := range disks {
+		if m, ok := d.(map[string]any); ok && m["boot"] == true {
+			bootIndex = i
+			break
+		}
+	}
+	if bootIndex < 0 && len(disks) > 0 {
+		bootIndex = 0 // Compute Engine boots from the first disk
+	}
+	attached, scratch := 0, 0
+	for i, d := range disks {
+		m, ok := d.(map[string]any)
+		if !ok {
+			return invalid("properties.disks[%d] is %s, not a disk", i, describe(d))
+		}
+		where := fmt.Sprintf("properties.disks[%d]", i)
+		typ, _ := take(m, "type")
+		if typ == "SCRATCH" {
+			sd := map[string]any{}
+			if iface, ok := take(m, "interface"); ok {
+				sd["interface"] = iface
+			}
+			if ip, ok := take(m, "initializeParams"); ok {
+				ipm, _ := ip.(map[string]any)
+				if size, ok := take(ipm, "diskSizeGb"); ok {
+					sd["size"] = size
+				}
+				take(ipm, "diskType")
+				if len(ipm) > 0 {
+					return invalid("%s.initializeParams.%s: a scratch disk takes only diskSizeGb and diskType", where, sortedKeys(ipm)[0])
+				}
+			}
+			take(m, "autoDelete")
+			take(m, "deviceName")
+			if len(m) > 0 {
+				return invalid("%s.%s has no Config Connector field in a scratch disk (interface, initializeParams.diskSizeGb)", where, sortedKeys(m)[0])
+			}
+			for _, k := range []string{"interface", "size"} {
+				if sd[k] != nil {
+					if err := oc.setValue(sd[k], "scratchDisk[]."+k, []int{scratch}, where+"."+k); err != nil {
+						return err
+					}
+				}
+			}
+			if _, err := oc.ensure([]seg{{key: "scratchDisk"}, {idx: scratch}}); err != nil {
+				return err
+			}
+			scratch++
+			continue
+		}
+		if typ != nil && typ != "PERSISTENT" {
+			return invalid("%s.type is %s: want PERSISTENT or SCRATCH", where, describe(typ))
+		}
+		if iface, ok := take(m, "interface"); ok && iface != "SCSI" {
+			return invalid("%s.interface is %s: Config Connector's ComputeInstance attaches persistent disks as SCSI only", where, describe(iface))
+		}
+		if size, ok := take(m, "diskSizeGb"); ok {
+			ip, _ := m["initializeParams"].(map[string]any)
+			if ip == nil {
+				ip = map[string]any{}
+				m["initializeParams"] = ip
+			}
+			if _, has := ip["diskSizeGb"]; !has {
+				ip["diskSizeGb"] = size
+			}
+		}
+		if key, ok := take(m, "diskEncryptionKey"); ok {
+			if err := oc.diskKey(key, map[bool]string{true: "bootDisk", false: "attachedDisk[]"}[i == bootIndex], attached, where); err != nil {
+				return err
+			}
+		}
+		if i == bootIndex {
+			take(m, "boot")
+			ip, hasIP := take(m, "initializeParams")
+			if err := oc.walkVariant(m, "boot", nil); err != nil {
+				return err
+			}
+			if hasIP {
+				ipm, ok := ip.(map[string]any)
+				if !ok {
+					return invalid("%s.initializeParams is %s, not an object", where, describe(ip))
+				}
+				if name, ok := take(ipm, "diskName"); ok && name != oc.it.gcpName {
+					return invalid("%s.initializeParams.diskName is %s: Config Connector names an instance's boot disk after the instance (%s); declare the disk as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where, describe(name), oc.it.gcpName)
+				}
+				if dt, ok := take(ipm, "diskType"); ok {
+					if err := oc.setValue(shortValue(dt), "bootDisk.initializeParams.type", nil, where+".initializeParams.diskType"); err != nil {
+						return err
+					}
+				}
+				if err := oc.walkVariant(ipm, "bootinit", nil); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		take(m, "boot")
+		take(m, "autoDelete") // attached disks outlive the instance in KCC
+		if ip, ok := take(m, "initializeParams"); ok {
+			_ = ip
+			return invalid("%s.initializeParams: Config Connector's ComputeInstance creates only its boot disk; declare this disk as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where)
+		}
+		if err := oc.walkVariant(m, "attached", []int{attached}); err != nil {
+			return err
+		}
+		attached++
+	}
+	return nil
+}
+
+// diskKey maps a disk's diskEncryptionKey: rawKey and kmsKeyName.
+func (oc *objConv) diskKey(v any, disk string, i int, where string) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return invalid("%s.diskEncryptionKey is %s, not an object", where, describe(v))
+	}
+	idx := []int{i}
+	for _, k := range sortedKeys(m) {
+		var err error
+		switch k {
+		case "rawKey":
+			err = oc.setValue(m[k], disk+".diskEncryptionKeyRaw", idx, where+".diskEncryptionKey.rawKey")
+		case "kmsKeyName":
+			err = oc.setValue(m[k], disk+".kmsKeyRef", idx, where+".diskEncryptionKey.kmsKeyName")
+		case "sha256":
+			err = oc.setValue(m[k], disk+".diskEncryptionKeySha256", idx, where+".diskEncryptionKey.sha256")
+		default:
+			err = invalid("%s.diskEncryptionKey.%s has no Config Connector field (rawKey, kmsKeyName)", where, k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shortValue is a name written as a URL or path, as its last segment.
+func shortValue(v any) any {
+	if s, ok := v.(string); ok && !hasRef(s) {
+		return lastSegment(s)
+	}
+	return v
+}
+
+// instanceTemplateRule maps an instance template's disks (each
+// initializeParams into the same KCC disk) and its instances' labels.
+func instanceTemplateRule(oc *objConv, props map[string]any) error {
+	p, ok := props["properties"].(map[string]any)
+	if !ok {
+		return nil
+	}
+	dropDefaultEmail(p, "serviceAccounts")
+	if l, ok := take(p, "labels"); ok {
+		labels, err := labelMap(l, "properties.properties.labels")
+		if err != nil {
+			return err
+		}
+		oc.extraLabels = labels
+	}
+	v, ok := take(p, "disks")
+	if !ok {
+		return nil
+	}
+	disks, ok := v.([]any)
+	if !ok {
+		return invalid("properties.properties.disks is %s, not a list", describe(v))
+	}
+	for i, d := range disks {
+		m, ok := d.(map[string]any)
+		if !ok {
+			return invalid("properties.properties.disks[%d] is %s, not a disk", i, describe(d))
+		}
+		where := fmt.Sprintf("properties.properties.disks[%d]", i)
+		idx := []int{i}
+		if key, ok := take(m, "diskEncryptionKey"); ok {
+			km, _ := key.(map[string]any)
+			for _, k := range sortedKeys(km) {
+				if k != "kmsKeyName" {
+					return invalid("%s.diskEncryptionKey.%s has no Config Connector field (kmsKeyName)", where, k)
+				}
+				if err := oc.setValue(km[k], "disk[].diskEncryptionKey.kmsKeyRef", idx, where+".diskEncryptionKey.kmsKeyName"); err != nil {
+					return err
+				}
+			}
+		}
+		ip, hasIP := take(m, "initializeParams")
+		if err := oc.walkVariant(m, "disk", idx); err != nil {
+			return err
+		}
+		if hasIP {
+			ipm, ok := ip.(map[string]any)
+			if !ok {
+				return invalid("%s.initializeParams is %s, not an object", where, describe(ip))
+			}
+			if dt, ok := take(ipm, "diskType"); ok {
+				if err := oc.setValue(shortValue(dt), "disk[].diskType", idx, where+".initializeParams.diskType"); err != nil {
+					return err
+				}
+			}
+			if err := oc.walkVariant(ipm, "diskinit", idx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// healthCheckRule checks type against the protocol block it names: KCC has
+// no type field, the block says it (an empty block where the body gave
+// the type alone).
+func healthCheckRule(oc *objConv, props map[string]any) error {
+	t, ok := take(props, "type")
+	if !ok {
+		return nil
+	}
+	s, _ := t.(string)
+	block := map[string]string{"HTTP": "httpHealthCheck", "HTTPS": "httpsHealthCheck", "HTTP2": "http2HealthCheck",
+		"TCP": "tcpHealthCheck", "SSL": "sslHealthCheck", "GRPC": "grpcHealthCheck"}[s]
+	if block == "" {
+		return invalid("properties.type is %s: want HTTP, HTTPS, HTTP2, TCP, SSL or GRPC", describe(t))
+	}
+	if _, ok := props[block]; !ok {
+		props[block] = map[string]any{}
+	}
+	return nil
+}
+
+// subnetworkRule maps flow logs: KCC turns them on with logConfig.
+func subnetworkRule(oc *objConv, props map[string]any) error {
+	on, _ := take(props, "enableFlowLogs")
+	lc, _ := props["logConfig"].(map[string]any)
+	if e, ok := take(lc, "enable"); ok {
+		on = e
+	}
+	switch on {
+	case true:
+		if lc == nil {
+			props["logConfig"] = map[string]any{}
+		}
+	case false:
+		delete(props, "logConfig")
+	}
+	return nil
+}
+
+func sqlInstanceRule(oc *objConv, props map[string]any) error {
+	if st, ok := props["settings"].(map[string]any); ok {
+		if l, ok := take(st, "userLabels"); ok {
+			labels, err := labelMap(l, "properties.settings.userLabels")
+			if err != nil {
+				return err
+			}
+			oc.extraLabels = labels
+		}
+	}
+	return nil
+}
+
+// bucketRule: a predefined ACL other than projectPrivate (a new bucket's
+// own) has no KCC field; StorageBucketAccessControl objects do it.
+func bucketRule(oc *objConv, props map[string]any) error {
+	for _, k := range []string{"predefinedAcl", "predefinedDefaultObjectAcl"} {
+		if v, ok := take(props, k); ok && v != "projectPrivate" {
+			return invalid("properties.%s is %s: Config Connector's StorageBucket has no predefined ACLs; grant access with accessControl.gcpIamPolicy (or storage.v1.bucketAccessControl resources)", k, describe(v))
+		}
+	}
+	take(props, "projection") // what the insert call returns, not the bucket
+	return nil
+}
+
+// projectParam checks a project given again as a parameter (projectId,
+// a parent projects/P) against the resource's.
+func (oc *objConv) projectParam(key string, v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return invalid("properties.%s is %s, not a project", key, describe(v))
+	}
+	s = strings.TrimPrefix(s, "projects/")
+	if s != oc.it.project {
+		return invalid("properties.%s is %s but the resource's project is %s", key, describe(v), oc.it.project)
+	}
+	return nil
+}
+
+var parentRE = regexp.MustCompile(`^projects/([^/]+)(?:/(?:locations|zones)/([^/]+))?$`)
+
+// parentOnly takes a parent that names the project (and location) alone.
+func parentOnly(form string) func(oc *objConv, props map[string]any) error {
+	return func(oc *objConv, props map[string]any) error {
+		v, ok := take(props, "parent")
+		if !ok {
+			return nil
+		}
+		s, _ := v.(string)
+		m := parentRE.FindStringSubmatch(s)
+		if m == nil {
+			return invalid("properties.parent is %s: want %s", describe(v), form)
+		}
+		return oc.projectParam("parent", m[1])
+	}
+}
+
+// parentRef maps a parent that names another resource (a key ring, an
+// instance) into the reference field key.
+func parentRef(key, kind string) func(oc *objConv, props map[string]any) error {
+	return func(oc *objConv, props map[string]any) error {
+		v, ok := take(props, "parent")
+		if !ok {
+			return nil
+		}
+		return oc.setValue(v, key, nil, "parent")
+	}
+}
+
+func clusterRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "projectId"); ok {
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
+		}
+	}
+	if v, ok := take(props, "parent"); ok {
+		s, _ := v.(string)
+		if m := parentRE.FindStringSubmatch(s); m == nil {
+			return invalid("properties.parent is %s: want projects/PROJECT/locations/LOCATION", describe(v))
+		} else if err := oc.projectParam("parent", m[1]); err != nil {
+			return err
+		}
+	}
+	cl, _ := props["cluster"].(map[string]any)
+	if l, ok := take(cl, "resourceLabels"); ok {
+		labels, err := labelMap(l, "properties.cluster.resourceLabels")
+		if err != nil {
+			return err
+		}
+		oc.extraLabels = labels
+	}
+	if _, ok := cl["nodePools"]; ok {
+		return invalid("properties.cluster.nodePools: Config Connector's ContainerCluster holds no node pools; declare each as a container.v1.nodePool resource (ContainerNodePool) with clusterId: $(ref.CLUSTER.name), and give the cluster initialNodeCount and nodeConfig for its default pool")
+	}
+	return nil
+}
+
+func nodePoolRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "projectId"); ok {
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
+		}
+	}
+	cluster, hasCluster := take(props, "clusterId")
+	if v, ok := take(props, "parent"); ok {
+		s, _ := v.(string)
+		m := regexp.MustCompile(`^projects/([^/]+)/(?:locations|zones)/([^/]+)/clusters/([^/]+)$`).FindStringSubmatch(s)
+		if m == nil {
+			return invalid("properties.parent is %s: want projects/PROJECT/locations/LOCATION/clusters/CLUSTER", describe(v))
+		}
+		if err := oc.projectParam("parent", m[1]); err != nil {
+			return err
+		}
+		if oc.spec["location"] == nil {
+			oc.spec["location"] = m[2]
+		}
+		if !hasCluster {
+			cluster, hasCluster = m[3], true
+		}
+	}
+	if np, ok := props["nodePool"].(map[string]any); ok {
+		if as, ok := np["autoscaling"].(map[string]any); ok {
+			if e, ok := take(as, "enabled"); ok && e != true {
+				delete(np, "autoscaling")
+			}
+		}
+	}
+	if !hasCluster {
+		return invalid("no cluster: set properties.clusterId (or parent)")
+	}
+	return oc.setValue(cluster, "clusterRef", nil, "clusterId")
+}
+
+// recordSetRule: a record set's name is its DNS name, KCC's spec.name; the
+// object takes the DM resource's name.
+func recordSetRule(oc *objConv, props map[string]any) error {
+	v, ok := take(props, "name")
+	if !ok {
+		return invalid("properties.name (the DNS name, www.example.com.) is required")
+	}
+	return oc.setValue(v, "name", nil, "name")
+}
+
+func customRoleRule(oc *objConv, props map[string]any) error {
+	v, ok := take(props, "parent")
+	if !ok {
+		oc.it.parent = "projects/" + oc.it.project
+		return nil
+	}
+	s, _ := v.(string)
+	oc.it.parent = s
+	switch {
+	case strings.HasPrefix(s, "projects/"):
+		return oc.projectParam("parent", s)
+	case strings.HasPrefix(s, "organizations/"):
+		// An organization's role: KCC reads the organization from its
+		// annotation, and the project annotation would make it a
+		// project's role.
+		oc.ann = map[string]any{ProjectAnnotation: nil, "cnrm.cloud.google.com/organization-id": strings.TrimPrefix(s, "organizations/")}
+		return nil
+	}
+	return invalid("properties.parent is %s: want projects/PROJECT or organizations/ORGANIZATION", describe(v))
+}
+
+// serviceAccountRule: iam.v1.serviceAccount takes displayName and
+// description beside accountId, the REST call inside serviceAccount.
+func serviceAccountRule(oc *objConv, props map[string]any) error {
+	for _, k := range []string{"displayName", "description"} {
+		if v, ok := take(props, k); ok {
+			if err := oc.setValue(v, k, nil, k); err != nil {
+				return err
+			}
+		}
+	}
+	if v, ok := take(props, "name"); ok {
+		return oc.projectParam("name", v)
+	}
+	return nil
+}
+
+// serviceAccountKeyRule: the key's parent, projects/P/serviceAccounts/EMAIL
+// (or $(ref.SA.name)), is its service account.
+func serviceAccountKeyRule(oc *objConv, props map[string]any) error {
+	v, ok := take(props, "name")
+	if !ok {
+		if v, ok = take(props, "parent"); !ok {
+			return invalid("properties.name (the service account, projects/PROJECT/serviceAccounts/EMAIL) is required")
+		}
+	}
+	if s, isStr := v.(string); isStr && !hasRef(s) {
+		// projects/P/serviceAccounts/ACCOUNT@P.iam.gserviceaccount.com:
+		// the account's name is the email's local part.
+		email := lastSegment(s)
+		if local, _, found := strings.Cut(email, "@"); found {
+			if sa := oc.c.match(local, "IAMServiceAccount"); sa != nil {
+				v = "$(ref." + sa.res.Name + ".name)"
+			} else {
+				v = email
+			}
+		}
+	}
+	return oc.setValue(v, "serviceAccountRef", nil, "name")
+}
+
+// accessPolicyRule: an access policy's parent is its organization, which
+// KCC reads from an annotation.
+func accessPolicyRule(oc *objConv, props map[string]any) error {
+	v, ok := take(props, "parent")
+	if !ok {
+		return invalid("properties.parent (organizations/ORGANIZATION) is required")
+	}
+	s, _ := v.(string)
+	org, ok := strings.CutPrefix(s, "organizations/")
+	if !ok || hasRef(s) {
+		return invalid("properties.parent is %s: want organizations/ORGANIZATION", describe(v))
+	}
+	oc.ann = map[string]any{"cnrm.cloud.google.com/organization-id": org}
+	return nil
+}
+
+// functionRule: a v1 function's location comes as parent or location; its
+// failurePolicy ({retry: {}}) is KCC's boolean.
+func functionRule(oc *objConv, props map[string]any) error {
+	if err := parentOnly("projects/{project}/locations/{location}")(oc, props); err != nil {
+		return err
+	}
+	if et, ok := props["eventTrigger"].(map[string]any); ok {
+		if fp, ok := take(et, "failurePolicy"); ok {
+			m, _ := fp.(map[string]any)
+			return oc.setValue(m["retry"] != nil, "eventTrigger.failurePolicy", nil, "eventTrigger.failurePolicy")
+		}
+	}
+	return nil
+}
+
+// appEngineVersionRule: the service is a reference; deployment.files, a
+// map by file name, is KCC's list.
+func appEngineVersionRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "appsId"); ok {
+		if err := oc.projectParam("appsId", v); err != nil {
+			return err
+		}
+	}
+	if v, ok := take(props, "env"); ok && v != "standard" {
+		return invalid("properties.env is %s: only standard App Engine versions are mapped (AppEngineStandardAppVersion)", describe(v))
+	}
+	svc, ok := take(props, "servicesId")
+	if !ok {
+		svc = "default"
+	}
+	if err := oc.setPath("serviceRef", map[string]any{"external": svc}); err != nil {
+		return err
+	}
+	if d, ok := props["deployment"].(map[string]any); ok {
+		if files, ok := take(d, "files"); ok {
+			fm, ok := files.(map[string]any)
+			if !ok {
+				return invalid("properties.deployment.files is %s, not a map of files", describe(files))
+			}
+			var list []any
+			for _, name := range sortedKeys(fm) {
+				f, _ := fm[name].(map[string]any)
+				e := map[string]any{"name": name}
+				for k, v := range f {
+					e[k] = v
+				}
+				list = append(list, e)
+			}
+			d["files"] = list
+			_ = list
+		}
+	}
+	return nil
+}
+
+// projectRule: a project's parent ({type, id}) is a folder or an
+// organization; a project carries no project annotation.
+func projectRule(oc *objConv, props map[string]any) error {
+	oc.ann = map[string]any{ProjectAnnotation: nil}
+	v, ok := take(props, "parent")
+	if !ok {
+		return nil
+	}
+	m, _ := v.(map[string]any)
+	id, _ := m["id"].(string)
+	switch m["type"] {
+	case "folder":
+		return oc.setValue(id, "folderRef", nil, "parent.id")
+	case "organization":
+		return oc.setValue(id, "organizationRef", nil, "parent.id")
+	}
+	return invalid("properties.parent is %s: want {type: folder or organization, id}", describe(v))
+}
+
+func folderRule(oc *objConv, props map[string]any) error {
+	oc.ann = map[string]any{ProjectAnnotation: nil}
+	v, ok := take(props, "parent")
+	if !ok {
+		return invalid("properties.parent (folders/ID or organizations/ID) is required")
+	}
+	s, _ := v.(string)
+	if id, ok := strings.CutPrefix(s, "folders/"); ok {
+		return oc.setValue(id, "folderRef", nil, "parent")
+	}
+	if id, ok := strings.CutPrefix(s, "organizations/"); ok {
+		return oc.setValue(id, "organizationRef", nil, "parent")
+	}
+	return oc.setValue(v, "folderRef", nil, "parent")
+}
+
+// enableServiceRule maps DM's virtual type enableService: {consumerId:
+// project:P, serviceName}.
+func enableServiceRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "consumerId"); ok {
+		s, _ := v.(string)
+		p, ok := strings.CutPrefix(s, "project:")
+		if !ok {
+			return invalid("properties.consumerId is %s: want project:PROJECT", describe(v))
+		}
+		if err := oc.setPath("projectRef", map[string]any{"external": p}); err != nil {
+			return err
+		}
+		oc.ann = map[string]any{ProjectAnnotation: p}
+	}
+	take(props, "name")
+	return nil
+}
+
+func datasetRule(oc *objConv, props map[string]any) error {
+	for _, k := range []string{"projectId"} {
+		if v, ok := take(props, k); ok {
+			if err := oc.projectParam(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	if ref, ok := props["datasetReference"].(map[string]any); ok {
+		if v, ok := take(ref, "projectId"); ok {
+			if err := oc.projectParam("datasetReference.projectId", v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// tableRule: the dataset comes as datasetId or tableReference.datasetId;
+// schema, an object of fields, is KCC's JSON string of the fields.
+func tableRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "projectId"); ok {
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
+		}
+	}
+	if ref, ok := props["tableReference"].(map[string]any); ok {
+		if v, ok := take(ref, "projectId"); ok {
+			if err := oc.projectParam("tableReference.projectId", v); err != nil {
+				return err
+			}
+		}
+		if v, ok := take(ref, "datasetId"); ok {
+			if _, has := props["datasetId"]; !has {
+				props["datasetId"] = v
+			}
+		}
+	}
+	if v, ok := take(props, "schema"); ok {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return invalid("properties.schema is %s, not a schema ({fields: [...]})", describe(v))
+		}
+		b, err := json.Marshal(m["fields"])
+		if err != nil {
+			return invalid("properties.schema.fields: %v", err)
+		}
+		if err := oc.setPath("schema", string(b)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logSinkRule: the destination is a service path
+// (storage.googleapis.com/BUCKET, bigquery.googleapis.com/projects/P/datasets/D,
+// pubsub.googleapis.com/projects/P/topics/T), KCC's reference to a bucket,
+// dataset or topic.
+func logSinkRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "parent"); ok {
+		s, _ := v.(string)
+		switch {
+		case strings.HasPrefix(s, "projects/"):
+			if err := oc.projectParam("parent", s); err != nil {
+				return err
+			}
+		case strings.HasPrefix(s, "folders/"):
+			oc.ann = map[string]any{ProjectAnnotation: nil}
+			if err := oc.setValue(strings.TrimPrefix(s, "folders/"), "folderRef", nil, "parent"); err != nil {
+				return err
+			}
+		case strings.HasPrefix(s, "organizations/"):
+			oc.ann = map[string]any{ProjectAnnotation: nil}
+			if err := oc.setValue(strings.TrimPrefix(s, "organizations/"), "organizationRef", nil, "parent"); err != nil {
+				return err
+			}
+		default:
+			return invalid("properties.parent is %s: want projects/P, folders/F or organizations/O", describe(v))
+		}
+	} else if err := oc.setPath("projectRef", map[string]any{"external": oc.it.project}); err != nil {
+		return err
+	}
+	v, ok := take(props, "destination")
+	if !ok {
+		return nil
+	}
+	s, _ := v.(string)
+	members := map[string]string{"storage.googleapis.com/": "storageBucketRef", "bigquery.googleapis.com/": "bigQueryDatasetRef",
+		"pubsub.googleapis.com/": "pubSubTopicRef", "logging.googleapis.com/": "loggingLogBucketRef"}
+	for prefix, key := range members {
+		if rest, ok := strings.CutPrefix(s, prefix); ok {
+			f := oc.kind.field("destination." + key)
+			r, err := oc.ref(rest, f, []seg{{key: "destination"}, {key: key}}, "destination")
+			if err != nil {
+				return err
+			}
+			return oc.setPath("destination", map[string]any{key: r})
+		}
+	}
+	return invalid("properties.destination is %s: want storage.googleapis.com/BUCKET, bigquery.googleapis.com/projects/P/datasets/D, pubsub.googleapis.com/projects/P/topics/T or logging.googleapis.com/projects/P/locations/L/buckets/B", describe(v))
+}
+
+func spannerInstanceRule(oc *objConv, props map[string]any) error {
+	if err := parentOnly("projects/{project}")(oc, props); err != nil {
+		return err
+	}
+	in, _ := props["instance"].(map[string]any)
+	if l, ok := take(in, "labels"); ok {
+		labels, err := labelMap(l, "properties.instance.labels")
+		if err != nil {
+			return err
+		}
+		oc.extraLabels = labels
+	}
+	if c, ok := take(in, "config"); ok {
+		return oc.setValue(shortValue(c), "config", nil, "instance.config")
+	}
+	return nil
+}
+
+// bigtableRule: clusters, a map by cluster ID, is KCC's list.
+func bigtableRule(oc *objConv, props map[string]any) error {
+	if err := parentOnly("projects/{project}")(oc, props); err != nil {
+		return err
+	}
+	in, _ := props["instance"].(map[string]any)
+	if l, ok := take(in, "labels"); ok {
+		labels, err := labelMap(l, "properties.instance.labels")
+		if err != nil {
+			return err
+		}
+		oc.extraLabels = labels
+	}
+	v, ok := take(props, "clusters")
+	if !ok {
+		return nil
+	}
+	cm, ok := v.(map[string]any)
+	if !ok {
+		return invalid("properties.clusters is %s, not a map of clusters", describe(v))
+	}
+	for i, id := range sortedKeys(cm) {
+		c, _ := cm[id].(map[string]any)
+		where := "properties.clusters." + id
+		idx := []int{i}
+		if err := oc.setValue(id, "cluster[].clusterId", idx, where); err != nil {
+			return err
+		}
+		for _, k := range sortedKeys(c) {
+			var err error
+			switch k {
+			case "location":
+				err = oc.setValue(shortValue(c[k]), "cluster[].zone", idx, where+".location")
+			case "serveNodes":
+				err = oc.setValue(c[k], "cluster[].numNodes", idx, where+".serveNodes")
+			case "defaultStorageType":
+				err = oc.setValue(c[k], "cluster[].storageType", idx, where+".defaultStorageType")
+			default:
+				err = invalid("%s.%s has no Config Connector field (location, serveNodes, defaultStorageType)", where, k)
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// secretRule: automatic replication ({}) is KCC's boolean.
+func secretRule(oc *objConv, props map[string]any) error {
+	if err := parentOnly("projects/{project}")(oc, props); err != nil {
+		return err
+	}
+	if r, ok := props["replication"].(map[string]any); ok {
+		if a, ok := take(r, "automatic"); ok {
+			if m, _ := a.(map[string]any); len(m) > 0 {
+				r["auto"] = m
+			} else {
+				return oc.setValue(true, "replication.automatic", nil, "replication.automatic")
+			}
+		}
+	}
+	return nil
+}
