@@ -256,7 +256,6 @@ func emit(kf *kindsFile, outs []*kindOut) ([]byte, error) {
 	return src, nil
 }
 
-
 // resolveTargets completes the kinds references name by their short name
 // (AccessLevel for AccessContextManagerAccessLevel): the mapped kind of the
 // same group whose name ends so.
