@@ -85,7 +85,7 @@ func Convert(res []Resource, opts Options) (*Result, error) {
 		it := &item{index: i, res: &res[i]}
 		c.items = append(c.items, it)
 		if prev, ok := c.byName[res[i].Name]; ok {
-			it.err = fmt.Errorf("%w: another resource is named %s too (%s)", derrors.InvalidArgument, res[i].Name, layout(prev.res.Path))
+			it.err = invalid("another resource is named %s too (%s)", res[i].Name, layout(prev.res.Path))
 			continue
 		}
 		c.byName[res[i].Name] = it

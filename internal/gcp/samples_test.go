@@ -2,6 +2,10 @@ package gcp_test
 
 import (
 	"os"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -45,10 +49,104 @@ func TestApplySamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen := map[string]bool{}
+	for _, o := range r.Objects {
+		seen[o["kind"].(string)] = true
+	}
+	for _, k := range gcp.Kinds() {
+		if !seen[k[1]] {
+			t.Errorf("no sample makes a %s: add one to testdata/samples.yaml", k[1])
+		}
+	}
 	fillDeferred(t, r)
 	env := kubetest.Shared(t)
 	ns := env.Namespace(t)
 	for _, err := range applyObjects(t, env, ns, r.Objects, r.Sources) {
 		t.Error(err)
 	}
+}
+
+// TestApplyLoadBalancer converts a multi-resource configuration whose
+// resources reference each other by $(ref.NAME.selfLink): every reference
+// KCC can express becomes {name}, the rest (an instance group manager's
+// group, a forwarding rule's address in a startup script) deferred reads
+// of live status; the objects apply in order.
+func TestApplyLoadBalancer(t *testing.T) {
+	res := readConfig(t, "testdata/lb.yaml")
+	r, err := gcp.Convert(res, gcp.Options{Project: "dm-lb", DeletionPolicy: "abandon"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[string]int{}
+	byName := map[string]map[string]any{}
+	for i, o := range r.Objects {
+		index[r.Sources[i]] = i
+		byName[r.Sources[i]] = o
+	}
+	refs := map[string]string{ // object: field -> the object it names
+		"lb-subnet/spec.networkRef":                         "lb-net",
+		"lb-allow-http/spec.networkRef":                     "lb-net",
+		"web-it/spec.networkInterface.0.networkRef":         "lb-net",
+		"web-it/spec.networkInterface.0.subnetworkRef":      "lb-subnet",
+		"web-igm/spec.instanceTemplateRef":                  "web-it",
+		"web-igm/spec.autoHealingPolicies.0.healthCheckRef": "web-hc",
+		"web-as/spec.targetRef":                             "web-igm",
+		"web-bs/spec.healthChecks.0.healthCheckRef":         "web-hc",
+		"web-um/spec.defaultService.backendServiceRef":      "web-bs",
+		"web-proxy/spec.urlMapRef":                          "web-um",
+		"web-fr/spec.target.targetHTTPProxyRef":             "web-proxy",
+		"web-fr/spec.ipAddress.addressRef":                  "web-ip",
+		"api-igm/spec.instanceTemplateRef":                  "api-it",
+		"api-bs/spec.healthChecks.0.healthCheckRef":         "api-hc",
+		"api-fr/spec.backendServiceRef":                     "api-bs",
+		"api-fr/spec.subnetworkRef":                         "lb-subnet",
+	}
+	for where, target := range refs {
+		obj, path, _ := strings.Cut(where, "/")
+		got := lookupPath(byName[obj], path)
+		if !reflect.DeepEqual(got, map[string]any{"name": target}) {
+			t.Errorf("%s %s = %v, want {name: %s}", obj, path, got, target)
+		}
+		if index[target] > index[obj] {
+			t.Errorf("%s comes after %s, which references it", target, obj)
+		}
+	}
+	var deferred []string
+	for _, d := range r.Deferred {
+		deferred = append(deferred, r.Sources[d.Object]+" "+d.Field+" <- "+d.Kind+"/"+d.Name+" "+d.Path)
+	}
+	slices.Sort(deferred)
+	want := []string{
+		"api-as /spec/target <- ComputeInstanceGroupManager/api-igm status.selfLink",
+		"api-bs /spec/backend/0/group/instanceGroupRef/external <- ComputeInstanceGroupManager/api-igm status.instanceGroup",
+		"web-bs /spec/backend/0/group/instanceGroupRef/external <- ComputeInstanceGroupManager/web-igm status.instanceGroup",
+		"web-it /spec/metadata/0/value <- ComputeAddress/api-ip status.observedState.address",
+	}
+	if !reflect.DeepEqual(deferred, want) {
+		t.Errorf("deferred:\n%s\nwant\n%s", strings.Join(deferred, "\n"), strings.Join(want, "\n"))
+	}
+	fillDeferred(t, r)
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	for _, err := range applyObjects(t, env, ns, r.Objects, r.Sources) {
+		t.Error(err)
+	}
+}
+
+func lookupPath(v any, path string) any {
+	for _, k := range strings.Split(path, ".") {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[k]
+		case []any:
+			i, err := strconv.Atoi(k)
+			if err != nil || i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
 }

@@ -1,0 +1,519 @@
+package gcp
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/derrors"
+)
+
+// resources reads a YAML list of DM resources.
+func resources(t *testing.T, src string) []Resource {
+	t.Helper()
+	var res []Resource
+	if err := yaml.Unmarshal([]byte(src), &res); err != nil {
+		t.Fatal(err)
+	}
+	for i := range res {
+		res[i].Path = []string{"tmpl", res[i].Name}
+	}
+	return res
+}
+
+// convert converts src with project p and returns the objects by name.
+func convert(t *testing.T, src string, opts Options) (*Result, map[string]map[string]any) {
+	t.Helper()
+	if opts.Project == "" {
+		opts.Project = "p"
+	}
+	r, err := Convert(resources(t, src), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]map[string]any{}
+	for _, o := range r.Objects {
+		byName[o["kind"].(string)+"/"+o["metadata"].(map[string]any)["name"].(string)] = o
+	}
+	return r, byName
+}
+
+// at reads a dotted path (a.b.0.c) of an object; an annotation's key,
+// which has dots, is the last step after "metadata.annotations.".
+func at(v any, path string) any {
+	steps := strings.Split(path, ".")
+	if rest, ok := strings.CutPrefix(path, "metadata.annotations."); ok {
+		steps = []string{"metadata", "annotations", rest}
+	}
+	for _, k := range steps {
+		switch c := v.(type) {
+		case map[string]any:
+			v = c[k]
+		case []any:
+			i := 0
+			for _, r := range k {
+				i = i*10 + int(r-'0')
+			}
+			if i >= len(c) {
+				return nil
+			}
+			v = c[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+func TestTypes(t *testing.T) {
+	kindOf := map[string]string{}
+	for _, ti := range Types() {
+		kindOf[ti.Type] = ti.Kind
+		if ti.APIVersion == "" || !strings.Contains(ti.APIVersion, ".cnrm.cloud.google.com/") {
+			t.Errorf("%s: apiVersion %q", ti.Type, ti.APIVersion)
+		}
+	}
+	for typ, kind := range map[string]string{
+		"compute.v1.instance":                                                 "ComputeInstance",
+		"compute.beta.instance":                                               "ComputeInstance",
+		"compute.alpha.instance":                                              "ComputeInstance",
+		"gcp-types/compute-v1:instances":                                      "ComputeInstance",
+		"gcp-types/compute-alpha:healthChecks":                                "ComputeHealthCheck",
+		"compute.v1.regionInstanceGroupManager":                               "ComputeInstanceGroupManager",
+		"compute.v1.globalForwardingRule":                                     "ComputeForwardingRule",
+		"compute.v1.globalAddress":                                            "ComputeAddress",
+		"gcp-types/compute-v1:regionBackendServices":                          "ComputeBackendService",
+		"sqladmin.v1beta4.instance":                                           "SQLInstance",
+		"gcp-types/sqladmin-v1beta4:instances":                                "SQLInstance",
+		"gcp-types/storage-v1:buckets":                                        "StorageBucket",
+		"gcp-types/storage-v1:notifications":                                  "StorageNotification",
+		"gcp-types/pubsub-v1:projects.topics":                                 "PubSubTopic",
+		"gcp-types/container-v1:projects.zones.clusters":                      "ContainerCluster",
+		"gcp-types/accesscontextmanager-v1beta:accessPolicies.accessLevels":   "AccessContextManagerAccessLevel",
+		"gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding": "IAMPolicyMember",
+		"gcp-types/iam-v1:projects.roles":                                     "IAMCustomRole",
+		"gcp-types/iam-v1:projects.serviceAccounts":                           "IAMServiceAccount",
+		"gcp-types/cloudkms-v1:projects.locations.keyRings.cryptoKeys":        "KMSCryptoKey",
+		"gcp-types/cloudfunctions-v2beta:projects.locations.functions":        "CloudFunctions2Function",
+		"gcp-types/appengine-v1:apps.services.versions":                       "AppEngineStandardAppVersion",
+		"gcp-types/dns-v1:resourceRecordSets":                                 "DNSRecordSet",
+		"compute.v1.vpnTunnel":                                                "ComputeVPNTunnel",
+		"compute.v1.targetVpnGateway":                                         "ComputeTargetVPNGateway",
+	} {
+		if kindOf[typ] != kind {
+			t.Errorf("%s: kind %q, want %s", typ, kindOf[typ], kind)
+		}
+	}
+	if !slices.IsSortedFunc(Types(), func(a, b TypeInfo) int { return strings.Compare(a.Type, b.Type) }) {
+		t.Error("Types() is not sorted")
+	}
+	for _, k := range Kinds() {
+		if lookupKind(k[1]) == nil {
+			t.Errorf("Kinds() lists %s, which has no table", k[1])
+		}
+	}
+}
+
+func TestIsGCPType(t *testing.T) {
+	for typ, want := range map[string]bool{
+		"compute.v1.instance":                   true,
+		"compute.v2.instance":                   true, // a spelling, unmapped
+		"sqladmin.v1beta4.instance":             true,
+		"gcp-types/compute-v1:instances":        true,
+		"gcp-types/foo-v3:bars.bazzes":          true,
+		"deploymentmanager.v2beta.typeProvider": true,
+		"runtimeconfig.v1beta1.waiter":          true,
+		"my-project/my-provider:/apis/apps/v1/namespaces/{namespace}/deployments": true,
+		"Service":                            false,
+		"v1/Service":                         false,
+		"apps/v1/Deployment":                 false,
+		"redis:v1":                           false,
+		"github.com/acme/templates/redis:v1": false,
+		"helm":                               false,
+		"x.jinja":                            false,
+	} {
+		if got := IsGCPType(typ); got != want {
+			t.Errorf("IsGCPType(%q) = %v, want %v", typ, got, want)
+		}
+	}
+}
+
+func TestFields(t *testing.T) {
+	_, objs := convert(t, `
+- name: fw
+  type: compute.v1.firewall
+  properties:
+    network: global/networks/default
+    sourceRanges: [0.0.0.0/0]
+    allowed:
+    - {IPProtocol: tcp, ports: [80, "443"]}
+    priority: "900"
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: zones/us-central1-a
+    machineType: zones/us-central1-a/machineTypes/n1-standard-1
+    disks: [{boot: true, initializeParams: {sourceImage: projects/debian-cloud/global/images/family/debian-11, diskSizeGb: "10"}}]
+    networkInterfaces: [{network: global/networks/default, accessConfigs: [{name: External NAT, type: ONE_TO_ONE_NAT}]}]
+    metadata: {items: [{key: a, value: 1}, {key: b, value: x}]}
+    tags: {items: [web]}
+    serviceAccounts: [{email: default, scopes: [s1]}]
+    labels: {env: prod, count: 3}
+`, Options{})
+	for _, c := range []struct {
+		obj, path string
+		want      any
+	}{
+		{"ComputeFirewall/fw", "spec.allow.0.protocol", "tcp"},
+		{"ComputeFirewall/fw", "spec.allow.0.ports", []any{"80", "443"}},
+		{"ComputeFirewall/fw", "spec.priority", int64(900)},
+		{"ComputeFirewall/fw", "spec.networkRef.external", "global/networks/default"},
+		{"ComputeFirewall/fw", "metadata.annotations." + ProjectAnnotation, "p"},
+		{"ComputeInstance/vm", "spec.zone", "us-central1-a"},
+		{"ComputeInstance/vm", "spec.machineType", "n1-standard-1"},
+		{"ComputeInstance/vm", "spec.bootDisk.initializeParams.size", int64(10)},
+		{"ComputeInstance/vm", "spec.bootDisk.initializeParams.sourceImageRef.external", "projects/debian-cloud/global/images/family/debian-11"},
+		{"ComputeInstance/vm", "spec.metadata", []any{map[string]any{"key": "a", "value": "1"}, map[string]any{"key": "b", "value": "x"}}},
+		{"ComputeInstance/vm", "spec.tags", []any{"web"}},
+		{"ComputeInstance/vm", "spec.serviceAccount", map[string]any{"scopes": []any{"s1"}}},
+		{"ComputeInstance/vm", "spec.networkInterface.0.accessConfig", []any{map[string]any{}}},
+		{"ComputeInstance/vm", "metadata.labels", map[string]any{"env": "prod", "count": "3"}},
+		{"ComputeInstance/vm", "spec.labels", nil},
+	} {
+		if got := at(objs[c.obj], c.path); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	_, objs := convert(t, `
+- name: my-bucket
+  type: storage.v1.bucket
+  properties: {name: My_Bucket.2026}
+- name: plain
+  type: storage.v1.bucket
+  properties: {}
+- name: vm-a
+  type: compute.v1.instance
+  properties: {name: web, zone: us-central1-a, machineType: f1-micro}
+- name: vm-b
+  type: compute.v1.instance
+  properties: {name: web, zone: us-central1-b, machineType: f1-micro}
+- name: net
+  type: compute.v1.network
+  properties: {name: web}
+`, Options{})
+	var names []string
+	for k := range objs {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	want := []string{"ComputeInstance/web-8233e5dd", "ComputeInstance/web-bbc00625", "ComputeNetwork/web", "StorageBucket/my-bucket.2026-07f18d0f", "StorageBucket/plain"}
+	if !reflect.DeepEqual(names, want) {
+		t.Fatalf("objects %v, want %v", names, want)
+	}
+	for name, id := range map[string]any{
+		"StorageBucket/my-bucket.2026-07f18d0f": "My_Bucket.2026",
+		"StorageBucket/plain":                   nil,
+		"ComputeInstance/web-8233e5dd":          "web",
+		"ComputeInstance/web-bbc00625":          "web",
+		"ComputeNetwork/web":                    nil,
+	} {
+		if got := at(objs[name], "spec.resourceID"); got != id {
+			t.Errorf("%s: resourceID %#v, want %#v", name, got, id)
+		}
+	}
+}
+
+func TestProjectAndLocation(t *testing.T) {
+	_, objs := convert(t, `
+- name: a
+  type: compute.v1.address
+  properties: {region: regions/europe-west1, project: other}
+- name: ga
+  type: compute.v1.globalAddress
+  properties: {}
+- name: igm
+  type: compute.v1.regionInstanceGroupManager
+  properties: {region: us-east1, targetSize: 1}
+- name: zigm
+  type: compute.v1.instanceGroupManager
+  properties: {zone: us-east1-b, targetSize: 1}
+- name: ring
+  type: gcp-types/cloudkms-v1:projects.locations.keyRings
+  properties: {parent: projects/p/locations/global, keyRingId: r}
+- name: proj
+  type: cloudresourcemanager.v1.project
+  properties: {projectId: child, name: Child, parent: {type: organization, id: "1"}}
+`, Options{Project: "p"})
+	for _, c := range []struct {
+		obj, path string
+		want      any
+	}{
+		{"ComputeAddress/a", "spec.location", "europe-west1"},
+		{"ComputeAddress/a", "metadata.annotations." + ProjectAnnotation, "other"},
+		{"ComputeAddress/ga", "spec.location", "global"},
+		{"ComputeAddress/ga", "metadata.annotations." + ProjectAnnotation, "p"},
+		{"ComputeInstanceGroupManager/igm", "spec.location", "us-east1"},
+		{"ComputeInstanceGroupManager/igm", "spec.projectRef.external", "p"},
+		{"ComputeInstanceGroupManager/zigm", "spec.location", "us-east1-b"},
+		{"KMSKeyRing/r", "spec.location", "global"},
+		{"Project/child", "spec.organizationRef.external", "1"},
+		{"Project/child", "spec.name", "Child"},
+		{"Project/child", "metadata.annotations", nil},
+	} {
+		if got := at(objs[c.obj], c.path); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)
+		}
+	}
+	_, err := Convert(resources(t, `[{name: net, type: compute.v1.network}]`), Options{})
+	if err == nil || !strings.Contains(err.Error(), "no project") || !errors.Is(err, derrors.InvalidArgument) {
+		t.Errorf("no project: %v", err)
+	}
+}
+
+func TestDeletionPolicy(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		want   any
+	}{{"", nil}, {"delete", nil}, {"abandon", "abandon"}} {
+		_, objs := convert(t, `[{name: net, type: compute.v1.network, accessControl: {}}]`, Options{DeletionPolicy: c.policy})
+		if got := at(objs["ComputeNetwork/net"], "metadata.annotations."+DeletionPolicyAnnotation); got != c.want {
+			t.Errorf("policy %q: annotation %#v, want %#v", c.policy, got, c.want)
+		}
+	}
+	if _, err := Convert(nil, Options{DeletionPolicy: "orphan"}); err == nil || !errors.Is(err, derrors.InvalidArgument) {
+		t.Errorf("deletion policy orphan: %v", err)
+	}
+}
+
+func TestIAM(t *testing.T) {
+	r, objs := convert(t, `
+- name: topic
+  type: pubsub.v1.topic
+  properties: {topic: events}
+  accessControl:
+    gcpIamPolicy:
+      bindings:
+      - role: roles/pubsub.publisher
+        members: [user:a@example.com, serviceAccount:$(ref.sa.email)]
+      - role: roles/pubsub.viewer
+        members: [group:g@example.com]
+        condition: {title: t, expression: request.time < timestamp("2030-01-01T00:00:00Z")}
+- name: sa
+  type: iam.v1.serviceAccount
+  properties: {accountId: app}
+- name: bind
+  type: gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding
+  properties: {resource: p, role: roles/viewer, member: "user:b@example.com"}
+`, Options{DeletionPolicy: "abandon"})
+	var members []map[string]any
+	for _, o := range r.Objects {
+		if o["kind"] == "IAMPolicyMember" {
+			members = append(members, o)
+			if o["metadata"].(map[string]any)["annotations"].(map[string]any)[DeletionPolicyAnnotation] != "abandon" {
+				t.Errorf("%v: no deletion policy", o["metadata"])
+			}
+		}
+	}
+	if len(members) != 4 {
+		t.Fatalf("%d IAMPolicyMembers, want 4: %v", len(members), members)
+	}
+	ref := map[string]any{"apiVersion": "pubsub.cnrm.cloud.google.com/v1beta1", "kind": "PubSubTopic", "name": "events"}
+	var got []string
+	for _, m := range members[:3] {
+		if !reflect.DeepEqual(at(m, "spec.resourceRef"), ref) {
+			t.Errorf("resourceRef %v, want %v", at(m, "spec.resourceRef"), ref)
+		}
+		got = append(got, fmt16(at(m, "spec.role"))+" "+fmt16(at(m, "spec.member"))+fmt16(at(m, "spec.memberFrom.serviceAccountRef.name"))+" "+fmt16(at(m, "spec.condition.title")))
+	}
+	slices.Sort(got)
+	want := []string{"roles/pubsub.publisher app ", "roles/pubsub.publisher user:a@example.com ", "roles/pubsub.viewer group:g@example.com t"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("members %q, want %q", got, want)
+	}
+	bind := objs["IAMPolicyMember/bind"]
+	if !reflect.DeepEqual(at(bind, "spec.resourceRef"), map[string]any{"kind": "Project", "external": "projects/p"}) || at(bind, "spec.member") != "user:b@example.com" {
+		t.Errorf("iamMemberBinding: %v", bind["spec"])
+	}
+	// The members come after the topic and the service account.
+	pos := map[string]int{}
+	for i, o := range r.Objects {
+		pos[o["kind"].(string)+"/"+o["metadata"].(map[string]any)["name"].(string)] = i
+	}
+	for _, m := range members[:3] {
+		n := pos["IAMPolicyMember/"+m["metadata"].(map[string]any)["name"].(string)]
+		if n < pos["PubSubTopic/events"] || n < pos["IAMServiceAccount/app"] {
+			t.Errorf("IAM member at %d, before its topic (%d) or account (%d)", n, pos["PubSubTopic/events"], pos["IAMServiceAccount/app"])
+		}
+	}
+}
+
+func fmt16(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+func TestReferences(t *testing.T) {
+	r, objs := convert(t, `
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: us-central1-a
+    machineType: f1-micro
+    networkInterfaces:
+    - network: $(ref.net.selfLink)
+      subnetwork: https://www.googleapis.com/compute/v1/projects/p/regions/us-central1/subnetworks/sub
+      accessConfigs: [{natIP: $(ref.ip.address)}]
+    metadata:
+      items:
+      - {key: peer, value: "http://$(ref.db.networkInterfaces[0].networkIP):$(ref.net.name)/$(ref.svc.spec.clusterIP)"}
+      - {key: ip, value: $(ref.ip.address)}
+- name: net
+  type: compute.v1.network
+  properties: {}
+- name: sub
+  type: compute.v1.subnetwork
+  properties: {network: net, region: us-central1, ipCidrRange: 10.0.0.0/16}
+- name: ip
+  type: compute.v1.address
+  properties: {region: us-central1}
+- name: db
+  type: compute.v1.instance
+  properties: {zone: us-central1-a, machineType: f1-micro, networkInterfaces: [{network: projects/x/global/networks/shared}]}
+`, Options{})
+	vm := objs["ComputeInstance/vm"]
+	for _, c := range []struct {
+		path string
+		want any
+	}{
+		{"spec.networkInterface.0.networkRef", map[string]any{"name": "net"}},
+		{"spec.networkInterface.0.subnetworkRef", map[string]any{"name": "sub"}},
+		{"spec.networkInterface.0.accessConfig.0.natIpRef", map[string]any{"name": "ip"}},
+		{"spec.metadata.0.value", "http://$(ref.db.networkInterfaces[0].networkIP):net/$(ref.svc.spec.clusterIP)"},
+		{"spec.metadata.1.value", "$(ref.ip.address)"},
+	} {
+		if got := at(vm, c.path); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("vm %s = %#v, want %#v", c.path, got, c.want)
+		}
+	}
+	if got := at(objs["ComputeSubnetwork/sub"], "spec.networkRef"); !reflect.DeepEqual(got, map[string]any{"name": "net"}) {
+		t.Errorf("subnetwork network by name: %v", got)
+	}
+	if got := at(objs["ComputeInstance/db"], "spec.networkInterface.0.networkRef"); !reflect.DeepEqual(got, map[string]any{"external": "projects/x/global/networks/shared"}) {
+		t.Errorf("network outside the deployment: %v", got)
+	}
+	if got := at(objs["ComputeInstance/db"], "metadata.annotations."+StateIntoSpecAnnotation); got != "merge" {
+		t.Errorf("db, whose live spec is read: state-into-spec %v", got)
+	}
+	vmIndex := slices.IndexFunc(r.Objects, func(o map[string]any) bool { return o["metadata"].(map[string]any)["name"] == "vm" })
+	want := []Deferred{
+		{Object: vmIndex, Field: "/spec/metadata/0/value", Template: "http://$(ref.db.networkInterfaces[0].networkIP):net/$(ref.svc.spec.clusterIP)",
+			Read: Read{Ref: "$(ref.db.networkInterfaces[0].networkIP)", Resource: "db", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Kind: "ComputeInstance", Name: "db", Path: "spec.networkInterface[0].networkIp"}},
+		{Object: vmIndex, Field: "/spec/metadata/0/value", Template: "http://$(ref.db.networkInterfaces[0].networkIP):net/$(ref.svc.spec.clusterIP)",
+			Read: Read{Ref: "$(ref.svc.spec.clusterIP)", Resource: "svc", Path: "spec.clusterIP"}},
+		{Object: vmIndex, Field: "/spec/metadata/1/value", Template: "$(ref.ip.address)",
+			Read: Read{Ref: "$(ref.ip.address)", Resource: "ip", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Kind: "ComputeAddress", Name: "ip", Path: "status.observedState.address"}},
+	}
+	if !reflect.DeepEqual(r.Deferred, want) {
+		t.Errorf("deferred:\n%+v\nwant\n%+v", r.Deferred, want)
+	}
+	// Referenced objects come first.
+	for _, before := range []string{"net", "ip", "db", "sub"} {
+		if slices.IndexFunc(r.Objects, func(o map[string]any) bool { return o["metadata"].(map[string]any)["name"] == before }) > vmIndex {
+			t.Errorf("%s comes after vm, which references it", before)
+		}
+	}
+	v, ok, _, err := r.Lookup("$(ref.net.name)")
+	if err != nil || !ok || v != "net" {
+		t.Errorf("Lookup name: %v %v %v", v, ok, err)
+	}
+	_, ok, rd, err := r.Lookup("$(ref.ip.selfLink)")
+	if err != nil || ok || rd.Path != "status.selfLink" || rd.Kind != "ComputeAddress" {
+		t.Errorf("Lookup selfLink: %v %+v %v", ok, rd, err)
+	}
+	if _, _, _, err := r.Lookup("$(ref.nope.selfLink)"); !errors.Is(err, derrors.NotFound) {
+		t.Errorf("Lookup of no resource: %v", err)
+	}
+}
+
+func TestDependsOnOrder(t *testing.T) {
+	r, _ := convert(t, `
+- {name: b, type: compute.v1.network, metadata: {dependsOn: [c]}}
+- {name: a, type: compute.v1.network}
+- {name: c, type: compute.v1.network, metadata: {dependsOn: [a, some-kubernetes-object]}}
+`, Options{})
+	var order []string
+	for _, s := range r.Sources {
+		order = append(order, s)
+	}
+	if want := []string{"a", "c", "b"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("order %v, want %v", order, want)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, c := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"unmapped type", `[{name: vm, type: compute.v1.instanse}]`,
+			[]string{"resource vm (tmpl > vm), type compute.v1.instanse", "not a supported Google Cloud type", "did you mean compute.v1.instance"}},
+		{"unmapped version", `[{name: vm, type: compute.v2.instance}]`,
+			[]string{"did you mean compute.v1.instance, compute.beta.instance, compute.alpha.instance"}},
+		{"type provider", `[{name: tp, type: deploymentmanager.v2beta.typeProvider}]`,
+			[]string{"no Config Connector equivalent", "type provider"}},
+		{"runtimeconfig", `[{name: w, type: runtimeconfig.v1beta1.waiter}]`,
+			[]string{"no Config Connector equivalent", "Ready condition"}},
+		{"provider's type", `[{name: d, type: "my-project/k8s:/apis/apps/v1/namespaces/{namespace}/deployments"}]`,
+			[]string{"type provider's type", "apps/v1/Deployment"}},
+		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
+			[]string{"action"}},
+		{"unknown property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowd: []}}]`,
+			[]string{"properties.allowd has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
+		{"unknown nested property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowed: [{protocol: tcp}]}}]`,
+			[]string{"properties.allowed[].protocol has no Config Connector field", "properties.allowed[] takes: IPProtocol, ports"}},
+		{"wrong value type", `[{name: fw, type: compute.v1.firewall, properties: {network: default, priority: high}}]`,
+			[]string{`properties.priority is "high"; Config Connector's ComputeFirewall.spec.priority is a integer`}},
+		{"status lacks field", `[{name: a, type: compute.v1.network}, {name: b, type: compute.v1.firewall, properties: {network: default, description: "$(ref.a.gatewayIPv4x)"}}]`,
+			[]string{"$(ref.a.gatewayIPv4x): the live ComputeNetwork carries no gatewayIPv4x", "it carries: name"}},
+		{"IAM on a kind without", `[{name: net, type: compute.v1.network, accessControl: {gcpIamPolicy: {bindings: [{role: r, members: [m]}]}}}]`,
+			[]string{"cannot bind IAM members to a ComputeNetwork"}},
+		{"duplicate", `[{name: net, type: compute.v1.network}, {name: net, type: compute.v1.network}]`,
+			[]string{"another resource is named net too"}},
+		{"cycle", `[{name: a, type: compute.v1.network, metadata: {dependsOn: [b]}}, {name: b, type: compute.v1.network, metadata: {dependsOn: [a]}}]`,
+			[]string{"cycle: a -> b -> a"}},
+		{"boot disk name", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true, initializeParams: {diskName: other}}]}}]`,
+			[]string{"diskName is \"other\"", "names an instance's boot disk after the instance"}},
+		{"instance-created data disk", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true}, {initializeParams: {diskSizeGb: 10}}]}}]`,
+			[]string{"properties.disks[1].initializeParams", "compute.v1.disk resource"}},
+		{"required field", `[{name: fw, type: compute.v1.firewall, properties: {allowed: [{IPProtocol: tcp}]}}]`,
+			[]string{"ComputeFirewall requires spec.networkRef (from properties.network)"}},
+		{"ignored field's value", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, networkInterfaces: [{accessConfigs: [{type: DIRECT_IPV6}]}]}}]`,
+			[]string{"takes only ONE_TO_ONE_NAT"}},
+		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
+			[]string{"a ComputeTargetPool; Config Connector's ComputeForwardingRule.spec.target takes a"}},
+		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
+			[]string{"2 of 2 resources cannot be converted", "resource a", "resource b"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Convert(resources(t, c.src), Options{Project: "p"})
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, derrors.InvalidArgument) {
+				t.Errorf("error does not wrap InvalidArgument: %v", err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
