@@ -279,6 +279,12 @@ func restCollection(k *kindInfo) string {
 	return r
 }
 
+// unionHints say what to do instead when a union cannot name a kind.
+var unionHints = map[string]string{
+	"ComputeForwardingRule.ComputeTargetPool":     " (Config Connector's forwarding rules cannot target a target pool: front the instances with a compute.v1.regionBackendService, loadBalancingScheme EXTERNAL, and set backendService instead of target)",
+	"ComputeForwardingRule.ComputeTargetInstance": " (Config Connector's forwarding rules cannot target a target instance: put the instance in an instance group behind a compute.v1.regionBackendService and set backendService instead of target)",
+}
+
 // union converts a REST value into a KCC object that holds one reference
 // per kind it accepts (and maybe a plain value, ip), choosing by the kind
 // of the resource referred to.
@@ -332,7 +338,7 @@ func (oc *objConv) union(v any, f *field, path []seg, rp string) (any, error) {
 				}
 			}
 			if member == nil {
-				return nil, invalid("%s is %s, a %s; Config Connector's %s.%s takes a %s", displayPath(rp), s, target.kind.Kind, oc.kind.Kind, dotted(f.Path), strings.Join(targets, " or "))
+				return nil, invalid("%s is %s, a %s; Config Connector's %s.%s takes a %s%s", displayPath(rp), s, target.kind.Kind, oc.kind.Kind, dotted(f.Path), strings.Join(targets, " or "), unionHints[oc.kind.Kind+"."+target.kind.Kind])
 			}
 		}
 	} else if target := oc.c.match(s, ""); target != nil {
