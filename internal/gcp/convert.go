@@ -386,10 +386,8 @@ func (c *converter) convert(it *item) error {
 	if len(labels) > 0 {
 		md["labels"] = labels
 	}
-	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md}
-	if len(oc.spec) > 0 {
-		it.obj["spec"] = oc.spec
-	}
+	// spec even when empty: some CRDs require it.
+	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md, "spec": oc.spec}
 	it.deferred = oc.deferred
 	if err := c.dependsOn(it); err != nil {
 		return err

@@ -159,6 +159,14 @@ func wholeRef(s string) (name, path string, ok bool) {
 // refPaths are the reference fields a KCC reference resolves by itself.
 var refPaths = map[string]bool{"selfLink": true, "name": true, "id": true}
 
+// identities are fields beside refPaths that identify a resource of a kind
+// (a service account's email): a reference to one in a field that refers
+// to that kind is the object.
+var identities = map[string]map[string]bool{
+	"IAMServiceAccount": {"email": true, "uniqueId": true},
+	"ComputeAddress":    {"address": true},
+}
+
 // ref converts a REST value into a KCC reference field: {name: OBJECT} for
 // a resource of the deployment (by reference, selfLink or name),
 // {external: VALUE} otherwise; a reference KCC cannot resolve itself is
@@ -173,7 +181,7 @@ func (oc *objConv) ref(v any, f *field, path []seg, rp string) (any, error) {
 	}
 	if name, p, ok := wholeRef(s); ok {
 		if target := oc.c.byName[name]; target != nil && target.kind != nil {
-			if (refPaths[p] || p == f.TargetField) && (f.Target == "" || f.Target == anyKind || f.Target == target.kind.Kind) {
+			if (refPaths[p] || p == f.TargetField || f.Target == target.kind.Kind && identities[f.Target][p]) && (f.Target == "" || f.Target == anyKind || f.Target == target.kind.Kind) {
 				if target != oc.it {
 					oc.it.deps = append(oc.it.deps, target.index)
 				}

@@ -17,6 +17,8 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeInstance":                  instanceRule,
 	"ComputeInstanceTemplate":          instanceTemplateRule,
 	"ComputeHealthCheck":               healthCheckRule,
+	"ComputeFirewall":                  firewallRule,
+	"ComputeBackendService":            backendServiceRule,
 	"ComputeSubnetwork":                subnetworkRule,
 	"IAMPolicyMember":                  iamMemberBinding,
 	"SQLInstance":                      sqlInstanceRule,
@@ -460,6 +462,42 @@ func bucketRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	take(props, "projection") // what the insert call returns, not the bucket
+	// A lifecycle condition's isLive is KCC's withState.
+	if lc, ok := props["lifecycle"].(map[string]any); ok {
+		rules, _ := lc["rule"].([]any)
+		for i, r := range rules {
+			rm, _ := r.(map[string]any)
+			cond, _ := rm["condition"].(map[string]any)
+			if live, ok := take(cond, "isLive"); ok {
+				state := map[bool]string{true: "LIVE", false: "ARCHIVED"}[live == true]
+				if err := oc.setValue(state, "lifecycleRule[].condition.withState", []int{i}, "lifecycle.rule[].condition.isLive"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// firewallRule: logConfig.enable is KCC's enableLogging.
+func firewallRule(oc *objConv, props map[string]any) error {
+	lc, _ := props["logConfig"].(map[string]any)
+	if e, ok := take(lc, "enable"); ok {
+		if len(lc) == 0 {
+			delete(props, "logConfig")
+		}
+		return oc.setValue(e, "enableLogging", nil, "logConfig.enable")
+	}
+	return nil
+}
+
+// backendServiceRule: KCC turns IAP on with the iap block; enabled false
+// leaves it out.
+func backendServiceRule(oc *objConv, props map[string]any) error {
+	iap, _ := props["iap"].(map[string]any)
+	if e, ok := take(iap, "enabled"); ok && e != true {
+		delete(props, "iap")
+	}
 	return nil
 }
 
@@ -522,6 +560,19 @@ func clusterRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	cl, _ := props["cluster"].(map[string]any)
+	if ip, ok := cl["ipAllocationPolicy"].(map[string]any); ok {
+		if alias, ok := take(ip, "useIpAliases"); ok {
+			mode := "ROUTES"
+			if alias == true {
+				mode = "VPC_NATIVE"
+			} else if len(ip) == 0 {
+				delete(cl, "ipAllocationPolicy")
+			}
+			if err := oc.setValue(mode, "networkingMode", nil, "cluster.ipAllocationPolicy.useIpAliases"); err != nil {
+				return err
+			}
+		}
+	}
 	if l, ok := take(cl, "resourceLabels"); ok {
 		labels, err := labelMap(l, "properties.cluster.resourceLabels")
 		if err != nil {

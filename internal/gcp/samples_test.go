@@ -40,29 +40,36 @@ func readConfig(t *testing.T, file string) []gcp.Resource {
 	return res
 }
 
-// TestApplySamples converts a sample of every mapped type and applies the
-// objects to an apiserver holding Config Connector's CRDs, with strict
-// field validation.
+// TestApplySamples converts a sample of every mapped type
+// (testdata/samples.yaml), and other forms of their fields
+// (testdata/variants.yaml), and applies the objects to an apiserver holding
+// Config Connector's CRDs, with strict field validation.
 func TestApplySamples(t *testing.T) {
-	res := readConfig(t, "testdata/samples.yaml")
-	r, err := gcp.Convert(res, gcp.Options{Project: "dm-samples", DeletionPolicy: "abandon"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, o := range r.Objects {
-		seen[o["kind"].(string)] = true
-	}
-	for _, k := range gcp.Kinds() {
-		if !seen[k[1]] {
-			t.Errorf("no sample makes a %s: add one to testdata/samples.yaml", k[1])
-		}
-	}
-	fillDeferred(t, r)
-	env := kubetest.Shared(t)
-	ns := env.Namespace(t)
-	for _, err := range applyObjects(t, env, ns, r.Objects, r.Sources) {
-		t.Error(err)
+	for _, file := range []string{"testdata/samples.yaml", "testdata/variants.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			res := readConfig(t, file)
+			r, err := gcp.Convert(res, gcp.Options{Project: "dm-samples", DeletionPolicy: "abandon"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file == "testdata/samples.yaml" {
+				seen := map[string]bool{}
+				for _, o := range r.Objects {
+					seen[o["kind"].(string)] = true
+				}
+				for _, k := range gcp.Kinds() {
+					if !seen[k[1]] {
+						t.Errorf("no sample makes a %s: add one to %s", k[1], file)
+					}
+				}
+			}
+			fillDeferred(t, r)
+			env := kubetest.Shared(t)
+			ns := env.Namespace(t)
+			for _, err := range applyObjects(t, env, ns, r.Objects, r.Sources) {
+				t.Error(err)
+			}
+		})
 	}
 }
 

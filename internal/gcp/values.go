@@ -2,6 +2,7 @@ package gcp
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strconv"
 	"strings"
@@ -238,6 +239,15 @@ func (oc *objConv) walkValue(v any, rp string, p *pair, idx []int) error {
 		m, ok := v.(map[string]any)
 		if !ok {
 			return invalid("%s is %s, not an object", displayPath(rp), describe(v))
+		}
+		if on, isBool := m["enabled"].(bool); isBool && oc.kind.pair(joinREST(rp, "enabled")) == nil {
+			// A block that REST turns on with enabled and KCC by being
+			// there (masterAuthorizedNetworksConfig, iap).
+			if !on {
+				return nil
+			}
+			m = maps.Clone(m)
+			delete(m, "enabled")
 		}
 		if p.Mode == mObj && p.KCC != "" {
 			path, err := concretize(p.KCC, idx)
