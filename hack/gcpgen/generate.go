@@ -116,7 +116,16 @@ func generate(root string) (*generated, error) {
 		if len(p.unmatched) > 0 {
 			g.unmatched[ks.Kind] = p.unmatched
 		}
-		live := statusPairs(rest, k.Status)
+		// DM references read the resource, which for a wrapped request
+		// (CreateClusterRequest's cluster) is what kinds.yaml lifts to the
+		// top with ".".
+		liveRoot := rest
+		for from, to := range ks.Rename {
+			if to == "." && !strings.ContainsAny(from, ".[:") && rest.Props[from] != nil && rest.Props[from].Type == "object" {
+				liveRoot = rest.Props[from]
+			}
+		}
+		live := statusPairs(liveRoot, k.Status)
 		for from, to := range ks.Live {
 			live = setPair(live, from, to)
 		}

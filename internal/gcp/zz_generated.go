@@ -922,13 +922,7 @@ var kinds = []kindInfo{
 			{"maxTimeTravelHours", "maxTimeTravelHours", mLeaf},
 			{"storageBillingModel", "storageBillingModel", mLeaf},
 		},
-		Live: []pair{
-			{"creationTime", "status.creationTime", mLeaf},
-			{"etag", "status.etag", mLeaf},
-			{"lastModifiedTime", "status.lastModifiedTime", mLeaf},
-			{"location", "status.observedState.location", mLeaf},
-			{"selfLink", "status.selfLink", mLeaf},
-		},
+		Live: []pair{},
 	},
 	{
 		Kind: "BigQueryTable", APIVersion: "bigquery.cnrm.cloud.google.com/v1beta1", Plural: "bigquerytables",
@@ -1109,17 +1103,7 @@ var kinds = []kindInfo{
 			{"view.query", "view.query", mLeaf},
 			{"view.useLegacySql", "view.useLegacySql", mLeaf},
 		},
-		Live: []pair{
-			{"creationTime", "status.creationTime", mLeaf},
-			{"etag", "status.etag", mLeaf},
-			{"lastModifiedTime", "status.lastModifiedTime", mLeaf},
-			{"location", "status.location", mLeaf},
-			{"numBytes", "status.numBytes", mLeaf},
-			{"numLongTermBytes", "status.numLongTermBytes", mLeaf},
-			{"numRows", "status.numRows", mLeaf},
-			{"selfLink", "status.selfLink", mLeaf},
-			{"type", "status.type", mLeaf},
-		},
+		Live: []pair{},
 	},
 	{
 		Kind: "BigtableInstance", APIVersion: "bigtable.cnrm.cloud.google.com/v1beta1", Plural: "bigtableinstances",
@@ -1817,11 +1801,7 @@ var kinds = []kindInfo{
 			{"subsetting.policy", "subsetting.policy", mLeaf},
 			{"timeoutSec", "timeoutSec", mLeaf},
 		},
-		Live: []pair{
-			{"creationTimestamp", "status.creationTimestamp", mLeaf},
-			{"fingerprint", "status.fingerprint", mLeaf},
-			{"selfLink", "status.selfLink", mLeaf},
-		},
+		Live: []pair{},
 	},
 	{
 		Kind: "ComputeDisk", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computedisks",
@@ -3030,7 +3010,6 @@ var kinds = []kindInfo{
 		},
 		Live: []pair{
 			{"id", "status.selfLinkUnique", mLeaf},
-			{"selfLink", "status.selfLink", mLeaf},
 		},
 	},
 	{
@@ -3064,10 +3043,7 @@ var kinds = []kindInfo{
 			{"routingConfig", "", mObj},
 			{"routingConfig.routingMode", "routingMode", mLeaf},
 		},
-		Live: []pair{
-			{"gatewayIPv4", "status.gatewayIpv4", mLeaf},
-			{"selfLink", "status.selfLink", mLeaf},
-		},
+		Live: []pair{},
 	},
 	{
 		Kind: "ComputeNetworkEndpointGroup", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computenetworkendpointgroups",
@@ -5374,7 +5350,19 @@ var kinds = []kindInfo{
 			{"cluster.workloadIdentityConfig", "workloadIdentityConfig", mObj},
 			{"cluster.workloadIdentityConfig.workloadPool", "workloadIdentityConfig.workloadPool", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint", "status.observedState.controlPlaneEndpointsConfig.dnsEndpointConfig.endpoint", mLeaf},
+			{"currentMasterVersion", "status.masterVersion", mLeaf},
+			{"endpoint", "status.endpoint", mLeaf},
+			{"labelFingerprint", "status.labelFingerprint", mLeaf},
+			{"masterAuth.clientCertificate", "status.observedState.masterAuth.clientCertificate", mLeaf},
+			{"masterAuth.clusterCaCertificate", "status.observedState.masterAuth.clusterCaCertificate", mLeaf},
+			{"privateClusterConfig.privateEndpoint", "status.observedState.privateClusterConfig.privateEndpoint", mLeaf},
+			{"privateClusterConfig.publicEndpoint", "status.observedState.privateClusterConfig.publicEndpoint", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
+			{"servicesIpv4Cidr", "status.servicesIpv4Cidr", mLeaf},
+			{"tpuIpv4CidrBlock", "status.tpuIpv4CidrBlock", mLeaf},
+		},
 	},
 	{
 		Kind: "ContainerNodePool", APIVersion: "container.cnrm.cloud.google.com/v1beta1", Plural: "containernodepools",
@@ -5732,7 +5720,10 @@ var kinds = []kindInfo{
 			{"nodePool.upgradeSettings.strategy", "upgradeSettings.strategy", mLeaf},
 			{"nodePool.version", "version", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"instanceGroupUrls", "status.instanceGroupUrls", mLeaf},
+			{"version", "status.observedState.version", mLeaf},
+		},
 	},
 	{
 		Kind: "DNSManagedZone", APIVersion: "dns.cnrm.cloud.google.com/v1beta1", Plural: "dnsmanagedzones",
@@ -5960,7 +5951,10 @@ var kinds = []kindInfo{
 			{"role.stage", "stage", mLeaf},
 			{"role.title", "title", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"deleted", "status.deleted", mLeaf},
+			{"name", "status.name", mLeaf},
+		},
 	},
 	{
 		Kind: "IAMPolicyMember", APIVersion: "iam.cnrm.cloud.google.com/v1beta1", Plural: "iampolicymembers",
@@ -6936,7 +6930,10 @@ var kinds = []kindInfo{
 			{"instance.nodeCount", "numNodes", mLeaf},
 			{"instance.processingUnits", "processingUnits", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"processingUnits", "status.observedState.processingUnits", mLeaf},
+			{"state", "status.state", mLeaf},
+		},
 	},
 	{
 		Kind: "StorageBucket", APIVersion: "storage.cnrm.cloud.google.com/v1beta1", Plural: "storagebuckets",
@@ -7084,12 +7081,7 @@ var kinds = []kindInfo{
 			{"website.mainPageSuffix", "website.mainPageSuffix", mLeaf},
 			{"website.notFoundPage", "website.notFoundPage", mLeaf},
 		},
-		Live: []pair{
-			{"selfLink", "status.selfLink", mLeaf},
-			{"softDeletePolicy.effectiveTime", "status.observedState.softDeletePolicy.effectiveTime", mLeaf},
-			{"softDeletePolicy.retentionDurationSeconds", "status.observedState.softDeletePolicy.retentionDurationSeconds", mLeaf},
-			{"storageClass", "status.observedState.storageClass", mLeaf},
-		},
+		Live: []pair{},
 	},
 	{
 		Kind: "StorageBucketAccessControl", APIVersion: "storage.cnrm.cloud.google.com/v1beta1", Plural: "storagebucketaccesscontrols",
