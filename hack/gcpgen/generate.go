@@ -117,12 +117,12 @@ func generate(root string) (*generated, error) {
 			g.unmatched[ks.Kind] = p.unmatched
 		}
 		// DM references read the resource, which for a wrapped request
-		// (CreateClusterRequest's cluster) is what kinds.yaml lifts to the
-		// top with ".".
+		// (CreateClusterRequest's cluster) is kinds.yaml's resource.
 		liveRoot := rest
-		for from, to := range ks.Rename {
-			if to == "." && !strings.ContainsAny(from, ".[:") && rest.Props[from] != nil && rest.Props[from].Type == "object" {
-				liveRoot = rest.Props[from]
+		if ks.Resource != "" {
+			if liveRoot = restAt(rest, ks.Resource); liveRoot == nil {
+				errs = append(errs, fmt.Sprintf("%s: resource %s: the REST body has no such field", ks.Kind, ks.Resource))
+				continue
 			}
 		}
 		live := statusPairs(liveRoot, k.Status)

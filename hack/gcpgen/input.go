@@ -39,6 +39,10 @@ type kindSpec struct {
 	// for code that chooses between them (an instance's boot disk and
 	// its other disks): REST paths LABEL:PATH.
 	Variants []variantSpec `json:"variants"`
+	// Resource is the field of a wrapped request body that holds the
+	// resource itself (CreateClusterRequest's cluster): what
+	// $(ref.NAME.PATH) reads.
+	Resource string `json:"resource"`
 	// Live maps a path DM references may read ($(ref.vm.PATH)) to where
 	// the live KCC object holds it (status.x, or spec.y which the object
 	// then carries with cnrm.cloud.google.com/state-into-spec: merge),

@@ -922,7 +922,13 @@ var kinds = []kindInfo{
 			{"maxTimeTravelHours", "maxTimeTravelHours", mLeaf},
 			{"storageBillingModel", "storageBillingModel", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"creationTime", "status.creationTime", mLeaf},
+			{"etag", "status.etag", mLeaf},
+			{"lastModifiedTime", "status.lastModifiedTime", mLeaf},
+			{"location", "status.observedState.location", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
+		},
 	},
 	{
 		Kind: "BigQueryTable", APIVersion: "bigquery.cnrm.cloud.google.com/v1beta1", Plural: "bigquerytables",
@@ -1103,7 +1109,17 @@ var kinds = []kindInfo{
 			{"view.query", "view.query", mLeaf},
 			{"view.useLegacySql", "view.useLegacySql", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"creationTime", "status.creationTime", mLeaf},
+			{"etag", "status.etag", mLeaf},
+			{"lastModifiedTime", "status.lastModifiedTime", mLeaf},
+			{"location", "status.location", mLeaf},
+			{"numBytes", "status.numBytes", mLeaf},
+			{"numLongTermBytes", "status.numLongTermBytes", mLeaf},
+			{"numRows", "status.numRows", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
+			{"type", "status.type", mLeaf},
+		},
 	},
 	{
 		Kind: "BigtableInstance", APIVersion: "bigtable.cnrm.cloud.google.com/v1beta1", Plural: "bigtableinstances",
@@ -1801,7 +1817,11 @@ var kinds = []kindInfo{
 			{"subsetting.policy", "subsetting.policy", mLeaf},
 			{"timeoutSec", "timeoutSec", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"creationTimestamp", "status.creationTimestamp", mLeaf},
+			{"fingerprint", "status.fingerprint", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
+		},
 	},
 	{
 		Kind: "ComputeDisk", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computedisks",
@@ -3010,6 +3030,7 @@ var kinds = []kindInfo{
 		},
 		Live: []pair{
 			{"id", "status.selfLinkUnique", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
 		},
 	},
 	{
@@ -3043,7 +3064,10 @@ var kinds = []kindInfo{
 			{"routingConfig", "", mObj},
 			{"routingConfig.routingMode", "routingMode", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"gatewayIPv4", "status.gatewayIpv4", mLeaf},
+			{"selfLink", "status.selfLink", mLeaf},
+		},
 	},
 	{
 		Kind: "ComputeNetworkEndpointGroup", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computenetworkendpointgroups",
@@ -7081,7 +7105,12 @@ var kinds = []kindInfo{
 			{"website.mainPageSuffix", "website.mainPageSuffix", mLeaf},
 			{"website.notFoundPage", "website.notFoundPage", mLeaf},
 		},
-		Live: []pair{},
+		Live: []pair{
+			{"selfLink", "status.selfLink", mLeaf},
+			{"softDeletePolicy.effectiveTime", "status.observedState.softDeletePolicy.effectiveTime", mLeaf},
+			{"softDeletePolicy.retentionDurationSeconds", "status.observedState.softDeletePolicy.retentionDurationSeconds", mLeaf},
+			{"storageClass", "status.observedState.storageClass", mLeaf},
+		},
 	},
 	{
 		Kind: "StorageBucketAccessControl", APIVersion: "storage.cnrm.cloud.google.com/v1beta1", Plural: "storagebucketaccesscontrols",
