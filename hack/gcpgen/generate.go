@@ -69,6 +69,11 @@ func generate(root string) (*generated, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ks.Kind, err)
 		}
+		if ks.Body != "" {
+			if rest = restAt(rest, ks.Body); rest == nil || rest.Type != "object" {
+				return nil, fmt.Errorf("%s: body %s: no object there in %s %s", ks.Kind, ks.Body, ks.API, ks.Method)
+			}
+		}
 		p := newPairer(k)
 		p.rename, p.hand, p.names = ks.Rename, map[string]bool{}, map[string]bool{}
 		names := ks.Name
@@ -80,6 +85,12 @@ func generate(root string) (*generated, error) {
 		}
 		for _, h := range ks.Hand {
 			p.hand[h] = true
+		}
+		for _, pt := range ks.Parts {
+			p.hand[pt.REST] = true
+			if !kindListed(kf, pt.Kind) {
+				errs = append(errs, fmt.Sprintf("%s: part %s: kind %s is not in kinds.yaml", ks.Kind, pt.REST, pt.Kind))
+			}
 		}
 		p.object(rest, "", "")
 		for _, v := range ks.Variants {
@@ -142,6 +153,15 @@ func generate(root string) (*generated, error) {
 	}
 	g.source = src
 	return g, nil
+}
+
+func kindListed(kf *kindsFile, kind string) bool {
+	for _, k := range kf.Kinds {
+		if k.Kind == kind {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPair(pairs []pairOut, rest string) bool {
@@ -238,6 +258,13 @@ func emit(kf *kindsFile, outs []*kindOut) ([]byte, error) {
 			names = []string{"name"}
 		}
 		fmt.Fprintf(&b, "\t\tNameFrom: %#v, RESTName: %q,\n", names, o.spec.RESTName)
+		if len(o.spec.Parts) > 0 {
+			b.WriteString("\t\tParts: []part{\n")
+			for _, pt := range o.spec.Parts {
+				fmt.Fprintf(&b, "\t\t\t{%q, %q, %q},\n", pt.REST, pt.Kind, pt.As)
+			}
+			b.WriteString("\t\t},\n")
+		}
 		b.WriteString("\t\tSpec: []field{\n")
 		for _, f := range k.Spec {
 			target := strings.Join(f.Targets, ",")

@@ -39,6 +39,13 @@ type kindSpec struct {
 	// for code that chooses between them (an instance's boot disk and
 	// its other disks): REST paths LABEL:PATH.
 	Variants []variantSpec `json:"variants"`
+	// Body is the path in the method's request body of what this kind
+	// stands for, when it is a part of another resource's body (a
+	// router's nats[]); Parts are the lists of a body whose items are
+	// objects of another kind (a router's NATs, a cluster's node pools),
+	// As the REST path under which that kind's pairs read an item.
+	Body  string     `json:"body"`
+	Parts []partSpec `json:"parts"`
 	// Resource is the field of a wrapped request body that holds the
 	// resource itself (CreateClusterRequest's cluster): what
 	// $(ref.NAME.PATH) reads.
@@ -72,6 +79,12 @@ func (t *typeSpec) UnmarshalJSON(b []byte) error {
 	}
 	type plain typeSpec
 	return json.Unmarshal(b, (*plain)(t))
+}
+
+type partSpec struct {
+	REST string `json:"rest"`
+	Kind string `json:"kind"`
+	As   string `json:"as"`
 }
 
 type variantSpec struct {

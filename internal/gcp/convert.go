@@ -3,6 +3,7 @@ package gcp
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -39,6 +40,7 @@ type item struct {
 type extraObject struct {
 	obj      map[string]any
 	deferred []Deferred
+	deps     []int // the resources it references beside its own
 }
 
 // converter converts one deployment.
@@ -350,6 +352,13 @@ func (c *converter) convert(it *item) error {
 			return err
 		}
 	}
+	parts := map[string]any{}
+	for _, pt := range k.Parts {
+		if v, ok := getPath(props, pt.REST); ok {
+			parts[pt.REST] = v
+			deletePath(props, pt.REST)
+		}
+	}
 	if err := oc.walkObject(props, "", nil); err != nil {
 		return err
 	}
@@ -389,6 +398,13 @@ func (c *converter) convert(it *item) error {
 	// spec even when empty: some CRDs require it.
 	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md, "spec": oc.spec}
 	it.deferred = oc.deferred
+	for _, pt := range k.Parts {
+		if v, ok := parts[pt.REST]; ok && v != nil {
+			if err := c.parts(oc, pt, v, parts); err != nil {
+				return err
+			}
+		}
+	}
 	if err := c.dependsOn(it); err != nil {
 		return err
 	}
@@ -437,8 +453,36 @@ func (c *converter) dependsOn(it *item) error {
 // on, otherwise in the order of the resources; an object's IAM members
 // right after it.
 func (c *converter) result() (*Result, error) {
-	order := make([]int, 0, len(c.items))
-	state := make([]int8, len(c.items))
+	// The objects to order: each resource's own, then the objects it makes
+	// (IAM members, parts), which come after it and after what they
+	// reference.
+	type node struct{ item, extra int } // extra -1: the resource's own
+	var nodes []node
+	first := make([]int, len(c.items)) // the node of each resource's own object
+	for i, it := range c.items {
+		first[i] = len(nodes)
+		nodes = append(nodes, node{i, -1})
+		for k := range it.extra {
+			nodes = append(nodes, node{i, k})
+		}
+	}
+	depsOf := func(n node) []int {
+		it := c.items[n.item]
+		var deps []int
+		if n.extra < 0 {
+			deps = it.deps
+		} else {
+			deps = append([]int{n.item}, it.extra[n.extra].deps...)
+		}
+		out := make([]int, 0, len(deps))
+		for _, j := range deps {
+			out = append(out, first[j])
+		}
+		slices.Sort(out)
+		return slices.Compact(out)
+	}
+	order := make([]int, 0, len(nodes))
+	state := make([]int8, len(nodes))
 	var stack []int
 	var visit func(i int) error
 	visit = func(i int) error {
@@ -449,18 +493,19 @@ func (c *converter) result() (*Result, error) {
 			k := slices.Index(stack, i)
 			var names []string
 			for _, j := range stack[k:] {
-				names = append(names, c.items[j].res.Name)
+				names = append(names, c.items[nodes[j].item].res.Name)
 			}
-			names = append(names, c.items[i].res.Name)
-			it := c.items[i]
+			names = append(names, c.items[nodes[i].item].res.Name)
+			it := c.items[nodes[i].item]
 			return &Error{Resource: it.res.Name, Type: it.res.Type, Path: it.res.Path,
 				Err: invalid("reference or dependsOn cycle: %s", strings.Join(names, " -> "))}
 		}
 		state[i] = 1
 		stack = append(stack, i)
-		deps := slices.Clone(c.items[i].deps)
-		slices.Sort(deps)
-		for _, j := range slices.Compact(deps) {
+		for _, j := range depsOf(nodes[i]) {
+			if j == i {
+				continue
+			}
 			if err := visit(j); err != nil {
 				return err
 			}
@@ -470,7 +515,7 @@ func (c *converter) result() (*Result, error) {
 		order = append(order, i)
 		return nil
 	}
-	for i := range c.items {
+	for i := range nodes {
 		if err := visit(i); err != nil {
 			return nil, err
 		}
@@ -486,15 +531,18 @@ func (c *converter) result() (*Result, error) {
 		}
 	}
 	for _, i := range order {
-		it := c.items[i]
+		n := nodes[i]
+		it := c.items[n.item]
+		if n.extra >= 0 {
+			x := it.extra[n.extra]
+			add(it, x.obj, x.deferred)
+			continue
+		}
 		if it.merge && it.obj != nil {
 			setAnnotation(it.obj, StateIntoSpecAnnotation, "merge")
 		}
 		if it.obj != nil {
 			add(it, it.obj, it.deferred)
-		}
-		for _, x := range it.extra {
-			add(it, x.obj, x.deferred)
 		}
 	}
 	return r, nil
@@ -529,4 +577,88 @@ func setAnnotation(obj map[string]any, key, value string) {
 		md["annotations"] = a
 	}
 	a[key] = value
+}
+
+// parts makes an object of kind pt.Kind of each item of the list v of a
+// resource's body (a router's NATs, a cluster's node pools), named after
+// the resource and the item, referring to the resource's object and in its
+// location. all are the resource's lists of parts, for rules that
+// reference siblings (a BGP peer's interface).
+func (c *converter) parts(oc *objConv, pt part, v any, all map[string]any) error {
+	it := oc.it
+	list, ok := v.([]any)
+	if !ok {
+		return invalid("properties.%s is %s, not a list", pt.REST, describe(v))
+	}
+	pk := lookupKind(pt.Kind)
+	for i, e := range list {
+		m, ok := deepCopy(e).(map[string]any)
+		if !ok {
+			return invalid("properties.%s[%d] is %s, not an object", pt.REST, i, describe(e))
+		}
+		name, _ := m["name"].(string)
+		delete(m, "name")
+		objName := it.objName + "-" + name
+		if name == "" {
+			b, _ := json.Marshal(e)
+			objName = it.objName + "-" + shortHash(string(b))
+		}
+		if !validObjectName(objName) {
+			objName = sanitize(objName)
+		}
+		var deps []int
+		poc := &objConv{c: c, it: it, kind: pk, spec: map[string]any{}, parent: oc, siblings: all, deps: &deps}
+		if rule, ok := partRules[pk.Kind]; ok {
+			if err := rule(poc, m); err != nil {
+				return fmt.Errorf("properties.%s[%d]: %w", pt.REST, i, err)
+			}
+		}
+		body := m
+		if pt.As != "" {
+			body = map[string]any{pt.As: m}
+		}
+		if err := poc.walkObject(body, "", nil); err != nil {
+			return fmt.Errorf("properties.%s[%d] (a %s): %w", pt.REST, i, pk.Kind, err)
+		}
+		for _, f := range pk.Spec {
+			if f.Type == tRef && f.Target == it.kind.Kind && !strings.ContainsAny(f.Path, ".[") && poc.spec[f.Path] == nil {
+				poc.spec[f.Path] = map[string]any{"name": it.objName}
+			}
+		}
+		for _, key := range []string{"zone", "region", "location"} {
+			if !pk.has(key) || poc.spec[key] != nil {
+				continue
+			}
+			for _, from := range []string{key, "location", "region", "zone"} {
+				if l, ok := oc.spec[from].(string); ok {
+					poc.spec[key] = l
+					break
+				}
+			}
+		}
+		if pk.has("projectRef") && poc.spec["projectRef"] == nil {
+			poc.spec["projectRef"] = map[string]any{"external": it.project}
+		}
+		if pk.has("resourceID") && name != "" && name != objName {
+			poc.spec["resourceID"] = name
+		}
+		if err := poc.checkRequired(); err != nil {
+			return fmt.Errorf("properties.%s[%d]: %w", pt.REST, i, err)
+		}
+		ann := c.annotations(it)
+		for k, v := range oc.ann {
+			if v == nil {
+				delete(ann, k)
+			} else {
+				ann[k] = v
+			}
+		}
+		md := map[string]any{"name": objName}
+		if len(ann) > 0 {
+			md["annotations"] = ann
+		}
+		obj := map[string]any{"apiVersion": pk.APIVersion, "kind": pk.Kind, "metadata": md, "spec": poc.spec}
+		it.extra = append(it.extra, extraObject{obj: obj, deferred: poc.deferred, deps: deps})
+	}
+	return nil
 }

@@ -341,15 +341,19 @@ func TestIAM(t *testing.T) {
 	if !reflect.DeepEqual(at(bind, "spec.resourceRef"), map[string]any{"kind": "Project", "external": "projects/p"}) || at(bind, "spec.member") != "user:b@example.com" {
 		t.Errorf("iamMemberBinding: %v", bind["spec"])
 	}
-	// The members come after the topic and the service account.
+	// The members come after the topic, and the service account's after
+	// the account.
 	pos := map[string]int{}
 	for i, o := range r.Objects {
 		pos[o["kind"].(string)+"/"+o["metadata"].(map[string]any)["name"].(string)] = i
 	}
 	for _, m := range members[:3] {
 		n := pos["IAMPolicyMember/"+m["metadata"].(map[string]any)["name"].(string)]
-		if n < pos["PubSubTopic/events"] || n < pos["IAMServiceAccount/app"] {
-			t.Errorf("IAM member at %d, before its topic (%d) or account (%d)", n, pos["PubSubTopic/events"], pos["IAMServiceAccount/app"])
+		if n < pos["PubSubTopic/events"] {
+			t.Errorf("IAM member at %d, before its topic (%d)", n, pos["PubSubTopic/events"])
+		}
+		if at(m, "spec.memberFrom") != nil && n < pos["IAMServiceAccount/app"] {
+			t.Errorf("IAM member of the account at %d, before the account (%d)", n, pos["IAMServiceAccount/app"])
 		}
 	}
 }
@@ -488,6 +492,8 @@ func TestErrors(t *testing.T) {
 			[]string{"another resource is named net too"}},
 		{"cycle", `[{name: a, type: compute.v1.network, metadata: {dependsOn: [b]}}, {name: b, type: compute.v1.network, metadata: {dependsOn: [a]}}]`,
 			[]string{"cycle: a -> b -> a"}},
+		{"reference cycle", `[{name: a, type: compute.v1.network, properties: {description: $(ref.b.selfLink)}}, {name: b, type: compute.v1.network, properties: {description: $(ref.a.selfLink)}}]`,
+			[]string{"cycle: a -> b -> a"}},
 		{"boot disk name", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true, initializeParams: {diskName: other}}]}}]`,
 			[]string{"diskName is \"other\"", "names an instance's boot disk after the instance"}},
 		{"instance-created data disk", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true}, {initializeParams: {diskSizeGb: 10}}]}}]`,
@@ -515,5 +521,59 @@ func TestErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestParts: a router's NATs, interfaces and BGP peers, a cluster's node
+// pools and a bucket's ACL are objects of their own, named after the
+// resource, referring to it, in its location; a part may reference a
+// resource that references the parent (a tunnel on the router that its
+// interface links) without a cycle.
+func TestParts(t *testing.T) {
+	r, objs := convert(t, `
+- name: router
+  type: compute.v1.router
+  properties:
+    network: default
+    region: us-central1
+    interfaces: [{name: if-1, linkedVpnTunnel: $(ref.tunnel.selfLink), ipRange: 169.254.0.1/30}]
+    bgpPeers: [{name: peer, interfaceName: if-1, peerAsn: 65001, peerIpAddress: 169.254.0.2}]
+    nats: [{name: nat, natIpAllocateOption: AUTO_ONLY, sourceSubnetworkIpRangesToNat: ALL_SUBNETWORKS_ALL_IP_RANGES}]
+- name: tunnel
+  type: compute.v1.vpnTunnel
+  properties: {region: us-central1, router: $(ref.router.selfLink), sharedSecret: x, peerIp: 192.0.2.1}
+- name: gke
+  type: gcp-types/container-v1:projects.locations.clusters
+  properties:
+    parent: projects/p/locations/europe-west1
+    cluster: {name: c, nodePools: [{name: pool_1, initialNodeCount: 1, config: {machineType: e2-small}}]}
+`, Options{})
+	for _, c := range []struct {
+		obj, path string
+		want      any
+	}{
+		{"ComputeRouterInterface/router-if-1", "spec.routerRef", map[string]any{"name": "router"}},
+		{"ComputeRouterInterface/router-if-1", "spec.vpnTunnelRef", map[string]any{"name": "tunnel"}},
+		{"ComputeRouterInterface/router-if-1", "spec.region", "us-central1"},
+		{"ComputeRouterInterface/router-if-1", "spec.resourceID", "if-1"},
+		{"ComputeRouterPeer/router-peer", "spec.routerInterfaceRef", map[string]any{"name": "router-if-1"}},
+		{"ComputeRouterNAT/router-nat", "spec.natIpAllocateOption", "AUTO_ONLY"},
+		{"ContainerNodePool/c-pool-1-ff63a0ea", "spec.clusterRef", map[string]any{"name": "c"}},
+		{"ContainerNodePool/c-pool-1-ff63a0ea", "spec.location", "europe-west1"},
+		{"ContainerNodePool/c-pool-1-ff63a0ea", "spec.resourceID", "pool_1"},
+		{"ContainerNodePool/c-pool-1-ff63a0ea", "spec.nodeConfig.machineType", "e2-small"},
+		{"ContainerCluster/c", "spec.nodePools", nil},
+	} {
+		if got := at(objs[c.obj], c.path); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)
+		}
+	}
+	var order []string
+	for _, o := range r.Objects {
+		order = append(order, o["kind"].(string))
+	}
+	want := []string{"ComputeRouter", "ComputeVPNTunnel", "ComputeRouterInterface", "ComputeRouterPeer", "ComputeRouterNAT", "ContainerCluster", "ContainerNodePool"}
+	if !reflect.DeepEqual(order, want) && !reflect.DeepEqual(order, []string{"ComputeRouter", "ComputeRouterNAT", "ComputeVPNTunnel", "ComputeRouterInterface", "ComputeRouterPeer", "ContainerCluster", "ContainerNodePool"}) {
+		t.Errorf("order %v", order)
 	}
 }

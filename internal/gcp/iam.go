@@ -90,7 +90,8 @@ func (c *converter) accessControl(it *item) error {
 
 // policyMember builds one IAMPolicyMember.
 func (c *converter) policyMember(it *item, name string, ref map[string]any, role, member string, cond any, where string) (extraObject, error) {
-	oc := &objConv{c: c, it: it, kind: lookupKind("IAMPolicyMember"), spec: map[string]any{}}
+	var deps []int
+	oc := &objConv{c: c, it: it, kind: lookupKind("IAMPolicyMember"), spec: map[string]any{}, deps: &deps}
 	oc.spec["resourceRef"] = ref
 	r, err := oc.fillString(role, "/spec/role")
 	if err != nil {
@@ -125,7 +126,7 @@ func (c *converter) policyMember(it *item, name string, ref map[string]any, role
 		"metadata": map[string]any{"name": name, "annotations": c.annotations(it)},
 		"spec":     oc.spec,
 	}
-	return extraObject{obj: obj, deferred: oc.deferred}, nil
+	return extraObject{obj: obj, deferred: oc.deferred, deps: deps}, nil
 }
 
 // member sets spec.member, or spec.memberFrom.serviceAccountRef when it is
@@ -134,7 +135,7 @@ func (oc *objConv) member(member string) error {
 	if rest, ok := strings.CutPrefix(member, "serviceAccount:"); ok {
 		if name, path, ok := wholeRef(rest); ok && path == "email" {
 			if sa := oc.c.byName[name]; sa != nil && sa.kind != nil && sa.kind.Kind == "IAMServiceAccount" {
-				oc.it.deps = append(oc.it.deps, sa.index)
+				oc.addDep(sa.index)
 				oc.spec["memberFrom"] = map[string]any{"serviceAccountRef": map[string]any{"name": sa.objName}}
 				return nil
 			}

@@ -112,9 +112,7 @@ func (oc *objConv) fillString(s, ptr string) (any, error) {
 			}
 			return nil, invalid("%s: resource %s cannot be converted itself", text, name)
 		}
-		if target != oc.it {
-			oc.it.deps = append(oc.it.deps, target.index)
-		}
+		oc.addDep(target.index)
 		v, ok, rd, err := lookupRef(target, text, path)
 		if err != nil {
 			return nil, err
@@ -182,9 +180,7 @@ func (oc *objConv) ref(v any, f *field, path []seg, rp string) (any, error) {
 	if name, p, ok := wholeRef(s); ok {
 		if target := oc.c.byName[name]; target != nil && target.kind != nil {
 			if (refPaths[p] || p == f.TargetField || f.Target == target.kind.Kind && identities[f.Target][p]) && (f.Target == "" || f.Target == anyKind || f.Target == target.kind.Kind) {
-				if target != oc.it {
-					oc.it.deps = append(oc.it.deps, target.index)
-				}
+				oc.addDep(target.index)
 				return nameRef(f, target), nil
 			}
 			// Another kind than the field's (a legacy HTTP health check
@@ -207,9 +203,7 @@ func (oc *objConv) ref(v any, f *field, path []seg, rp string) (any, error) {
 		s = fs // names filled in: a plain value now
 	}
 	if target := oc.c.match(s, f.Target); target != nil {
-		if target != oc.it {
-			oc.it.deps = append(oc.it.deps, target.index)
-		}
+		oc.addDep(target.index)
 		return nameRef(f, target), nil
 	}
 	return map[string]any{"external": externalForm(s)}, nil

@@ -49,6 +49,12 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"SecretManagerSecret":              secretRule,
 }
 
+// partRules are rules for objects made of a part of another resource's
+// body (parts in kinds.yaml).
+var partRules = map[string]func(oc *objConv, props map[string]any) error{
+	"ComputeRouterPeer": routerPeerRule,
+}
+
 // handFields are the top-level properties the rules take, beside the
 // generated pairs (for errors listing what a kind takes).
 var handFields = map[string][]string{
@@ -580,9 +586,6 @@ func clusterRule(oc *objConv, props map[string]any) error {
 		}
 		oc.extraLabels = labels
 	}
-	if _, ok := cl["nodePools"]; ok {
-		return invalid("properties.cluster.nodePools: Config Connector's ContainerCluster holds no node pools; declare each as a container.v1.nodePool resource (ContainerNodePool) with clusterId: $(ref.CLUSTER.name), and give the cluster initialNodeCount and nodeConfig for its default pool")
-	}
 	return nil
 }
 
@@ -1000,4 +1003,30 @@ func secretRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// routerPeerRule: a BGP peer names its router interface by name; the
+// interface, a part of the same router, is an object of its own.
+func routerPeerRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "enable"); ok {
+		if err := oc.setValue(v, "enable", nil, "enable"); err != nil {
+			return err
+		}
+	}
+	v, ok := take(props, "interfaceName")
+	if !ok {
+		return nil
+	}
+	name, _ := v.(string)
+	ifaces, _ := oc.siblings["interfaces"].([]any)
+	for _, e := range ifaces {
+		if m, _ := e.(map[string]any); m["name"] == name && name != "" {
+			objName := oc.parent.it.objName + "-" + name
+			if !validObjectName(objName) {
+				objName = sanitize(objName)
+			}
+			return oc.setPath("routerInterfaceRef", map[string]any{"name": objName})
+		}
+	}
+	return oc.setValue(v, "routerInterfaceRef", nil, "interfaceName")
 }

@@ -71,6 +71,13 @@ type pair struct {
 	Mode      mode
 }
 
+// part is a list of a body (REST, a dotted path) whose items are objects
+// of Kind (a router's NATs), As the REST path under which Kind's pairs read
+// an item ("" for the top).
+type part struct {
+	REST, Kind, As string
+}
+
 // kindInfo is one Config Connector kind: its CRD's spec and status
 // fields and how a DM body fills them.
 type kindInfo struct {
@@ -87,9 +94,11 @@ type kindInfo struct {
 	// RESTName is what $(ref.X.name) reads, when a path.
 	NameFrom []string
 	RESTName string
-	Spec     []field
-	Status   []string
-	Pairs    []pair
+	// Parts are lists of the body whose items are objects of another kind.
+	Parts  []part
+	Spec   []field
+	Status []string
+	Pairs  []pair
 	// Live pairs a REST path with where the live object holds it.
 	Live []pair
 }

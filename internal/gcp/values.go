@@ -20,6 +20,23 @@ type objConv struct {
 	extraLabels map[string]any
 	// ann are annotations a rule sets (nil: removes) over the usual ones.
 	ann map[string]any
+	// parent is the conversion of the resource whose body held this
+	// part (a router's NAT), siblings that resource's lists of parts.
+	parent   *objConv
+	siblings map[string]any
+	// deps are the resources the object references (nil: its item's).
+	deps *[]int
+}
+
+// addDep records that the object references resource j.
+func (oc *objConv) addDep(j int) {
+	d := oc.deps
+	if d == nil {
+		d = &oc.it.deps
+	}
+	if j != oc.it.index || oc.deps != nil {
+		*d = append(*d, j)
+	}
 }
 
 // seg is one step of a concrete KCC path: a field name, or a list index
