@@ -41,6 +41,9 @@ type extraObject struct {
 	obj      map[string]any
 	deferred []Deferred
 	deps     []int // the resources it references beside its own
+	// before says the resource's own object references it (a disk made
+	// for an instance): it comes first.
+	before bool
 }
 
 // converter converts one deployment.
@@ -471,11 +474,22 @@ func (c *converter) result() (*Result, error) {
 		var deps []int
 		if n.extra < 0 {
 			deps = it.deps
+			for k, x := range it.extra {
+				if x.before {
+					deps = append(slices.Clone(deps), -1-k) // its own extra
+				}
+			}
+		} else if x := it.extra[n.extra]; x.before {
+			deps = x.deps
 		} else {
-			deps = append([]int{n.item}, it.extra[n.extra].deps...)
+			deps = append([]int{n.item}, x.deps...)
 		}
 		out := make([]int, 0, len(deps))
 		for _, j := range deps {
+			if j < 0 {
+				out = append(out, first[n.item]+1+(-1-j))
+				continue
+			}
 			out = append(out, first[j])
 		}
 		slices.Sort(out)
@@ -606,59 +620,74 @@ func (c *converter) parts(oc *objConv, pt part, v any, all map[string]any) error
 		if !validObjectName(objName) {
 			objName = sanitize(objName)
 		}
-		var deps []int
-		poc := &objConv{c: c, it: it, kind: pk, spec: map[string]any{}, parent: oc, siblings: all, deps: &deps}
-		if rule, ok := partRules[pk.Kind]; ok {
-			if err := rule(poc, m); err != nil {
-				return fmt.Errorf("properties.%s[%d]: %w", pt.REST, i, err)
-			}
-		}
 		body := m
 		if pt.As != "" {
 			body = map[string]any{pt.As: m}
 		}
-		if err := poc.walkObject(body, "", nil); err != nil {
+		x, err := c.partObject(oc, pk, body, name, objName, nil, all)
+		if err != nil {
 			return fmt.Errorf("properties.%s[%d] (a %s): %w", pt.REST, i, pk.Kind, err)
 		}
-		for _, f := range pk.Spec {
-			if f.Type == tRef && f.Target == it.kind.Kind && !strings.ContainsAny(f.Path, ".[") && poc.spec[f.Path] == nil {
-				poc.spec[f.Path] = map[string]any{"name": it.objName}
-			}
-		}
-		for _, key := range []string{"zone", "region", "location"} {
-			if !pk.has(key) || poc.spec[key] != nil {
-				continue
-			}
-			for _, from := range []string{key, "location", "region", "zone"} {
-				if l, ok := oc.spec[from].(string); ok {
-					poc.spec[key] = l
-					break
-				}
-			}
-		}
-		if pk.has("projectRef") && poc.spec["projectRef"] == nil {
-			poc.spec["projectRef"] = map[string]any{"external": it.project}
-		}
-		if pk.has("resourceID") && name != "" && name != objName {
-			poc.spec["resourceID"] = name
-		}
-		if err := poc.checkRequired(); err != nil {
-			return fmt.Errorf("properties.%s[%d]: %w", pt.REST, i, err)
-		}
-		ann := c.annotations(it)
-		for k, v := range oc.ann {
-			if v == nil {
-				delete(ann, k)
-			} else {
-				ann[k] = v
-			}
-		}
-		md := map[string]any{"name": objName}
-		if len(ann) > 0 {
-			md["annotations"] = ann
-		}
-		obj := map[string]any{"apiVersion": pk.APIVersion, "kind": pk.Kind, "metadata": md, "spec": poc.spec}
-		it.extra = append(it.extra, extraObject{obj: obj, deferred: poc.deferred, deps: deps})
+		it.extra = append(it.extra, x)
 	}
 	return nil
+}
+
+// partObject converts body, a part of oc's resource, into an object of
+// kind pk named objName (Google Cloud name name), referring to the
+// resource's object and in its location.
+func (c *converter) partObject(oc *objConv, pk *kindInfo, body map[string]any, name, objName string, labels, siblings map[string]any) (extraObject, error) {
+	it := oc.it
+	var deps []int
+	poc := &objConv{c: c, it: it, kind: pk, spec: map[string]any{}, parent: oc, siblings: siblings, deps: &deps}
+	if rule, ok := partRules[pk.Kind]; ok {
+		if err := rule(poc, body); err != nil {
+			return extraObject{}, err
+		}
+	}
+	if err := poc.walkObject(body, "", nil); err != nil {
+		return extraObject{}, err
+	}
+	for _, f := range pk.Spec {
+		if f.Type == tRef && f.Target == it.kind.Kind && !strings.ContainsAny(f.Path, ".[") && poc.spec[f.Path] == nil {
+			poc.spec[f.Path] = map[string]any{"name": it.objName}
+		}
+	}
+	for _, key := range []string{"zone", "region", "location"} {
+		if !pk.has(key) || poc.spec[key] != nil {
+			continue
+		}
+		for _, from := range []string{key, "location", "region", "zone"} {
+			if l, ok := oc.spec[from].(string); ok {
+				poc.spec[key] = l
+				break
+			}
+		}
+	}
+	if pk.has("projectRef") && poc.spec["projectRef"] == nil {
+		poc.spec["projectRef"] = map[string]any{"external": it.project}
+	}
+	if pk.has("resourceID") && name != "" && name != objName {
+		poc.spec["resourceID"] = name
+	}
+	if err := poc.checkRequired(); err != nil {
+		return extraObject{}, err
+	}
+	ann := c.annotations(it)
+	for k, v := range oc.ann {
+		if v == nil {
+			delete(ann, k)
+		} else {
+			ann[k] = v
+		}
+	}
+	md := map[string]any{"name": objName}
+	if len(ann) > 0 {
+		md["annotations"] = ann
+	}
+	if len(labels) > 0 {
+		md["labels"] = labels
+	}
+	obj := map[string]any{"apiVersion": pk.APIVersion, "kind": pk.Kind, "metadata": md, "spec": poc.spec}
+	return extraObject{obj: obj, deferred: poc.deferred, deps: deps}, nil
 }

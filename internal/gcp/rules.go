@@ -298,10 +298,11 @@ func instanceRule(oc *objConv, props map[string]any) error {
 			continue
 		}
 		take(m, "boot")
-		take(m, "autoDelete") // attached disks outlive the instance in KCC
+		take(m, "autoDelete") // attached disks are objects of their own in KCC
 		if ip, ok := take(m, "initializeParams"); ok {
-			_ = ip
-			return invalid("%s.initializeParams: Config Connector's ComputeInstance creates only its boot disk; declare this disk as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where)
+			if err := oc.instanceDisk(ip, where, attached); err != nil {
+				return err
+			}
 		}
 		if err := oc.walkVariant(m, "attached", []int{attached}); err != nil {
 			return err
@@ -1029,4 +1030,52 @@ func routerPeerRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	return oc.setValue(v, "routerInterfaceRef", nil, "interfaceName")
+}
+
+// instanceDisk makes the ComputeDisk of a non-boot disk an instance creates
+// (initializeParams), which KCC's ComputeInstance only attaches: named
+// initializeParams.diskName, so that it adopts the disk DM made, and
+// attached as disk i.
+func (oc *objConv) instanceDisk(v any, where string, i int) error {
+	ip, ok := v.(map[string]any)
+	if !ok {
+		return invalid("%s.initializeParams is %s, not an object", where, describe(v))
+	}
+	name, _ := ip["diskName"].(string)
+	if name == "" || hasRef(name) {
+		return invalid("%s.initializeParams has no diskName: Config Connector's ComputeInstance creates only its boot disk, and the disk Compute Engine named for this one cannot be adopted; name it (initializeParams.diskName), or declare it as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where)
+	}
+	body := map[string]any{}
+	var labels map[string]any
+	for _, k := range sortedKeys(ip) {
+		val := ip[k]
+		switch k {
+		case "diskName":
+		case "diskSizeGb":
+			body["sizeGb"] = val
+		case "diskType":
+			body["type"] = shortValue(val)
+		case "labels":
+			l, err := labelMap(val, where+".initializeParams.labels")
+			if err != nil {
+				return err
+			}
+			labels = l
+		case "sourceImage", "sourceSnapshot", "description", "provisionedIops", "provisionedThroughput", "resourcePolicies":
+			body[k] = val
+		default:
+			return invalid("%s.initializeParams.%s has no Config Connector field in the ComputeDisk made for it (diskName, diskSizeGb, diskType, sourceImage, sourceSnapshot, labels, description, provisionedIops, provisionedThroughput, resourcePolicies)", where, k)
+		}
+	}
+	objName := name
+	if !validObjectName(objName) {
+		objName = sanitize(name)
+	}
+	x, err := oc.c.partObject(oc, lookupKind("ComputeDisk"), body, name, objName, labels, nil)
+	if err != nil {
+		return fmt.Errorf("%s.initializeParams: %w", where, err)
+	}
+	x.before = true
+	oc.it.extra = append(oc.it.extra, x)
+	return oc.set([]seg{{key: "attachedDisk"}, {idx: i}, {key: "sourceDiskRef"}}, map[string]any{"name": objName})
 }
