@@ -117,6 +117,9 @@ type TypeInfo struct {
 	Type, APIVersion, Kind string
 	// REST is the Google Cloud REST resource (v1.instances).
 	REST string
+	// Scope is the location the spelling implies where the kind has
+	// several (zone, region or global: compute.v1.globalAddress), else "".
+	Scope string
 }
 
 // Types lists every supported DM type spelling with its kind, sorted by
@@ -125,7 +128,7 @@ func Types() []TypeInfo {
 	out := make([]TypeInfo, 0, len(dmTypes))
 	for _, t := range dmTypes {
 		k := lookupKind(t.Kind)
-		out = append(out, TypeInfo{Type: t.Type, APIVersion: k.APIVersion, Kind: k.Kind, REST: k.REST})
+		out = append(out, TypeInfo{Type: t.Type, APIVersion: k.APIVersion, Kind: k.Kind, REST: k.REST, Scope: t.Scope})
 	}
 	return out
 }

@@ -577,3 +577,18 @@ func TestParts(t *testing.T) {
 		t.Errorf("order %v", order)
 	}
 }
+
+func TestScopes(t *testing.T) {
+	for _, c := range []struct {
+		src, want string
+	}{
+		{`[{name: a, type: compute.v1.globalAddress, properties: {region: us-east1}}]`, "properties.region is set, but type compute.v1.globalAddress is global"},
+		{`[{name: a, type: compute.v1.address}]`, "ComputeAddress requires spec.location (from properties.region)"},
+		{`[{name: d, type: compute.v1.disk}]`, "ComputeDisk requires spec.location (from properties.zone)"},
+	} {
+		_, err := Convert(resources(t, c.src), Options{Project: "p"})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.src, err, c.want)
+		}
+	}
+}

@@ -51,6 +51,9 @@ func (oc *objConv) location(props map[string]any) error {
 		}
 		return oc.setPath(field, v)
 	}
+	if oc.it.scope == "global" && k.has("location") && (zone != "" || region != "") {
+		return invalid("properties.%s is set, but type %s is global", map[bool]string{true: "zone", false: "region"}[zone != ""], oc.it.res.Type)
+	}
 	switch {
 	case zone != "" && k.has("zone"):
 		err = put("zone", zone)

@@ -1,6 +1,7 @@
 package gcp_test
 
 import (
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -156,4 +157,72 @@ func lookupPath(v any, path string) any {
 		}
 	}
 	return v
+}
+
+// TestApplyEverySpelling converts, for every supported DM type spelling
+// (gcp.Types: compute.v1.instance, compute.beta.instance,
+// gcp-types/compute-alpha:instances, the region and global variants, ...), a
+// copy of its kind's samples written with that spelling, beside the
+// samples they reference, and applies the objects.
+func TestApplyEverySpelling(t *testing.T) {
+	res := readConfig(t, "testdata/samples.yaml")
+	byKind := map[string][]gcp.Resource{}
+	kindOf := map[string]string{}
+	for _, ti := range gcp.Types() {
+		kindOf[ti.Type] = ti.Kind
+	}
+	for _, r := range res {
+		byKind[kindOf[r.Type]] = append(byKind[kindOf[r.Type]], r)
+	}
+	all := slices.Clone(res)
+	for i, ti := range gcp.Types() {
+		samples := byKind[ti.Kind]
+		if len(samples) == 0 {
+			t.Errorf("%s: no sample of %s", ti.Type, ti.Kind)
+			continue
+		}
+		for _, s := range samples {
+			if s.Type == ti.Type {
+				continue
+			}
+			c := s
+			c.Name = s.Name + "-t" + strconv.Itoa(i)
+			c.Type = ti.Type
+			c.Path = []string{c.Name}
+			c.AccessControl = nil
+			c.Properties = maps.Clone(s.Properties)
+			if c.Properties == nil {
+				c.Properties = map[string]any{}
+			}
+			// Where the spelling says where the resource is, the body
+			// says which zone or region.
+			switch ti.Scope {
+			case "global":
+				delete(c.Properties, "region")
+				delete(c.Properties, "zone")
+			case "region":
+				if c.Properties["region"] == nil {
+					c.Properties["region"] = "us-central1"
+				}
+				delete(c.Properties, "zone")
+			case "zone":
+				if c.Properties["zone"] == nil {
+					c.Properties["zone"] = "us-central1-f"
+				}
+				delete(c.Properties, "region")
+			}
+			all = append(all, c)
+		}
+	}
+	r, err := gcp.Convert(all, gcp.Options{Project: "dm-samples"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fillDeferred(t, r)
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	for _, err := range applyObjects(t, env, ns, r.Objects, r.Sources) {
+		t.Error(err)
+	}
+	t.Logf("%d spellings, %d objects applied", len(gcp.Types()), len(r.Objects))
 }

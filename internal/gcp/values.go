@@ -576,7 +576,15 @@ func (oc *objConv) checkRequired() error {
 				from = append(from, "properties."+p.REST)
 			}
 		}
-		if f.Path == "location" || f.Path == "region" || f.Path == "zone" {
+		switch f.Path {
+		case "location":
+			switch oc.it.scope {
+			case "zone", "region":
+				from = append(from, "properties."+oc.it.scope)
+			default:
+				from = append(from, "properties.zone", "properties.region")
+			}
+		case "region", "zone":
 			from = append(from, "properties."+f.Path)
 		}
 		if len(from) > 0 {
