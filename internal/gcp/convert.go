@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -135,10 +134,10 @@ func (c *converter) identify(it *item) error {
 		if why, ok := lookupUnsupported(r.Type); ok {
 			return invalid("type %s has no Config Connector equivalent: %s", r.Type, why)
 		}
-		if providerTypeRE.MatchString(r.Type) && !gcpTypesRE.MatchString(r.Type) {
+		if providerTypeRE().MatchString(r.Type) && !gcpTypesRE().MatchString(r.Type) {
 			return invalid("type %s is a Deployment Manager type provider's type, which Config Connector has no equivalent of: for a Kubernetes API write the object with its own type (apps/v1/Deployment), for another API use its Config Connector kind", r.Type)
 		}
-		if strings.Contains(r.Type, ":") && actionRE.MatchString(r.Type[strings.Index(r.Type, ":")+1:]) {
+		if strings.Contains(r.Type, ":") && actionRE().MatchString(r.Type[strings.Index(r.Type, ":")+1:]) {
 			return invalid("type %s is a Deployment Manager action (a method call), which Config Connector has no equivalent of: declare the state the call would make as a resource instead (an IAM binding: gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding)", r.Type)
 		}
 		msg := fmt.Sprintf("type %s is not a supported Google Cloud type (dm convert --list-types lists them)", r.Type)
@@ -170,9 +169,23 @@ func (c *converter) identify(it *item) error {
 	if hasRef(it.project) {
 		return invalid("properties.project is %s: a project must be known before deploying (set it, or use --project)", it.project)
 	}
-	if it.project == "" {
-		if s, ok := props["projectId"].(string); ok && !hasRef(s) {
-			it.project = s
+	if _, given := props["project"]; !given {
+		// A project the body names otherwise (a parent projects/P/..., a
+		// projectId or an App Engine app) is the resource's.
+		for _, key := range []string{"parent", "projectId", "appsId", "name"} {
+			s, _ := props[key].(string)
+			if key == "appsId" && s != "" && !hasRef(s) {
+				it.project = s
+				break
+			}
+			if key == "projectId" && s != "" && !hasRef(s) && !strings.Contains(s, "/") {
+				it.project = s
+				break
+			}
+			if m := projectPathRE().FindStringSubmatch(s); m != nil && (key == "parent" || it.kind.Kind == "IAMServiceAccount") {
+				it.project = m[1]
+				break
+			}
 		}
 	}
 	if it.project == "" && !projectless[it.kind.Kind] {
@@ -187,7 +200,7 @@ func (c *converter) identify(it *item) error {
 	if s, ok := props["parent"].(string); ok {
 		it.parent = s
 		if it.location == "" {
-			if m := locationRE.FindStringSubmatch(s); m != nil {
+			if m := locationRE().FindStringSubmatch(s); m != nil {
 				it.location = m[1]
 			}
 		}
@@ -205,8 +218,9 @@ func (c *converter) identify(it *item) error {
 var projectless = map[string]bool{"Project": true, "Folder": true, "AccessContextManagerAccessPolicy": true}
 
 var (
-	actionRE   = regexp.MustCompile(`^[a-z][a-z0-9]*\.[a-zA-Z.]+\.[a-z][a-zA-Z]*$`)
-	locationRE = regexp.MustCompile(`/locations/([^/]+)`)
+	projectPathRE = lazyRegexp(`^projects/([^/$()]+)(?:/|$)`)
+	actionRE      = lazyRegexp(`^[a-z][a-z0-9]*\.[a-zA-Z.]+\.[a-z][a-zA-Z]*$`)
+	locationRE    = lazyRegexp(`/locations/([^/]+)`)
 )
 
 // nearBySuffix suggests the spellings of the same resource in other APIs
@@ -262,11 +276,11 @@ func lastSegment(s string) string {
 	return s[strings.LastIndexByte(s, '/')+1:]
 }
 
-var dnsSubdomainRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
+var dnsSubdomainRE = lazyRegexp(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
 
 // validObjectName says whether s may be an object's metadata.name.
 func validObjectName(s string) bool {
-	return len(s) <= 253 && dnsSubdomainRE.MatchString(s)
+	return len(s) <= 253 && dnsSubdomainRE().MatchString(s)
 }
 
 // shortHash is 8 hex digits of s's SHA-256.
@@ -568,7 +582,7 @@ func (c *converter) result() (*Result, error) {
 // shows them resolved). NAME not among the converted resources is an
 // error wrapping derrors.NotFound.
 func (r *Result) Lookup(ref string) (v any, ok bool, read Read, err error) {
-	m := refRE.FindStringSubmatch(ref)
+	m := refRE().FindStringSubmatch(ref)
 	if m == nil || m[0] != ref {
 		return nil, false, Read{}, invalid("%q is not a reference $(ref.NAME.PATH)", ref)
 	}

@@ -64,3 +64,22 @@ func typeIndex(t string) (int, bool) {
 	}
 	return 0, false
 }
+
+// BenchmarkConvert converts the samples (about a hundred resources of
+// every mapped kind) as one deployment.
+func BenchmarkConvert(b *testing.B) {
+	data, err := os.ReadFile("testdata/samples.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cfg struct{ Resources []Resource }
+	if err := yaml.Unmarshal(data, &cfg); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Convert(cfg.Resources, Options{Project: "p"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

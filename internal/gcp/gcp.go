@@ -23,7 +23,6 @@
 package gcp
 
 import (
-	"regexp"
 	"sort"
 	"strings"
 )
@@ -146,11 +145,11 @@ func Kinds() [][2]string {
 var (
 	// compute.v1.instance, sqladmin.v1beta4.instance,
 	// deploymentmanager.v2.virtual.enableService
-	shortTypeRE = regexp.MustCompile(`^[a-z][a-z0-9]*\.(v\d+[a-z0-9]*|alpha|beta)\.[a-zA-Z][a-zA-Z0-9.]*$`)
+	shortTypeRE = lazyRegexp(`^[a-z][a-z0-9]*\.(v\d+[a-z0-9]*|alpha|beta)\.[a-zA-Z][a-zA-Z0-9.]*$`)
 	// gcp-types/compute-v1:instances
-	gcpTypesRE = regexp.MustCompile(`^gcp-types/[a-z][a-z0-9]*-[a-z0-9]+:[a-zA-Z][a-zA-Z0-9.]*$`)
+	gcpTypesRE = lazyRegexp(`^gcp-types/[a-z][a-z0-9]*-[a-z0-9]+:[a-zA-Z][a-zA-Z0-9.]*$`)
 	// PROJECT/PROVIDER:COLLECTION (a type provider's type)
-	providerTypeRE = regexp.MustCompile(`^[a-z][-a-z0-9.:]*[a-z0-9]/[A-Za-z][-A-Za-z0-9_.]*:\S+$`)
+	providerTypeRE = lazyRegexp(`^[a-z][-a-z0-9.:]*[a-z0-9]/[A-Za-z][-A-Za-z0-9_.]*:\S+$`)
 )
 
 // IsGCPType reports whether t is spelled as a Google Cloud DM type
@@ -162,7 +161,7 @@ func IsGCPType(t string) bool {
 	if _, ok := lookupType(t); ok {
 		return true
 	}
-	return shortTypeRE.MatchString(t) || gcpTypesRE.MatchString(t) || providerTypeRE.MatchString(t)
+	return shortTypeRE().MatchString(t) || gcpTypesRE().MatchString(t) || providerTypeRE().MatchString(t)
 }
 
 // typeNames lists every supported spelling (for "did you mean").

@@ -41,7 +41,7 @@ func (oc *objConv) location(props map[string]any) error {
 	delete(props, "zone")
 	delete(props, "region")
 	if loc == "" && oc.it.parent != "" {
-		if m := locationRE.FindStringSubmatch(oc.it.parent); m != nil {
+		if m := locationRE().FindStringSubmatch(oc.it.parent); m != nil {
 			loc = m[1]
 		}
 	}

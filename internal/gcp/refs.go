@@ -1,18 +1,17 @@
 package gcp
 
 import (
-	"regexp"
 	"strconv"
 	"strings"
 )
 
 // refRE matches a value reference $(ref.NAME.PATH) (as the engine's).
-var refRE = regexp.MustCompile(`\$\(ref\.([^.\[\)\s]+)((?:\.[^.\[\)\s]+|\[\d+\])*)\)`)
+var refRE = lazyRegexp(`\$\(ref\.([^.\[\)\s]+)((?:\.[^.\[\)\s]+|\[\d+\])*)\)`)
 
 func hasRef(s string) bool { return strings.Contains(s, "$(ref.") }
 
 // indexRE finds list indices in a path: networkInterfaces[0].networkIP.
-var indexRE = regexp.MustCompile(`\[(\d+)\]`)
+var indexRE = lazyRegexp(`\[(\d+)\]`)
 
 // lookupRef says where $(ref.NAME.PATH) of resource it is: a value known
 // now (the name), or a field of its live object. path is PATH without its
@@ -29,11 +28,11 @@ func lookupRef(it *item, ref, path string) (any, bool, Read, error) {
 	// The pattern of the path (networkInterfaces[].networkIP) and its
 	// indices, which fill the pattern of the live path in order.
 	var idx []int
-	for _, m := range indexRE.FindAllStringSubmatch(path, -1) {
+	for _, m := range indexRE().FindAllStringSubmatch(path, -1) {
 		n, _ := strconv.Atoi(m[1])
 		idx = append(idx, n)
 	}
-	pattern := indexRE.ReplaceAllString(path, "[]")
+	pattern := indexRE().ReplaceAllString(path, "[]")
 	live := it.kind.live(pattern)
 	if live == "" {
 		var have []string
@@ -92,7 +91,7 @@ func (oc *objConv) fillString(s, ptr string) (any, error) {
 	if !hasRef(s) {
 		return s, nil
 	}
-	ms := refRE.FindAllStringSubmatchIndex(s, -1)
+	ms := refRE().FindAllStringSubmatchIndex(s, -1)
 	var reads []Read
 	var b strings.Builder
 	last := 0
@@ -147,7 +146,10 @@ func formatValue(v any) string {
 
 // wholeRef splits s when it is exactly one reference.
 func wholeRef(s string) (name, path string, ok bool) {
-	m := refRE.FindStringSubmatch(s)
+	if !strings.HasPrefix(s, "$(ref.") || !strings.HasSuffix(s, ")") {
+		return "", "", false
+	}
+	m := refRE().FindStringSubmatch(s)
 	if m == nil || m[0] != s {
 		return "", "", false
 	}

@@ -3,7 +3,6 @@ package gcp
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -515,14 +514,16 @@ func (oc *objConv) projectParam(key string, v any) error {
 	if !ok {
 		return invalid("properties.%s is %s, not a project", key, describe(v))
 	}
-	s = strings.TrimPrefix(s, "projects/")
-	if s != oc.it.project {
-		return invalid("properties.%s is %s but the resource's project is %s", key, describe(v), oc.it.project)
+	if p := strings.TrimPrefix(s, "projects/"); p != oc.it.project {
+		return invalid("properties.%s names project %s but properties.project is %s", key, p, oc.it.project)
 	}
 	return nil
 }
 
-var parentRE = regexp.MustCompile(`^projects/([^/]+)(?:/(?:locations|zones)/([^/]+))?$`)
+var (
+	parentRE        = lazyRegexp(`^projects/([^/]+)(?:/(?:locations|zones)/([^/]+))?$`)
+	clusterParentRE = lazyRegexp(`^projects/([^/]+)/(?:locations|zones)/([^/]+)/clusters/([^/]+)$`)
+)
 
 // parentOnly takes a parent that names the project (and location) alone.
 func parentOnly(form string) func(oc *objConv, props map[string]any) error {
@@ -532,7 +533,7 @@ func parentOnly(form string) func(oc *objConv, props map[string]any) error {
 			return nil
 		}
 		s, _ := v.(string)
-		m := parentRE.FindStringSubmatch(s)
+		m := parentRE().FindStringSubmatch(s)
 		if m == nil {
 			return invalid("properties.parent is %s: want %s", describe(v), form)
 		}
@@ -560,7 +561,7 @@ func clusterRule(oc *objConv, props map[string]any) error {
 	}
 	if v, ok := take(props, "parent"); ok {
 		s, _ := v.(string)
-		if m := parentRE.FindStringSubmatch(s); m == nil {
+		if m := parentRE().FindStringSubmatch(s); m == nil {
 			return invalid("properties.parent is %s: want projects/PROJECT/locations/LOCATION", describe(v))
 		} else if err := oc.projectParam("parent", m[1]); err != nil {
 			return err
@@ -599,7 +600,7 @@ func nodePoolRule(oc *objConv, props map[string]any) error {
 	cluster, hasCluster := take(props, "clusterId")
 	if v, ok := take(props, "parent"); ok {
 		s, _ := v.(string)
-		m := regexp.MustCompile(`^projects/([^/]+)/(?:locations|zones)/([^/]+)/clusters/([^/]+)$`).FindStringSubmatch(s)
+		m := clusterParentRE().FindStringSubmatch(s)
 		if m == nil {
 			return invalid("properties.parent is %s: want projects/PROJECT/locations/LOCATION/clusters/CLUSTER", describe(v))
 		}

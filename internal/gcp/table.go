@@ -1,8 +1,10 @@
 package gcp
 
 import (
+	"regexp"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The shapes of the generated tables (zz_generated.go, from kinds.yaml by
@@ -179,4 +181,10 @@ func (k *kindInfo) has(name string) bool { return k.field(name) != nil }
 func (k *kindInfo) group() string {
 	g, _, _ := strings.Cut(k.APIVersion, "/")
 	return g
+}
+
+// lazyRegexp compiles expr on first use, so that a program linking the
+// package (every dm command) pays for its expressions only when it converts.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -76,10 +76,18 @@ func pointer(path []seg) string {
 		if s.key == "" {
 			b.WriteString(strconv.Itoa(s.idx))
 		} else {
-			b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(s.key))
+			b.WriteString(escapePointer(s.key))
 		}
 	}
 	return b.String()
+}
+
+// escapePointer escapes a key for a JSON Pointer (RFC 6901).
+func escapePointer(k string) string {
+	if !strings.ContainsAny(k, "~/") {
+		return k
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // ensure returns the container at path in the spec, creating objects (and
@@ -469,7 +477,7 @@ func (oc *objConv) fillAll(v any, ptr string) (any, error) {
 		return oc.fillString(x, ptr)
 	case map[string]any:
 		for _, k := range sortedKeys(x) {
-			nv, err := oc.fillAll(x[k], ptr+"/"+strings.NewReplacer("~", "~0", "/", "~1").Replace(k))
+			nv, err := oc.fillAll(x[k], ptr+"/"+escapePointer(k))
 			if err != nil {
 				return nil, err
 			}
