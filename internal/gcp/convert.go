@@ -85,6 +85,14 @@ func Convert(res []Resource, opts Options) (*Result, error) {
 		return nil, derrors.Errorf(derrors.InvalidArgument, "deletion policy %q: want abandon or delete", opts.DeletionPolicy)
 	}
 	c := &converter{opts: opts, byName: map[string]*item{}}
+	// A copy of the resources in the forms the conversion reads; res is
+	// not modified.
+	res = slices.Clone(res)
+	for i := range res {
+		res[i].Properties, _ = deepCopy(res[i].Properties).(map[string]any)
+		res[i].Metadata, _ = deepCopy(res[i].Metadata).(map[string]any)
+		res[i].AccessControl, _ = deepCopy(res[i].AccessControl).(map[string]any)
+	}
 	for i := range res {
 		it := &item{index: i, res: &res[i]}
 		c.items = append(c.items, it)
@@ -349,7 +357,7 @@ func (c *converter) assignNames() {
 func (c *converter) convert(it *item) error {
 	k := it.kind
 	oc := &objConv{c: c, it: it, kind: k, spec: map[string]any{}}
-	props := deepCopy(it.res.Properties).(map[string]any)
+	props, _ := deepCopy(it.res.Properties).(map[string]any)
 	if props == nil {
 		props = map[string]any{}
 	}

@@ -592,3 +592,26 @@ func TestScopes(t *testing.T) {
 		}
 	}
 }
+
+// TestValueForms: the engine may hand typed maps, lists and numbers.
+func TestValueForms(t *testing.T) {
+	res := []Resource{{Name: "fw", Type: "compute.v1.firewall", Properties: map[string]any{
+		"network":      "default",
+		"sourceRanges": []string{"10.0.0.0/8"},
+		"priority":     int32(100),
+		"allowed":      []map[string]any{{"IPProtocol": "tcp", "ports": []string{"22"}}},
+		"labels":       map[string]string{"a": "b"},
+	}, Metadata: map[string]any{"dependsOn": []string{"x"}}}}
+	r, err := Convert(res, Options{Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := r.Objects[0]
+	if at(o, "spec.priority") != int64(100) || !reflect.DeepEqual(at(o, "spec.sourceRanges"), []any{"10.0.0.0/8"}) ||
+		at(o, "spec.allow.0.ports.0") != "22" || at(o, "metadata.labels.a") != "b" {
+		t.Errorf("object %v", o)
+	}
+	if _, ok := res[0].Properties["sourceRanges"].([]string); !ok {
+		t.Error("Convert modified its input")
+	}
+}

@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -545,9 +546,52 @@ func deletePath(m map[string]any, path string) {
 	}
 }
 
-// deepCopy copies maps and lists.
+// deepCopy copies maps and lists, in the forms the conversion reads:
+// map[string]any, []any, string, bool, int64, float64 (the engine may hold
+// map[string]string, []string, other integer types or json.Number).
 func deepCopy(v any) any {
 	switch x := v.(type) {
+	case map[string]string:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = e
+		}
+		return out
+	case []string:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = e
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = deepCopy(e)
+		}
+		return out
+	case int:
+		return int64(x)
+	case int32:
+		return int64(x)
+	case uint:
+		return int64(x)
+	case uint32:
+		return int64(x)
+	case uint64:
+		if x <= math.MaxInt64 {
+			return int64(x)
+		}
+		return float64(x)
+	case float32:
+		return float64(x)
+	case json.Number:
+		if n, err := strconv.ParseInt(string(x), 10, 64); err == nil {
+			return n
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
 	case map[string]any:
 		if x == nil {
 			return map[string]any(nil)
