@@ -187,10 +187,25 @@ func loadKind(file string, mi *mappingInfo) (*kccKind, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The version Config Connector stores, else the one served.
+	// The most stable version served (v1beta1 before v1alpha1, as users
+	// write them), else the one stored.
 	vi := -1
+	rank := func(name string) int {
+		switch {
+		case strings.Contains(name, "alpha"):
+			return 1
+		case strings.Contains(name, "beta"):
+			return 2
+		}
+		return 3
+	}
 	for i, v := range c.Spec.Versions {
-		if v.Storage {
+		if v.Served && (vi < 0 || rank(v.Name) > rank(c.Spec.Versions[vi].Name)) {
+			vi = i
+		}
+	}
+	for i, v := range c.Spec.Versions {
+		if vi < 0 && v.Storage {
 			vi = i
 		}
 	}

@@ -159,11 +159,8 @@ func (c *converter) identify(it *item) error {
 	it.kind = lookupKind(t.Kind)
 	it.scope = t.Scope
 	props := r.Properties
-	if it.kind.Kind == "AppEngineStandardAppVersion" && props["env"] == "flex" {
-		it.kind = lookupKind("AppEngineFlexibleAppVersion")
-		if it.kind == nil {
-			return invalid("App Engine flexible versions are not mapped yet")
-		}
+	if it.kind.Kind == "ComputeSSLCertificate" && props["type"] == "MANAGED" {
+		it.kind = lookupKind("ComputeManagedSSLCertificate") // Google-managed
 	}
 	// Project.
 	switch p := props["project"].(type) {
