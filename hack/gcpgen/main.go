@@ -29,6 +29,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 )
 
 const (
@@ -139,7 +141,6 @@ func refreshInputs(root, kccDir string) error {
 	if err := os.MkdirAll(mdst, 0o755); err != nil {
 		return err
 	}
-	kindRE := regexp.MustCompile(`(?m)^\s+kind: (\w+)$`)
 	want := map[string]bool{}
 	for _, k := range kf.Kinds {
 		want[k.Kind] = true
@@ -149,8 +150,12 @@ func refreshInputs(root, kccDir string) error {
 		if err != nil {
 			return err
 		}
-		for _, m := range kindRE.FindAllSubmatch(b, -1) {
-			if want[string(m[1])] {
+		var sm serviceMapping
+		if err := yaml.Unmarshal(b, &sm); err != nil {
+			return fmt.Errorf("%s: %w", f, err)
+		}
+		for _, r := range sm.Spec.Resources {
+			if want[r.Kind] {
 				if err := os.WriteFile(filepath.Join(mdst, filepath.Base(f)), b, 0o644); err != nil {
 					return err
 				}
