@@ -174,7 +174,10 @@ func (c *converter) identify(it *item) error {
 	if hasRef(it.project) {
 		return invalid("properties.project is %s: a project must be known before deploying (set it, or use --project)", it.project)
 	}
-	if _, given := props["project"]; !given {
+	if r, ok := props["resource"].(string); ok && it.kind.Kind == "IAMPolicyMember" && props["project"] == nil && !hasRef(r) {
+		it.project = strings.TrimPrefix(r, "projects/") // virtual.projects.iamMemberBinding's project
+	}
+	if _, given := props["project"]; !given && it.project == c.opts.Project {
 		// A project the body names otherwise (a parent projects/P/..., a
 		// projectId or an App Engine app) is the resource's.
 		for _, key := range []string{"parent", "projectId", "appsId", "name"} {

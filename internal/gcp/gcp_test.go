@@ -615,3 +615,19 @@ func TestValueForms(t *testing.T) {
 		t.Error("Convert modified its input")
 	}
 }
+
+func TestLabels(t *testing.T) {
+	_, err := Convert(resources(t, `[{name: b, type: storage.v1.bucket, properties: {labels: {team-: x}}}]`), Options{Project: "p"})
+	if err == nil || !strings.Contains(err.Error(), `label "team-" cannot be a Kubernetes label`) {
+		t.Errorf("label key: %v", err)
+	}
+	_, err = Convert(resources(t, `[{name: b, type: storage.v1.bucket, properties: {labels: {team: "é"}}}]`), Options{Project: "p"})
+	if err == nil || !strings.Contains(err.Error(), "cannot be a Kubernetes label value") {
+		t.Errorf("label value: %v", err)
+	}
+	// The project of an IAM binding is the one it binds.
+	r, err := Convert(resources(t, `[{name: bind, type: "gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding", properties: {resource: other, role: roles/viewer, member: "user:a@example.com"}}]`), Options{})
+	if err != nil || at(r.Objects[0], "metadata.annotations."+ProjectAnnotation) != "other" {
+		t.Errorf("binding without --project: %v %v", err, r)
+	}
+}

@@ -138,11 +138,18 @@ func labelMap(v any, where string) (map[string]any, error) {
 		}
 	}
 	out := make(map[string]any, len(m))
-	for k, val := range m {
+	for _, k := range sortedKeys(m) {
+		val := m[k]
+		if !labelKeyRE().MatchString(k) {
+			return nil, invalid("%s: label %q cannot be a Kubernetes label, which Config Connector makes of it (up to 63 letters, digits, -, _ and ., beginning and ending with a letter or digit)", where, k)
+		}
 		switch x := val.(type) {
 		case string:
 			if hasRef(x) {
 				return nil, invalid("%s.%s is %s: a label must be known before deploying", where, k, x)
+			}
+			if x != "" && !labelKeyRE().MatchString(x) {
+				return nil, invalid("%s.%s is %q, which cannot be a Kubernetes label value, as Config Connector makes of it (up to 63 letters, digits, -, _ and ., beginning and ending with a letter or digit)", where, k, x)
 			}
 			out[k] = x
 		case bool, int, int64, float64:
@@ -155,3 +162,6 @@ func labelMap(v any, where string) (map[string]any, error) {
 	}
 	return out, nil
 }
+
+// labelKeyRE is a Kubernetes label name (and value, when not empty).
+var labelKeyRE = lazyRegexp(`^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`)
