@@ -46,6 +46,15 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"BigtableInstance":                 bigtableRule,
 	"RedisInstance":                    parentOnly("projects/{project}/locations/{location}"),
 	"SecretManagerSecret":              secretRule,
+	"DataprocCluster":                  dataprocRule,
+	"CloudBuildTrigger":                buildTriggerRule,
+	"CloudSchedulerJob":                parentOnly("projects/{project}/locations/{location}"),
+	"FilestoreInstance":                parentOnly("projects/{project}/locations/{location}"),
+	"BigtableTable":                    bigtableTableRule,
+	"MonitoringMetricDescriptor":       monitoringRule,
+	"MonitoringAlertPolicy":            monitoringRule,
+	"MonitoringNotificationChannel":    monitoringRule,
+	"MonitoringUptimeCheckConfig":      monitoringRule,
 }
 
 // partRules are rules for objects made of a part of another resource's
@@ -1079,4 +1088,94 @@ func (oc *objConv) instanceDisk(v any, where string, i int) error {
 	x.before = true
 	oc.it.extra = append(oc.it.extra, x)
 	return oc.set([]seg{{key: "attachedDisk"}, {idx: i}, {key: "sourceDiskRef"}}, map[string]any{"name": objName})
+}
+
+// dataprocRule: the project comes again as projectId.
+func dataprocRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "projectId"); ok {
+		return oc.projectParam("projectId", v)
+	}
+	return nil
+}
+
+func buildTriggerRule(oc *objConv, props map[string]any) error {
+	if v, ok := take(props, "projectId"); ok {
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
+		}
+	}
+	if err := parentOnly("projects/{project}/locations/{location}")(oc, props); err != nil {
+		return err
+	}
+	if oc.spec["location"] == nil {
+		return oc.setPath("location", "global") // projects.triggers are global
+	}
+	return nil
+}
+
+// bigtableTableRule: the parent is the instance; column families, a map
+// by name, are KCC's list.
+func bigtableTableRule(oc *objConv, props map[string]any) error {
+	if err := parentRef("instanceRef", "BigtableInstance")(oc, props); err != nil {
+		return err
+	}
+	if v, ok := take(props, "initialSplits"); ok {
+		l, _ := v.([]any)
+		var keys []any
+		for _, e := range l {
+			m, _ := e.(map[string]any)
+			keys = append(keys, m["key"])
+		}
+		if err := oc.setValue(keys, "splitKeys", nil, "initialSplits"); err != nil {
+			return err
+		}
+	}
+	t, _ := props["table"].(map[string]any)
+	v, ok := take(t, "columnFamilies")
+	if !ok {
+		return nil
+	}
+	fams, ok := v.(map[string]any)
+	if !ok {
+		return invalid("properties.table.columnFamilies is %s, not a map of column families", describe(v))
+	}
+	for i, name := range sortedKeys(fams) {
+		if f, _ := fams[name].(map[string]any); len(f) > 0 {
+			return invalid("properties.table.columnFamilies.%s: a column family's settings (%s) have no Config Connector field", name, strings.Join(sortedKeys(f), ", "))
+		}
+		if err := oc.setValue(name, "columnFamily[].family", []int{i}, "table.columnFamilies"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// monitoringRule: Monitoring names the project as name (projects/P) or
+// parent; userLabels are labels.
+func monitoringRule(oc *objConv, props map[string]any) error {
+	for _, k := range []string{"name", "parent"} {
+		if v, ok := take(props, k); ok {
+			if err := oc.projectParam(k, v); err != nil {
+				return err
+			}
+		}
+	}
+	if l, ok := take(props, "userLabels"); ok {
+		labels, err := labelMap(l, "properties.userLabels")
+		if err != nil {
+			return err
+		}
+		if oc.kind.has("userLabels") || oc.kind.has("labels") {
+			key := "labels"
+			if oc.kind.has("userLabels") {
+				key = "userLabels"
+			}
+			if err := oc.setPath(key, labels); err != nil {
+				return err
+			}
+		} else {
+			oc.extraLabels = labels
+		}
+	}
+	return nil
 }
