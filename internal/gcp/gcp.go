@@ -52,7 +52,11 @@ type Options struct {
 	DeletionPolicy string
 }
 
-// Annotations Convert writes on objects.
+// Annotations Convert writes on objects. Every object carries
+// ProjectAnnotation but those above projects (Project, Folder) and those of
+// an organization (an organization's custom role, an access policy), which
+// carry cnrm.cloud.google.com/organization-id (or a parent reference)
+// instead: a project annotation would make them a project's.
 const (
 	ProjectAnnotation        = "cnrm.cloud.google.com/project-id"
 	DeletionPolicyAnnotation = "cnrm.cloud.google.com/deletion-policy"
