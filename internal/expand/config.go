@@ -24,6 +24,10 @@ type Config struct {
 	ConfigVersion any        `json:"configVersion,omitempty"`
 	Imports       []Import   `json:"imports,omitempty"`
 	Resources     []Resource `json:"resources"`
+	// Outputs are the configuration's own outputs (DM's outputs: [{name,
+	// value}]) as written; Result.Outputs has them resolved. They are not
+	// part of the flat configuration that dm expand prints.
+	Outputs []Output `json:"-"`
 }
 
 // Import names a file sent along with a configuration, usable as a type by
@@ -201,6 +205,9 @@ func configFromDoc(doc any, line func(path ...any) int) (*Config, error) {
 		return nil, err
 	}
 	cfg.Resources = res
+	if cfg.Outputs, err = outputsFromValue(m["outputs"]); err != nil {
+		return nil, lineErr(line("outputs"), "%v", err)
+	}
 	return cfg, nil
 }
 

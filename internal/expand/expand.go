@@ -267,6 +267,13 @@ type Result struct {
 	// Deferred lists the value references left unfilled because the
 	// fields they name are set by the server; deploy fills them.
 	Deferred []Deferred `json:"deferred,omitempty"`
+	// Outputs are the deployment's outputs (DM's outputs: [{name,
+	// value}]): the configuration's, or those of the template a reference
+	// expanded as. References to template outputs and to fields the
+	// expansion knows are replaced by their values; those to fields only
+	// the live objects have ($(ref.vm.networkInterfaces[0].networkIP))
+	// stay in place, and deploy reads them (dm get shows them).
+	Outputs []Output `json:"outputs,omitempty"`
 }
 
 // Layout is the tree of resources; see package layout, where history
@@ -447,7 +454,8 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 	}
 	// Outputs first: what they hold may be references to primitives,
 	// resolved or deferred below as any other.
-	if err := inlineOutputs(r.config, r.paths, r.composites); err != nil {
+	inliner := newOutputInliner(r.config, r.composites)
+	if err := inlineOutputs(inliner, r.config, r.paths); err != nil {
 		return nil, err
 	}
 	res := &Result{Config: Config{ConfigVersion: cfg.ConfigVersion, Resources: r.config}, Layout: Layout{Resources: layout}, References: r.refs, Warnings: r.warnings}
@@ -469,6 +477,17 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		return nil, err
 	}
 	res.Order, res.Deferred = order, deferred
+	outs := cfg.Outputs
+	if req.Ref != "" || req.Config != nil && len(cfg.Resources) == 1 && cfg.Resources[0].Type == name {
+		// A template expanded by reference (or given as the
+		// configuration): its outputs are the deployment's.
+		if len(layout) == 1 {
+			outs = layout[0].Outputs
+		}
+	}
+	if res.Outputs, err = deploymentOutputs(inliner, outs, res.Config.Resources); err != nil {
+		return nil, &Error{File: name, Err: err}
+	}
 	if err := checkNames(res); err != nil {
 		return nil, err
 	}

@@ -263,20 +263,9 @@ type composite struct {
 // turn, and to primitives, which stay in place for resolveValueRefs to
 // resolve or defer as any other. When a primitive has NAME too, the
 // reference is to the output if OUTPUT names one, else to the primitive.
-func inlineOutputs(res []Resource, paths [][]string, comps []composite) error {
-	if len(comps) == 0 {
+func inlineOutputs(in *outputInliner, res []Resource, paths [][]string) error {
+	if len(in.comps) == 0 {
 		return nil
-	}
-	in := &outputInliner{comps: comps, prims: map[string]bool{}, byName: map[string]int{}, dup: map[string]bool{},
-		state: map[[2]int]int8{}, vals: map[[2]int]any{}}
-	for _, r := range res {
-		in.prims[r.Name] = true
-	}
-	for i, c := range comps {
-		if _, ok := in.byName[c.name]; ok {
-			in.dup[c.name] = true
-		}
-		in.byName[c.name] = i
 	}
 	for i := range res {
 		v, changed, err := rewriteStrings(res[i].Properties, "", in.fill)
@@ -288,6 +277,63 @@ func inlineOutputs(res []Resource, paths [][]string, comps []composite) error {
 		}
 	}
 	return nil
+}
+
+// newOutputInliner returns the inliner of the outputs of comps, res being
+// the primitives.
+func newOutputInliner(res []Resource, comps []composite) *outputInliner {
+	in := &outputInliner{comps: comps, prims: map[string]bool{}, byName: map[string]int{}, dup: map[string]bool{},
+		state: map[[2]int]int8{}, vals: map[[2]int]any{}}
+	for _, r := range res {
+		in.prims[r.Name] = true
+	}
+	for i, c := range comps {
+		if _, ok := in.byName[c.name]; ok {
+			in.dup[c.name] = true
+		}
+		in.byName[c.name] = i
+	}
+	return in
+}
+
+// deploymentOutputs resolves the deployment's outputs (a configuration's
+// outputs, or the outputs of the template a reference expanded as): the
+// references to template outputs are replaced by their values, those to
+// fields of the primitives that expansion knows by the fields' values
+// (res holds the primitives with their references resolved); references
+// to fields only the live objects have stay in place, for deploy to read.
+func deploymentOutputs(in *outputInliner, outs []Output, res []Resource) ([]Output, error) {
+	if len(outs) == 0 {
+		return nil, nil
+	}
+	byName := make(map[string]int, len(res))
+	for i, r := range res {
+		byName[r.Name] = i
+	}
+	out := make([]Output, len(outs))
+	for i, o := range outs {
+		v, _, err := rewriteStrings(o.Value, "", in.fill)
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+		}
+		v, _, err = rewriteStrings(v, "", func(s, _ string) (any, error) {
+			return FillRefs(s, func(text, name, path string) (any, bool, error) {
+				if _, ok := byName[name]; !ok {
+					return nil, false, noSuchResource(text, name, res)
+				}
+				val, err := lookupRef(text, name, path, res, byName)
+				if errors.Is(err, errAbsent) {
+					return nil, false, nil
+				}
+				return val, err == nil, err
+			})
+		})
+		if err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+		}
+		out[i] = Output{Name: o.Name, Value: value.Copy(v)}
+	}
+	return out, nil
 }
 
 // outputInliner resolves template outputs on demand, each once.

@@ -170,3 +170,62 @@ outputs:
 		})
 	}
 }
+
+// TestDeploymentOutputs: a configuration's outputs, and those of a
+// template expanded by reference, are the deployment's: references to
+// template outputs and known fields resolved, those to live fields left
+// for deploy.
+func TestDeploymentOutputs(t *testing.T) {
+	tmpl := `resources:
+- name: {{ env["name"] }}-svc
+  type: Service
+  properties:
+    metadata: {name: {{ env["name"] }}-svc}
+    spec: {ports: [{port: 5432}]}
+outputs:
+- name: port
+  value: $(ref.{{ env["name"] }}-svc.spec.ports[0].port)
+- name: ip
+  value: $(ref.{{ env["name"] }}-svc.spec.clusterIP)
+`
+	imports := map[string][]byte{"db.jinja": []byte(tmpl)}
+	for _, tc := range []struct {
+		name, cfg string
+		want      []Output
+		err       string
+	}{
+		{name: "configuration", cfg: `imports: [db.jinja]
+resources:
+- {name: db, type: db.jinja}
+outputs:
+- {name: port, value: $(ref.db.port)}
+- {name: url, value: "pg://$(ref.db.ip):$(ref.db.port)"}
+- {name: svc, value: $(ref.db-svc.metadata.name)}
+- {name: literal, value: {a: [1]}}
+`, want: []Output{
+			{Name: "port", Value: int64(5432)},
+			{Name: "url", Value: "pg://$(ref.db-svc.spec.clusterIP):5432"},
+			{Name: "svc", Value: "db-svc"},
+			{Name: "literal", Value: map[string]any{"a": []any{int64(1)}}},
+		}},
+		{name: "none", cfg: "imports: [db.jinja]\nresources:\n- {name: db, type: db.jinja}\n"},
+		{name: "bad", cfg: "resources: []\noutputs: {a: 1}\n", err: "outputs is a mapping; want a list of {name, value}"},
+		{name: "unknown resource", cfg: "resources: []\noutputs: [{name: a, value: $(ref.nope.x)}]\n", err: `output a: $(ref.nope.x): no resource named "nope"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(tc.cfg), Imports: imports})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(res.Outputs, tc.want) {
+				t.Errorf("outputs = %#v, want %#v", res.Outputs, tc.want)
+			}
+		})
+	}
+}
