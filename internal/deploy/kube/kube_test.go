@@ -148,3 +148,47 @@ func TestRecreateOnlyInDryRuns(t *testing.T) {
 		t.Errorf("Apply with Recreate and no DryRun: %v", err)
 	}
 }
+
+// TestConfigConnectorStatus: a Config Connector object is Current only
+// with Ready True (kstatus alone calls an object without conditions
+// Current); Ready False says KCC's reason and message, Failed for the
+// reasons that need someone to act.
+func TestConfigConnectorStatus(t *testing.T) {
+	ref := ObjectRef{Group: "compute.cnrm.cloud.google.com", Version: "v1beta1", Kind: "ComputeInstance", Namespace: "ns", Name: "vm"}
+	for _, tc := range []struct {
+		name, status string
+		want, msg    string
+	}{
+		{"no status", ``, "InProgress", "Config Connector has not reconciled it yet"},
+		{"ready", `{observedGeneration: 2, conditions: [{type: Ready, status: "True", reason: UpToDate, message: The resource is up to date}]}`, "Current", "UpToDate: The resource is up to date"},
+		{"ready for an older generation", `{observedGeneration: 1, conditions: [{type: Ready, status: "True", reason: UpToDate}]}`, "InProgress", ""},
+		{"update failed", `{observedGeneration: 2, conditions: [{type: Ready, status: "False", reason: UpdateFailed, message: "Update call failed: error applying desired state: googleapi: Error 403: Required 'compute.instances.create' permission"}]}`,
+			"Failed", "UpdateFailed: Update call failed: error applying desired state: googleapi: Error 403"},
+		{"dependency not ready", `{observedGeneration: 2, conditions: [{type: Ready, status: "False", reason: DependencyNotReady, message: reference ComputeNetwork ns/net is not ready}]}`,
+			"InProgress", "DependencyNotReady: reference ComputeNetwork ns/net is not ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			y := "apiVersion: compute.cnrm.cloud.google.com/v1beta1\nkind: ComputeInstance\nmetadata: {name: vm, namespace: ns, generation: 2}\n"
+			if tc.status != "" {
+				y += "status: " + tc.status + "\n"
+			}
+			j, err := yaml.YAMLToJSON([]byte(y))
+			if err != nil {
+				t.Fatal(err)
+			}
+			obj := &unstructured.Unstructured{}
+			if err := obj.UnmarshalJSON(j); err != nil {
+				t.Fatal(err)
+			}
+			got := statusOf(ref, obj)
+			if got.Status != tc.want || !strings.Contains(got.Message, tc.msg) {
+				t.Errorf("status %s: %s; want %s: %s", got.Status, got.Message, tc.want, tc.msg)
+			}
+		})
+	}
+	// Other kinds keep kstatus's rules.
+	cm := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": map[string]any{"name": "w"}}}
+	if got := statusOf(ObjectRef{Group: "example.com", Version: "v1", Kind: "Widget", Name: "w"}, cm); got.Status != Current {
+		t.Errorf("a Widget without conditions: %s, want Current", got.Status)
+	}
+}

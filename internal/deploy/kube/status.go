@@ -35,7 +35,56 @@ func statusOf(ref ObjectRef, obj *unstructured.Unstructured) Status {
 	if err != nil {
 		return Status{Ref: ref, Status: status.UnknownStatus.String(), Message: err.Error()}
 	}
+	if isConfigConnector(ref.Group) && (res.Status == status.CurrentStatus || res.Status == status.InProgressStatus) {
+		return configConnectorStatus(ref, obj, res)
+	}
 	return Status{Ref: ref, Status: res.Status.String(), Message: res.Message}
+}
+
+// isConfigConnector reports whether group is one of Config Connector's
+// (compute.cnrm.cloud.google.com).
+func isConfigConnector(group string) bool {
+	return strings.HasSuffix(group, ".cnrm.cloud.google.com")
+}
+
+// configConnectorFailures are the reasons of a Config Connector object's
+// Ready condition that need someone to act (a refused call, an invalid
+// reference, a resource another object manages): Failed rather than
+// InProgress, although KCC retries them.
+var configConnectorFailures = map[string]bool{
+	"UpdateFailed": true, "DeleteFailed": true, "DependencyInvalid": true, "ManagementConflict": true,
+}
+
+// configConnectorStatus reads a Config Connector object's Ready condition,
+// which its controller sets once it has reconciled the object with Google
+// Cloud: only Ready True is Current. Without the condition (kstatus would
+// call it Current) the object waits for the controller; Ready False says
+// KCC's reason and message ("UpdateFailed: Update call failed: ...
+// googleapi: Error 403: ...").
+func configConnectorStatus(ref ObjectRef, obj *unstructured.Unstructured, res *status.Result) Status {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != "Ready" {
+			continue
+		}
+		reason, _ := m["reason"].(string)
+		msg, _ := m["message"].(string)
+		if reason != "" {
+			msg = strings.TrimSuffix(reason+": "+msg, ": ")
+		}
+		switch {
+		case m["status"] == "True" && res.Status == status.CurrentStatus:
+			return Status{Ref: ref, Status: Current, Message: msg}
+		case m["status"] == "True":
+			return Status{Ref: ref, Status: res.Status.String(), Message: res.Message}
+		case configConnectorFailures[reason]:
+			return Status{Ref: ref, Status: status.FailedStatus.String(), Message: msg}
+		}
+		return Status{Ref: ref, Status: status.InProgressStatus.String(), Message: msg}
+	}
+	return Status{Ref: ref, Status: status.InProgressStatus.String(),
+		Message: "Config Connector has not reconciled it yet (no Ready condition; is Config Connector running and watching this namespace?)"}
 }
 
 // Statuses returns the live kstatus status of each ref, in order. Refs that
