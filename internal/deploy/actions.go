@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/gcp"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // DeployOptions are Deploy's options.
@@ -126,6 +129,12 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 			src.Name = topName(latest.Layout)
 		}
 	}
+	if src.Project == "" && src.Env["project"] == "" {
+		src.Project = latest.Project
+	}
+	if src.DeletionPolicy == "" {
+		src.DeletionPolicy = latest.DeletionPolicy
+	}
 	if opts.ReuseProperties {
 		props := deepCopy(latest.Properties)
 		merged, _ := props.(map[string]any)
@@ -169,12 +178,14 @@ func (c *Config) release(ctx context.Context, name string, hist []*release.Recor
 		}
 	}
 	rec := &release.Record{
-		Description: desc,
-		Input:       src.Input,
-		Properties:  src.Properties,
-		Env:         src.Env,
-		References:  x.References,
-		Layout:      x.Layout,
+		Description:    desc,
+		Input:          src.Input,
+		Properties:     src.Properties,
+		Env:            src.Env,
+		References:     x.References,
+		Layout:         x.Layout,
+		Project:        src.Project,
+		DeletionPolicy: src.DeletionPolicy,
 	}
 	// Hooks run as Helm's: install hooks when nothing is deployed, upgrade
 	// hooks over a live revision.
@@ -223,6 +234,14 @@ func (c *Config) expandSource(ctx context.Context, name string, src *Source) (*e
 		// the deployment, so two deployments of one template differ.
 		src.Name = name
 	}
+	if src.Project != "" {
+		// Templates read the project as env.project.
+		src.Env = maps.Clone(src.Env)
+		if src.Env == nil {
+			src.Env = map[string]string{}
+		}
+		src.Env["project"] = src.Project
+	}
 	xsrc := *src
 	if isChartInput(src.Input) {
 		xsrc.Input = chartInput(src.Input)
@@ -231,11 +250,32 @@ func (c *Config) expandSource(ctx context.Context, name string, src *Source) (*e
 	if err != nil {
 		return nil, err
 	}
-	p, err := objectsOf(x, name, src.Namespace)
+	if src.Project == "" && manifest.HasGCP(x) {
+		src.Project = src.Env["project"]
+		if src.Project == "" {
+			// As Config Connector resolves it: the namespace's
+			// annotation; templates read it too, so they expand again.
+			if src.Project = c.namespaceProject(ctx); src.Project != "" {
+				return c.expandSource(ctx, name, src)
+			}
+		}
+	}
+	p, err := objectsOf(x, name, src.Namespace, manifest.Options{Project: src.Project, DeletionPolicy: src.DeletionPolicy})
 	if err != nil {
 		return nil, err
 	}
 	return &expanded{x, p}, nil
+}
+
+// namespaceProject is the Google Cloud project the deployment's namespace
+// names in its cnrm.cloud.google.com/project-id annotation, or "" (none,
+// or the namespace cannot be read).
+func (c *Config) namespaceProject(ctx context.Context) string {
+	u, err := c.Cluster.Get(ctx, kube.ObjectRef{Version: "v1", Kind: "Namespace", Name: c.namespace()})
+	if err != nil {
+		return ""
+	}
+	return u.GetAnnotations()[gcp.ProjectAnnotation]
 }
 
 // isChartInput reports whether in is an imported Helm release's recorded
@@ -325,12 +365,15 @@ func (c *Config) Rollback(ctx context.Context, name string, revision int, opts A
 		return nil, fmt.Errorf("%s applied no objects; there is nothing to roll back to: %w", target, derrors.InvalidArgument)
 	}
 	rec := &release.Record{
-		Description: fmt.Sprintf("Rollback to %d", target.Revision),
-		Input:       target.Input,
-		Properties:  target.Properties,
-		Env:         target.Env,
-		References:  target.References,
-		Layout:      target.Layout,
+		Description:    fmt.Sprintf("Rollback to %d", target.Revision),
+		Input:          target.Input,
+		Properties:     target.Properties,
+		Env:            target.Env,
+		References:     target.References,
+		Layout:         target.Layout,
+		Project:        target.Project,
+		DeletionPolicy: target.DeletionPolicy,
+		Outputs:        target.Outputs,
 	}
 	// The target's rollback hooks run, as Helm runs the target release's.
 	p := planOfRecord(target)

@@ -18,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // maxDescription bounds the error text a failed record keeps.
@@ -209,6 +210,9 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Resources = p.resources()
 	rec.Objects = objectMaps(p.objects)
 	rec.Hooks = objectMaps(p.hooks)
+	if p.outputs != nil || rec.Outputs == nil {
+		rec.Outputs = p.recordOutputs()
+	}
 	rec.Created, rec.Updated = now, now
 	rec.DMVersion = c.DMVersion
 	rec.Controller = opts.Controller
@@ -337,24 +341,31 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 
 // applyWaves applies p wave by wave, filling deferred references from the
 // objects of earlier waves (waiting for them until deadline; a zero
-// deadline leaves absent ones unfilled, for dry runs). It returns the
-// objects applied.
+// deadline leaves absent ones unfilled, for dry runs). Before a wave, the
+// Config Connector objects its objects depend on (dependsOn) must be
+// ready. It returns the objects applied.
 func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOptions, deadline time.Time) ([]*object, error) {
-	live := map[string]*unstructured.Unstructured{}
+	live := map[*object]*unstructured.Unstructured{}
 	var applied []*object
 	for w := 0; w < p.waves; w++ {
 		var batch []*object
 		for _, o := range p.objects {
-			if o.wave != w {
-				continue
+			if o.wave == w {
+				batch = append(batch, o)
 			}
-			if err := c.fill(ctx, p, o, live, deadline); err != nil {
-				return applied, err
-			}
-			batch = append(batch, o)
 		}
 		if len(batch) == 0 {
 			continue
+		}
+		if !deadline.IsZero() {
+			if err := c.waitAfter(ctx, batch, deadline); err != nil {
+				return applied, err
+			}
+		}
+		for _, o := range batch {
+			if err := c.fill(ctx, o, live, deadline); err != nil {
+				return applied, err
+			}
 		}
 		byID := make(map[identity]*object, len(batch))
 		for _, o := range batch {
@@ -387,7 +398,7 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 				if err != nil {
 					return applied, err
 				}
-				live[o.name] = u
+				live[o] = u
 			}
 		}
 		if err != nil {
@@ -395,6 +406,36 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		}
 	}
 	return applied, nil
+}
+
+// waitAfter waits until the Config Connector objects that the objects of
+// batch depend on (metadata.dependsOn) are ready: Deployment Manager made
+// a resource once those it depends on existed, and a Config Connector
+// object exists in Google Cloud once it is ready.
+func (c *Config) waitAfter(ctx context.Context, batch []*object, deadline time.Time) error {
+	var refs []kube.ObjectRef
+	seen := map[*object]bool{}
+	for _, o := range batch {
+		for _, t := range o.after {
+			if t.gcp && !seen[t] {
+				seen[t] = true
+				refs = append(refs, t.ref())
+			}
+		}
+	}
+	if len(refs) == 0 {
+		return nil
+	}
+	c.logf("dm: waiting for %d Config Connector objects that others depend on to be ready", len(refs))
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := c.Cluster.Wait(wctx, refs, nil); err != nil {
+		if ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", err, derrors.Unavailable)
+		}
+		return fmt.Errorf("metadata.dependsOn: %w", err)
+	}
+	return nil
 }
 
 // markUnchanged finds the objects there is no need to PATCH: the last
@@ -522,60 +563,90 @@ func managed(hist []*release.Record, controller string) error {
 }
 
 // fill replaces o's deferred references by the values of the live objects
-// they name.
-func (c *Config) fill(ctx context.Context, p *plan, o *object, live map[string]*unstructured.Unstructured, deadline time.Time) error {
+// they read.
+func (c *Config) fill(ctx context.Context, o *object, live map[*object]*unstructured.Unstructured, deadline time.Time) error {
 	for _, d := range o.deferred {
-		t := p.byName[d.Target]
-		if t == nil {
-			return fmt.Errorf("%s: %s: no object named %s in the deployment", o.where(), d.Ref, d.Target)
-		}
-		if _, ok := lookupLive(live, d.Target, d.Path); !ok && !deadline.IsZero() {
-			if err := c.waitField(ctx, t, d, live, deadline); err != nil {
+		if _, ok := lookupLive(live, d); !ok && !deadline.IsZero() {
+			if err := c.waitField(ctx, d, live, deadline); err != nil {
 				return fmt.Errorf("%s: %w", o.where(), err)
 			}
 		}
-		cur, ok := pointerGet(o.obj.Object, d.Field)
+	}
+	return fillDeferred(o.obj.Object, o.deferred, live)
+}
+
+// fillDeferred replaces the references of ds, in the strings of obj at
+// their fields, by the live values that are known.
+func fillDeferred(obj map[string]any, ds []deferred, live map[*object]*unstructured.Unstructured) error {
+	for _, d := range ds {
+		cur, ok := manifest.PointerGet(obj, d.Field)
 		s, isStr := cur.(string)
 		if !ok || !isStr {
 			continue // filled already by an earlier reference in the same string
 		}
-		v, err := expand.FillRefs(s, func(text, name, path string) (any, bool, error) {
-			v, ok := lookupLive(live, name, path)
-			return v, ok, nil
+		v, err := expand.FillRefs(s, func(text, _, _ string) (any, bool, error) {
+			for _, e := range ds {
+				if e.Field == d.Field && e.Ref == text {
+					v, ok := lookupLive(live, e)
+					return v, ok, nil
+				}
+			}
+			return nil, false, nil
 		})
 		if err != nil {
-			return fmt.Errorf("%s: %w", o.where(), err)
+			return err
 		}
-		pointerSet(o.obj.Object, d.Field, v)
+		manifest.PointerSet(obj, d.Field, v)
 	}
 	return nil
 }
 
-func lookupLive(live map[string]*unstructured.Unstructured, name, path string) (any, bool) {
-	u := live[name]
+// lookupLive returns the value d reads, if the live object has it (and,
+// for a Config Connector object's status, once the object is ready).
+func lookupLive(live map[*object]*unstructured.Unstructured, d deferred) (any, bool) {
+	u := live[d.target]
 	if u == nil {
 		return nil, false
 	}
-	return expand.LookupPath(u.Object, path)
+	if d.Ready && kube.StatusOf(u).Status != kube.Current {
+		return nil, false
+	}
+	return expand.LookupPath(u.Object, d.Path)
 }
 
-// waitField polls the object t until the field d names appears.
-func (c *Config) waitField(ctx context.Context, t *object, d expand.Deferred, live map[string]*unstructured.Unstructured, deadline time.Time) error {
-	c.logf("dm: waiting for %s to have %s (for %s)", t.ref(), d.Path, d.Ref)
+// waitField polls the object d reads until it has the field d reads (and
+// is ready, for a Config Connector object).
+func (c *Config) waitField(ctx context.Context, d deferred, live map[*object]*unstructured.Unstructured, deadline time.Time) error {
+	t := d.target
+	if d.Ready {
+		c.logf("dm: waiting for %s to be ready and have %s (for %s)", t.ref(), d.Path, d.Ref)
+	} else {
+		c.logf("dm: waiting for %s to have %s (for %s)", t.ref(), d.Path, d.Ref)
+	}
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		u, err := c.Cluster.Get(ctx, t.ref())
 		if err == nil {
-			live[d.Target] = u
-			if _, ok := expand.LookupPath(u.Object, d.Path); ok {
+			live[t] = u
+			if _, ok := lookupLive(live, d); ok {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
 			why := "the field never appeared"
-			if err != nil {
+			switch {
+			case err != nil:
 				why = err.Error()
+			case d.Ready:
+				st := kube.StatusOf(u)
+				if st.Status != kube.Current {
+					why = fmt.Sprintf("it is not ready: %s: %s", st.Status, st.Message)
+					// Config Connector has yet to make the resource: the
+					// next run may find it ready.
+					return fmt.Errorf("deferred reference %s: %s has no %s after the timeout (%s): %w", d.Ref, t.where(), d.Path, why, derrors.Unavailable)
+				}
+				why = "the field never appeared in the ready object"
 			}
 			return fmt.Errorf("deferred reference %s: %s has no %s after the timeout (%s): %w", d.Ref, t.where(), d.Path, why, derrors.LimitExceeded)
 		}

@@ -86,6 +86,17 @@ type Source struct {
 	// SkipSchemaValidation applies schemas' defaults without validating
 	// properties (--skip-schema-validation).
 	SkipSchemaValidation bool
+	// Project is the Google Cloud project of the Config Connector objects
+	// made of Google Cloud resources (--project); templates read it as
+	// env.project. Without one: env.project when Env gives it, else the
+	// project of the last revision (Update), else the namespace's
+	// cnrm.cloud.google.com/project-id annotation, as Config Connector
+	// resolves it.
+	Project string
+	// DeletionPolicy is what deleting the Config Connector objects does
+	// to their Google Cloud resources: "delete" (Config Connector's
+	// default) or "abandon" (they are left); "" keeps the last revision's.
+	DeletionPolicy string
 }
 
 // Expander expands a Source. cmd/dm expands in-process or asks a

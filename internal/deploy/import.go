@@ -9,6 +9,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // ImportOptions are Import's options.
@@ -61,7 +62,7 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 		// Every object is tried first with a server-side dry run, so that
 		// one the user may read but not patch (in a namespace they have
 		// fewer rights in) stops the import before anything changes.
-		p, err := objectsOf(x, opts.Name, ns)
+		p, err := objectsOf(x, opts.Name, ns, manifest.Options{})
 		if err != nil {
 			return nil, err
 		}
@@ -71,7 +72,7 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 			return nil, fmt.Errorf("importing %s (nothing was changed): %w", opts.Name, err)
 		}
 	}
-	p, err := objectsOf(x, opts.Name, ns)
+	p, err := objectsOf(x, opts.Name, ns, manifest.Options{})
 	if err != nil {
 		return nil, err
 	}

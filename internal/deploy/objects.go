@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -14,7 +15,9 @@ import (
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // object is one object to apply, with where it came from.
@@ -24,7 +27,13 @@ type object struct {
 	path     string // layout path, "guestbook/guestbook-redis/svc"
 	template string // canonical reference of its layout node's template
 	wave     int    // apply wave: after the objects its deferred refs name
-	deferred []expand.Deferred
+	// gcp: a Config Connector object made of a Google Cloud resource.
+	gcp      bool
+	deferred []deferred
+	// after are the objects its resource's metadata.dependsOn names:
+	// applied in an earlier wave, and waited for until ready when they
+	// are Config Connector objects.
+	after []*object
 	// rv is the resourceVersion the server answered the apply with (or
 	// that of the unchanged live object when the apply was skipped).
 	rv string
@@ -39,6 +48,12 @@ type object struct {
 	hook *hook
 }
 
+// deferred is a value an object takes from the live object target.
+type deferred struct {
+	manifest.Deferred
+	target *object
+}
+
 func (o *object) ref() kube.ObjectRef { return kube.RefOf(o.obj) }
 
 // where names the object for errors: its kind and name, and layout path.
@@ -49,7 +64,6 @@ func (o *object) where() string {
 // plan is what one revision applies.
 type plan struct {
 	objects []*object
-	byName  map[string]*object
 	waves   int
 	// hooks are the objects with helm.sh/hook, in expansion order: not
 	// among objects, so neither applied with them nor pruned.
@@ -57,96 +71,72 @@ type plan struct {
 	// action is what applying the plan is (install, upgrade, rollback),
 	// whose hooks run around the objects; "" runs none.
 	action string
+	// outputs are the deployment's outputs, with the live objects they
+	// read.
+	outputs []output
 }
 
-// objectsOf turns an expansion's primitives into labelled objects. A
-// primitive that is not a Kubernetes object is an error naming it and its
-// layout path.
-func objectsOf(res *expand.Result, name, namespace string) (*plan, error) {
-	resolved := map[string]string{}
-	for _, r := range res.References {
-		if _, ok := resolved[r.Ref]; !ok {
-			resolved[r.Ref] = r.Resolved
-		}
-	}
-	type leaf struct{ name, path, template string }
-	var leaves []leaf
-	var walk func(nodes []*expand.LayoutResource, prefix []string, template string)
-	walk = func(nodes []*expand.LayoutResource, prefix []string, template string) {
-		for _, n := range nodes {
-			p := append(prefix[:len(prefix):len(prefix)], n.Name)
-			if len(n.Resources) == 0 {
-				leaves = append(leaves, leaf{n.Name, strings.Join(p, "/"), template})
-				continue
-			}
-			t := resolved[n.Type]
-			if t == "" {
-				t = n.Type
-			}
-			walk(n.Resources, p, t)
-		}
-	}
-	walk(res.Layout.Resources, nil, "")
+// output is one of the deployment's outputs.
+type output struct {
+	name     string
+	value    any
+	deferred []deferred
+}
 
-	p := &plan{byName: map[string]*object{}}
-	var errs []error
-	li := 0
-	for _, r := range res.Config.Resources {
-		o := &object{name: r.Name, path: r.Name}
-		// Primitives appear among the layout's leaves in expansion order;
-		// templates that made nothing are leaves too, and are skipped.
-		for li < len(leaves) && leaves[li].name != r.Name {
-			li++
-		}
-		if li < len(leaves) {
-			o.path, o.template = leaves[li].path, leaves[li].template
-			li++
-		}
-		// apiVersion and kind come from the type when the properties
-		// lack them (type: apps/v1/Deployment), as in DM.
-		obj, err := r.Object()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("layout path %s: resource %s is not a Kubernetes object: %w", o.path, r.Name, err))
-			continue
-		}
-		u := &unstructured.Unstructured{Object: deepCopy(obj).(map[string]any)}
+// objectsOf turns an expansion into labelled objects (Google Cloud
+// resources as Config Connector objects, converted with gopts). A
+// primitive that is neither is an error naming it and its layout path.
+func objectsOf(res *expand.Result, name, namespace string, gopts manifest.Options) (*plan, error) {
+	m, err := manifest.Of(res, gopts)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{}
+	all := make([]*object, len(m.Objects))
+	for i, mo := range m.Objects {
+		u := &unstructured.Unstructured{Object: deepCopy(mo.Object).(map[string]any)}
+		o := &object{name: mo.Resource, path: strings.Join(mo.Path, "/"), template: mo.Template, gcp: mo.GCP, obj: u}
 		label(u, name, namespace, o.template, o.path)
-		o.obj = u
+		all[i] = o
 		if h, ok := hookOf(u); ok {
 			o.hook = &h
 			p.hooks = append(p.hooks, o)
 			continue
 		}
 		p.objects = append(p.objects, o)
-		p.byName[r.Name] = o
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	for _, d := range res.Deferred {
-		if o := p.byName[d.Resource]; o != nil {
-			o.deferred = append(o.deferred, d)
+	for i, mo := range m.Objects {
+		o := all[i]
+		for _, d := range mo.Deferred {
+			o.deferred = append(o.deferred, deferred{Deferred: d, target: all[d.Target]})
+			all[d.Target].target = true
 		}
-		if t := p.byName[d.Target]; t != nil {
-			t.target = true
+		for _, j := range mo.After {
+			o.after = append(o.after, all[j])
 		}
 	}
-	// Waves: an object with deferred references goes after the objects
-	// they name. Order lists every resource after those it references.
-	for _, n := range res.Order {
-		o := p.byName[n]
-		if o == nil {
-			continue
+	for _, mo := range m.Outputs {
+		out := output{name: mo.Name, value: mo.Value}
+		for _, d := range mo.Deferred {
+			out.deferred = append(out.deferred, deferred{Deferred: d, target: all[d.Target]})
 		}
+		p.outputs = append(p.outputs, out)
+	}
+	// Waves: an object goes after the objects its deferred references read
+	// and those its resource depends on; the manifest lists each after
+	// them.
+	for _, o := range p.objects {
 		for _, d := range o.deferred {
-			if t := p.byName[d.Target]; t != nil && t.wave+1 > o.wave {
-				o.wave = t.wave + 1
+			if d.target.hook == nil {
+				o.wave = max(o.wave, d.target.wave+1)
+			}
+		}
+		for _, t := range o.after {
+			if t.hook == nil {
+				o.wave = max(o.wave, t.wave+1)
 			}
 		}
 		p.waves = max(p.waves, o.wave+1)
-	}
-	if p.waves == 0 && len(p.objects) > 0 {
-		p.waves = 1
 	}
 	return p, nil
 }
@@ -195,9 +185,56 @@ func (p *plan) prepare(ctx context.Context, c Cluster) error {
 		_ = c.Prepare(ctx, others)
 	}
 	if err := c.Prepare(ctx, objs); err != nil {
+		if err := p.missingConfigConnector(err); err != nil {
+			return err
+		}
 		return p.annotate(err)
 	}
 	return nil
+}
+
+// InstallConfigConnector says how to get Config Connector's kinds into a
+// cluster.
+const InstallConfigConnector = "install Config Connector (https://cloud.google.com/config-connector/docs/how-to/install-upgrade-uninstall; on GKE, the Config Connector add-on) or deploy to a Config Controller instance (https://cloud.google.com/kubernetes-engine/enterprise/config-controller/docs/overview)"
+
+// missingConfigConnector turns Prepare's errors about Config Connector
+// objects whose kinds the cluster does not serve into one error naming the
+// kinds and how to install Config Connector; nil when there are none.
+func (p *plan) missingConfigConnector(err error) error {
+	gcpRefs := map[kube.ObjectRef]bool{}
+	for _, o := range p.objects {
+		if o.gcp {
+			gcpRefs[o.ref()] = true
+		}
+	}
+	if len(gcpRefs) == 0 {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	var kinds []string
+	objects := 0
+	for _, e := range errs {
+		var oe *kube.ObjectError
+		if !errors.As(e, &oe) || !gcpRefs[oe.Ref] || !meta.IsNoMatchError(e) {
+			continue
+		}
+		objects++
+		k := oe.Ref.Kind + " (" + oe.Ref.Group + "/" + oe.Ref.Version + ")"
+		if !slices.Contains(kinds, k) {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) == 0 {
+		return nil
+	}
+	slices.Sort(kinds)
+	return fmt.Errorf("the cluster does not serve Config Connector's kinds %s, which the deployment's %d Google Cloud objects are (nothing was applied): %s, then deploy again: %w",
+		strings.Join(kinds, ", "), objects, InstallConfigConnector, derrors.NotFound)
 }
 
 func (p *plan) unstructured() []*unstructured.Unstructured {
@@ -293,7 +330,7 @@ func objectMaps(objs []*object) []map[string]any {
 // planOfRecord rebuilds the plan of a recorded revision (for rollback):
 // its applied objects, in order, with their layout paths.
 func planOfRecord(r *release.Record) *plan {
-	p := &plan{byName: map[string]*object{}, waves: 1}
+	p := &plan{waves: 1}
 	for i, m := range r.Objects {
 		o := &object{obj: &unstructured.Unstructured{Object: deepCopy(m).(map[string]any)}}
 		if i < len(r.Resources) {
@@ -347,55 +384,20 @@ func deepCopy(v any) any {
 	return v
 }
 
-// pointerGet returns the value at JSON Pointer ptr in v.
-func pointerGet(v any, ptr string) (any, bool) {
-	if ptr == "" {
-		return v, true
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		switch c := v.(type) {
-		case map[string]any:
-			e, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			v = e
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			v = c[i]
-		default:
-			return nil, false
+// recordOutputs is what a record keeps of the plan's outputs: the objects
+// they read named as prepared (with their namespaces).
+func (p *plan) recordOutputs() []release.Output {
+	var out []release.Output
+	for _, o := range p.outputs {
+		ro := release.Output{Name: o.name, Value: o.value}
+		for _, d := range o.deferred {
+			ref := d.target.ref()
+			ro.Reads = append(ro.Reads, release.Read{
+				Field: d.Field, Ref: d.Ref, APIVersion: d.target.obj.GetAPIVersion(), Kind: ref.Kind,
+				Namespace: ref.Namespace, Name: ref.Name, Path: d.Path, Ready: d.Ready,
+			})
 		}
+		out = append(out, ro)
 	}
-	return v, true
-}
-
-// pointerSet sets the value at JSON Pointer ptr (which must exist) in v.
-func pointerSet(v any, ptr string, val any) bool {
-	i := strings.LastIndexByte(ptr, '/')
-	if i < 0 {
-		return false
-	}
-	parent, ok := pointerGet(v, ptr[:i])
-	if !ok {
-		return false
-	}
-	tok := strings.NewReplacer("~1", "/", "~0", "~").Replace(ptr[i+1:])
-	switch c := parent.(type) {
-	case map[string]any:
-		c[tok] = val
-		return true
-	case []any:
-		n, err := strconv.Atoi(tok)
-		if err != nil || n < 0 || n >= len(c) {
-			return false
-		}
-		c[n] = val
-		return true
-	}
-	return false
+	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // expandConfig expands a configuration of primitives and imports in
@@ -47,7 +48,7 @@ resources:
   type: ConfigMap
   properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: web-config}, data: {url: "http://$(ref.svc.spec.clusterIP)/"}}
 `})
-	p, err := objectsOf(res, "app", "ns")
+	p, err := objectsOf(res, "app", "ns", manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ resources:
 		{"cm", "web/cm", "web-config", 1, 1},
 		{"plain", "plain", "plain", 1, 1},
 	} {
-		o := p.byName[tc.name]
+		o := byName(p, tc.name)
 		if o == nil {
 			t.Fatalf("no object %s", tc.name)
 		}
@@ -79,10 +80,10 @@ resources:
 			t.Errorf("%s: annotations %v", tc.name, a)
 		}
 	}
-	if a := p.byName["svc"].obj.GetAnnotations(); a[AnnotationTemplate] != "web.jinja" {
+	if a := byName(p, "svc").obj.GetAnnotations(); a[AnnotationTemplate] != "web.jinja" {
 		t.Errorf("svc: template annotation %q, want web.jinja", a[AnnotationTemplate])
 	}
-	if l := p.byName["svc"].obj.GetLabels(); l["app"] != "web" {
+	if l := byName(p, "svc").obj.GetLabels(); l["app"] != "web" {
 		t.Errorf("the template's own labels were lost: %v", l)
 	}
 	if p.waves != 2 {
@@ -97,7 +98,7 @@ resources:
   type: Widget
   properties: {size: 1}
 `, nil)
-	_, err := objectsOf(res, "app", "ns")
+	_, err := objectsOf(res, "app", "ns", manifest.Options{})
 	if err == nil || !strings.Contains(err.Error(), "layout path x") || !strings.Contains(err.Error(), "not a Kubernetes") {
 		t.Fatalf("err = %v, want one naming x and the missing apiVersion/kind", err)
 	}
@@ -108,7 +109,7 @@ func TestObjectsOfKindFromType(t *testing.T) {
 resources:
 - {name: web, type: apps/v1/Deployment, properties: {spec: {replicas: 1}}}
 `, nil)
-	p, err := objectsOf(res, "app", "ns")
+	p, err := objectsOf(res, "app", "ns", manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,20 +119,14 @@ resources:
 	}
 }
 
-func TestPointer(t *testing.T) {
-	obj := map[string]any{"a": map[string]any{"b/c": []any{"x", "y"}}}
-	if v, ok := pointerGet(obj, "/a/b~1c/1"); !ok || v != "y" {
-		t.Fatalf("pointerGet = %v, %v", v, ok)
+// byName finds the object of the resource named name.
+func byName(p *plan, name string) *object {
+	for _, o := range p.objects {
+		if o.name == name {
+			return o
+		}
 	}
-	if !pointerSet(obj, "/a/b~1c/0", "z") {
-		t.Fatal("pointerSet failed")
-	}
-	if v, _ := pointerGet(obj, "/a/b~1c/0"); v != "z" {
-		t.Fatalf("after set: %v", v)
-	}
-	if pointerSet(obj, "/a/nope/0", 1) {
-		t.Fatal("pointerSet of a missing parent succeeded")
-	}
+	return nil
 }
 
 func rec(rev int, status release.Status, names ...string) *release.Record {
@@ -196,7 +191,7 @@ func TestCheckOwnership(t *testing.T) {
 resources:
 - {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap}}
 `, nil)
-	p, err := objectsOf(res, "app", "ns")
+	p, err := objectsOf(res, "app", "ns", manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +236,7 @@ resources:
 - {name: a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap}}
 `, nil)
 	name := strings.Repeat("long-", 20) + "app" // 103 characters
-	p, err := objectsOf(res, name, "ns")
+	p, err := objectsOf(res, name, "ns", manifest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,11 +7,15 @@ import (
 	"sort"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
 // List returns the latest revision of every deployment in the namespace,
@@ -111,44 +115,21 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 	}
 	// Deferred references are filled from the live objects where they
 	// exist, as deploy would.
-	live := map[string]*object{}
-	for _, o := range p.objects {
-		live[o.name] = o
-	}
-	got := map[string]bool{}
+	live := map[*object]*unstructured.Unstructured{}
 	for _, o := range p.objects {
 		for _, d := range o.deferred {
-			if got[d.Target] {
+			if _, ok := live[d.target]; ok {
 				continue
 			}
-			got[d.Target] = true
-			if t := live[d.Target]; t != nil {
-				if u, err := c.Cluster.Get(ctx, t.ref()); err == nil {
-					t := *t
-					t.obj = u
-					live[d.Target] = &t
-				}
+			live[d.target] = nil
+			if u, err := c.Cluster.Get(ctx, d.target.ref()); err == nil {
+				live[d.target] = u
 			}
 		}
 	}
 	for _, o := range p.objects {
-		for _, d := range o.deferred {
-			cur, ok := pointerGet(o.obj.Object, d.Field)
-			s, isStr := cur.(string)
-			if !ok || !isStr {
-				continue
-			}
-			v, err := expand.FillRefs(s, func(text, name, path string) (any, bool, error) {
-				t := live[name]
-				if t == nil {
-					return nil, false, nil
-				}
-				v, ok := expand.LookupPath(t.obj.Object, path)
-				return v, ok, nil
-			})
-			if err == nil {
-				pointerSet(o.obj.Object, d.Field, v)
-			}
+		if err := fillDeferred(o.obj.Object, o.deferred, live); err != nil {
+			return "", false, fmt.Errorf("%s: %w", o.where(), err)
 		}
 	}
 	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
@@ -300,6 +281,45 @@ func (c *Config) Instances(ctx context.Context, typ string, all bool) ([]Instanc
 			strings.HasSuffix(name, "/"+typ) || strings.HasSuffix(in.Template, "/"+typ) {
 			out = append(out, in)
 		}
+	}
+	return out, nil
+}
+
+// Outputs returns the outputs of revision r filled from the live objects
+// they read: a value that a live object does not have yet (a Config
+// Connector object that is not ready) keeps its reference.
+func (c *Config) Outputs(ctx context.Context, r *release.Record) (map[string]any, error) {
+	if len(r.Outputs) == 0 {
+		return nil, nil
+	}
+	targets := map[kube.ObjectRef]*object{}
+	live := map[*object]*unstructured.Unstructured{}
+	out := make(map[string]any, len(r.Outputs))
+	for _, o := range r.Outputs {
+		holder := map[string]any{"v": deepCopy(o.Value)}
+		var ds []deferred
+		for _, rd := range o.Reads {
+			gv, _ := schema.ParseGroupVersion(rd.APIVersion)
+			ref := kube.ObjectRef{Group: gv.Group, Version: gv.Version, Kind: rd.Kind, Namespace: rd.Namespace, Name: rd.Name}
+			t := targets[ref]
+			if t == nil {
+				t = &object{}
+				targets[ref] = t
+				u, err := c.Cluster.Get(ctx, ref)
+				switch {
+				case errors.Is(err, derrors.NotFound):
+				case err != nil:
+					return nil, fmt.Errorf("output %s: reading %s: %w", o.Name, ref, err)
+				default:
+					live[t] = u
+				}
+			}
+			ds = append(ds, deferred{Deferred: manifest.Deferred{Field: "/v" + rd.Field, Ref: rd.Ref, Path: rd.Path, Ready: rd.Ready}, target: t})
+		}
+		if err := fillDeferred(holder, ds, live); err != nil {
+			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+		}
+		out[o.Name] = holder["v"]
 	}
 	return out, nil
 }

@@ -26,6 +26,11 @@ type Status struct {
 // Current is the Status of an object that is ready.
 const Current = "Current"
 
+// StatusOf computes the readiness of a live object, as Statuses does.
+func StatusOf(obj *unstructured.Unstructured) Status {
+	return statusOf(RefOf(obj), obj)
+}
+
 // statusOf computes the kstatus status of a live object.
 func statusOf(ref ObjectRef, obj *unstructured.Unstructured) Status {
 	if obj == nil {

@@ -96,6 +96,16 @@ type Record struct {
 	// cluster ("TemplateInstance ns/name") when dm-controller applied the
 	// revision; dm update, rollback and delete refuse such a deployment.
 	Controller string `json:"controller,omitempty"`
+	// Project and DeletionPolicy are the Google Cloud settings the
+	// revision's Config Connector objects were made with (dm deploy
+	// --project, --deletion-policy; the project as resolved): dm update
+	// without them keeps them.
+	Project        string `json:"project,omitempty"`
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
+	// Outputs are the deployment's outputs (DM's outputs: a
+	// configuration's, or its template's), each with the fields of live
+	// objects it reads: dm get shows them filled.
+	Outputs []Output `json:"outputs,omitempty"`
 	// StorageVersion is the driver's optimistic-concurrency token (for
 	// Secrets, derived from the head Secret's resourceVersion) from when
 	// the record was read or last written. It is opaque, and not part of
@@ -159,4 +169,29 @@ type Resource struct {
 // String names the revision as "namespace/name revision N".
 func (r *Record) String() string {
 	return fmt.Sprintf("%s/%s revision %d", r.Namespace, r.Name, r.Revision)
+}
+
+// Output is one of a deployment's outputs: Value holds the references of
+// Reads until they are filled from the live objects.
+type Output struct {
+	Name  string `json:"name"`
+	Value any    `json:"value"`
+	Reads []Read `json:"reads,omitempty"`
+}
+
+// Read is a field of a live object that an output holds: Ref
+// ($(ref.NAME.PATH)), in the string at Field (a JSON Pointer into the
+// output's value, "" for the whole value), is the value at Path of the
+// object.
+type Read struct {
+	Field      string `json:"field,omitempty"`
+	Ref        string `json:"ref"`
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	Path       string `json:"path"`
+	// Ready: the value is read once the object is ready (a Config
+	// Connector object's status).
+	Ready bool `json:"ready,omitempty"`
 }
