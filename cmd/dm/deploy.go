@@ -24,6 +24,7 @@ import (
 // applyFlags are the flags of the commands that apply objects.
 type applyFlags struct {
 	configFlags
+	gcpFlags
 	values          []string
 	name            string
 	createNamespace bool
@@ -69,6 +70,7 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs.BoolVar(&f.pruneCRDs, "prune-crds", false, "allow pruning CustomResourceDefinitions that still have custom resources")
 	fs.BoolVar(&f.createNamespace, "create-namespace", false, "create the namespace if it does not exist")
 	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
+	addGCPFlags(fs, &f.gcpFlags, "", "default: Config Connector's own, delete (dm update: the last revision's)")
 	if install {
 		f.ask = true
 		fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
@@ -79,6 +81,9 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 }
 
 func (f *applyFlags) check() error {
+	if err := f.gcpFlags.check(); err != nil {
+		return err
+	}
 	switch f.dryRun {
 	case "", "client", "server":
 		return nil
@@ -137,7 +142,8 @@ func (g *globals) source(ctx context.Context, arg string, f *applyFlags, stdin i
 	if server == "" {
 		server = g.getenv("DM_SERVER")
 	}
-	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema, Input: release.Input{Server: server}}
+	src := deploy.Source{Properties: props, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema, Input: release.Input{Server: server},
+		Project: f.project, DeletionPolicy: f.deletionPolicy}
 	if arg == "" {
 		return src, nil
 	}
@@ -293,7 +299,7 @@ func newRollbackCommand(g *globals, p *printer) *cobra.Command {
 		},
 	}
 	addApplyFlags(cmd, &f, false)
-	for _, name := range []string{"reuse-properties", "values", "strict", "skip-schema-validation", "env", "import-root"} {
+	for _, name := range []string{"reuse-properties", "values", "strict", "skip-schema-validation", "env", "import-root", "project", "deletion-policy"} {
 		cmd.Flags().MarkHidden(name)
 	}
 	return cmd
@@ -375,7 +381,11 @@ func newGetCommand(g *globals, p *printer) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return p.deployment(r, st)
+			outs, err := c.Outputs(cmd.Context(), r)
+			if err != nil {
+				return err
+			}
+			return p.deployment(r, st, outs)
 		},
 	}
 }
@@ -432,6 +442,9 @@ func newDiffCommand(g *globals, p *printer) *cobra.Command {
 		Short: "Compare what deploying would apply (server-side dry run) with the live objects; exit 1 if they differ",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
 			src, err := g.source(cmd.Context(), args[0], &f, cmd.InOrStdin())
 			if err != nil {
 				return err
@@ -456,6 +469,7 @@ func newDiffCommand(g *globals, p *printer) *cobra.Command {
 	fs.StringArrayVar(&f.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
 	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define")
 	addConfigFlags(fs, &f.configFlags)
+	addGCPFlags(fs, &f.gcpFlags, "", "default: Config Connector's own, delete")
 	return cmd
 }
 

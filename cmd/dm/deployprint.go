@@ -1,7 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +52,9 @@ type deploymentView struct {
 	Updated     time.Time          `json:"updated"`
 	References  []expand.Reference `json:"references,omitempty"`
 	Resources   []resourceView     `json:"resources"`
+	// Outputs are the deployment's outputs, read from the live objects
+	// (dm get).
+	Outputs map[string]any `json:"outputs,omitempty"`
 }
 
 func viewOf(r *release.Record, st []kube.Status) deploymentView {
@@ -79,9 +85,11 @@ func viewOf(r *release.Record, st []kube.Status) deploymentView {
 	return v
 }
 
-// deployment prints one deployment with its objects.
-func (p *printer) deployment(r *release.Record, st []kube.Status) error {
+// deployment prints one deployment with its objects, and its outputs
+// when it has them.
+func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[string]any) error {
 	v := viewOf(r, st)
+	v.Outputs = outputs
 	if ok, err := p.structured(v); ok {
 		return err
 	}
@@ -117,7 +125,21 @@ func (p *printer) deployment(r *release.Record, st []kube.Status) error {
 	if st != nil {
 		header = append(header, "STATUS")
 	}
-	return p.table(header, rows)
+	if err := p.table(header, rows); err != nil || len(outputs) == 0 {
+		return err
+	}
+	fmt.Fprintln(p.w)
+	names := slices.Sorted(maps.Keys(outputs))
+	orows := make([][]string, len(names))
+	for i, n := range names {
+		val, ok := outputs[n].(string)
+		if !ok {
+			b, _ := json.Marshal(outputs[n])
+			val = string(b)
+		}
+		orows[i] = []string{n, val}
+	}
+	return p.table([]string{"OUTPUT", "VALUE"}, orows)
 }
 
 // list prints the deployments.
@@ -192,13 +214,7 @@ func (p *printer) objects(objs []map[string]any) error {
 		_, err := p.structured(map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 		return err
 	}
-	for _, o := range objs {
-		fmt.Fprintln(p.w, "---")
-		if err := printYAML(p.w, o); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printObjects(p.w, objs, false)
 }
 
 // applied prints the outcome of deploy, update or rollback (the action
@@ -217,7 +233,7 @@ func (p *printer) applied(c *deploy.Config, res *deploy.Result, dryRun string, e
 		}
 		return p.dryRun(res)
 	}
-	return p.deployment(res.Record, nil)
+	return p.deployment(res.Record, nil, nil)
 }
 
 // hookView is a hook as a dry run prints it with -o json.

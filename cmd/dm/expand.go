@@ -21,11 +21,13 @@ import (
 	"github.com/dmhq/dm/internal/expand/configfile"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/manifest"
 )
 
-// expandFlags are dm expand's own flags.
+// expandFlags are dm expand's own flags (and dm convert's).
 type expandFlags struct {
 	configFlags
+	gcpFlags
 	values     []string
 	layout     bool
 	name       string
@@ -72,14 +74,42 @@ func (f *configFlags) templateEnv() (map[string]string, error) {
 // prints the result: the flat config, or with --layout (and always with
 // -o json) the config, the layout and the resolved references.
 func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, stdin io.Reader) error {
-	props, text, err := g.propertyValues(f.values)
+	res, err := expandArg(ctx, g, arg, f, stdin)
 	if err != nil {
 		return err
+	}
+	switch {
+	case p.g.output == "json":
+		_, err := p.structured(res)
+		return err
+	case p.g.output == "manifest" || p.g.output == "list":
+		m, err := manifest.Of(res, f.options())
+		if err != nil {
+			return err
+		}
+		return printObjects(p.w, m.Maps(), p.g.output == "list")
+	case f.layout:
+		return printYAML(p.w, res)
+	default:
+		return printYAML(p.w, res.Config)
+	}
+}
+
+// expandArg expands dm expand's (or dm convert's) argument, a
+// configuration file or a template reference, and prints the warnings.
+func expandArg(ctx context.Context, g *globals, arg string, f *expandFlags, stdin io.Reader) (*api.ExpandResult, error) {
+	props, text, err := g.propertyValues(f.values)
+	if err != nil {
+		return nil, err
 	}
 	env, err := f.templateEnv()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := f.gcpFlags.check(); err != nil {
+		return nil, err
+	}
+	f.setEnv(env)
 	// Templates see -n as env.namespace, as they will when deployed.
 	ns := g.kube.namespace
 	if ns == "" {
@@ -88,13 +118,13 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	req := &api.ExpandRequest{Properties: props, Name: f.name, Deployment: f.deployment, Namespace: ns, Env: env, Strict: f.strict, SkipSchemaValidation: f.skipSchema}
 	if isConfigArg(arg) {
 		if err := readConfig(req, arg, stdin, f.importRoot); err != nil {
-			return err
+			return nil, err
 		}
 	} else if looksLikeConfigFile(arg) {
 		// Not a reference (they have no .yaml suffix): a file that is
 		// not there.
 		_, err := os.Stat(arg)
-		return fmt.Errorf("configuration file: %w", err)
+		return nil, fmt.Errorf("configuration file: %w", err)
 	} else {
 		req.Ref = arg
 	}
@@ -103,7 +133,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	}
 	b, err := g.backend()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if req.Ref != "" {
 		req.Properties, err = g.refProperties(ctx, b, req.Ref, props, text, true, stdin)
@@ -111,33 +141,19 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		req.Properties, err = g.configProperties(ctx, b, req, props, stdin)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	g.warn(res.Warnings)
-	switch {
-	case p.g.output == "json":
-		_, err := p.structured(res)
-		return err
-	case p.g.output == "manifest" || p.g.output == "list":
-		return printObjects(p.w, res, p.g.output == "list")
-	case f.layout:
-		return printYAML(p.w, res)
-	default:
-		return printYAML(p.w, res.Config)
-	}
+	return res, nil
 }
 
-// printObjects prints the Kubernetes objects of an expansion, in dependency
-// order, as a "---"-separated YAML stream or as one kind: List.
-func printObjects(w io.Writer, res *expand.Result, list bool) error {
-	objs, err := res.Objects()
-	if err != nil {
-		return err
-	}
+// printObjects prints objects, in order, as a "---"-separated YAML stream
+// or as one kind: List.
+func printObjects(w io.Writer, objs []map[string]any, list bool) error {
 	if list {
 		items := make([]any, len(objs))
 		for i, o := range objs {

@@ -127,6 +127,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	p := &printer{w: stdout, g: g}
 	root.AddCommand(
 		newExpandCommand(g, p),
+		newConvertCommand(g, p),
 		newProcessCommand(g, stdout),
 		newRegistriesCommand(g, p),
 		newTemplatesCommand(g, p),
@@ -172,6 +173,7 @@ with -o json always all three. -o manifest prints the Kubernetes objects as a
 	xf.BoolVar(&g.noSandbox, "no-sandbox", false, "expand templates of GitHub registries in dm's own process, without a worker process and its limits")
 	xf.BoolVar(&ef.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	addConfigFlags(xf, &ef.configFlags)
+	addGCPFlags(xf, &ef.gcpFlags, "", "-o manifest and list write it on every Config Connector object (default: Config Connector's own, delete)")
 	xf.BoolVar(&g.allowURLs, "allow-urls", false, "let resource types be raw GitHub URLs of template files (in-process; a registryd decides for itself)")
 	expandCmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		// A configuration file or a reference.

@@ -28,7 +28,7 @@ var coreKinds = map[string]bool{
 // A primitive whose type names no Kubernetes kind (compute.v1.instance,
 // gcp-types/compute-v1:instances) and whose properties have none is an
 // error wrapping derrors.InvalidArgument: the cluster cannot apply it.
-// Errors do not name r; Result.Objects names each with its layout path.
+// Errors do not name r; manifest.Of names each with its layout path.
 // The result shares nested values with r.Properties.
 func (r Resource) Object() (map[string]any, error) {
 	obj := maps.Clone(r.Properties)
@@ -79,42 +79,6 @@ func kindOfType(t string) (apiVersion, kind string, ok bool) {
 		return parts[0] + "/" + parts[1], kind, parts[0] != "" && parts[1] != ""
 	}
 	return "", "", false
-}
-
-// Objects returns the Kubernetes objects of res's primitives in
-// dependency order (Order: referenced resources first). It fails listing
-// every primitive that is not one, each as an *Error with its layout path.
-func (res *Result) Objects() ([]map[string]any, error) {
-	paths := res.Layout.Paths()
-	byName := make(map[string]Resource, len(res.Config.Resources))
-	for _, r := range res.Config.Resources {
-		byName[r.Name] = r
-	}
-	order := res.Order
-	if len(order) != len(res.Config.Resources) {
-		order = order[:0:0]
-		for _, r := range res.Config.Resources {
-			order = append(order, r.Name)
-		}
-	}
-	objs := make([]map[string]any, 0, len(order))
-	var errs []error
-	for _, name := range order {
-		o, err := byName[name].Object()
-		if err != nil {
-			p := paths[name]
-			if p == nil {
-				p = []string{name}
-			}
-			errs = append(errs, &Error{Path: p, Err: err})
-			continue
-		}
-		objs = append(objs, o)
-	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("%d of %d resources are not Kubernetes objects:\n%w", len(errs), len(order), errors.Join(errs...))
-	}
-	return objs, nil
 }
 
 // dnsLabelKinds are kinds whose names must be RFC 1123 labels (at most 63

@@ -58,24 +58,6 @@ func TestObject(t *testing.T) {
 	}
 }
 
-func TestObjectsOrder(t *testing.T) {
-	res := &Result{
-		Config: Config{Resources: []Resource{{Name: "app", Type: "ConfigMap"}, {Name: "db", Type: "Secret"}}},
-		Order:  []string{"db", "app"},
-	}
-	objs, err := res.Objects()
-	if err != nil || len(objs) != 2 || objs[0]["kind"] != "Secret" {
-		t.Fatalf("Objects() = %v, %v; want db's Secret first", objs, err)
-	}
-	res.Config.Resources = append(res.Config.Resources, Resource{Name: "vm", Type: "compute.v1.instance"}, Resource{Name: "ip", Type: "compute.v1.address"})
-	res.Layout = Layout{Resources: []*LayoutResource{{Name: "net", Type: "net.jinja", Resources: []*LayoutResource{{Name: "ip", Type: "compute.v1.address"}}}}}
-	res.Order = nil
-	_, err = res.Objects()
-	if err == nil || !strings.Contains(err.Error(), "2 of 4 resources") || !strings.Contains(err.Error(), "vm: type") || !strings.Contains(err.Error(), "net > ip: type") {
-		t.Fatalf("Objects() error = %v, want both non-objects named", err)
-	}
-}
-
 func TestCheckNames(t *testing.T) {
 	x := New(Options{})
 	tests := []struct {

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/gcp"
+	"github.com/dmhq/dm/internal/manifest"
+)
+
+// gcpFlags are the Google Cloud settings of the commands that map
+// Deployment Manager's Google Cloud types to Config Connector objects.
+type gcpFlags struct {
+	project        string
+	deletionPolicy string
+}
+
+// addGCPFlags registers --project and --deletion-policy on fs; policyUsage
+// says what its default is.
+func addGCPFlags(fs *pflag.FlagSet, f *gcpFlags, defaultPolicy, policyUsage string) {
+	fs.StringVar(&f.project, "project", "", "Google Cloud project `ID` of the Config Connector objects whose properties name none; templates read it as env.project")
+	fs.StringVar(&f.deletionPolicy, "deletion-policy", defaultPolicy, "`abandon` (deleting an object leaves its Google Cloud resource: cnrm.cloud.google.com/deletion-policy: abandon) or delete; "+policyUsage)
+}
+
+func (f *gcpFlags) check() error {
+	switch f.deletionPolicy {
+	case "", "abandon", "delete":
+		return nil
+	}
+	return &usageError{fmt.Errorf("--deletion-policy %q: want abandon or delete", f.deletionPolicy)}
+}
+
+// setEnv gives templates the project as env.project, as Deployment
+// Manager did.
+func (f *gcpFlags) setEnv(env map[string]string) {
+	if f.project != "" {
+		env["project"] = f.project
+	}
+}
+
+// options are the conversion's options: the project is --project, else
+// an env.project that --env set.
+func (f *expandFlags) options() manifest.Options {
+	project := f.project
+	if project == "" {
+		for _, kv := range f.env {
+			if v, ok := strings.CutPrefix(kv, "project="); ok {
+				project = v
+			}
+		}
+	}
+	return manifest.Options{Project: project, DeletionPolicy: f.deletionPolicy}
+}
+
+// newConvertCommand is dm convert.
+func newConvertCommand(g *globals, p *printer) *cobra.Command {
+	var (
+		f         expandFlags
+		dir       string
+		listTypes bool
+	)
+	cmd := &cobra.Command{
+		Use:   "convert CONFIG.yaml|REF [-o DIR]",
+		Short: "Write the Config Connector objects a Deployment Manager configuration makes, as files",
+		Long: `Expand a configuration (or a template reference) as dm expand does and write the
+objects it makes, its Google Cloud resources (compute.v1.instance,
+gcp-types/storage-v1:buckets, ...) as Config Connector objects, for tools that apply
+static manifests (Config Sync, Argo CD): one YAML stream on stdout, or with -o DIR one
+file per object (KIND-NAME.yaml). The templates stay templates: convert again after
+changing them. Every object carries cnrm.cloud.google.com/project-id and, by default,
+cnrm.cloud.google.com/deletion-policy: abandon, so that deleting it leaves the Google
+Cloud resource Deployment Manager made. --list-types lists the supported types.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if listTypes {
+				return noArgs(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if listTypes {
+				return printTypes(p.w)
+			}
+			return cmdConvert(cmd.Context(), g, p, args[0], &f, dir, cmd.InOrStdin())
+		},
+	}
+	fs := cmd.Flags()
+	// -o is a directory here; it shadows the global --output.
+	fs.StringVarP(&dir, "output", "o", "", "write one file per object into `DIR` (created if missing) instead of one YAML stream on stdout")
+	fs.BoolVar(&listTypes, "list-types", false, "list every supported Deployment Manager type spelling with its Config Connector kind")
+	fs.StringArrayVar(&f.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
+	fs.StringVar(&f.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
+	fs.StringVar(&f.deployment, "deployment", "", "deployment `name` templates see as env.deployment (default: the file's or template's name)")
+	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
+	addConfigFlags(fs, &f.configFlags)
+	addGCPFlags(fs, &f.gcpFlags, "abandon", "default abandon")
+	return cmd
+}
+
+// cmdConvert expands arg and writes its objects.
+func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, dir string, stdin io.Reader) error {
+	if f.deletionPolicy == "" {
+		return &usageError{fmt.Errorf("--deletion-policy: want abandon or delete")}
+	}
+	res, err := expandArg(ctx, g, arg, f, stdin)
+	if err != nil {
+		return err
+	}
+	m, err := manifest.Of(res, f.options())
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		return printObjects(p.w, m.Maps(), false)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("-o %s: %w", dir, err)
+	}
+	for _, o := range m.Objects {
+		kind, _ := o.Object["kind"].(string)
+		md, _ := o.Object["metadata"].(map[string]any)
+		name, _ := md["name"].(string)
+		file := filepath.Join(dir, strings.ToLower(kind)+"-"+name+".yaml")
+		y, err := value.MarshalYAML(o.Object)
+		if err != nil {
+			return fmt.Errorf("%s %s (layout path %s): %w", kind, name, strings.Join(o.Path, "/"), err)
+		}
+		if err := os.WriteFile(file, y, 0o644); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(g.stderr, "dm: wrote %d objects to %s\n", len(m.Objects), dir)
+	return nil
+}
+
+// printTypes prints every supported DM type spelling with its Config
+// Connector kind, one a line.
+func printTypes(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, t := range gcp.Types() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Type, t.Kind, t.APIVersion)
+	}
+	return tw.Flush()
+}
