@@ -2,22 +2,19 @@ package gcp_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/gcp"
+	"github.com/dmhq/dm/internal/gcp/kcctest"
 )
 
 // The apiserver tests install Config Connector's CRDs (third_party/kcc,
@@ -28,11 +25,8 @@ import (
 
 func TestMain(m *testing.M) { kubetest.Main(m) }
 
-const crdDir = "../../third_party/kcc/crds"
-
 var (
 	crdOnce   sync.Once
-	crdErr    error
 	crdPlural map[string]string // kind -> plural
 )
 
@@ -42,52 +36,12 @@ func installCRDs(t *testing.T, env *kubetest.Env) map[string]string {
 	t.Helper()
 	crdOnce.Do(func() {
 		crdPlural = map[string]string{}
-		files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
-		if err != nil || len(files) == 0 {
-			crdErr = fmt.Errorf("no CRDs in %s: %v", crdDir, err)
-			return
-		}
-		var names []string
-		for _, f := range files {
-			b, err := os.ReadFile(f)
-			if err != nil {
-				crdErr = err
-				return
-			}
-			var crd struct {
-				Metadata struct{ Name string }
-				Spec     struct {
-					Names struct{ Kind, Plural string }
-				}
-			}
-			if err := yaml.Unmarshal(b, &crd); err != nil {
-				crdErr = fmt.Errorf("%s: %w", f, err)
-				return
-			}
-			crdPlural[crd.Spec.Names.Kind] = crd.Spec.Names.Plural
-			names = append(names, crd.Metadata.Name)
-			if err := apply(env, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+crd.Metadata.Name, b); err != nil {
-				crdErr = fmt.Errorf("installing %s: %w", filepath.Base(f), err)
-				return
-			}
-		}
-		deadline := time.Now().Add(60 * time.Second)
-		for _, name := range names {
-			for {
-				code, body, err := env.Do(context.Background(), env.AdminToken, http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, nil)
-				if err == nil && code == http.StatusOK && bytes.Contains(body, []byte(`"type":"Established","status":"True"`)) {
-					break
-				}
-				if time.Now().After(deadline) {
-					crdErr = fmt.Errorf("CRD %s not established after 60s", name)
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+		for k, c := range kcctest.InstallCRDs(t, env) {
+			crdPlural[k] = c.Plural
 		}
 	})
-	if crdErr != nil {
-		t.Fatal(crdErr)
+	if len(crdPlural) == 0 {
+		t.Fatal("the CRDs were not installed")
 	}
 	return crdPlural
 }
