@@ -18,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/manifest"
 )
 
@@ -371,18 +372,28 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		for _, o := range batch {
 			byID[idOf(o.ref())] = o
 		}
-		var send []*unstructured.Unstructured
+		var send, shared []*unstructured.Unstructured
 		for _, o := range batch {
-			if o.unchanged && !aopts.DryRun {
+			switch {
+			case o.unchanged && !aopts.DryRun:
 				applied = append(applied, o)
-				continue
+			case o.gcp && o.obj.GetAnnotations()[gcp.StateIntoSpecAnnotation] == "merge":
+				shared = append(shared, o.obj)
+			default:
+				send = append(send, o.obj)
 			}
-			send = append(send, o.obj)
-		}
-		if len(send) == 0 {
-			continue
 		}
 		out, err := c.Cluster.Apply(ctx, send, aopts)
+		if len(shared) > 0 && err == nil {
+			// Config Connector writes the values Google Cloud chose into
+			// the spec of these objects (state-into-spec: merge), and so
+			// owns fields dm sets: dm's values are the desired ones.
+			force := aopts
+			force.Force = true
+			var more []kube.Applied
+			more, err = c.Cluster.Apply(ctx, shared, force)
+			out = append(out, more...)
+		}
 		for _, a := range out {
 			o := byID[idOf(a.Ref)]
 			if o == nil {
