@@ -118,6 +118,13 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 	if err != nil {
 		return err
 	}
+	for _, o := range m.Objects {
+		for _, d := range o.Deferred {
+			t := m.Objects[d.Target].Object
+			fmt.Fprintf(g.stderr, "dm: warning: %s %s: %s holds %s, which only the live %s %s has (%s): dm deploy fills it in, a static manifest keeps the reference\n",
+				o.Object["kind"], objectName(o.Object), d.Field, d.Ref, t["kind"], objectName(t), d.Path)
+		}
+	}
 	if dir == "" {
 		return printObjects(p.w, m.Maps(), false)
 	}
@@ -126,8 +133,7 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 	}
 	for _, o := range m.Objects {
 		kind, _ := o.Object["kind"].(string)
-		md, _ := o.Object["metadata"].(map[string]any)
-		name, _ := md["name"].(string)
+		name := objectName(o.Object)
 		file := filepath.Join(dir, strings.ToLower(kind)+"-"+name+".yaml")
 		y, err := value.MarshalYAML(o.Object)
 		if err != nil {
@@ -149,4 +155,11 @@ func printTypes(w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\n", t.Type, t.Kind, t.APIVersion)
 	}
 	return tw.Flush()
+}
+
+// objectName is an object's metadata.name.
+func objectName(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
 }
