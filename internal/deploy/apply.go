@@ -373,12 +373,14 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 			byID[idOf(o.ref())] = o
 		}
 		var send, shared []*unstructured.Unstructured
+		var sharedObjs []*object
 		for _, o := range batch {
 			switch {
 			case o.unchanged && !aopts.DryRun:
 				applied = append(applied, o)
-			case o.gcp && o.obj.GetAnnotations()[gcp.StateIntoSpecAnnotation] == "merge":
+			case stateIntoSpec(o):
 				shared = append(shared, o.obj)
+				sharedObjs = append(sharedObjs, o)
 			default:
 				send = append(send, o.obj)
 			}
@@ -386,13 +388,16 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		out, err := c.Cluster.Apply(ctx, send, aopts)
 		if len(shared) > 0 && err == nil {
 			// Config Connector writes the values Google Cloud chose into
-			// the spec of these objects (state-into-spec: merge), and so
-			// owns fields dm sets: dm's values are the desired ones.
-			force := aopts
-			force.Force = true
-			var more []kube.Applied
-			more, err = c.Cluster.Apply(ctx, shared, force)
-			out = append(out, more...)
+			// the spec of these objects (state-into-spec: merge): they are
+			// kept, and dm's values, which KCC's fields may hold too, are
+			// the desired ones.
+			if err = c.mergeStateIntoSpec(ctx, sharedObjs); err == nil {
+				force := aopts
+				force.Force = true
+				var more []kube.Applied
+				more, err = c.Cluster.Apply(ctx, shared, force)
+				out = append(out, more...)
+			}
 		}
 		for _, a := range out {
 			o := byID[idOf(a.Ref)]
@@ -417,6 +422,65 @@ func (c *Config) applyWaves(ctx context.Context, p *plan, aopts kube.ApplyOption
 		}
 	}
 	return applied, nil
+}
+
+// stateIntoSpec reports whether o is a Config Connector object into whose
+// spec KCC writes the values Google Cloud chose (annotated
+// state-into-spec: merge, because a deferred reference reads them).
+func stateIntoSpec(o *object) bool {
+	return o.gcp && o.obj.GetAnnotations()[gcp.StateIntoSpecAnnotation] == "merge"
+}
+
+// mergeStateIntoSpec gives each of objs the spec fields its live object has
+// and it lacks: the values Config Connector wrote there (an instance's
+// internal IP). Applying without them would remove them, KCC would write
+// them again, and a controller that restores drift would never see the
+// object settle. A field removed from the template therefore stays, as
+// Config Connector's state-into-spec: merge documents.
+func (c *Config) mergeStateIntoSpec(ctx context.Context, objs []*object) error {
+	for _, o := range objs {
+		live, err := c.Cluster.Get(ctx, o.ref())
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("%s: reading the values Config Connector wrote into its spec: %w", o.where(), err)
+		}
+		if ls, ok := live.Object["spec"].(map[string]any); ok {
+			if ws, ok := o.obj.Object["spec"].(map[string]any); ok {
+				mergeLive(ws, ls)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeLive copies into want the fields of live it lacks, recursively; a
+// list takes live's items' fields when it has as many items.
+func mergeLive(want, live any) any {
+	switch w := want.(type) {
+	case map[string]any:
+		l, ok := live.(map[string]any)
+		if !ok {
+			return want
+		}
+		for k, lv := range l {
+			if wv, ok := w[k]; ok {
+				w[k] = mergeLive(wv, lv)
+			} else {
+				w[k] = deepCopy(lv)
+			}
+		}
+	case []any:
+		l, ok := live.([]any)
+		if !ok || len(l) != len(w) {
+			return want
+		}
+		for i := range w {
+			w[i] = mergeLive(w[i], l[i])
+		}
+	}
+	return want
 }
 
 // waitAfter waits until the Config Connector objects that the objects of
@@ -509,13 +573,15 @@ func sameInputs(hist []*release.Record, rec *release.Record, n int) *release.Rec
 	// The record went through JSON in the history: compare in that form,
 	// where an empty map and none are the same.
 	type inputs struct {
-		Input      release.Input      `json:"input"`
-		Properties map[string]any     `json:"properties,omitempty"`
-		Env        map[string]string  `json:"env,omitempty"`
-		References []expand.Reference `json:"references,omitempty"`
+		Input          release.Input      `json:"input"`
+		Properties     map[string]any     `json:"properties,omitempty"`
+		Env            map[string]string  `json:"env,omitempty"`
+		References     []expand.Reference `json:"references,omitempty"`
+		Project        string             `json:"project,omitempty"`
+		DeletionPolicy string             `json:"deletionPolicy,omitempty"`
 	}
-	a, err1 := json.Marshal(inputs{prev.Input, prev.Properties, prev.Env, prev.References})
-	b, err2 := json.Marshal(inputs{rec.Input, rec.Properties, rec.Env, rec.References})
+	a, err1 := json.Marshal(inputs{prev.Input, prev.Properties, prev.Env, prev.References, prev.Project, prev.DeletionPolicy})
+	b, err2 := json.Marshal(inputs{rec.Input, rec.Properties, rec.Env, rec.References, rec.Project, rec.DeletionPolicy})
 	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
 		return nil
 	}

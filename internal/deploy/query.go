@@ -132,6 +132,15 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 			return "", false, fmt.Errorf("%s: %w", o.where(), err)
 		}
 	}
+	var shared []*object
+	for _, o := range p.objects {
+		if stateIntoSpec(o) {
+			shared = append(shared, o)
+		}
+	}
+	if err := c.mergeStateIntoSpec(ctx, shared); err != nil {
+		return "", false, err
+	}
 	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
 	if err != nil {
 		return "", false, p.annotate(err)
