@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -192,6 +194,10 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			Input:      release.Input{Ref: ti.Spec.Template, Registry: r.opts.DefaultRegistry, Server: r.opts.Server},
 			Properties: props,
 			Env:        ti.Spec.Env,
+			// The spec says it all: no setting carries over from the last
+			// revision.
+			Project:        gcpProject(ti),
+			DeletionPolicy: gcpDeletionPolicy(ti),
 		},
 		// Forced: drift is restored, whoever changed the fields.
 		ApplyOptions: deploy.ApplyOptions{Controller: r.kind.controllerName(ti), SkipUnchanged: true, ForceConflicts: true},
@@ -205,6 +211,24 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
 	return &applied{res: res, cfg: cfg, props: props, secret: secret}, nil
+}
+
+// gcpProject is the instance's spec.gcp.project.
+func gcpProject(ti *v1alpha1.TemplateInstance) string {
+	if ti.Spec.GCP == nil {
+		return ""
+	}
+	return ti.Spec.GCP.Project
+}
+
+// gcpDeletionPolicy is the deletion policy of the instance's Config
+// Connector objects as deploy takes it: delete (Config Connector's
+// default) unless spec.gcp.deletionPolicy is Abandon.
+func gcpDeletionPolicy(ti *v1alpha1.TemplateInstance) string {
+	if ti.Spec.GCP != nil && ti.Spec.GCP.DeletionPolicy == v1alpha1.GCPAbandon {
+		return "abandon"
+	}
+	return "delete"
 }
 
 // pinned returns the exact version the last deployed revision resolved
@@ -384,9 +408,23 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "StatusTemplateError", msg)
 		return interval(ti)
 	}
+	outputs, err := r.outputs(ctx, a, ti.Status.Resolved, ti.Status.Digest)
+	if err != nil {
+		msg := "reading the outputs: " + truncate(err.Error(), maxMessage)
+		setCondition(ti, v1alpha1.ConditionReconciling, metav1.ConditionTrue, "Progressing", msg)
+		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
+		return unreadyRequeue
+	}
+	if st != nil {
+		// The status template's outputs over the template's own.
+		if outputs == nil {
+			outputs = map[string]any{}
+		}
+		maps.Copy(outputs, st.outputs)
+	}
 	ti.Status.Outputs = nil
-	if st != nil && len(st.outputs) > 0 {
-		b, err := json.Marshal(st.outputs)
+	if len(outputs) > 0 {
+		b, err := json.Marshal(outputs)
 		if err == nil {
 			ti.Status.Outputs = &apiextensionsv1.JSON{Raw: b}
 		}
@@ -434,12 +472,22 @@ const maxNamed = 1
 // unready names the objects that are not Current, "" when all are:
 // "unready: Deployment web, and 3 more".
 func unready(sts []kube.Status) string {
-	var names []string
+	var names, failed []string
 	for _, s := range sts {
-		if s.Status != kube.Current {
+		switch {
+		case s.Status == status.FailedStatus.String():
+			// What failed, and why (a Config Connector object: KCC's
+			// reason and message), comes first.
+			why := "Failed"
+			if s.Message != "" {
+				why += ": " + s.Message
+			}
+			failed = append(failed, s.Ref.Kind+" "+s.Ref.Name+" ("+why+")")
+		case s.Status != kube.Current:
 			names = append(names, s.Ref.Kind+" "+s.Ref.Name)
 		}
 	}
+	names = append(failed, names...)
 	switch {
 	case len(names) == 0:
 		return ""

@@ -23,8 +23,13 @@ func TestUnready(t *testing.T) {
 		{nil, ""},
 		{[]kube.Status{st("ConfigMap", "a", kube.Current)}, ""},
 		{[]kube.Status{st("ConfigMap", "a", kube.Current), st("Deployment", "web", "InProgress")}, "unready: Deployment web"},
+		{[]kube.Status{st("Deployment", "web", "InProgress"), st("Service", "s", "Unknown"), st("Pod", "p", "NotFound")},
+			"unready: Deployment web, and 2 more"},
+		// What failed comes first, with why.
 		{[]kube.Status{st("Deployment", "web", "InProgress"), st("Service", "s", "Unknown"), st("Job", "j", "Failed"), st("Pod", "p", "NotFound")},
-			"unready: Deployment web, and 3 more"},
+			"unready: Job j (Failed), and 3 more"},
+		{[]kube.Status{{Ref: kube.ObjectRef{Kind: "ComputeInstance", Name: "vm"}, Status: "Failed", Message: "UpdateFailed: googleapi: Error 403: forbidden"}},
+			"unready: ComputeInstance vm (Failed: UpdateFailed: googleapi: Error 403: forbidden)"},
 	} {
 		if got := unready(tt.in); got != tt.want {
 			t.Errorf("unready(%v) = %q, want %q", tt.in, got, tt.want)

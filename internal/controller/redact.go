@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 
 	"github.com/dmhq/dm/internal/expand/schema"
 )
@@ -157,4 +160,65 @@ func (r *InstanceReconciler) schemaSecrets(ctx context.Context, resolved, digest
 		r.secretPaths.Add(key, paths)
 	}
 	return paths, nil
+}
+
+// outputs are the template's outputs (DM's outputs: [{name, value}]) read
+// from the live objects, for status.outputs. An output that reads a Secret,
+// or whose value holds a property value a status template would not see
+// (from a Secret through propertiesFrom, or marked writeOnly or format:
+// password by the schema), is Redacted.
+func (r *InstanceReconciler) outputs(ctx context.Context, a *applied, resolved, digest string) (map[string]any, error) {
+	rec := a.res.Record
+	if len(rec.Outputs) == 0 {
+		return nil, nil
+	}
+	out, err := a.cfg.Outputs(ctx, rec)
+	if err != nil {
+		return nil, err
+	}
+	marked, err := r.schemaSecrets(ctx, resolved, digest)
+	if err != nil {
+		return nil, err
+	}
+	var secrets []string
+	for _, p := range append(slices.Clip(a.secret), marked...) {
+		if v, ok := valueAt(a.props, p); ok {
+			if s := fmt.Sprint(v); len(s) >= minSecretLen {
+				secrets = append(secrets, s)
+			}
+		}
+	}
+	for _, o := range rec.Outputs {
+		for _, rd := range o.Reads {
+			if rd.Kind == "Secret" && rd.APIVersion == "v1" {
+				out[o.Name] = Redacted
+			}
+		}
+		b, _ := json.Marshal(out[o.Name])
+		for _, s := range secrets {
+			if strings.Contains(string(b), s) {
+				out[o.Name] = Redacted
+			}
+		}
+	}
+	return out, nil
+}
+
+// minSecretLen is the shortest secret value outputs are searched for: a
+// shorter one ("1", "on") would redact outputs that merely share it.
+const minSecretLen = 4
+
+// valueAt returns the value at path p of v.
+func valueAt(v map[string]any, p []string) (any, bool) {
+	var cur any = v
+	for _, k := range p {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		if cur, ok = m[k]; !ok {
+			return nil, false
+		}
+	}
+	return cur, true
 }

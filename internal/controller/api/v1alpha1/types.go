@@ -82,6 +82,39 @@ type TemplateInstanceSpec struct {
 	// +kubebuilder:default="10m"
 	// +optional
 	Interval *metav1.Duration `json:"interval,omitempty"`
+	// GCP holds the Google Cloud settings of the Config Connector objects
+	// that the template's Google Cloud resources (Deployment Manager types
+	// such as compute.v1.instance) become.
+	// +optional
+	GCP *GCPSpec `json:"gcp,omitempty"`
+}
+
+// GCPDeletionPolicy says what deleting a Config Connector object does to
+// its Google Cloud resource.
+// +kubebuilder:validation:Enum=Delete;Abandon
+type GCPDeletionPolicy string
+
+const (
+	// GCPDelete deletes the resource (Config Connector's default).
+	GCPDelete GCPDeletionPolicy = "Delete"
+	// GCPAbandon leaves it: every object carries
+	// cnrm.cloud.google.com/deletion-policy: abandon.
+	GCPAbandon GCPDeletionPolicy = "Abandon"
+)
+
+// GCPSpec is the Google Cloud settings of an instance.
+type GCPSpec struct {
+	// Project is the Google Cloud project of the resources whose
+	// properties name none; templates read it as env.project. Default:
+	// spec.env.project, else the namespace's
+	// cnrm.cloud.google.com/project-id annotation.
+	// +optional
+	Project string `json:"project,omitempty"`
+	// DeletionPolicy is Delete (deleting the instance, or an object it no
+	// longer renders, deletes the Google Cloud resource: Config
+	// Connector's default) or Abandon (the resources stay).
+	// +optional
+	DeletionPolicy GCPDeletionPolicy `json:"deletionPolicy,omitempty"`
 }
 
 // PropertiesSource names one key of a Secret or of a ConfigMap.
