@@ -210,6 +210,11 @@ func TestPreview(t *testing.T) {
 		{"schema not validated", "redis:v1", url.Values{"port": {"70000"}, ".skip_schema_validation": {"on"}}, 200, []string{"70000", `class="warning"`, "properties.port", `name=".skip_schema_validation" checked`, "replicas: 2"}},
 		// postgres is an OpenShift template whose parameters are the form.
 		{"openshift", "postgres:v1.1", url.Values{"DATABASE_SERVICE_NAME": {"db"}}, 200, []string{"name: db"}},
+		// A template written the Deployment Manager way previews as the
+		// Config Connector objects dm deploy would apply.
+		{"google cloud", "gcp/vm:v1", url.Values{"zone": {"europe-west1-b"}}, 200, []string{
+			"5 objects:", "kind: ComputeInstance", "kind: ComputeNetwork", "kind: ComputeAddress", "location: europe-west1",
+			"cnrm.cloud.google.com/project-id: PROJECT_ID", "networkRef:\n      name: vm-net"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,13 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/manifest"
 )
+
+// PreviewProject is the Google Cloud project a preview's templates see
+// (env.project) and its Config Connector objects carry: a placeholder for
+// the one dm deploy --project names.
+const PreviewProject = "PROJECT_ID"
 
 // MaxForm bounds a preview form's body; registryd holds that many bytes
 // of its request-body budget for a preview whose length is unannounced.
@@ -74,7 +80,8 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		c.renderVersion(w, r, http.StatusUnprocessableEntity, vp, "", st)
 		return
 	}
-	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview", SkipSchemaValidation: skip})
+	res, err := c.expand(r.Context(), &api.ExpandRequest{Ref: vp.Pinned(), Properties: props, Name: vp.TV.Template, Deployment: "preview", SkipSchemaValidation: skip,
+		Env: map[string]string{"project": PreviewProject}})
 	if err != nil {
 		msg := derrors.Message(err)
 		st.result.Errors = append(st.result.Errors, msg)
@@ -90,26 +97,36 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 		c.renderVersion(w, r, status, vp, "", st)
 		return
 	}
-	var b strings.Builder
+	// The objects dm deploy would apply: Google Cloud resources
+	// (Deployment Manager's types) as Config Connector objects. When the
+	// primitives make none, the resources themselves, and why.
+	objs := make([]any, len(res.Config.Resources))
 	for i, o := range res.Config.Resources {
+		objs[i] = o
+	}
+	m, err := manifest.Of(res, manifest.Options{Project: PreviewProject})
+	if err != nil {
+		st.result.Warnings = append(st.result.Warnings, "not all of it can be deployed: "+derrors.Message(err))
+	} else {
+		objs = objs[:0]
+		for _, o := range m.Objects {
+			objs = append(objs, o.Object)
+		}
+	}
+	var b strings.Builder
+	for i, obj := range objs {
 		if i > 0 {
 			b.WriteString("---\n")
 		}
-		// A primitive's properties are the Kubernetes object; show the
-		// resource itself only when they are not one.
-		var obj any = o
-		if _, ok := o.Properties["kind"]; ok {
-			obj = o.Properties
-		}
 		y, err := yaml.Marshal(obj)
 		if err != nil {
-			st.result.Errors = append(st.result.Errors, fmt.Sprintf("resource %s: %v", o.Name, err))
+			st.result.Errors = append(st.result.Errors, fmt.Sprintf("object %d: %v", i, err))
 			continue
 		}
 		b.Write(y)
 	}
-	st.result.YAML, st.result.Count = b.String(), len(res.Config.Resources)
-	st.result.Warnings = res.Warnings
+	st.result.YAML, st.result.Count = b.String(), len(objs)
+	st.result.Warnings = append(st.result.Warnings, res.Warnings...)
 	c.renderVersion(w, r, http.StatusOK, vp, "", st)
 }
 
