@@ -265,6 +265,10 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 				}
 				*map[string]*string{"chart": &r.Helm.Chart, "url": &r.Helm.URL, "repo": &r.Helm.Repo, "version": &r.Helm.Version, "content": &r.Helm.Content}[k] = s
 			default:
+				if k == "action" {
+					// DM's actions call an API method at deploy time.
+					return nil, lineErr(line("resources", i, k), "resources[%d] (%v) is a Deployment Manager action (%v), an API method call, which dm does not run: declare the state the call makes as a resource instead (docs/gcp.md: what has no Config Connector equivalent)", i, rm["name"], fv)
+				}
 				return nil, lineErr(line("resources", i, k), "field %s not found in a resource (want name, type, properties)", k)
 			}
 		}

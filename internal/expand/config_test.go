@@ -229,3 +229,12 @@ func TestHelmResourceFields(t *testing.T) {
 		})
 	}
 }
+
+// TestActionRefused: a Deployment Manager action (a resource with action:
+// instead of type:) is refused by name, saying what to do instead.
+func TestActionRefused(t *testing.T) {
+	_, err := New(Options{}).Expand(t.Context(), Request{Config: []byte("resources:\n- name: bind\n  action: gcp-types/compute-v1:compute.routers.patch\n  properties: {router: r}\n")})
+	if err == nil || !strings.Contains(err.Error(), "resources[0] (bind) is a Deployment Manager action (gcp-types/compute-v1:compute.routers.patch)") {
+		t.Fatalf("error %v", err)
+	}
+}
