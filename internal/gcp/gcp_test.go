@@ -2,6 +2,7 @@ package gcp
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -494,12 +495,10 @@ func TestErrors(t *testing.T) {
 			[]string{"cycle: a -> b -> a"}},
 		{"reference cycle", `[{name: a, type: compute.v1.network, properties: {description: $(ref.b.selfLink)}}, {name: b, type: compute.v1.network, properties: {description: $(ref.a.selfLink)}}]`,
 			[]string{"cycle: a -> b -> a"}},
-		{"boot disk name", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true, initializeParams: {diskName: other}}]}}]`,
-			[]string{"diskName is \"other\"", "names an instance's boot disk after the instance"}},
 		{"instance-created data disk without a name", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, disks: [{boot: true}, {initializeParams: {diskSizeGb: 10}}]}}]`,
 			[]string{"properties.disks[1].initializeParams has no diskName", "compute.v1.disk resource"}},
-		{"required field", `[{name: fw, type: compute.v1.firewall, properties: {allowed: [{IPProtocol: tcp}]}}]`,
-			[]string{"ComputeFirewall requires spec.networkRef (from properties.network)"}},
+		{"required field", `[{name: sub, type: compute.v1.subnetwork, properties: {region: r, ipCidrRange: 10.0.0.0/8}}]`,
+			[]string{"ComputeSubnetwork requires spec.networkRef (from properties.network)"}},
 		{"ignored field's value", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, networkInterfaces: [{accessConfigs: [{type: DIRECT_IPV6}]}]}}]`,
 			[]string{"takes only ONE_TO_ONE_NAT"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
@@ -629,5 +628,49 @@ func TestLabels(t *testing.T) {
 	r, err := Convert(resources(t, `[{name: bind, type: "gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding", properties: {resource: other, role: roles/viewer, member: "user:a@example.com"}}]`), Options{})
 	if err != nil || at(r.Objects[0], "metadata.annotations."+ProjectAnnotation) != "other" {
 		t.Errorf("binding without --project: %v %v", err, r)
+	}
+}
+
+// TestDMSampleForms: forms DM's public samples write that the Compute API
+// took as it is: a boot disk named otherwise than its instance (a
+// ComputeDisk of its own, attached), a firewall rule on the default
+// network by omission, a backend's name (ignored).
+func TestDMSampleForms(t *testing.T) {
+	r, objs := convert(t, `
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: us-central1-a
+    machineType: f1-micro
+    disks: [{boot: true, autoDelete: true, deviceName: boot, initializeParams: {diskName: vm-disk, sourceImage: projects/cos-cloud/global/images/family/cos-stable, diskSizeGb: 20}}]
+- name: fw
+  type: compute.v1.firewall
+  properties: {allowed: [{IPProtocol: TCP, ports: [8080]}], sourceRanges: [0.0.0.0/0]}
+- name: bes
+  type: compute.v1.backendService
+  properties: {backends: [{name: primary, group: $(ref.ig.selfLink)}]}
+- name: ig
+  type: compute.v1.instanceGroup
+  properties: {zone: us-central1-a}
+`, Options{})
+	for _, c := range []struct {
+		obj, path string
+		want      any
+	}{
+		{"ComputeInstance/vm", "spec.bootDisk.sourceDiskRef", map[string]any{"name": "vm-disk"}},
+		{"ComputeInstance/vm", "spec.bootDisk.autoDelete", true},
+		{"ComputeInstance/vm", "spec.bootDisk.initializeParams", nil},
+		{"ComputeDisk/vm-disk", "spec.imageRef", map[string]any{"external": "projects/cos-cloud/global/images/family/cos-stable"}},
+		{"ComputeDisk/vm-disk", "spec.size", int64(20)},
+		{"ComputeDisk/vm-disk", "spec.location", "us-central1-a"},
+		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
+		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
+	} {
+		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)
+		}
+	}
+	if r.Objects[0]["kind"] != "ComputeDisk" {
+		t.Errorf("the boot disk comes after the instance that attaches it: %v first", r.Objects[0]["kind"])
 	}
 }

@@ -119,7 +119,8 @@ func dropDefaultEmail(props map[string]any, path ...string) {
 // Any other value is an error.
 var ignored = map[string]map[string]ignoreRule{
 	"ComputeBackendService": {
-		"port": {"", "deprecated by Compute Engine for portName"},
+		"port":            {"", "deprecated by Compute Engine for portName"},
+		"backends[].name": {"", "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
 	},
 	"SQLInstance": {
 		"backendType":                       {"SECOND_GEN", "the only generation Cloud SQL runs"},
@@ -291,9 +292,21 @@ func instanceRule(oc *objConv, props map[string]any) error {
 				if !ok {
 					return invalid("%s.initializeParams is %s, not an object", where, describe(ip))
 				}
-				if name, ok := take(ipm, "diskName"); ok && name != oc.it.gcpName {
-					return invalid("%s.initializeParams.diskName is %s: Config Connector names an instance's boot disk after the instance (%s); declare the disk as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where, describe(name), oc.it.gcpName)
+				if name, ok := ipm["diskName"]; ok && name != oc.it.gcpName {
+					// Config Connector names the boot disk it creates
+					// after the instance: a disk of another name is a
+					// ComputeDisk of its own, which adopts the disk DM
+					// made, attached as the boot disk.
+					objName, err := oc.diskObject(ipm, where)
+					if err != nil {
+						return err
+					}
+					if err := oc.set([]seg{{key: "bootDisk"}, {key: "sourceDiskRef"}}, map[string]any{"name": objName}); err != nil {
+						return err
+					}
+					continue
 				}
+				delete(ipm, "diskName")
 				if dt, ok := take(ipm, "diskType"); ok {
 					if err := oc.setValue(shortValue(dt), "bootDisk.initializeParams.type", nil, where+".initializeParams.diskType"); err != nil {
 						return err
@@ -496,6 +509,11 @@ func bucketRule(oc *objConv, props map[string]any) error {
 
 // firewallRule: logConfig.enable is KCC's enableLogging.
 func firewallRule(oc *objConv, props map[string]any) error {
+	if _, ok := props["network"]; !ok {
+		// Compute Engine puts a rule that names no network on the
+		// project's default network; KCC requires the reference.
+		props["network"] = "projects/" + oc.it.project + "/global/networks/default"
+	}
 	lc, _ := props["logConfig"].(map[string]any)
 	if e, ok := take(lc, "enable"); ok {
 		if len(lc) == 0 {
@@ -1051,9 +1069,21 @@ func (oc *objConv) instanceDisk(v any, where string, i int) error {
 	if !ok {
 		return invalid("%s.initializeParams is %s, not an object", where, describe(v))
 	}
+	objName, err := oc.diskObject(ip, where)
+	if err != nil {
+		return err
+	}
+	return oc.set([]seg{{key: "attachedDisk"}, {idx: i}, {key: "sourceDiskRef"}}, map[string]any{"name": objName})
+}
+
+// diskObject makes the ComputeDisk of a disk an instance creates with
+// initializeParams ip, named initializeParams.diskName so that it adopts
+// the disk DM made, ordered before the instance; it returns the object's
+// name.
+func (oc *objConv) diskObject(ip map[string]any, where string) (string, error) {
 	name, _ := ip["diskName"].(string)
 	if name == "" || hasRef(name) {
-		return invalid("%s.initializeParams has no diskName: Config Connector's ComputeInstance creates only its boot disk, and the disk Compute Engine named for this one cannot be adopted; name it (initializeParams.diskName), or declare it as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where)
+		return "", invalid("%s.initializeParams has no diskName: Config Connector's ComputeInstance creates only its boot disk, and the disk Compute Engine named for this one cannot be adopted; name it (initializeParams.diskName), or declare it as a compute.v1.disk resource and attach it with source: $(ref.DISK.selfLink)", where)
 	}
 	body := map[string]any{}
 	var labels map[string]any
@@ -1068,13 +1098,13 @@ func (oc *objConv) instanceDisk(v any, where string, i int) error {
 		case "labels":
 			l, err := labelMap(val, where+".initializeParams.labels")
 			if err != nil {
-				return err
+				return "", err
 			}
 			labels = l
 		case "sourceImage", "sourceSnapshot", "description", "provisionedIops", "provisionedThroughput", "resourcePolicies":
 			body[k] = val
 		default:
-			return invalid("%s.initializeParams.%s has no Config Connector field in the ComputeDisk made for it (diskName, diskSizeGb, diskType, sourceImage, sourceSnapshot, labels, description, provisionedIops, provisionedThroughput, resourcePolicies)", where, k)
+			return "", invalid("%s.initializeParams.%s has no Config Connector field in the ComputeDisk made for it (diskName, diskSizeGb, diskType, sourceImage, sourceSnapshot, labels, description, provisionedIops, provisionedThroughput, resourcePolicies)", where, k)
 		}
 	}
 	objName := name
@@ -1083,11 +1113,11 @@ func (oc *objConv) instanceDisk(v any, where string, i int) error {
 	}
 	x, err := oc.c.partObject(oc, lookupKind("ComputeDisk"), body, name, objName, labels, nil)
 	if err != nil {
-		return fmt.Errorf("%s.initializeParams: %w", where, err)
+		return "", fmt.Errorf("%s.initializeParams: %w", where, err)
 	}
 	x.before = true
 	oc.it.extra = append(oc.it.extra, x)
-	return oc.set([]seg{{key: "attachedDisk"}, {idx: i}, {key: "sourceDiskRef"}}, map[string]any{"name": objName})
+	return objName, nil
 }
 
 // dataprocRule: the project comes again as projectId.
