@@ -87,6 +87,7 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 		if err != nil {
 			return err
 		}
+		g.warn(m.Warnings)
 		return printObjects(p.w, m.Maps(), p.g.output == "list")
 	case f.layout:
 		return printYAML(p.w, res)

@@ -118,6 +118,7 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 	if err != nil {
 		return err
 	}
+	g.warn(m.Warnings)
 	for _, o := range m.Objects {
 		for _, d := range o.Deferred {
 			t := m.Objects[d.Target].Object

@@ -108,6 +108,7 @@ func (c *Catalog) handlePreview(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		st.result.Warnings = append(st.result.Warnings, "not all of it can be deployed: "+derrors.Message(err))
 	} else {
+		st.result.Warnings = append(st.result.Warnings, m.Warnings...)
 		objs = objs[:0]
 		for _, o := range m.Objects {
 			objs = append(objs, o.Object)

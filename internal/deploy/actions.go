@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,7 +65,7 @@ func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error
 	if err != nil {
 		return nil, err
 	}
-	c.warn(x.x)
+	c.warn(x)
 	if liveRecord(h.hist) != nil {
 		return c.update(ctx, opts.Name, h.hist, src, x, opts.ApplyOptions)
 	}
@@ -214,13 +215,13 @@ func (c *Config) expand(ctx context.Context, name string, src *Source) (*expande
 	if err != nil {
 		return nil, err
 	}
-	c.warn(x.x)
+	c.warn(x)
 	return x, nil
 }
 
-// warn logs the engine's warnings.
-func (c *Config) warn(x *expand.Result) {
-	for _, w := range x.Warnings {
+// warn logs the engine's warnings and the conversion's.
+func (c *Config) warn(x *expanded) {
+	for _, w := range slices.Concat(x.x.Warnings, x.p.warnings) {
 		c.logf("dm: warning: %s", w)
 	}
 }

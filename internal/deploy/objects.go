@@ -74,6 +74,8 @@ type plan struct {
 	// outputs are the deployment's outputs, with the live objects they
 	// read.
 	outputs []output
+	// warnings are the conversion's (manifest.Manifest.Warnings).
+	warnings []string
 }
 
 // output is one of the deployment's outputs.
@@ -91,7 +93,7 @@ func objectsOf(res *expand.Result, name, namespace string, gopts manifest.Option
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{}
+	p := &plan{warnings: m.Warnings}
 	all := make([]*object, len(m.Objects))
 	for i, mo := range m.Objects {
 		u := &unstructured.Unstructured{Object: deepCopy(mo.Object).(map[string]any)}

@@ -49,6 +49,10 @@ type Manifest struct {
 	// Outputs are the deployment's outputs (expand.Result.Outputs), with
 	// what only live objects hold as Deferred reads.
 	Outputs []Output
+	// Warnings say what went through but will not work as the
+	// configuration meant: an output reading a field the live Config
+	// Connector object does not carry keeps its reference.
+	Warnings []string
 }
 
 // Object is one object to apply.
@@ -241,9 +245,12 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 		b.index(i, o)
 	}
 	for _, o := range res.Outputs {
-		out, err := b.output(o)
+		out, warnings, err := b.output(o)
 		if err != nil {
 			return nil, fmt.Errorf("output %s: %w", o.Name, err)
+		}
+		for _, w := range warnings {
+			m.Warnings = append(m.Warnings, fmt.Sprintf("output %s: %s", o.Name, w))
 		}
 		m.Outputs = append(m.Outputs, out)
 	}
@@ -390,8 +397,11 @@ func (b *builder) deferRead(i int, field string, rd gcp.Read) error {
 	return nil
 }
 
-// output resolves one of the deployment's outputs.
-func (b *builder) output(o expand.Output) (Output, error) {
+// output resolves one of the deployment's outputs. A reference to a field
+// the live Config Connector object does not carry is a warning, not an
+// error: the deployment can go on without the output.
+func (b *builder) output(o expand.Output) (Output, []string, error) {
+	var warnings []string
 	out := Output{Name: o.Name}
 	holder := map[string]any{"v": value.Copy(o.Value)}
 	var errs []error
@@ -410,7 +420,7 @@ func (b *builder) output(o expand.Output) (Output, error) {
 			}
 			v, known, rd, err := b.conv.Lookup(ref)
 			if err != nil {
-				errs = append(errs, err)
+				warnings = append(warnings, derrors.Message(err)+"; it stays unresolved")
 				continue
 			}
 			if known {
@@ -428,7 +438,7 @@ func (b *builder) output(o expand.Output) (Output, error) {
 		}
 	})
 	out.Value = holder["v"]
-	return out, errors.Join(errs...)
+	return out, warnings, errors.Join(errs...)
 }
 
 // sorted orders the objects so that each comes after the objects its

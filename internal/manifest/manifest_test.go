@@ -204,3 +204,23 @@ func TestPointer(t *testing.T) {
 		t.Fatal("PointerSet of a missing parent succeeded")
 	}
 }
+
+// TestOutputWarning: an output reading a field the live Config Connector
+// object does not carry is a warning, and stays unresolved.
+func TestOutputWarning(t *testing.T) {
+	res := expanded(t, `resources:
+- {name: ring, type: gcp-types/cloudkms-v1:projects.locations.keyRings, properties: {parent: projects/p/locations/us-central1, keyRingId: ring}}
+outputs:
+- {name: odd, value: $(ref.ring.nothingLikeThis)}
+`, nil)
+	m, err := Of(res, Options{Project: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Warnings) != 1 || !strings.Contains(m.Warnings[0], "output odd: $(ref.ring.nothingLikeThis): the live KMSKeyRing carries no nothingLikeThis") {
+		t.Errorf("warnings %q", m.Warnings)
+	}
+	if len(m.Outputs) != 1 || m.Outputs[0].Value != "$(ref.ring.nothingLikeThis)" || len(m.Outputs[0].Deferred) != 0 {
+		t.Errorf("outputs %+v", m.Outputs)
+	}
+}
