@@ -7,6 +7,8 @@ package gcp
 var dmTypes = []dmType{
 	{"bigquery.v2.dataset", "BigQueryDataset", ""},
 	{"bigquery.v2.table", "BigQueryTable", ""},
+	{"bigtableadmin.v2.instance", "BigtableInstance", ""},
+	{"bigtableadmin.v2.instance.table", "BigtableTable", ""},
 	{"cloudfunctions.v1.function", "CloudFunctionsFunction", ""},
 	{"cloudfunctions.v1beta2.function", "CloudFunctionsFunction", ""},
 	{"cloudresourcemanager.v1.project", "Project", ""},
