@@ -634,7 +634,8 @@ func TestLabels(t *testing.T) {
 // TestDMSampleForms: forms DM's public samples write that the Compute API
 // took as it is: a boot disk named otherwise than its instance (a
 // ComputeDisk of its own, attached), a firewall rule on the default
-// network by omission, a backend's name (ignored).
+// network by omission, a backend's name (ignored), an autoscaler without
+// a minimum (one).
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -652,6 +653,12 @@ func TestDMSampleForms(t *testing.T) {
 - name: ig
   type: compute.v1.instanceGroup
   properties: {zone: us-central1-a}
+- name: as
+  type: compute.v1.autoscaler
+  properties: {zone: us-central1-a, target: $(ref.igm.selfLink), autoscalingPolicy: {maxNumReplicas: 5}}
+- name: igm
+  type: compute.v1.instanceGroupManager
+  properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -665,6 +672,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeDisk/vm-disk", "spec.location", "us-central1-a"},
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
+		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

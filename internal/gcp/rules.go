@@ -17,6 +17,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeInstanceTemplate":          instanceTemplateRule,
 	"ComputeHealthCheck":               healthCheckRule,
 	"ComputeFirewall":                  firewallRule,
+	"ComputeAutoscaler":                autoscalerRule,
 	"ComputeBackendService":            backendServiceRule,
 	"ComputeSubnetwork":                subnetworkRule,
 	"IAMPolicyMember":                  iamMemberBinding,
@@ -520,6 +521,17 @@ func firewallRule(oc *objConv, props map[string]any) error {
 			delete(props, "logConfig")
 		}
 		return oc.setValue(e, "enableLogging", nil, "logConfig.enable")
+	}
+	return nil
+}
+
+// autoscalerRule: Compute Engine scales down to one instance when the
+// policy names no minimum; KCC requires the minimum.
+func autoscalerRule(oc *objConv, props map[string]any) error {
+	if p, ok := props["autoscalingPolicy"].(map[string]any); ok {
+		if _, has := p["minNumReplicas"]; !has {
+			p["minNumReplicas"] = int64(1)
+		}
 	}
 	return nil
 }

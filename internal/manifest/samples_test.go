@@ -1,0 +1,160 @@
+package manifest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/configfile"
+	"github.com/dmhq/dm/internal/gcp/kcctest"
+)
+
+func TestMain(m *testing.M) { kubetest.Main(m) }
+
+// dmSamples is testdata/dmsamples.yaml.
+type dmSamples struct {
+	Samples []struct {
+		Config     string
+		Files      map[string]string
+		Properties map[string]any
+		Expect     string
+	}
+}
+
+// TestDMSamples converts public Deployment Manager configurations nobody
+// here wrote (testdata/dmsamples.yaml; the files themselves are read from
+// $DM_SAMPLES_DIR, a checkout of GoogleCloudPlatform/deploymentmanager-
+// samples) as dm convert does, and applies every object to the test
+// apiserver holding Config Connector's CRDs with strict field validation.
+// A sample expected to fail must fail with the error its entry names.
+func TestDMSamples(t *testing.T) {
+	root := os.Getenv("DM_SAMPLES_DIR")
+	if root == "" {
+		t.Skip("DM_SAMPLES_DIR is not set: it names a checkout of GoogleCloudPlatform/deploymentmanager-samples (testdata/dmsamples.yaml)")
+	}
+	b, err := os.ReadFile("testdata/dmsamples.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list dmSamples
+	if err := yaml.Unmarshal(b, &list); err != nil {
+		t.Fatal(err)
+	}
+	env := kubetest.Shared(t)
+	crds := kcctest.InstallCRDs(t, env)
+	converted, applied, refused := 0, 0, 0
+	for _, s := range list.Samples {
+		t.Run(strings.TrimPrefix(s.Config, "examples/v2/"), func(t *testing.T) {
+			for f := range s.Files {
+				if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+					t.Fatalf("%s is missing from DM_SAMPLES_DIR: %v", f, err)
+				}
+			}
+			objs, err := convertSample(t.Context(), root, s.Config, s.Properties)
+			if s.Expect != "ok" {
+				if err == nil || !strings.Contains(err.Error(), s.Expect) {
+					t.Fatalf("want an error containing %q, got %v", s.Expect, err)
+				}
+				refused++
+				t.Logf("refused, as expected: %v", err)
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			converted++
+			ns := env.Namespace(t)
+			var kinds []string
+			for _, o := range objs {
+				kind, _ := o["kind"].(string)
+				apiVersion, _ := o["apiVersion"].(string)
+				name, _ := o["metadata"].(map[string]any)["name"].(string)
+				crd, ok := crds[kind]
+				if !ok {
+					t.Errorf("%s %s: no Config Connector CRD of kind %s", kind, name, kind)
+					continue
+				}
+				body, _ := json.Marshal(o)
+				if err := applyStrict(env, "/apis/"+apiVersion+"/namespaces/"+ns+"/"+crd.Plural+"/"+name, body); err != nil {
+					y, _ := yaml.Marshal(o)
+					t.Errorf("%s %s refused: %v\n%s", kind, name, err, y)
+					continue
+				}
+				kinds = append(kinds, kind)
+			}
+			if !t.Failed() {
+				applied++
+			}
+			t.Logf("%d objects applied: %s", len(kinds), strings.Join(kinds, ", "))
+		})
+	}
+	t.Logf("%d samples: %d converted and applied (%d converted), %d refused as expected", len(list.Samples), applied, converted, refused)
+}
+
+// convertSample expands and converts the configuration at config (a path
+// under root, its import root) as dm convert --project acme-samples does,
+// and fills the references only live objects have with stand-ins.
+func convertSample(ctx context.Context, root, config string, props map[string]any) ([]map[string]any, error) {
+	f, err := configfile.Read(filepath.Join(root, config), nil, root)
+	if err != nil {
+		return nil, err
+	}
+	res, err := expand.New(expand.Options{}).Expand(ctx, expand.Request{
+		Config: f.Content, ConfigName: f.Name, Imports: f.Imports, Properties: props,
+		Deployment: strings.TrimSuffix(filepath.Base(config), filepath.Ext(config)), Namespace: "default",
+		Env: map[string]string{"project": "acme-samples"},
+	})
+	if err != nil {
+		return nil, err
+	}
+	m, err := Of(res, Options{Project: "acme-samples", DeletionPolicy: "abandon"})
+	if err != nil {
+		return nil, err
+	}
+	objs := m.Maps()
+	for _, o := range m.Objects {
+		for _, d := range o.Deferred {
+			cur, _ := PointerGet(o.Object, d.Field)
+			if s, ok := cur.(string); ok {
+				PointerSet(o.Object, d.Field, strings.ReplaceAll(s, d.Ref, "10.0.0.2"))
+			}
+		}
+	}
+	return objs, nil
+}
+
+// applyStrict sends body as a server-side apply with strict field
+// validation, as dm deploy does.
+func applyStrict(env *kubetest.Env, path string, body []byte) error {
+	req, err := http.NewRequest(http.MethodPatch, env.Server+path+"?fieldManager=dm-test&force=true&fieldValidation=Strict", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+env.AdminToken)
+	req.Header.Set("Content-Type", "application/apply-patch+yaml")
+	resp, err := env.HTTPClient().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 300 {
+		var st struct{ Message string }
+		if json.Unmarshal(data, &st) == nil && st.Message != "" {
+			return fmt.Errorf("%d: %s", resp.StatusCode, st.Message)
+		}
+		return fmt.Errorf("%d: %s", resp.StatusCode, bytes.TrimSpace(data))
+	}
+	return nil
+}
