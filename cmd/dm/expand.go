@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -162,15 +163,17 @@ func printObjects(w io.Writer, objs []map[string]any, list bool) error {
 		}
 		return printYAML(w, map[string]any{"apiVersion": "v1", "kind": "List", "items": items})
 	}
-	for _, o := range objs {
-		if _, err := io.WriteString(w, "---\n"); err != nil {
-			return err
-		}
-		if err := printYAML(w, o); err != nil {
-			return err
-		}
+	docs, err := value.MarshalYAMLEach(objs)
+	if err != nil {
+		return err
 	}
-	return nil
+	var b bytes.Buffer
+	for _, d := range docs {
+		b.WriteString("---\n")
+		b.Write(d)
+	}
+	_, err = w.Write(b.Bytes())
+	return err
 }
 
 // warn prints an expansion's warnings on stderr.

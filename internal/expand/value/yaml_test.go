@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	yaml2 "go.yaml.in/yaml/v2"
 	"sigs.k8s.io/yaml"
 )
 
@@ -110,4 +111,84 @@ func FuzzMarshalYAML(f *testing.F) {
 		}
 		sameAsSigsYAML(t, v)
 	})
+}
+
+// TestFastYAML: the values MarshalYAML writes without the library (plain
+// keys, one-line strings, integers) come out as the library writes them,
+// long strings near the width where it folds them and keys whose digits it
+// orders by value included; the fast path must take most objects.
+func TestFastYAML(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 7))
+	words := []string{"a", "compute", "10.0.0.0/20", "80", "https://www.googleapis.com/compute/v1/projects/p/global/networks/default", "echo hi > /etc/x", "true", "x y", "e2-small", "item10", "item9", "item09", "a.b/c-d", "v1beta1"}
+	long := func() string {
+		var b strings.Builder
+		for range r.IntN(30) {
+			b.WriteString(words[r.IntN(len(words))])
+			if r.IntN(2) == 0 {
+				b.WriteByte(' ')
+			}
+		}
+		return b.String()
+	}
+	var gen func(depth int) any
+	gen = func(depth int) any {
+		switch k := r.IntN(8); {
+		case k < 2 && depth < 6:
+			m := map[string]any{}
+			for range r.IntN(6) {
+				m[words[r.IntN(len(words))]] = gen(depth + 1)
+			}
+			return m
+		case k < 4 && depth < 6:
+			l := []any{}
+			for range r.IntN(4) {
+				l = append(l, gen(depth+1))
+			}
+			return l
+		case k < 6:
+			return long()
+		case k < 7:
+			return int64(r.IntN(1000))
+		}
+		return nil
+	}
+	fast := 0
+	for range 3000 {
+		v := gen(0)
+		if _, ok := newYAMLWriter().fastYAML(v); ok {
+			fast++
+		}
+		sameAsSigsYAML(t, v)
+		if t.Failed() {
+			return
+		}
+	}
+	if fast < 1000 {
+		t.Errorf("the fast path wrote %d of 3000 values", fast)
+	}
+}
+
+// TestObviouslyPlain: the strings obviouslyPlain passes are written by the
+// library as they are.
+func TestObviouslyPlain(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 11))
+	alphabet := "aZy:/._-09 #,'\"nNoOfFtTeEuUlL"
+	n := 0
+	for range 200000 {
+		b := make([]byte, 1+r.IntN(7))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		s := string(b)
+		if !obviouslyPlain(s) {
+			continue
+		}
+		n++
+		if got, _ := yaml2.Marshal(s); string(got) != s+"\n" {
+			t.Fatalf("obviouslyPlain(%q), but the library writes %q", s, got)
+		}
+	}
+	if n < 1000 {
+		t.Errorf("only %d strings were obviously plain", n)
+	}
 }
