@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-tenancy
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy
 
 all: build
 
@@ -185,6 +185,15 @@ bench-deploy: build testenv kubectl
 PAIRS ?= 15
 bench-chart: build testenv
 	$(GO) run ./scripts/benchchart -dm $(BIN)/dm -helm .testenv/bin/helm -pairs $(PAIRS)
+
+# dm convert of a 100-resource Deployment Manager configuration
+# (testdata/gcp/bench100) against dm expand -o json of it, whole processes,
+# CPU of PAIRS runs of each in turn (docs/benchmarks.md, Leaving Deployment
+# Manager).
+bench-convert: build
+	$(GO) run ./scripts/benchchart -pairs $(PAIRS) \
+	  -a '$(BIN)/dm convert testdata/gcp/bench100/config.yaml --project acme' \
+	  -b '$(BIN)/dm expand testdata/gcp/bench100/config.yaml -o json'
 
 # Three registryd processes with --watch-registries against one local
 # apiserver and the GitHub test server: push-to-all-replicas p95 over 20

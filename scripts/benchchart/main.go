@@ -9,6 +9,10 @@
 // turn, -pairs times after a warm-up of each, so that load on the machine
 // falls on both alike; the figure to quote is the median of the paired
 // ratios dm/helm, with their spread and the load average.
+//
+// With -a and -b it compares any two commands the same way instead (each
+// split at spaces): make bench-convert times dm convert of a 100-resource
+// Deployment Manager configuration against dm expand -o json of it.
 package main
 
 import (
@@ -31,17 +35,22 @@ func main() {
 	helm := flag.String("helm", ".testenv/bin/helm", "the helm binary")
 	chart := flag.String("chart", "internal/expand/helm/testdata/charts/thirty", "the chart directory")
 	pairs := flag.Int("pairs", 15, "runs of each command, in turn (1 to 100)")
+	a := flag.String("a", "", "a command to compare with -b instead of the chart's (split at spaces)")
+	b := flag.String("b", "", "the yardstick of -a")
 	flag.Parse()
-	if err := run(*dm, *helm, *chart, *pairs); err != nil {
+	var err error
+	if *a != "" || *b != "" {
+		err = compare(strings.Fields(*a), strings.Fields(*b), label(*a), label(*b), *pairs)
+	} else {
+		err = run(*dm, *helm, *chart, *pairs)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchchart:", err)
 		os.Exit(1)
 	}
 }
 
 func run(dm, helm, chart string, pairs int) error {
-	if pairs < 1 || pairs > 100 {
-		return fmt.Errorf("-pairs %d: want 1 to 100", pairs)
-	}
 	reg, err := os.MkdirTemp("", "benchchart")
 	if err != nil {
 		return err
@@ -53,20 +62,31 @@ func run(dm, helm, chart string, pairs int) error {
 	}
 	dmCmd := []string{dm, "--registry-dir", "bench/charts=" + reg, "expand", "thirty:v1", "-o", "manifest"}
 	helmCmd := []string{helm, "template", "thirty", dir}
-	fmt.Printf("A: %s\nB: %s\nload average before: %s\n", strings.Join(dmCmd, " "), strings.Join(helmCmd, " "), loadavg())
+	return compare(dmCmd, helmCmd, "dm expand", "helm template", pairs)
+}
 
-	var a, b, ratios []float64
+// compare runs a and b in turn, pairs times after a warm-up of each, and
+// prints their CPU seconds and the paired ratios a/b.
+func compare(a, b []string, nameA, nameB string, pairs int) error {
+	if pairs < 1 || pairs > 100 {
+		return fmt.Errorf("-pairs %d: want 1 to 100", pairs)
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return errors.New("give both -a and -b")
+	}
+	fmt.Printf("A: %s\nB: %s\nload average before: %s\n", strings.Join(a, " "), strings.Join(b, " "), loadavg())
+	var ta, tb, ratios []float64
 	for i := -1; i < pairs; i++ { // i = -1: the warm-up, not counted
-		ca, err := cpu(dmCmd)
+		ca, err := cpu(a)
 		if err != nil {
 			return err
 		}
-		cb, err := cpu(helmCmd)
+		cb, err := cpu(b)
 		if err != nil {
 			return err
 		}
 		if i >= 0 {
-			a, b, ratios = append(a, ca), append(b, cb), append(ratios, ca/cb)
+			ta, tb, ratios = append(ta, ca), append(tb, cb), append(ratios, ca/cb)
 		}
 	}
 	fmt.Printf("load average after: %s\n", loadavg())
@@ -75,8 +95,8 @@ func run(dm, helm, chart string, pairs int) error {
 		slices.Sort(v)
 		fmt.Printf("  %-30s %8.3f %8.3f %8.3f\n", name, v[0], median(v), v[len(v)-1])
 	}
-	row("A dm expand", a)
-	row("B helm template", b)
+	row("A "+nameA, ta)
+	row("B "+nameB, tb)
 	row("A/B (paired)", ratios)
 	return nil
 }
@@ -96,14 +116,24 @@ func cpu(args []string) (float64, error) {
 	if err := cmd.Run(); err != nil {
 		return 0, fmt.Errorf("%s: %w\n%s", args[0], err, stderr.Bytes())
 	}
-	if !bytes.Contains(out.Bytes(), []byte("kind:")) {
-		return 0, errors.New(args[0] + " printed no objects")
+	if out.Len() == 0 {
+		return 0, errors.New(args[0] + " printed nothing")
 	}
 	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &after); err != nil {
 		return 0, err
 	}
 	sec := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 	return sec(after.Utime) - sec(before.Utime) + sec(after.Stime) - sec(before.Stime), nil
+}
+
+// label names a command by its program and first argument (dm convert).
+func label(cmd string) string {
+	f := strings.Fields(cmd)
+	if len(f) == 0 {
+		return ""
+	}
+	f[0] = filepath.Base(f[0])
+	return strings.Join(f[:min(2, len(f))], " ")
 }
 
 func median(sorted []float64) float64 {
