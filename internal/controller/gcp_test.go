@@ -157,3 +157,40 @@ func TestGCPInstance(t *testing.T) {
 		return nil
 	})
 }
+
+// TestOutputsRedacted: a template's DM outputs in status.outputs never
+// show a secret: one that reads a Secret, or holds a property the schema
+// marks writeOnly, reads "(redacted)"; the others are read as they are.
+func TestOutputsRedacted(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	d := filepath.Join(h.dir, "outsecret", "v1.0.0")
+	must(t, os.MkdirAll(d, 0o755))
+	must(t, os.WriteFile(filepath.Join(d, "outsecret.jinja.schema"), []byte("properties:\n  password: {type: string, writeOnly: true}\n"), 0o644))
+	tmpl := `resources:
+- name: secret
+  type: Secret
+  properties: {apiVersion: v1, kind: Secret, metadata: {name: "{{ env['deployment'] }}-s"}, stringData: {password: "{{ properties.password }}"}}
+- name: cm
+  type: ConfigMap
+  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: "{{ env['deployment'] }}-c"}, data: {a: b}}
+outputs:
+- {name: fromSecret, value: $(ref.secret.data.password)}
+- {name: echoed, value: "pw={{ properties.password }}"}
+- {name: plain, value: $(ref.cm.data.a)}
+- {name: uid, value: $(ref.cm.metadata.name)}
+`
+	must(t, os.WriteFile(filepath.Join(d, ".outsecret.jinja"), []byte(tmpl), 0o644))
+	must(t, os.Rename(filepath.Join(d, ".outsecret.jinja"), filepath.Join(d, "outsecret.jinja")))
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "leak", v1alpha1.TemplateInstanceSpec{Template: "outsecret:v1", ServiceAccountName: "deployer", Properties: props(t, `{"password":"hunter22"}`)})
+	ti := h.condition(t, ns, "leak", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	var outputs map[string]any
+	if ti.Status.Outputs == nil || json.Unmarshal(ti.Status.Outputs.Raw, &outputs) != nil {
+		t.Fatalf("status.outputs: %v", ti.Status.Outputs)
+	}
+	want := map[string]any{"fromSecret": "(redacted)", "echoed": "(redacted)", "plain": "b", "uid": "leak-c"}
+	if fmt.Sprint(outputs) != fmt.Sprint(want) {
+		t.Errorf("status.outputs %v, want %v", outputs, want)
+	}
+}
