@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	dm "github.com/dmhq/dm"
@@ -93,7 +94,12 @@ func TestExampleRegistry(t *testing.T) {
 					t.Errorf("expansion does not use %s (references: %+v)", v.Ref, res.References)
 				}
 				for _, p := range res.Config.Resources {
-					if p.Properties["kind"] == nil || p.Properties["apiVersion"] == nil {
+					// A Kubernetes object, or a Deployment Manager Google
+					// Cloud type (compute.v1.instance), which
+					// internal/manifest turns into a Config Connector
+					// object.
+					gcpType := strings.HasPrefix(p.Type, "gcp-types/") || strings.Count(p.Type, ".") >= 2 && !strings.Contains(p.Type, "/")
+					if !gcpType && (p.Properties["kind"] == nil || p.Properties["apiVersion"] == nil) {
 						t.Errorf("primitive %s lacks kind or apiVersion", p.Name)
 					}
 				}
