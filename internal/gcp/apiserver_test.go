@@ -1,11 +1,8 @@
 package gcp_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -46,32 +43,6 @@ func installCRDs(t *testing.T, env *kubetest.Env) map[string]string {
 	return crdPlural
 }
 
-// apply sends body (YAML or JSON) as a server-side apply patch with strict
-// field validation, as dm deploy does.
-func apply(env *kubetest.Env, path string, body []byte) error {
-	req, err := http.NewRequest(http.MethodPatch, env.Server+path+"?fieldManager=dm-test&force=true&fieldValidation=Strict", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+env.AdminToken)
-	req.Header.Set("Content-Type", "application/apply-patch+yaml")
-	req.Header.Set("Accept", "application/json")
-	resp, err := env.HTTPClient().Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		var status struct{ Message string }
-		if json.Unmarshal(data, &status) == nil && status.Message != "" {
-			return fmt.Errorf("%d: %s", resp.StatusCode, status.Message)
-		}
-		return fmt.Errorf("%d: %s", resp.StatusCode, bytes.TrimSpace(data))
-	}
-	return nil
-}
-
 // applyObjects applies objs in order in namespace ns, returning one error
 // per refused object.
 func applyObjects(t *testing.T, env *kubetest.Env, ns string, objs []map[string]any, sources []string) []error {
@@ -92,7 +63,7 @@ func applyObjects(t *testing.T, env *kubetest.Env, ns string, objs []map[string]
 			t.Fatal(err)
 		}
 		path := "/apis/" + apiVersion + "/namespaces/" + ns + "/" + p + "/" + name
-		if err := apply(env, path, b); err != nil {
+		if err := kcctest.ApplyStrict(env, path, b); err != nil {
 			y, _ := yaml.Marshal(o)
 			errs = append(errs, fmt.Errorf("%s %s (from %s): %v\n%s", kind, name, sources[i], err, y))
 		}

@@ -1,12 +1,8 @@
 package manifest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +82,7 @@ func TestDMSamples(t *testing.T) {
 					continue
 				}
 				body, _ := json.Marshal(o)
-				if err := applyStrict(env, "/apis/"+apiVersion+"/namespaces/"+ns+"/"+crd.Plural+"/"+name, body); err != nil {
+				if err := kcctest.ApplyStrict(env, "/apis/"+apiVersion+"/namespaces/"+ns+"/"+crd.Plural+"/"+name, body); err != nil {
 					y, _ := yaml.Marshal(o)
 					t.Errorf("%s %s refused: %v\n%s", kind, name, err, y)
 					continue
@@ -132,29 +128,4 @@ func convertSample(ctx context.Context, root, config string, props map[string]an
 		}
 	}
 	return objs, nil
-}
-
-// applyStrict sends body as a server-side apply with strict field
-// validation, as dm deploy does.
-func applyStrict(env *kubetest.Env, path string, body []byte) error {
-	req, err := http.NewRequest(http.MethodPatch, env.Server+path+"?fieldManager=dm-test&force=true&fieldValidation=Strict", bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+env.AdminToken)
-	req.Header.Set("Content-Type", "application/apply-patch+yaml")
-	resp, err := env.HTTPClient().Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 300 {
-		var st struct{ Message string }
-		if json.Unmarshal(data, &st) == nil && st.Message != "" {
-			return fmt.Errorf("%d: %s", resp.StatusCode, st.Message)
-		}
-		return fmt.Errorf("%d: %s", resp.StatusCode, bytes.TrimSpace(data))
-	}
-	return nil
 }

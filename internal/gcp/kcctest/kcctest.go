@@ -115,6 +115,15 @@ func apply(env *kubetest.Env, path string, body []byte) error {
 	return send(env, http.MethodPatch, path, "application/apply-patch+yaml", body)
 }
 
+// ApplyStrict sends body (YAML or JSON) to path as the admin's server-side
+// apply with strict field validation, as dm deploy applies: an unknown
+// field is refused. The error is the apiserver's message.
+func ApplyStrict(env *kubetest.Env, path string, body []byte) error {
+	return send(env, http.MethodPatch, path+"?fieldManager=dm-test&force=true&fieldValidation=Strict", "application/apply-patch+yaml", body)
+}
+
+// send sends body to path as the admin; an answer of 300 or more is an
+// error with the apiserver's message.
 func send(env *kubetest.Env, method, path, contentType string, body []byte) error {
 	req, err := http.NewRequest(method, env.Server+path, bytes.NewReader(body))
 	if err != nil {
@@ -130,7 +139,11 @@ func send(env *kubetest.Env, method, path, contentType string, body []byte) erro
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %d: %s", method, path, resp.StatusCode, bytes.TrimSpace(data))
+		var st struct{ Message string }
+		if json.Unmarshal(data, &st) == nil && st.Message != "" {
+			return fmt.Errorf("%d: %s", resp.StatusCode, st.Message)
+		}
+		return fmt.Errorf("%d: %s", resp.StatusCode, bytes.TrimSpace(data))
 	}
 	return nil
 }
