@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples
 
 all: build
 
@@ -217,6 +217,14 @@ bench-tenancy: testenv
 # DM_BENCH_INSTANCES (default 1000) instances (docs/benchmarks.md).
 bench-controller: testenv
 	$(GO) test -run '^$$' -bench BenchmarkController -benchtime 1x -timeout 40m ./cmd/dm-controller
+
+# The public Deployment Manager samples nobody here wrote, converted and
+# applied to a test apiserver holding Config Connector's CRDs under strict
+# validation (internal/manifest/testdata/dmsamples.yaml names each file and
+# its commit). The files are not in this repository: DM_SAMPLES_DIR names a
+# checkout of GoogleCloudPlatform/deploymentmanager-samples.
+dm-samples: testenv
+	DM_SAMPLES_DIR="$(DM_SAMPLES_DIR)" $(GO) test -count=1 -tags dmsamples -run TestDMSamples -v ./internal/manifest
 
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).

@@ -6,9 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/gcp"
 )
+
+// TestMain lets tests start the shared test apiserver (kubetest).
+func TestMain(m *testing.M) { kubetest.Main(m) }
 
 // expanded expands a configuration with its imports.
 func expanded(t *testing.T, cfg string, imports map[string]string) *expand.Result {
