@@ -200,7 +200,11 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			DeletionPolicy: gcpDeletionPolicy(ti),
 		},
 		// Forced: drift is restored, whoever changed the fields.
-		ApplyOptions: deploy.ApplyOptions{Controller: r.kind.controllerName(ti), SkipUnchanged: true, ForceConflicts: true},
+		// A Config Connector object that is not ready yet (its Google
+		// Cloud resource being made) is waited for briefly, then the
+		// instance is tried again: a worker is not held for minutes.
+		ApplyOptions: deploy.ApplyOptions{Controller: r.kind.controllerName(ti), SkipUnchanged: true, ForceConflicts: true,
+			ReferenceTimeout: referenceWait},
 	})
 	if err != nil {
 		return nil, err
@@ -530,6 +534,11 @@ func stalled(err error) bool {
 	}
 	return false
 }
+
+// referenceWait bounds how long a reconcile waits for an object its next
+// wave reads (a Config Connector object's status): past it the instance
+// is Reconciling and tried again with back-off.
+const referenceWait = 15 * time.Second
 
 // reason is the condition reason of an error.
 func reason(err error) string {

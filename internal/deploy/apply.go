@@ -238,7 +238,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	// The action's pre- hooks (none when p.action is "").
 	err = c.runHooks(ctx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
 	if err == nil {
-		applied, err = c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, deadline)
+		applied, err = c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.referenceTimeout()))
 	}
 	if err == nil && len(prune) > 0 {
 		if err = cl.Delete(ctx, prune, kube.DeleteOptions{}); err != nil {
@@ -601,7 +601,7 @@ func (c *Config) applySame(ctx context.Context, p *plan, live map[kube.ObjectRef
 	if !todo {
 		return true, nil
 	}
-	if _, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.timeout())); err != nil {
+	if _, err := c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.referenceTimeout())); err != nil {
 		return false, err
 	}
 	for _, o := range p.objects {

@@ -182,6 +182,11 @@ type ApplyOptions struct {
 	// Timeout bounds Wait and the wait for deferred references; default
 	// DefaultTimeout.
 	Timeout time.Duration
+	// ReferenceTimeout, if set, bounds instead the wait for the objects a
+	// wave reads or depends on (deferred references, dependsOn): past it,
+	// an object not ready yet is an error wrapping derrors.Unavailable,
+	// for a controller to try again later rather than hold a worker.
+	ReferenceTimeout time.Duration
 	// ForceConflicts takes over fields other field managers own.
 	ForceConflicts bool
 	// Adopt takes over existing objects that no dm deployment owns.
@@ -214,6 +219,14 @@ func (o *ApplyOptions) timeout() time.Duration {
 		return o.Timeout
 	}
 	return DefaultTimeout
+}
+
+// referenceTimeout is ReferenceTimeout, else timeout.
+func (o *ApplyOptions) referenceTimeout() time.Duration {
+	if o.ReferenceTimeout > 0 {
+		return o.ReferenceTimeout
+	}
+	return o.timeout()
 }
 
 func (o *ApplyOptions) historyMax() int {
