@@ -149,7 +149,7 @@ type restNode struct {
 	Type     string // string, integer, number, boolean, object, array, map, any
 	ReadOnly bool
 	Props    map[string]*restNode
-	Items    *restNode
+	Items    *restNode // an array's items, a map's values
 }
 
 // restTree builds the body DM writes for method m of doc: the request
@@ -226,7 +226,7 @@ func convertField(doc *discoDoc, f *discoField, stack map[string]bool, depth int
 		}
 		return n
 	case f.Type == "object" && f.AdditionalProperties != nil:
-		return &restNode{Type: "map", ReadOnly: f.ReadOnly}
+		return &restNode{Type: "map", ReadOnly: f.ReadOnly, Items: convertField(doc, f.AdditionalProperties, stack, depth+1)}
 	case f.Type == "object":
 		return &restNode{Type: "any", ReadOnly: f.ReadOnly}
 	}

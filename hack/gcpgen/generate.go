@@ -183,18 +183,25 @@ func setPair(pairs []pairOut, rest, kcc string) []pairOut {
 	return append(pairs, pairOut{REST: rest, KCC: kcc, Mode: modeLeaf})
 }
 
-// restAt is the node at a REST path (a.b[]).
+// restAt is the node at a REST path: a.b[] the items of list b, a.b{}
+// the values of map b (a table's column families by name).
 func restAt(n *restNode, path string) *restNode {
 	for _, seg := range strings.Split(path, ".") {
-		arr := strings.HasSuffix(seg, "[]")
-		seg = strings.TrimSuffix(seg, "[]")
+		elem := ""
+		if strings.HasSuffix(seg, "[]") || strings.HasSuffix(seg, "{}") {
+			seg, elem = seg[:len(seg)-2], seg[len(seg)-2:]
+		}
 		if n == nil || n.Props == nil {
 			return nil
 		}
 		n = n.Props[seg]
-		if arr && n != nil {
-			n = n.Items
+		if n == nil || elem == "" {
+			continue
 		}
+		if (elem == "[]") != (n.Type == "array") || (elem == "{}") != (n.Type == "map") {
+			return nil
+		}
+		n = n.Items
 	}
 	return n
 }

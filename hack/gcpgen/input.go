@@ -41,7 +41,7 @@ type kindSpec struct {
 	Variants []variantSpec `json:"variants"`
 	// Body is the path in the method's request body of what this kind
 	// stands for, when it is a part of another resource's body (a
-	// router's nats[]); Parts are the lists of a body whose items are
+	// router's nats[], a map's values table.columnFamilies{}); Parts are the lists of a body whose items are
 	// objects of another kind (a router's NATs, a cluster's node pools),
 	// As the REST path under which that kind's pairs read an item.
 	Body  string     `json:"body"`

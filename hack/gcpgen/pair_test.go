@@ -87,3 +87,25 @@ func TestStatusPairs(t *testing.T) {
 		t.Errorf("status pairs %v, want %v", got, want)
 	}
 }
+
+// TestRestAt: a path steps into a list's items with [] and a map's values
+// with {} (a table's column families by name), and only into those.
+func TestRestAt(t *testing.T) {
+	family := obj(map[string]*restNode{"gcRule": obj(map[string]*restNode{"maxNumVersions": leaf("integer")})})
+	rest := obj(map[string]*restNode{
+		"table": obj(map[string]*restNode{"columnFamilies": {Type: "map", Items: family}}),
+		"nats":  list(obj(map[string]*restNode{"name": leaf("string")})),
+	})
+	for path, want := range map[string]*restNode{
+		"table.columnFamilies{}":        family,
+		"table.columnFamilies{}.gcRule": family.Props["gcRule"],
+		"nats[]":                        rest.Props["nats"].Items,
+		"table.columnFamilies[]":        nil,
+		"nats{}":                        nil,
+		"table.nothing{}":               nil,
+	} {
+		if got := restAt(rest, path); got != want {
+			t.Errorf("restAt(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
