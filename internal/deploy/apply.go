@@ -313,6 +313,14 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 	if uerr := c.History.Update(wctx, rec); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("recording the failure: %w", uerr))
 	}
+	// A deployment that keeps failing (dm-controller retrying while a
+	// Config Connector object is being made) would otherwise add a
+	// revision per try without bound; the last deployed one is kept.
+	if max := opts.historyMax(); max > 0 && len(hist)+1 > max {
+		if perr := driver.Prune(wctx, c.History, c.namespace(), name, max); perr != nil {
+			c.logf("dm: warning: %v", perr)
+		}
+	}
 	if !opts.Atomic {
 		return err
 	}

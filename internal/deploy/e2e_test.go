@@ -768,3 +768,32 @@ resources:
 		t.Errorf("dm update of a controller's deployment: %v", err)
 	}
 }
+
+// TestFailuresPruneHistory: a deployment that keeps failing (as
+// dm-controller retries one whose Config Connector objects are not ready)
+// keeps at most HistoryMax revisions, the last deployed one among them.
+func TestFailuresPruneHistory(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	opts := deploy.ApplyOptions{HistoryMax: 3}
+	f.deploy("flaky", configSource(`
+resources:
+- name: fine
+  type: ConfigMap
+  properties: {apiVersion: v1, kind: ConfigMap, data: {v: "1"}}
+`, nil), opts)
+	for i := range 4 {
+		_, err := f.c.Update(ctx, deploy.UpdateOptions{Name: "flaky", ApplyOptions: opts, Source: configSource(fmt.Sprintf(`
+resources:
+- name: bad
+  type: Service
+  properties: {apiVersion: v1, kind: Service, metadata: {annotations: {try: "%d"}}, spec: {ports: [{port: 70000}]}}
+`, i), nil)})
+		if err == nil {
+			t.Fatalf("try %d: an invalid Service was applied", i)
+		}
+	}
+	if s := statuses(f.history("flaky")); s != "1:deployed 4:failed 5:failed" {
+		t.Errorf("history %s, want the deployed revision and the last failures, 3 in all", s)
+	}
+}
