@@ -139,7 +139,8 @@ func asInstance(u *unstructured.Unstructured, def *v1alpha1.TemplateDefinition) 
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"metadata": u.Object["metadata"]}, ti); err != nil {
 		return nil, fmt.Errorf("%s: reading its metadata: %w", where, err)
 	}
-	ti.Spec = v1alpha1.TemplateInstanceSpec{Template: def.Spec.Template, ServiceAccountName: u.GetAnnotations()[AnnotationServiceAccount]}
+	ti.Spec = v1alpha1.TemplateInstanceSpec{Template: def.Spec.Template, ServiceAccountName: u.GetAnnotations()[AnnotationServiceAccount],
+		GCP: def.Spec.GCP.DeepCopy()}
 	if spec, ok := u.Object["spec"]; ok && spec != nil {
 		b, err := json.Marshal(spec)
 		if err != nil {

@@ -74,3 +74,40 @@ func TestDefinedKindStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestDefinedKindGCP: an instance of a defined kind takes its definition's
+// Google Cloud settings (its spec holds only properties), a copy that
+// reconciling it cannot change.
+func TestDefinedKindGCP(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "a.example.com/v1", "kind": "VM",
+		"metadata": map[string]any{"name": "vm", "namespace": "ns"}, "spec": map[string]any{"zone": "us-central1-a"},
+	}}
+	for _, tc := range []struct {
+		name    string
+		gcp     *v1alpha1.GCPSpec
+		project string
+		policy  string
+	}{
+		{"none", nil, "", "delete"},
+		{"abandon", &v1alpha1.GCPSpec{DeletionPolicy: v1alpha1.GCPAbandon}, "", "abandon"},
+		{"project", &v1alpha1.GCPSpec{Project: "acme", DeletionPolicy: v1alpha1.GCPDelete}, "acme", "delete"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			def := &v1alpha1.TemplateDefinition{Spec: v1alpha1.TemplateDefinitionSpec{Template: "gcp/vm:v1", GCP: tc.gcp}}
+			ti, err := asInstance(u, def)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := gcpProject(ti); got != tc.project {
+				t.Errorf("project %q, want %q", got, tc.project)
+			}
+			if got := gcpDeletionPolicy(ti); got != tc.policy {
+				t.Errorf("deletion policy %q, want %q", got, tc.policy)
+			}
+			if tc.gcp != nil && ti.Spec.GCP == tc.gcp {
+				t.Error("the instance shares the definition's settings")
+			}
+		})
+	}
+}

@@ -63,7 +63,9 @@ var gcpTestKinds = []string{"ComputeNetwork", "ComputeAddress", "ComputeInstance
 // instance's ServiceAccount (which needs rights on the KCC kinds and on
 // Secrets for the history): its outputs read from the live objects in
 // status.outputs, spec.gcp's project and deletion policy on every object,
-// and a refused Google Cloud call named in its Ready condition.
+// and a refused Google Cloud call named in its Ready condition; an
+// instance of a kind defined by the template takes its definition's
+// spec.gcp.
 func TestGCPInstance(t *testing.T) {
 	h := setup(t)
 	kcctest.InstallCRDs(t, h.env, gcpTestKinds...)
@@ -141,6 +143,23 @@ func TestGCPInstance(t *testing.T) {
 	// Connector wrote into the instance's spec (state-into-spec).
 	if hist := h.history(t, ns, "shop"); len(hist) > 2 || hist[len(hist)-1].Project != "acme-shop" || hist[len(hist)-1].DeletionPolicy != "abandon" {
 		t.Errorf("history: %d revisions, project %q, policy %q", len(hist), hist[len(hist)-1].Project, hist[len(hist)-1].DeletionPolicy)
+	}
+
+	// A kind defined by the same template: its definition's spec.gcp
+	// holds every instance's settings.
+	h.definition(t, &v1alpha1.TemplateDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gcpweb"},
+		Spec: v1alpha1.TemplateDefinitionSpec{
+			Group: "apps.example.com", Names: v1alpha1.DefinitionNames{Kind: "GCPWeb"}, Template: "gcpweb:v1",
+			GCP: &v1alpha1.GCPSpec{Project: "acme-defined", DeletionPolicy: v1alpha1.GCPAbandon},
+		},
+	})
+	gvk := schema.GroupVersionKind{Group: "apps.example.com", Version: "v1alpha1", Kind: "GCPWeb"}
+	must(t, h.c.Create(context.Background(), object(gvk, ns, "site", "deployer", map[string]any{"zone": "us-central1-c"})))
+	h.readyObject(t, gvk, ns, "site")
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "site-vm"}, vm))
+	if a := vm.GetAnnotations(); a[gcp.ProjectAnnotation] != "acme-defined" || a[gcp.DeletionPolicyAnnotation] != "abandon" {
+		t.Errorf("the defined kind's instance's annotations: %v", a)
 	}
 
 	// A resource Google Cloud refuses: not Ready, naming it and why.

@@ -241,6 +241,13 @@ type TemplateDefinitionSpec struct {
 	// +kubebuilder:validation:Enum=gotmpl;jinja
 	// +optional
 	StatusTemplateLanguage string `json:"statusTemplateLanguage,omitempty"`
+	// GCP holds the Google Cloud settings of every instance's Config
+	// Connector objects, as a TemplateInstance's spec.gcp does: an
+	// instance's spec holds only the template's properties. Without a
+	// project, each instance's namespace's
+	// cnrm.cloud.google.com/project-id annotation names it.
+	// +optional
+	GCP *GCPSpec `json:"gcp,omitempty"`
 }
 
 // TemplateDefinitionStatus is what the controller observed.
