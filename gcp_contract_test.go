@@ -173,6 +173,12 @@ func TestGCPContract(t *testing.T) {
 	if ann := vm["metadata"].(map[string]any)["annotations"].(map[string]any); ann[gcp.ProjectAnnotation] != "acme" || ann[gcp.DeletionPolicyAnnotation] != "abandon" {
 		t.Errorf("after dm update: annotations %v", ann)
 	}
+	// dm diff of the same input: no difference, though Config Connector
+	// wrote into the instance's spec (networkIp) and references were
+	// filled from live objects.
+	if out, errs, code := d.run("diff", cfg, "--name", "web", "--project", "acme", "--deletion-policy", "abandon"); code != 0 {
+		t.Errorf("diff of the deployed input: exit %d\n%s%s", code, out, errs)
+	}
 	if out := d.ok("history", "web"); strings.Count(out, "\n") != 3 || !strings.Contains(out, "deployed") || !strings.Contains(out, "superseded") {
 		t.Errorf("dm history:\n%s", out)
 	}
