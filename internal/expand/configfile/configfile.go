@@ -1,6 +1,7 @@
 // Package configfile reads a configuration from disk with the files its
 // imports name, as Deployment Manager's client gathered them to send
-// along: each import relative to the configuration's directory, a
+// along: each import relative to the configuration's directory (else to
+// the nearest parent directory inside the import root that has it), a
 // template's schema (<file>.schema), and the files a schema lists under
 // imports, recursively. Imports may use ../ but never leave the import
 // root (a directory given, else the configuration's git work tree, else
@@ -9,8 +10,10 @@
 package configfile
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -108,12 +111,43 @@ func ImportRoot(dir, root string) (string, error) {
 
 // readImport reads the import at key (a slash path relative to the
 // configuration's directory dir), which must stay inside the import root,
-// symlinks included.
+// symlinks included. An import missing beside the configuration is looked
+// for in dir's parent directories, up to the root: the Cloud Foundation
+// Toolkit's examples (templates/X/examples/x.yaml, importing
+// templates/X/X.py) are meant to be copied to the toolkit's root first,
+// and read in place they find their templates there. A file that is
+// there is always the one read, as Deployment Manager read it.
 func readImport(dir, root, key string) ([]byte, error) {
 	if filepath.IsAbs(key) {
 		return nil, fmt.Errorf("imports are paths relative to the configuration: %w", derrors.InvalidArgument)
 	}
-	full, err := filepath.Abs(filepath.Join(dir, filepath.FromSlash(path.Clean(key))))
+	rel := filepath.FromSlash(path.Clean(key))
+	b, err := readInside(filepath.Join(dir, rel), root)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return b, err
+	}
+	abs, aerr := filepath.Abs(dir)
+	if aerr != nil {
+		return nil, err
+	}
+	real, rerr := filepath.EvalSymlinks(abs)
+	if rerr != nil {
+		return nil, err
+	}
+	for d := real; d != root && within(root, d) && filepath.Dir(d) != d; {
+		d = filepath.Dir(d)
+		b, perr := readInside(filepath.Join(d, rel), root)
+		if !errors.Is(perr, fs.ErrNotExist) {
+			return b, perr
+		}
+	}
+	return nil, fmt.Errorf("%w (nor in the parent directories up to the import root %s)", err, root)
+}
+
+// readInside reads the file at name, which must be inside root once its
+// symlinks are followed.
+func readInside(name, root string) ([]byte, error) {
+	full, err := filepath.Abs(name)
 	if err != nil {
 		return nil, err
 	}
@@ -121,10 +155,16 @@ func readImport(dir, root, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+	if !within(root, real) {
 		return nil, fmt.Errorf("%s is outside the import root %s (set it with --import-root): %w", real, root, derrors.InvalidArgument)
 	}
 	return ReadFile(real)
+}
+
+// within reports whether the path p is root or inside it.
+func within(root, p string) bool {
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
 // ReadFile reads the file name, of at most MaxFileSize bytes.

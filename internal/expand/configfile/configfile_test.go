@@ -44,6 +44,12 @@ func TestRead(t *testing.T) {
 		"deploy/sub/helper.jinja": "resources: []\n",
 		"deploy/sub/sibling.yaml": "imports: [helper.jinja]\nresources: []\n",
 		"deploy/sub/escapes.yaml": "imports: [../../outside.jinja]\nresources: []\n",
+		"deploy/sub/above.yaml":   "imports: [outside.jinja]\nresources: []\n",
+		// The Cloud Foundation Toolkit's layout, its example read in place.
+		"cft/templates/net/net.py":            "def generate_config(c):\n  return {'resources': []}\n",
+		"cft/templates/net/net.py.schema":     "imports: [{path: helper.py}]\n",
+		"cft/templates/net/helper.py":         "X = 1\n",
+		"cft/templates/net/examples/net.yaml": "imports: [{path: templates/net/net.py}]\nresources: [{name: n, type: net.py}]\n",
 	})
 	if err := os.Symlink(filepath.Join(root, "outside.jinja"), filepath.Join(root, "lib", "link.jinja")); err != nil {
 		t.Fatal(err)
@@ -61,6 +67,11 @@ func TestRead(t *testing.T) {
 		{name: "two levels up", config: "deploy/sub/nested.yaml",
 			wantImports: []string{"../../lib/helpers/m.jinja", "../../lib/web.jinja", "../../lib/web.jinja.schema"}},
 		{name: "a Template is not a configuration", config: "deploy/template.yaml"},
+		{name: "missing beside the configuration, found in a parent directory", config: "cft/templates/net/examples/net.yaml",
+			wantImports: []string{"templates/net/helper.py", "templates/net/net.py", "templates/net/net.py.schema"}},
+		{name: "parent directories beyond the import root are not searched", config: "deploy/sub/above.yaml", importRoot: "deploy",
+			wantErr: "nor in the parent directories up to the import root", wantIs: os.ErrNotExist},
+		{name: "found in a parent directory inside the work tree", config: "deploy/sub/above.yaml", wantImports: []string{"outside.jinja"}},
 		{name: "import root narrower than the tree", config: "deploy/app.yaml", importRoot: "deploy",
 			wantErr: "outside the import root", wantIs: derrors.InvalidArgument},
 		{name: "symlink leaving the root", config: "lib/link.yaml", importRoot: "lib",
