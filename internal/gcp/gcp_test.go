@@ -475,6 +475,8 @@ func TestErrors(t *testing.T) {
 			[]string{"no Config Connector equivalent", "type provider"}},
 		{"runtimeconfig", `[{name: w, type: runtimeconfig.v1beta1.waiter}]`,
 			[]string{"no Config Connector equivalent", "Ready condition"}},
+		{"service registry", `[{name: e, type: serviceregistry.v1alpha.endpoint, properties: {addresses: [{address: 10.0.0.2}]}}]`,
+			[]string{"type serviceregistry.v1alpha.endpoint has no Config Connector equivalent", "Cloud DNS private zone"}},
 		{"provider's type", `[{name: d, type: "my-project/k8s:/apis/apps/v1/namespaces/{namespace}/deployments"}]`,
 			[]string{"type provider's type", "apps/v1/Deployment"}},
 		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
