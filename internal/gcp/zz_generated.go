@@ -388,6 +388,7 @@ var dmTypes = []dmType{
 	{"logging.v2.sink", "LoggingLogSink", ""},
 	{"pubsub.v1.subscription", "PubSubSubscription", ""},
 	{"pubsub.v1.topic", "PubSubTopic", ""},
+	{"spanner.v1.instance", "SpannerInstance", ""},
 	{"sqladmin.v1.database", "SQLDatabase", ""},
 	{"sqladmin.v1.instance", "SQLInstance", ""},
 	{"sqladmin.v1.sslCert", "SQLSSLCert", ""},
