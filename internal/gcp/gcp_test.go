@@ -475,6 +475,8 @@ func TestErrors(t *testing.T) {
 			[]string{"no Config Connector equivalent", "type provider"}},
 		{"runtimeconfig", `[{name: w, type: runtimeconfig.v1beta1.waiter}]`,
 			[]string{"no Config Connector equivalent", "Ready condition"}},
+		{"service registry", `[{name: e, type: serviceregistry.v1alpha.endpoint, properties: {addresses: [{address: 10.0.0.2}]}}]`,
+			[]string{"type serviceregistry.v1alpha.endpoint has no Config Connector equivalent", "Cloud DNS private zone"}},
 		{"provider's type", `[{name: d, type: "my-project/k8s:/apis/apps/v1/namespaces/{namespace}/deployments"}]`,
 			[]string{"type provider's type", "apps/v1/Deployment"}},
 		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
@@ -501,6 +503,8 @@ func TestErrors(t *testing.T) {
 			[]string{"ComputeSubnetwork requires spec.networkRef (from properties.network)"}},
 		{"ignored field's value", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, networkInterfaces: [{accessConfigs: [{type: DIRECT_IPV6}]}]}}]`,
 			[]string{"takes only ONE_TO_ONE_NAT"}},
+		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
+			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
 			[]string{"a ComputeTargetPool; Config Connector's ComputeForwardingRule.spec.target takes a"}},
 		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
@@ -635,7 +639,8 @@ func TestLabels(t *testing.T) {
 // took as it is: a boot disk named otherwise than its instance (a
 // ComputeDisk of its own, attached), a firewall rule on the default
 // network by omission, a backend's name (ignored), an autoscaler without
-// a minimum (one).
+// a minimum (one), a legacy HTTP health check's proxyHeader NONE (ignored:
+// not a field of it; community/3-tier writes it).
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -659,6 +664,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: igm
   type: compute.v1.instanceGroupManager
   properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
+- name: hc
+  type: compute.v1.httpHealthCheck
+  properties: {host: '', port: 8080, proxyHeader: NONE, requestPath: /cities}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -673,6 +681,8 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
+		{"ComputeHTTPHealthCheck/hc", "spec.port", int64(8080)},
+		{"ComputeHTTPHealthCheck/hc", "spec.proxyHeader", nil},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

@@ -133,6 +133,12 @@ var ignored = map[string]map[string]ignoreRule{
 		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
 		"replicaConfiguration.kind":                          {"", "the REST type marker"},
 	},
+	"ComputeHTTPHealthCheck": {
+		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpHealthCheck, which sends no PROXY header and ignored it (DM's samples write it)"},
+	},
+	"ComputeHTTPSHealthCheck": {
+		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpsHealthCheck, which sends no PROXY header and ignored it"},
+	},
 	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
 	"SQLUser":     {"kind": {"", "the REST type marker (sql#user)"}},
 	"ComputeInstance": {

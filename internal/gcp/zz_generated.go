@@ -388,6 +388,7 @@ var dmTypes = []dmType{
 	{"logging.v2.sink", "LoggingLogSink", ""},
 	{"pubsub.v1.subscription", "PubSubSubscription", ""},
 	{"pubsub.v1.topic", "PubSubTopic", ""},
+	{"spanner.v1.instance", "SpannerInstance", ""},
 	{"sqladmin.v1.database", "SQLDatabase", ""},
 	{"sqladmin.v1.instance", "SQLInstance", ""},
 	{"sqladmin.v1.sslCert", "SQLSSLCert", ""},
@@ -420,9 +421,13 @@ var unsupportedTypes = []unsupportedType{
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs.variables", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs.waiters", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
+	{"gcp-types/serviceregistry-alpha:endpoints", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
+	{"gcp-types/serviceregistry-v1alpha:endpoints", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
 	{"runtimeconfig.v1beta1.config", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.variable", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.waiter", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
+	{"serviceregistry.alpha.endpoint", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
+	{"serviceregistry.v1alpha.endpoint", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
 }
 
 // kinds are the Config Connector kinds the mapping produces, sorted.
