@@ -316,7 +316,7 @@ func TestExpandURLTypes(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(cfg, []byte("resources:\n- name: cache\n  type: https://raw.githubusercontent.com/acme/templates/main/redis/v1/redis.jinja\n"), 0o644)
 	r := dmRun(t, nil, "expand", cfg)
-	if r.code == 0 || !strings.Contains(r.stderr, "URL") {
+	if r.code == 0 || !strings.Contains(r.stderr, "--allow-urls") {
 		t.Errorf("URL type without --allow-urls: exit %d, %s", r.code, r.stderr)
 	}
 	r = dmRun(t, nil, "expand", cfg, "--allow-urls", "-o", "json")

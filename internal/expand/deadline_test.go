@@ -21,7 +21,7 @@ func TestDeadlineNames(t *testing.T) {
 	for i := range 40 {
 		fmt.Fprintf(&cfg, "- {name: s%d, type: step.gotmpl}\n", i)
 	}
-	many := Request{Config: []byte(cfg.String()), Imports: map[string][]byte{"step.gotmpl": []byte("{{range 1000000}}{{end}}")}}
+	many := Request{Config: []byte(cfg.String()), Imports: map[string][]byte{"step.gotmpl": []byte("{{range 1000000}}{{end}}resources: []\n")}}
 	for _, c := range []struct {
 		name    string
 		opts    Options

@@ -620,7 +620,7 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 			continue
 		case urlType:
 			if !r.x.opts.AllowURLs {
-				return nil, &Error{Path: p, Err: invalid("type %q is a URL; URL types are not allowed (Options.AllowURLs)", res.Type)}
+				return nil, &Error{Path: p, Err: invalid("type %q is a URL; URL types are off (dm --allow-urls, registryd --allow-url-types)", res.Type)}
 			}
 		case registryType:
 			if looksLikeFile(r.x.langs, res.Type) {
