@@ -25,7 +25,13 @@ import (
 // dmSamples is testdata/dmsamples.yaml.
 type dmSamples struct {
 	Samples []struct {
-		Config     string
+		Config string
+		// ImportRoot is the directory, relative to the checkout, that
+		// the configuration's imports are relative to: the Cloud
+		// Foundation Toolkit's examples import templates/X/X.py and are
+		// deployed from community/cloud-foundation. Default: the
+		// configuration's own directory.
+		ImportRoot string `json:"importRoot"`
 		Files      map[string]string
 		Properties map[string]any
 		Expect     string
@@ -55,13 +61,13 @@ func TestDMSamples(t *testing.T) {
 	crds := kcctest.InstallCRDs(t, env)
 	converted, applied, refused := 0, 0, 0
 	for _, s := range list.Samples {
-		t.Run(strings.TrimPrefix(s.Config, "examples/v2/"), func(t *testing.T) {
+		t.Run(sampleName(s.Config), func(t *testing.T) {
 			for f := range s.Files {
 				if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 					t.Fatalf("%s is missing from DM_SAMPLES_DIR: %v", f, err)
 				}
 			}
-			objs, err := convertSample(t.Context(), root, s.Config, s.Properties)
+			objs, err := convertSample(t.Context(), root, s.Config, s.ImportRoot, s.Properties)
 			if s.Expect != "ok" {
 				if err == nil || !strings.Contains(err.Error(), s.Expect) {
 					t.Fatalf("want an error containing %q, got %v", s.Expect, err)
@@ -102,11 +108,30 @@ func TestDMSamples(t *testing.T) {
 	t.Logf("%d samples: %d converted and applied (%d converted), %d refused as expected", len(list.Samples), applied, converted, refused)
 }
 
+// sampleName is the subtest name of the configuration at config: its
+// path without the directory every sample of its kind shares.
+func sampleName(config string) string {
+	for _, p := range []string{"examples/v2/", "community/cloud-foundation/templates/"} {
+		if n, ok := strings.CutPrefix(config, p); ok {
+			return n
+		}
+	}
+	return config
+}
+
 // convertSample expands and converts the configuration at config (a path
-// under root, its import root) as dm convert --project acme-samples does,
-// and fills the references only live objects have with stand-ins.
-func convertSample(ctx context.Context, root, config string, props map[string]any) ([]map[string]any, error) {
-	f, err := configfile.Read(filepath.Join(root, config), nil, root)
+// under root) as dm convert --project acme-samples does, and fills the
+// references only live objects have with stand-ins. Its imports are
+// relative to importRoot (a directory under root) when given, as if the
+// configuration had been copied there, else to its own directory.
+func convertSample(ctx context.Context, root, config, importRoot string, props map[string]any) ([]map[string]any, error) {
+	var f *configfile.File
+	var err error
+	if importRoot == "" {
+		f, err = configfile.Read(filepath.Join(root, config), nil, root)
+	} else {
+		f, err = readFrom(filepath.Join(root, config), filepath.Join(root, importRoot))
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -132,4 +157,22 @@ func convertSample(ctx context.Context, root, config string, props map[string]an
 		}
 	}
 	return objs, nil
+}
+
+// readFrom reads the configuration at name with its imports read from dir,
+// as configfile.Read does for a configuration in dir.
+func readFrom(name, dir string) (*configfile.File, error) {
+	content, err := configfile.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	f := &configfile.File{Name: filepath.Base(name), Content: content}
+	cfg, err := expand.ParseConfig(content, f.Name)
+	if err != nil {
+		return nil, err
+	}
+	f.Imports, err = expand.ReadImports(cfg, f.Name, func(key string) ([]byte, error) {
+		return configfile.ReadFile(filepath.Join(dir, filepath.FromSlash(key)))
+	})
+	return f, err
 }
