@@ -171,6 +171,7 @@ func Parse(data []byte, file string) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft4)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(compilePattern)
 	loc := "mem:///" + url.PathEscape(file)
 	if err := c.AddResource(loc, root); err != nil {
 		return nil, fail("%v", err)
