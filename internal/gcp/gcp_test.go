@@ -659,6 +659,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: igm
   type: compute.v1.instanceGroupManager
   properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
+- name: cft-sink
+  type: logging.v2.sink
+  properties: {name: audit, sink: audit, destination: storage.googleapis.com/logs, uniqueWriterIdentity: true}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -673,6 +676,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
+		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true}, // sink names it too
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

@@ -7406,7 +7406,7 @@ var kinds = []kindInfo{
 	{
 		Kind: "LoggingLogSink", APIVersion: "logging.cnrm.cloud.google.com/v1beta1", Plural: "logginglogsinks",
 		REST: "v2.sinks", Body: "logging/v2 projects.sinks.create", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_logginglogsinks.logging.cnrm.cloud.google.com.yaml",
-		NameFrom: []string{"name"}, RESTName: "projects/{project}/sinks/{name}",
+		NameFrom: []string{"sink", "name"}, RESTName: "projects/{project}/sinks/{name}",
 		Spec: []field{
 			{"bigqueryOptions", tObject, "", "", false},
 			{"bigqueryOptions.usePartitionedTables", tBoolean, "", "", true},
