@@ -306,6 +306,13 @@ func deploymentOutputs(in *outputInliner, outs []Output, res []Resource) ([]Outp
 	if len(outs) == 0 {
 		return nil, nil
 	}
+	seen := make(map[string]bool, len(outs))
+	for _, o := range outs {
+		if seen[o.Name] {
+			return nil, invalid("two outputs named %q: a deployment's outputs must be unique", o.Name)
+		}
+		seen[o.Name] = true
+	}
 	byName := make(map[string]int, len(res))
 	for i, r := range res {
 		byName[r.Name] = i
@@ -375,6 +382,8 @@ func (in *outputInliner) fill(s, _ string) (any, error) {
 			return nil, false, invalid("%s: template resource %s (%s) has no output %q (outputs: %s)", text, name, strings.Join(c.path, " > "), out, strings.Join(names, ", "))
 		case in.dup[name]:
 			return nil, false, invalid("%s: several template resources are named %q; a referenced name must be unique in the deployment", text, name)
+		case slices.ContainsFunc(c.outputs[k+1:], func(o Output) bool { return o.Name == out }):
+			return nil, false, invalid("%s: template resource %s (%s) has several outputs named %q; a referenced output must be unique", text, name, strings.Join(c.path, " > "), out)
 		}
 		v, err := in.output(j, k)
 		if err != nil {
