@@ -224,6 +224,7 @@ func TestPythonRefused(t *testing.T) {
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
 		{"raise stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError('x is %d' % x)", "t.py:9: ValueError: x is 1"},
+		{"a raise over lines stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError(\n        'x is \\\"{}\\\", '  # the value\n        'want 0'.format(x)\n    )\ny = 2", `t.py:9: ValueError: x is "1", want 0`},
 		{"assert stops the expansion with its message", "x = 0\nassert x > 0, 'x must be positive, got %d' % x", "t.py:8: AssertionError: x must be positive, got 0"},
 		{"a bare assert", "x = 0\nassert x > 0", "t.py:8: AssertionError"},
 		{"an assert over lines", "x = 1\nassert (x,\n  2)", `t.py:8: Python's "assert" is not supported`},

@@ -270,8 +270,11 @@ func scanString(s string, q int) (end, newlines int, ok bool) {
 }
 
 var (
-	raiseRE  = regexp.MustCompile(`^(\s*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)\s*(#.*)?$`)
-	assertRE = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
+	raiseRE = regexp.MustCompile(`^(\s*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)\s*(#.*)?$`)
+	// raiseLinesRE is raiseRE over the lines of one statement, its
+	// arguments spanning them.
+	raiseLinesRE = regexp.MustCompile(`(?s)^([ \t]*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)[ \t]*(#[^\n]*)?$`)
+	assertRE     = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
 )
 
 // rewriteStatements turns the two statements DM templates use to reject
@@ -295,6 +298,23 @@ func rewriteStatements(src []byte) []byte {
 			continue
 		}
 		t := strings.TrimRight(l, "\r")
+		if j := lastLine(cont, i); j > i && strings.HasPrefix(strings.TrimSpace(t), "raise") {
+			// A raise whose arguments span lines: fail(...) over the
+			// same lines.
+			stmt := make([]string, 0, j-i+1)
+			for _, sl := range lines[i : j+1] {
+				stmt = append(stmt, strings.TrimRight(sl, "\r"))
+			}
+			if m := raiseLinesRE.FindStringSubmatch(strings.Join(stmt, "\n")); m != nil && balanced(strings.ReplaceAll(m[3], "\n", " ")) {
+				name := m[2][strings.LastIndexByte(m[2], '.')+1:]
+				out := strings.Split(fmt.Sprintf("%sfail(%q + str(%s))", m[1], name+": ", m[3]), "\n")
+				if len(out) == j-i+1 {
+					copy(lines[i:j+1], out)
+					changed = true
+				}
+			}
+			continue
+		}
 		if m := raiseRE.FindStringSubmatch(t); m != nil && balanced(m[3]) {
 			name := m[2][strings.LastIndexByte(m[2], '.')+1:]
 			msg := `""`
@@ -322,6 +342,16 @@ func rewriteStatements(src []byte) []byte {
 		return src
 	}
 	return []byte(strings.Join(lines, "\n"))
+}
+
+// lastLine returns the last line of the statement starting at line i,
+// cont saying which lines continue the one before.
+func lastLine(cont []bool, i int) int {
+	j := i
+	for j+1 < len(cont) && cont[j+1] {
+		j++
+	}
+	return j
 }
 
 // scanTop walks s outside string literals, keeping the bracket depth,
