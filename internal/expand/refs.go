@@ -275,6 +275,20 @@ func inlineOutputs(in *outputInliner, res []Resource, paths [][]string) error {
 		if changed {
 			res[i].Properties = v.(map[string]any)
 		}
+		// metadata.dependsOn may name a resource by a template's output
+		// (the Cloud Foundation Toolkit's bigquery_table.py depends on
+		// $(ref.DATASET.datasetId)), as Deployment Manager resolved it.
+		if deps, ok := res[i].Metadata["dependsOn"]; ok {
+			v, changed, err := rewriteStrings(deps, "", in.fill)
+			if err != nil {
+				return &Error{Path: paths[i], Err: fmt.Errorf("metadata.dependsOn: %w", err)}
+			}
+			if changed {
+				md := maps.Clone(res[i].Metadata)
+				md["dependsOn"] = v
+				res[i].Metadata = md
+			}
+		}
 	}
 	return nil
 }

@@ -183,6 +183,34 @@ outputs:
 	}
 }
 
+// metadata.dependsOn may name a resource by a template output, as the
+// Cloud Foundation Toolkit's bigquery_table.py does.
+func TestDependsOnTemplateOutput(t *testing.T) {
+	ds := "resources:\n- {name: {{ properties.name }}, type: ConfigMap, properties: {data: {}}}\noutputs:\n- {name: id, value: {{ properties.name }}}\n"
+	cfg := `imports: [ds.jinja]
+resources:
+- {name: ds, type: ds.jinja, properties: {name: my-ds}}
+- {name: table, type: ConfigMap, properties: {data: {}}, metadata: {dependsOn: [$(ref.ds.id)]}}
+- {name: bad, type: ConfigMap, properties: {data: {}}, metadata: {dependsOn: [$(ref.ds.nope)]}}
+`
+	_, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(cfg), Imports: map[string][]byte{"ds.jinja": []byte(ds)}})
+	if want := `metadata.dependsOn: $(ref.ds.nope): template resource ds (ds) has no output "nope"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	cfg = strings.Replace(cfg, "- {name: bad", "# - {name: bad", 1)
+	res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(cfg), Imports: map[string][]byte{"ds.jinja": []byte(ds)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := res.Config.Resources[len(res.Config.Resources)-1]
+	if got := table.Metadata["dependsOn"]; !reflect.DeepEqual(got, []any{"my-ds"}) {
+		t.Errorf("dependsOn = %#v, want [my-ds]", got)
+	}
+	if i, j := slices.Index(res.Order, "my-ds"), slices.Index(res.Order, "table"); i < 0 || i > j {
+		t.Errorf("order %v: table before my-ds", res.Order)
+	}
+}
+
 // A template expanded by reference whose outputs repeat a name has no
 // single value for it among the deployment's outputs.
 func TestDeploymentOutputsRepeated(t *testing.T) {
