@@ -659,6 +659,12 @@ func TestDMSampleForms(t *testing.T) {
 - name: igm
   type: compute.v1.instanceGroupManager
   properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
+- name: cft-ip
+  type: compute.v1.address
+  properties: {region: us-east1, addressType: EXTERNAL, resourceType: addresses}
+- name: cft-dataproc
+  type: dataproc.v1.cluster
+  properties: {clusterName: dp, region: us-east1, config: {secondaryWorkerConfig: {numInstances: 2, isPreemptible: true}}}
 - name: cft-sink
   type: logging.v2.sink
   properties: {name: audit, sink: audit, destination: storage.googleapis.com/logs, uniqueWriterIdentity: true}
@@ -676,7 +682,9 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
-		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true}, // sink names it too
+		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true},                        // sink names it too
+		{"ComputeAddress/cft-ip", "spec.addressType", "EXTERNAL"},                          // resourceType was ignored by Compute Engine
+		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)}, // isPreemptible is output only
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

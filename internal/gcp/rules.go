@@ -133,6 +133,14 @@ var ignored = map[string]map[string]ignoreRule{
 		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
 		"replicaConfiguration.kind":                          {"", "the REST type marker"},
 	},
+	"ComputeAddress": {
+		"resourceType": {"addresses", "not a field of Compute Engine's Address, which ignored it (the Cloud Foundation Toolkit's ip_reservation.py writes it)"},
+	},
+	"DataprocCluster": {
+		"config.masterConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.workerConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.secondaryWorkerConfig.isPreemptible": {"", "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
+	},
 	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
 	"SQLUser":     {"kind": {"", "the REST type marker (sql#user)"}},
 	"ComputeInstance": {
