@@ -615,6 +615,24 @@ func clusterRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	cl, _ := props["cluster"].(map[string]any)
+	// container/v1beta1's privateCluster and masterIpv4CidrBlock, which
+	// privateClusterConfig replaced (the Cloud Foundation Toolkit's gke.py
+	// writes them).
+	for old, now := range map[string]string{"privateCluster": "enablePrivateNodes", "masterIpv4CidrBlock": "masterIpv4CidrBlock"} {
+		v, ok := take(cl, old)
+		if !ok {
+			continue
+		}
+		pc, _ := cl["privateClusterConfig"].(map[string]any)
+		if pc == nil {
+			pc = map[string]any{}
+			cl["privateClusterConfig"] = pc
+		}
+		if cur, set := pc[now]; set && fmt.Sprint(cur) != fmt.Sprint(v) {
+			return invalid("properties.cluster.%s is %s and properties.cluster.privateClusterConfig.%s %s: the first is the deprecated spelling of the second", old, describe(v), now, describe(cur))
+		}
+		pc[now] = v
+	}
 	if ip, ok := cl["ipAllocationPolicy"].(map[string]any); ok {
 		if alias, ok := take(ip, "useIpAliases"); ok {
 			mode := "ROUTES"
