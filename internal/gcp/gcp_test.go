@@ -672,6 +672,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-gke
   type: gcp-types/container-v1beta1:projects.locations.clusters
   properties: {parent: projects/p/locations/us-east1, cluster: {name: k8s, network: default, privateCluster: true, masterIpv4CidrBlock: 172.16.0.0/28}}
+- name: cft-sa
+  type: iam.v1.serviceAccount
+  properties: {accountId: deployer, displayName: Deployer, projectId: other-proj}
 - name: cft-sink
   type: logging.v2.sink
   properties: {name: audit, sink: audit, destination: storage.googleapis.com/logs, uniqueWriterIdentity: true}
@@ -689,9 +692,10 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
-		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true},                        // sink names it too
-		{"ComputeAddress/cft-ip", "spec.addressType", "EXTERNAL"},                          // resourceType was ignored by Compute Engine
-		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)}, // isPreemptible is output only
+		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true},                                           // sink names it too
+		{"IAMServiceAccount/deployer", "metadata.annotations.cnrm.cloud.google.com/project-id", "other-proj"}, // projectId
+		{"ComputeAddress/cft-ip", "spec.addressType", "EXTERNAL"},                                             // resourceType was ignored by Compute Engine
+		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

@@ -87,6 +87,7 @@ var handFields = map[string][]string{
 	"SpannerDatabase":         {"parent"},
 	"BigtableInstance":        {"clusters", "parent"},
 	"SecretManagerSecret":     {"parent"},
+	"IAMServiceAccount":       {"displayName", "description", "projectId"},
 }
 
 // shortFields hold a name DM bodies may write as a URL or partial path
@@ -731,6 +732,13 @@ func serviceAccountRule(oc *objConv, props map[string]any) error {
 			if err := oc.setValue(v, k, nil, k); err != nil {
 				return err
 			}
+		}
+	}
+	if v, ok := take(props, "projectId"); ok {
+		// iam.v1.serviceAccount's projectId, the project it is made in
+		// (the resource's project already, when a literal).
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
 		}
 	}
 	if v, ok := take(props, "name"); ok {
