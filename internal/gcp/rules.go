@@ -134,6 +134,9 @@ var ignored = map[string]map[string]ignoreRule{
 		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
 		"replicaConfiguration.kind":                          {"", "the REST type marker"},
 	},
+	"ComputeSharedVPCServiceProject": {
+		"xpnResource.type": {"PROJECT", "the only kind of shared VPC service resource"},
+	},
 	"ComputeAddress": {
 		"resourceType": {"addresses", "not a field of Compute Engine's Address, which ignored it (the Cloud Foundation Toolkit's ip_reservation.py writes it)"},
 	},
