@@ -214,8 +214,8 @@ func loadKind(file string, mi *mappingInfo) (*kccKind, error) {
 	}
 	v := c.Spec.Versions[vi]
 	root := v.Schema.OpenAPIV3Schema
-	if root == nil || root.Properties["spec"] == nil {
-		return nil, fmt.Errorf("%s: no spec schema", file)
+	if root == nil {
+		return nil, fmt.Errorf("%s: no schema", file)
 	}
 	k := &kccKind{Kind: c.Spec.Names.Kind, Group: c.Spec.Group, Version: v.Name, Plural: c.Spec.Names.Plural, File: filepath.Base(file)}
 	var refs []smRef
@@ -223,7 +223,11 @@ func loadKind(file string, mi *mappingInfo) (*kccKind, error) {
 		refs = mi.refs
 		k.IAM = mi.iam
 	}
-	flattenSpec(root.Properties["spec"], "", true, &k.Spec)
+	if spec := root.Properties["spec"]; spec != nil {
+		// Some kinds have none (ComputeSharedVPCHostProject: the project
+		// annotation is all there is).
+		flattenSpec(spec, "", true, &k.Spec)
+	}
 	sort.Slice(k.Spec, func(i, j int) bool { return k.Spec[i].Path < k.Spec[j].Path })
 	annotateRefs(k.Spec, refs)
 	if st := root.Properties["status"]; st != nil {

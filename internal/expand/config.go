@@ -205,7 +205,7 @@ func configFromDoc(doc any, line func(path ...any) int) (*Config, error) {
 		return nil, err
 	}
 	cfg.Resources = res
-	if cfg.Outputs, err = outputsFromValue(m["outputs"]); err != nil {
+	if cfg.Outputs, err = outputsFromValue(m["outputs"], true); err != nil {
 		return nil, lineErr(line("outputs"), "%v", err)
 	}
 	return cfg, nil
@@ -370,16 +370,19 @@ func configFromValue(v any) ([]Resource, []Output, error) {
 		}
 		return nil, nil, err
 	}
-	outs, err := outputsFromValue(m["outputs"])
+	outs, err := outputsFromValue(m["outputs"], false)
 	if err != nil {
 		return nil, nil, err
 	}
 	return out, outs, nil
 }
 
-// outputsFromValue reads a template's outputs: a list of mappings with a
-// unique name and a value.
-func outputsFromValue(v any) ([]Output, error) {
+// outputsFromValue reads outputs: a list of mappings with a name and a
+// value. A configuration's names must be unique; a template's may repeat,
+// as Deployment Manager let them (the Cloud Foundation Toolkit's folder.py
+// returns an output "name" per folder): a reference to a repeated one is
+// refused as ambiguous where it is made.
+func outputsFromValue(v any, unique bool) ([]Output, error) {
 	list, ok := v.([]any)
 	if !ok && v != nil {
 		return nil, invalid("outputs is %s; want a list of {name, value}", kindOf(v))
@@ -400,7 +403,7 @@ func outputsFromValue(v any) ([]Output, error) {
 		switch {
 		case !ok || name == "":
 			return nil, invalid("outputs[%d]: missing name", i)
-		case seen[name]:
+		case unique && seen[name]:
 			return nil, invalid("outputs[%d]: two outputs named %q", i, name)
 		}
 		if _, ok := m["value"]; !ok {

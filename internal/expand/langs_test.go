@@ -196,6 +196,9 @@ func TestPythonShims(t *testing.T) {
 		{"sum map filter", "x = [sum([1, 2.5]), sum([1, 2], 10), map(str, [1, 2]), map(lambda a, b: a + b, [1, 2], [3, 4]), filter(None, [0, 1, '']), filter(lambda v: v > 1, [1, 2, 3])]", `[3.5,13,["1","2"],[4,6],[1],[2,3]]`},
 		{"a quote right after a keyword", "def f():\n    return'x'\nx = f()", `"x"`},
 		{"a long range is lazy", "n = 0\nfor i in range(300000):\n    n += 1\nx = n", `300000`},
+		{"generator expressions", "x = [''.join(c.upper() for c in ['a', 'b']), sum(n * n for n in range(3)), any(v > 1 for v in [1, 2]), all(v > 1 for v in [1, 2]), dict((k, len(k)) for k in ['a', 'bb']), list(a + b for a in ['x', 'y'] for b in ['z'] if a != 'q'), sorted((str(n) for n in [2, 1]), reverse=True), max(v\n  for v in [3, 9])]", `["AB",5,true,false,{"a":1,"bb":2},["xz","yz"],["2","1"],9]`},
+		{"a generator of concatenated strings", "x = list('a' 'b' for _ in (1,)) + list(s for s in ('c' 'd',))", `["ab","cd"]`},
+		{"comprehensions and calls stay as written", "x = [[f(a) for a in (1, 2)] for f in (str,)] + [{k: v for k, v in [('a', (1))]}]", `[["1","2"],{"a":1}]`},
 		{"yaml.dump as PyYAML", "x = yaml.dump({'b': ['x', 'yes'], 'a': {'c': None}})", `"a:\n  c: null\nb:\n- x\n- 'yes'\n"`},
 		{"yaml.dump of integer keys", "x = yaml.dump({2: 'a', 1: 'b'})", `"1: b\n2: a\n"`},
 	}
@@ -221,6 +224,7 @@ func TestPythonRefused(t *testing.T) {
 		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
 		{"raise stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError('x is %d' % x)", "t.py:9: ValueError: x is 1"},
+		{"a raise over lines stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError(\n        'x is \\\"{}\\\", '  # the value\n        'want 0'.format(x)\n    )\ny = 2", `t.py:9: ValueError: x is "1", want 0`},
 		{"assert stops the expansion with its message", "x = 0\nassert x > 0, 'x must be positive, got %d' % x", "t.py:8: AssertionError: x must be positive, got 0"},
 		{"a bare assert", "x = 0\nassert x > 0", "t.py:8: AssertionError"},
 		{"an assert over lines", "x = 1\nassert (x,\n  2)", `t.py:8: Python's "assert" is not supported`},

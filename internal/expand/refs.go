@@ -275,6 +275,20 @@ func inlineOutputs(in *outputInliner, res []Resource, paths [][]string) error {
 		if changed {
 			res[i].Properties = v.(map[string]any)
 		}
+		// metadata.dependsOn may name a resource by a template's output
+		// (the Cloud Foundation Toolkit's bigquery_table.py depends on
+		// $(ref.DATASET.datasetId)), as Deployment Manager resolved it.
+		if deps, ok := res[i].Metadata["dependsOn"]; ok {
+			v, changed, err := rewriteStrings(deps, "", in.fill)
+			if err != nil {
+				return &Error{Path: paths[i], Err: fmt.Errorf("metadata.dependsOn: %w", err)}
+			}
+			if changed {
+				md := maps.Clone(res[i].Metadata)
+				md["dependsOn"] = v
+				res[i].Metadata = md
+			}
+		}
 	}
 	return nil
 }
@@ -305,6 +319,13 @@ func newOutputInliner(res []Resource, comps []composite) *outputInliner {
 func deploymentOutputs(in *outputInliner, outs []Output, res []Resource) ([]Output, error) {
 	if len(outs) == 0 {
 		return nil, nil
+	}
+	seen := make(map[string]bool, len(outs))
+	for _, o := range outs {
+		if seen[o.Name] {
+			return nil, invalid("two outputs named %q: a deployment's outputs must be unique", o.Name)
+		}
+		seen[o.Name] = true
 	}
 	byName := make(map[string]int, len(res))
 	for i, r := range res {
@@ -375,6 +396,8 @@ func (in *outputInliner) fill(s, _ string) (any, error) {
 			return nil, false, invalid("%s: template resource %s (%s) has no output %q (outputs: %s)", text, name, strings.Join(c.path, " > "), out, strings.Join(names, ", "))
 		case in.dup[name]:
 			return nil, false, invalid("%s: several template resources are named %q; a referenced name must be unique in the deployment", text, name)
+		case slices.ContainsFunc(c.outputs[k+1:], func(o Output) bool { return o.Name == out }):
+			return nil, false, invalid("%s: template resource %s (%s) has several outputs named %q; a referenced output must be unique", text, name, strings.Join(c.path, " > "), out)
 		}
 		v, err := in.output(j, k)
 		if err != nil {

@@ -111,8 +111,16 @@ outputs:
 - name: b
   value: x-$(ref.{{ env["name"] }}.a)
 `
-	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc)}
-	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja]\nresources:\n"
+	// An output per item under one name, as the Cloud Foundation
+	// Toolkit's folder.py returns them: Deployment Manager took them.
+	rep := `resources: []
+outputs:
+- {name: name, value: a}
+- {name: name, value: b}
+- {name: n, value: 1}
+`
+	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc), "rep.jinja": []byte(rep)}
+	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja, rep.jinja]\nresources:\n"
 	for _, tc := range []struct {
 		name     string
 		uses     string // the ConfigMap app's data, YAML
@@ -140,6 +148,10 @@ outputs:
 			want: map[string]any{"d": map[string]any{"a": "1"}, "n": "n=3"}},
 		{name: "no such output", uses: `{x: $(ref.db.hots)}`, err: `$(ref.db.hots): template resource db (db) has no output "hots" (outputs: host, port, ip, spec, conn, self)`},
 		{name: "cycle", extra: "- {name: c, type: cyc.jinja}\n", uses: `{x: $(ref.c.a)}`, err: "output reference cycle: c.a -> c.b -> c.a"},
+		{name: "repeated output names, another referenced", extra: "- {name: r, type: rep.jinja}\n", uses: `{n: $(ref.r.n)}`,
+			want: map[string]any{"n": int64(1)}},
+		{name: "a repeated output referenced", extra: "- {name: r, type: rep.jinja}\n", uses: `{x: $(ref.r.name)}`,
+			err: `$(ref.r.name): template resource r (r) has several outputs named "name"; a referenced output must be unique`},
 		{name: "no such path", uses: `{x: $(ref.db.conn.pass)}`, err: "$(ref.db.conn.pass): output conn of db has no .pass"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +180,44 @@ outputs:
 				t.Errorf("layout outputs of db = %+v, want them as rendered", outs)
 			}
 		})
+	}
+}
+
+// metadata.dependsOn may name a resource by a template output, as the
+// Cloud Foundation Toolkit's bigquery_table.py does.
+func TestDependsOnTemplateOutput(t *testing.T) {
+	ds := "resources:\n- {name: {{ properties.name }}, type: ConfigMap, properties: {data: {}}}\noutputs:\n- {name: id, value: {{ properties.name }}}\n"
+	cfg := `imports: [ds.jinja]
+resources:
+- {name: ds, type: ds.jinja, properties: {name: my-ds}}
+- {name: table, type: ConfigMap, properties: {data: {}}, metadata: {dependsOn: [$(ref.ds.id)]}}
+- {name: bad, type: ConfigMap, properties: {data: {}}, metadata: {dependsOn: [$(ref.ds.nope)]}}
+`
+	_, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(cfg), Imports: map[string][]byte{"ds.jinja": []byte(ds)}})
+	if want := `metadata.dependsOn: $(ref.ds.nope): template resource ds (ds) has no output "nope"`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
+	}
+	cfg = strings.Replace(cfg, "- {name: bad", "# - {name: bad", 1)
+	res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(cfg), Imports: map[string][]byte{"ds.jinja": []byte(ds)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := res.Config.Resources[len(res.Config.Resources)-1]
+	if got := table.Metadata["dependsOn"]; !reflect.DeepEqual(got, []any{"my-ds"}) {
+		t.Errorf("dependsOn = %#v, want [my-ds]", got)
+	}
+	if i, j := slices.Index(res.Order, "my-ds"), slices.Index(res.Order, "table"); i < 0 || i > j {
+		t.Errorf("order %v: table before my-ds", res.Order)
+	}
+}
+
+// A template expanded by reference whose outputs repeat a name has no
+// single value for it among the deployment's outputs.
+func TestDeploymentOutputsRepeated(t *testing.T) {
+	rep := "resources: []\noutputs:\n- {name: name, value: a}\n- {name: name, value: b}\n"
+	_, err := New(Options{}).Expand(t.Context(), Request{Ref: "rep.jinja", Imports: map[string][]byte{"rep.jinja": []byte(rep)}})
+	if want := `two outputs named "name": a deployment's outputs must be unique`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("error %v, want %q", err, want)
 	}
 }
 
@@ -211,6 +261,7 @@ outputs:
 		{name: "none", cfg: "imports: [db.jinja]\nresources:\n- {name: db, type: db.jinja}\n"},
 		{name: "bad", cfg: "resources: []\noutputs: {a: 1}\n", err: "outputs is a mapping; want a list of {name, value}"},
 		{name: "unknown resource", cfg: "resources: []\noutputs: [{name: a, value: $(ref.nope.x)}]\n", err: `output a: $(ref.nope.x): no resource named "nope"`},
+		{name: "repeated", cfg: "resources: []\noutputs: [{name: a, value: 1}, {name: a, value: 2}]\n", err: `outputs[1]: two outputs named "a"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(tc.cfg), Imports: imports})

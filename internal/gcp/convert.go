@@ -420,8 +420,12 @@ func (c *converter) convert(it *item) error {
 	if len(labels) > 0 {
 		md["labels"] = labels
 	}
-	// spec even when empty: some CRDs require it.
-	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md, "spec": oc.spec}
+	// spec even when empty: some CRDs require it; a kind with no spec at
+	// all (ComputeSharedVPCHostProject) takes none.
+	it.obj = map[string]any{"apiVersion": k.APIVersion, "kind": k.Kind, "metadata": md}
+	if len(k.Spec) > 0 || len(oc.spec) > 0 {
+		it.obj["spec"] = oc.spec
+	}
 	it.deferred = oc.deferred
 	for _, pt := range k.Parts {
 		if v, ok := parts[pt.REST]; ok && v != nil {

@@ -491,6 +491,10 @@ func TestErrors(t *testing.T) {
 			[]string{"$(ref.a.gatewayIPv4x): the live ComputeNetwork carries no gatewayIPv4x", "it carries: name"}},
 		{"IAM on a kind without", `[{name: net, type: compute.v1.network, accessControl: {gcpIamPolicy: {bindings: [{role: r, members: [m]}]}}}]`,
 			[]string{"cannot bind IAM members to a ComputeNetwork"}},
+		{"deprecated spelling contradicting its successor", `[{name: k, type: container.v1beta1.cluster, properties: {zone: z, cluster: {name: k, privateCluster: true, privateClusterConfig: {enablePrivateNodes: false}}}}]`,
+			[]string{"properties.cluster.privateCluster is true and properties.cluster.privateClusterConfig.enablePrivateNodes false"}},
+		{"an address's resourceType other than addresses", `[{name: a, type: compute.v1.address, properties: {region: r, resourceType: instances}}]`,
+			[]string{"properties.resourceType is \"instances\"", "takes only addresses"}},
 		{"duplicate", `[{name: net, type: compute.v1.network}, {name: net, type: compute.v1.network}]`,
 			[]string{"another resource is named net too"}},
 		{"cycle", `[{name: a, type: compute.v1.network, metadata: {dependsOn: [b]}}, {name: b, type: compute.v1.network, metadata: {dependsOn: [a]}}]`,
@@ -667,6 +671,21 @@ func TestDMSampleForms(t *testing.T) {
 - name: hc
   type: compute.v1.httpHealthCheck
   properties: {host: '', port: 8080, proxyHeader: NONE, requestPath: /cities}
+- name: cft-ip
+  type: compute.v1.address
+  properties: {region: us-east1, addressType: EXTERNAL, resourceType: addresses}
+- name: cft-dataproc
+  type: dataproc.v1.cluster
+  properties: {clusterName: dp, region: us-east1, config: {secondaryWorkerConfig: {numInstances: 2, isPreemptible: true}}}
+- name: cft-gke
+  type: gcp-types/container-v1beta1:projects.locations.clusters
+  properties: {parent: projects/p/locations/us-east1, cluster: {name: k8s, network: default, privateCluster: true, masterIpv4CidrBlock: 172.16.0.0/28}}
+- name: cft-sa
+  type: iam.v1.serviceAccount
+  properties: {accountId: deployer, displayName: Deployer, projectId: other-proj}
+- name: cft-sink
+  type: logging.v2.sink
+  properties: {name: audit, sink: audit, destination: storage.googleapis.com/logs, uniqueWriterIdentity: true}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -683,6 +702,10 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
 		{"ComputeHTTPHealthCheck/hc", "spec.port", int64(8080)},
 		{"ComputeHTTPHealthCheck/hc", "spec.proxyHeader", nil},
+		{"LoggingLogSink/audit", "spec.uniqueWriterIdentity", true},                                           // sink names it too
+		{"IAMServiceAccount/deployer", "metadata.annotations.cnrm.cloud.google.com/project-id", "other-proj"}, // projectId
+		{"ComputeAddress/cft-ip", "spec.addressType", "EXTERNAL"},                                             // resourceType was ignored by Compute Engine
+		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

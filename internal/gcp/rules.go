@@ -87,6 +87,7 @@ var handFields = map[string][]string{
 	"SpannerDatabase":         {"parent"},
 	"BigtableInstance":        {"clusters", "parent"},
 	"SecretManagerSecret":     {"parent"},
+	"IAMServiceAccount":       {"displayName", "description", "projectId"},
 }
 
 // shortFields hold a name DM bodies may write as a URL or partial path
@@ -138,6 +139,17 @@ var ignored = map[string]map[string]ignoreRule{
 	},
 	"ComputeHTTPSHealthCheck": {
 		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpsHealthCheck, which sends no PROXY header and ignored it"},
+	},
+	"ComputeSharedVPCServiceProject": {
+		"xpnResource.type": {"PROJECT", "the only kind of shared VPC service resource"},
+	},
+	"ComputeAddress": {
+		"resourceType": {"addresses", "not a field of Compute Engine's Address, which ignored it (the Cloud Foundation Toolkit's ip_reservation.py writes it)"},
+	},
+	"DataprocCluster": {
+		"config.masterConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.workerConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.secondaryWorkerConfig.isPreemptible": {"", "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
 	},
 	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
 	"SQLUser":     {"kind": {"", "the REST type marker (sql#user)"}},
@@ -613,6 +625,24 @@ func clusterRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	cl, _ := props["cluster"].(map[string]any)
+	// container/v1beta1's privateCluster and masterIpv4CidrBlock, which
+	// privateClusterConfig replaced (the Cloud Foundation Toolkit's gke.py
+	// writes them).
+	for old, now := range map[string]string{"privateCluster": "enablePrivateNodes", "masterIpv4CidrBlock": "masterIpv4CidrBlock"} {
+		v, ok := take(cl, old)
+		if !ok {
+			continue
+		}
+		pc, _ := cl["privateClusterConfig"].(map[string]any)
+		if pc == nil {
+			pc = map[string]any{}
+			cl["privateClusterConfig"] = pc
+		}
+		if cur, set := pc[now]; set && fmt.Sprint(cur) != fmt.Sprint(v) {
+			return invalid("properties.cluster.%s is %s and properties.cluster.privateClusterConfig.%s %s: the first is the deprecated spelling of the second", old, describe(v), now, describe(cur))
+		}
+		pc[now] = v
+	}
 	if ip, ok := cl["ipAllocationPolicy"].(map[string]any); ok {
 		if alias, ok := take(ip, "useIpAliases"); ok {
 			mode := "ROUTES"
@@ -711,6 +741,13 @@ func serviceAccountRule(oc *objConv, props map[string]any) error {
 			if err := oc.setValue(v, k, nil, k); err != nil {
 				return err
 			}
+		}
+	}
+	if v, ok := take(props, "projectId"); ok {
+		// iam.v1.serviceAccount's projectId, the project it is made in
+		// (the resource's project already, when a literal).
+		if err := oc.projectParam("projectId", v); err != nil {
+			return err
 		}
 	}
 	if v, ok := take(props, "name"); ok {

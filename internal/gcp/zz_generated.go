@@ -108,6 +108,8 @@ var dmTypes = []dmType{
 	{"compute.beta.urlMap", "ComputeURLMap", "global"},
 	{"compute.beta.vpnGateway", "ComputeVPNGateway", ""},
 	{"compute.beta.vpnTunnel", "ComputeVPNTunnel", ""},
+	{"compute.beta.xpnHost", "ComputeSharedVPCHostProject", ""},
+	{"compute.beta.xpnResource", "ComputeSharedVPCServiceProject", ""},
 	{"compute.v1.address", "ComputeAddress", "region"},
 	{"compute.v1.autoscaler", "ComputeAutoscaler", ""},
 	{"compute.v1.backendBucket", "ComputeBackendBucket", ""},
@@ -4336,6 +4338,30 @@ var kinds = []kindInfo{
 		},
 	},
 	{
+		Kind: "ComputeSharedVPCHostProject", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computesharedvpchostprojects",
+		REST: "v1.projects.enableXpnHost", Body: "compute/beta projects.enableXpnHost", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_computesharedvpchostprojects.compute.cnrm.cloud.google.com.yaml",
+		NameFrom: []string{"name"}, RESTName: "",
+		Spec:   []field{},
+		Status: []string{},
+		Pairs:  []pair{},
+		Live:   []pair{},
+	},
+	{
+		Kind: "ComputeSharedVPCServiceProject", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computesharedvpcserviceprojects",
+		REST: "v1.projects.enableXpnResource", Body: "compute/beta projects.enableXpnResource", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_computesharedvpcserviceprojects.compute.cnrm.cloud.google.com.yaml",
+		NameFrom: []string{"name"}, RESTName: "",
+		Spec: []field{
+			{"deletionPolicy", tString, "", "", false},
+			{"projectRef", tRef, "Project", "", true},
+		},
+		Status: []string{},
+		Pairs: []pair{
+			{"xpnResource", "", mObj},
+			{"xpnResource.id", "projectRef", mLeaf},
+		},
+		Live: []pair{},
+	},
+	{
 		Kind: "ComputeSnapshot", APIVersion: "compute.cnrm.cloud.google.com/v1beta1", Plural: "computesnapshots",
 		REST: "v1.snapshots", Body: "compute/beta snapshots.insert", IAM: true, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_computesnapshots.compute.cnrm.cloud.google.com.yaml",
 		NameFrom: []string{"name"}, RESTName: "",
@@ -7411,7 +7437,7 @@ var kinds = []kindInfo{
 	{
 		Kind: "LoggingLogSink", APIVersion: "logging.cnrm.cloud.google.com/v1beta1", Plural: "logginglogsinks",
 		REST: "v2.sinks", Body: "logging/v2 projects.sinks.create", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_logginglogsinks.logging.cnrm.cloud.google.com.yaml",
-		NameFrom: []string{"name"}, RESTName: "projects/{project}/sinks/{name}",
+		NameFrom: []string{"sink", "name"}, RESTName: "projects/{project}/sinks/{name}",
 		Spec: []field{
 			{"bigqueryOptions", tObject, "", "", false},
 			{"bigqueryOptions.usePartitionedTables", tBoolean, "", "", true},

@@ -55,7 +55,7 @@ func TestDMSamples(t *testing.T) {
 	crds := kcctest.InstallCRDs(t, env)
 	converted, applied, refused := 0, 0, 0
 	for _, s := range list.Samples {
-		t.Run(strings.TrimPrefix(s.Config, "examples/v2/"), func(t *testing.T) {
+		t.Run(sampleName(s.Config), func(t *testing.T) {
 			for f := range s.Files {
 				if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 					t.Fatalf("%s is missing from DM_SAMPLES_DIR: %v", f, err)
@@ -100,6 +100,17 @@ func TestDMSamples(t *testing.T) {
 		})
 	}
 	t.Logf("%d samples: %d converted and applied (%d converted), %d refused as expected", len(list.Samples), applied, converted, refused)
+}
+
+// sampleName is the subtest name of the configuration at config: its
+// path without the directory every sample of its kind shares.
+func sampleName(config string) string {
+	for _, p := range []string{"examples/v2/", "community/cloud-foundation/templates/"} {
+		if n, ok := strings.CutPrefix(config, p); ok {
+			return n
+		}
+	}
+	return config
 }
 
 // convertSample expands and converts the configuration at config (a path

@@ -166,11 +166,12 @@ func Parse(data []byte, file string) (*Schema, error) {
 	if _, ok := root["type"]; !ok {
 		root["type"] = "object"
 	}
-	normalizeSchema(root)
+	normalizeSchema(root, "", func(w string) { s.warnings = append(s.warnings, file+": "+w) })
 
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft4)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(compilePattern)
 	loc := "mem:///" + url.PathEscape(file)
 	if err := c.AddResource(loc, root); err != nil {
 		return nil, fail("%v", err)
@@ -227,10 +228,14 @@ func decodeStrict(v any, dst any) error {
 }
 
 // normalizeSchema rewrites DM's type aliases in a schema and its
-// subschemas, in place, and drops empty `required` lists, which DM accepted
-// but draft 4 forbids. It follows only subschema keywords, so a `type` key
-// inside a default value or an enum is left alone.
-func normalizeSchema(v any) {
+// subschemas, in place, and drops what DM accepted but draft 4 forbids:
+// empty `required` lists, and an allOf, anyOf or oneOf that lists property
+// names rather than schemas (the Cloud Foundation Toolkit's schemas write
+// `oneOf: [projectID, folderID]`), which Deployment Manager let pass and
+// so constrained nothing; warn is told of the latter, at, a path to it.
+// It follows only subschema keywords, so a `type` key inside a default
+// value or an enum is left alone.
+func normalizeSchema(v any, at string, warn func(string)) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return
@@ -253,23 +258,48 @@ func normalizeSchema(v any) {
 			}
 		case "additionalProperties", "additionalItems", "not", "if", "then", "else", "contains",
 			"propertyNames", "unevaluatedProperties", "unevaluatedItems":
-			normalizeSchema(sub)
+			normalizeSchema(sub, join(at, k), warn)
 		case "properties", "patternProperties", "definitions", "$defs", "dependentSchemas", "dependencies":
 			if sm, ok := sub.(map[string]any); ok {
-				for _, e := range sm {
-					normalizeSchema(e)
+				for name, e := range sm {
+					normalizeSchema(e, join(at, k+"."+name), warn)
 				}
 			}
-		case "items", "allOf", "anyOf", "oneOf", "prefixItems":
+		case "allOf", "anyOf", "oneOf":
+			list, ok := sub.([]any)
+			if ok && slices.ContainsFunc(list, func(e any) bool { _, ok := e.(string); return ok }) {
+				delete(m, k)
+				warn(fmt.Sprintf("%s lists names (%s), not schemas, which Deployment Manager accepted: it constrains nothing", join(at, k), strings.Join(stringsOf(list), ", ")))
+				continue
+			}
+			fallthrough
+		case "items", "prefixItems":
 			if list, ok := sub.([]any); ok {
-				for _, e := range list {
-					normalizeSchema(e)
+				for i, e := range list {
+					normalizeSchema(e, join(at, fmt.Sprintf("%s[%d]", k, i)), warn)
 				}
 			} else {
-				normalizeSchema(sub)
+				normalizeSchema(sub, join(at, k), warn)
 			}
 		}
 	}
+}
+
+// join appends key to the dotted schema path at.
+func join(at, key string) string {
+	if at == "" {
+		return key
+	}
+	return at + "." + key
+}
+
+// stringsOf returns the strings of list, the others written as %v.
+func stringsOf(list []any) []string {
+	out := make([]string, len(list))
+	for i, e := range list {
+		out[i] = fmt.Sprint(e)
+	}
+	return out
 }
 
 // propertyOrder returns the property names in the order the file lists

@@ -154,6 +154,43 @@ func TestParseEmptyRequired(t *testing.T) {
 	}
 }
 
+// The Cloud Foundation Toolkit's schemas list property names under oneOf
+// (oneOf: [projectID, folderID, orgID]), which draft 4 forbids and
+// Deployment Manager accepted: such a list constrains nothing and is named
+// in a warning; a list of schemas keeps its meaning.
+func TestParseCombinatorOfNames(t *testing.T) {
+	tests := []struct {
+		name, src   string
+		props       map[string]any
+		wantErr     string
+		wantWarning string
+	}{
+		{name: "top-level oneOf of names", src: "oneOf: [projectID, folderID]\nproperties:\n  projectID: {type: string}\n",
+			props: map[string]any{}, wantWarning: "t.jinja.schema: oneOf lists names (projectID, folderID), not schemas"},
+		{name: "nested anyOf of names", src: "properties:\n  a:\n    type: object\n    anyOf: [x, {required: [y]}]\n",
+			props: map[string]any{"a": map[string]any{}}, wantWarning: "properties.a.anyOf lists names (x, map[required:[y]])"},
+		{name: "oneOf of schemas still applies", src: "properties:\n  a: {oneOf: [{type: string}, {type: integer}]}\n",
+			props: map[string]any{"a": true}, wantErr: "oneOf"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustParse(t, tt.src)
+			_, err := s.Apply(tt.props)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Apply error %v, want one saying %q", err, tt.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			w := strings.Join(s.Warnings(), "\n")
+			if tt.wantWarning == "" && w != "" || !strings.Contains(w, tt.wantWarning) {
+				t.Errorf("warnings %q, want one saying %q", w, tt.wantWarning)
+			}
+		})
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name, src, wantErr string

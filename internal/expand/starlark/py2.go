@@ -19,6 +19,8 @@ import (
 //	x is None        ->  x == None
 //	x is not None    ->  x != None
 //	yaml.load(s)     ->  yaml.safe_load(s) (load is a Starlark keyword)
+//	f(x for x in y)  ->  f([x for x in y]) a generator expression, which
+//	                                      Starlark lacks, as a list
 //
 // and an f-string is refused with a message saying what to use instead.
 
@@ -26,6 +28,10 @@ import (
 type pyEdit struct {
 	start, end int
 	text       string
+	// order places edits at the same offset: -1 first (a generator's
+	// opening bracket, outside any other insertion), 1 last (its closing
+	// bracket).
+	order int
 }
 
 // pyLexeme is a token of interest: a string literal or an identifier.
@@ -35,17 +41,19 @@ type pyLexeme struct {
 	quote      int // offset of the opening quote (strings)
 	line       int
 	depth      int // bracket depth at the token
+	open       int // offset of the innermost open bracket, -1 if none
 	val        string
 }
 
 // rewritePython applies the source shims to a .py file.
 func rewritePython(file string, src []byte) ([]byte, error) {
 	s := string(src)
-	lex, err := lexPython(file, s)
+	lex, closeOf, err := lexPython(file, s)
 	if err != nil {
 		return nil, err
 	}
 	var edits []pyEdit
+	generators := map[int]bool{} // the open brackets of generator expressions
 	for i := 0; i < len(lex); i++ {
 		t := lex[i]
 		if t.str {
@@ -56,7 +64,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 			if strings.Contains(prefix, "u") {
 				// Starlark strings are Unicode already.
 				u := strings.IndexAny(s[t.start:t.quote], "uU")
-				edits = append(edits, pyEdit{t.start + u, t.start + u + 1, ""})
+				edits = append(edits, pyEdit{t.start + u, t.start + u + 1, "", 0})
 			}
 			// A run of adjacent literals is one string.
 			j := i
@@ -64,11 +72,11 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 				j++
 			}
 			if j > i {
-				edits = append(edits, pyEdit{t.start, t.start, "("})
+				edits = append(edits, pyEdit{t.start, t.start, "(", 0})
 				for k := i; k < j; k++ {
-					edits = append(edits, pyEdit{lex[k].end, lex[k].end, " +"})
+					edits = append(edits, pyEdit{lex[k].end, lex[k].end, " +", 0})
 				}
-				edits = append(edits, pyEdit{lex[j].end, lex[j].end, ")"})
+				edits = append(edits, pyEdit{lex[j].end, lex[j].end, ")", 0})
 				for k := i + 1; k <= j; k++ {
 					p := strings.ToLower(s[lex[k].start:lex[k].quote])
 					if strings.Contains(p, "f") {
@@ -76,7 +84,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 					}
 					if strings.Contains(p, "u") {
 						u := strings.IndexAny(s[lex[k].start:lex[k].quote], "uU")
-						edits = append(edits, pyEdit{lex[k].start + u, lex[k].start + u + 1, ""})
+						edits = append(edits, pyEdit{lex[k].start + u, lex[k].start + u + 1, "", 0})
 					}
 				}
 				i = j
@@ -84,23 +92,38 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 			continue
 		}
 		switch t.val {
+		case "for":
+			// A for inside parentheses (not a list, dict or set
+			// comprehension's brackets) is a generator expression: f(x
+			// for x in y), (x for x in y). A list gives the same values.
+			if t.open >= 0 && s[t.open] == '(' && !generators[t.open] {
+				if end, ok := closeOf[t.open]; ok {
+					generators[t.open] = true
+					edits = append(edits, pyEdit{start: t.open + 1, end: t.open + 1, text: "[", order: -1}, pyEdit{start: end, end: end, text: "]", order: 1})
+				}
+			}
 		case "is":
 			if i+1 < len(lex) && !lex[i+1].str && lex[i+1].val == "not" && onlySpace(s, t.end, lex[i+1].start, t.depth > 0) {
-				edits = append(edits, pyEdit{t.start, t.end, "!="}, pyEdit{lex[i+1].start, lex[i+1].end, ""})
+				edits = append(edits, pyEdit{t.start, t.end, "!=", 0}, pyEdit{lex[i+1].start, lex[i+1].end, "", 0})
 				i++
 			} else {
-				edits = append(edits, pyEdit{t.start, t.end, "=="})
+				edits = append(edits, pyEdit{t.start, t.end, "==", 0})
 			}
 		case "load":
 			if k := strings.TrimRight(s[:t.start], " \t"); strings.HasSuffix(k, ".") {
-				edits = append(edits, pyEdit{t.start, t.end, "safe_load"})
+				edits = append(edits, pyEdit{t.start, t.end, "safe_load", 0})
 			}
 		}
 	}
 	if len(edits) == 0 {
 		return src, nil
 	}
-	sort.SliceStable(edits, func(i, j int) bool { return edits[i].start < edits[j].start })
+	sort.SliceStable(edits, func(i, j int) bool {
+		if edits[i].start != edits[j].start {
+			return edits[i].start < edits[j].start
+		}
+		return edits[i].order < edits[j].order
+	})
 	var sb strings.Builder
 	sb.Grow(len(s) + 4*len(edits))
 	pos := 0
@@ -145,9 +168,17 @@ func onlySpace(s string, from, to int, bracketed bool) bool {
 
 // lexPython finds the string literals and identifiers of Python source,
 // skipping comments, with the bracket depth at each.
-func lexPython(file, s string) ([]pyLexeme, error) {
+func lexPython(file, s string) ([]pyLexeme, map[int]int, error) {
 	var out []pyLexeme
 	line, depth := 1, 0
+	var opens []int          // offsets of the open brackets
+	closeOf := map[int]int{} // an open bracket's offset -> its closing one's
+	innermost := func() int {
+		if len(opens) == 0 {
+			return -1
+		}
+		return opens[len(opens)-1]
+	}
 	isIdent := func(c byte) bool {
 		return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 	}
@@ -163,10 +194,15 @@ func lexPython(file, s string) ([]pyLexeme, error) {
 			}
 		case c == '(' || c == '[' || c == '{':
 			depth++
+			opens = append(opens, i)
 			i++
 		case c == ')' || c == ']' || c == '}':
 			if depth > 0 {
 				depth--
+			}
+			if len(opens) > 0 {
+				closeOf[opens[len(opens)-1]] = i
+				opens = opens[:len(opens)-1]
 			}
 			i++
 		case c == '\'' || c == '"' || isIdent(c):
@@ -180,21 +216,21 @@ func lexPython(file, s string) ([]pyLexeme, error) {
 				q := i
 				end, nl, ok := scanString(s, q)
 				if !ok {
-					return nil, engine.At(file, line, engine.Invalid("unterminated string literal"))
+					return nil, nil, engine.At(file, line, engine.Invalid("unterminated string literal"))
 				}
-				out = append(out, pyLexeme{str: true, start: start, end: end, quote: q, line: line, depth: depth})
+				out = append(out, pyLexeme{str: true, start: start, end: end, quote: q, line: line, depth: depth, open: innermost()})
 				line += nl
 				i = end
 				continue
 			}
 			if word != "" && (word[0] < '0' || word[0] > '9') {
-				out = append(out, pyLexeme{start: start, end: i, line: line, depth: depth, val: word})
+				out = append(out, pyLexeme{start: start, end: i, line: line, depth: depth, open: innermost(), val: word})
 			}
 		default:
 			i++
 		}
 	}
-	return out, nil
+	return out, closeOf, nil
 }
 
 // scanString returns the end of the string literal whose opening quote is
@@ -234,8 +270,11 @@ func scanString(s string, q int) (end, newlines int, ok bool) {
 }
 
 var (
-	raiseRE  = regexp.MustCompile(`^(\s*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)\s*(#.*)?$`)
-	assertRE = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
+	raiseRE = regexp.MustCompile(`^(\s*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)\s*(#.*)?$`)
+	// raiseLinesRE is raiseRE over the lines of one statement, its
+	// arguments spanning them.
+	raiseLinesRE = regexp.MustCompile(`(?s)^([ \t]*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)[ \t]*(#[^\n]*)?$`)
+	assertRE     = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
 )
 
 // rewriteStatements turns the two statements DM templates use to reject
@@ -259,6 +298,23 @@ func rewriteStatements(src []byte) []byte {
 			continue
 		}
 		t := strings.TrimRight(l, "\r")
+		if j := lastLine(cont, i); j > i && strings.HasPrefix(strings.TrimSpace(t), "raise") {
+			// A raise whose arguments span lines: fail(...) over the
+			// same lines.
+			stmt := make([]string, 0, j-i+1)
+			for _, sl := range lines[i : j+1] {
+				stmt = append(stmt, strings.TrimRight(sl, "\r"))
+			}
+			if m := raiseLinesRE.FindStringSubmatch(strings.Join(stmt, "\n")); m != nil && balanced(strings.ReplaceAll(m[3], "\n", " ")) {
+				name := m[2][strings.LastIndexByte(m[2], '.')+1:]
+				out := strings.Split(fmt.Sprintf("%sfail(%q + str(%s))", m[1], name+": ", m[3]), "\n")
+				if len(out) == j-i+1 {
+					copy(lines[i:j+1], out)
+					changed = true
+				}
+			}
+			continue
+		}
 		if m := raiseRE.FindStringSubmatch(t); m != nil && balanced(m[3]) {
 			name := m[2][strings.LastIndexByte(m[2], '.')+1:]
 			msg := `""`
@@ -286,6 +342,16 @@ func rewriteStatements(src []byte) []byte {
 		return src
 	}
 	return []byte(strings.Join(lines, "\n"))
+}
+
+// lastLine returns the last line of the statement starting at line i,
+// cont saying which lines continue the one before.
+func lastLine(cont []bool, i int) int {
+	j := i
+	for j+1 < len(cont) && cont[j+1] {
+		j++
+	}
+	return j
 }
 
 // scanTop walks s outside string literals, keeping the bracket depth,
