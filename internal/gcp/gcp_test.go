@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -574,6 +575,84 @@ func TestParts(t *testing.T) {
 	want := []string{"ComputeRouter", "ComputeVPNTunnel", "ComputeRouterInterface", "ComputeRouterPeer", "ComputeRouterNAT", "ContainerCluster", "ContainerNodePool"}
 	if !reflect.DeepEqual(order, want) && !reflect.DeepEqual(order, []string{"ComputeRouter", "ComputeRouterNAT", "ComputeVPNTunnel", "ComputeRouterInterface", "ComputeRouterPeer", "ContainerCluster", "ContainerNodePool"}) {
 		t.Errorf("order %v", order)
+	}
+}
+
+// TestBigtableGCPolicy: each column family's gcRule is a BigtableGCPolicy
+// whose gcRules is the rule as Config Connector's JSON; a family without
+// one is only the table's.
+func TestBigtableGCPolicy(t *testing.T) {
+	const table = `[{name: i, type: bigtableadmin.v2.instance, properties: {parent: projects/p, instanceId: i, clusters: {c: {location: projects/p/locations/us-central1-b}}}},
+ {name: t, type: bigtableadmin.v2.instance.table, properties: {parent: $(ref.i.name), tableId: t, table: {granularity: MILLIS, columnFamilies: {plain: {}, f_1: {gcRule: RULE}}}}}]`
+	for _, c := range []struct {
+		name, rule, want, err string
+	}{
+		{"versions", `{maxNumVersions: 2}`, `{"rules":[{"max_version":2}]}`, ""},
+		{"versions as a string", `{maxNumVersions: "3"}`, `{"rules":[{"max_version":3}]}`, ""},
+		{"age", `{maxAge: 86400s}`, `{"rules":[{"max_age":"86400s"}]}`, ""},
+		{"union", `{union: {rules: [{maxAge: 10h}, {maxNumVersions: 2}]}}`, `{"mode":"union","rules":[{"max_age":"10h"},{"max_version":2}]}`, ""},
+		{"nested", `{union: {rules: [{maxAge: 15h}, {intersection: {rules: [{maxAge: 2h}, {maxNumVersions: 2}]}}]}}`,
+			`{"mode":"union","rules":[{"max_age":"15h"},{"mode":"intersection","rules":[{"max_age":"2h"},{"max_version":2}]}]}`, ""},
+		{"union of one", `{union: {rules: [{maxNumVersions: 1}]}}`, `{"rules":[{"max_version":1}]}`, ""},
+		{"nested union of one", `{intersection: {rules: [{maxAge: 1s}, {union: {rules: [{maxNumVersions: 1}]}}]}}`,
+			`{"mode":"intersection","rules":[{"max_age":"1s"},{"max_version":1}]}`, ""},
+		{"empty", `{}`, "", ""},
+		{"two at once", `{maxAge: 1s, maxNumVersions: 1}`, "", "properties.table.columnFamilies.f_1 (a BigtableGCPolicy): properties.gcRule sets maxAge and maxNumVersions"},
+		{"bad duration", `{maxAge: 1 day}`, "", `properties.gcRule.maxAge is "1 day", not a duration`},
+		{"bad count", `{maxNumVersions: two}`, "", `properties.gcRule.maxNumVersions is "two", not a whole number`},
+		{"empty union", `{union: {rules: []}}`, "", "properties.gcRule.union has no rules"},
+		{"empty rule in a union", `{union: {rules: [{}, {maxAge: 1s}]}}`, "", "properties.gcRule.union.rules[0] is empty"},
+		{"unknown", `{maxSize: 1}`, "", "properties.gcRule.maxSize has no Config Connector field"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Convert(resources(t, strings.Replace(table, "RULE", c.rule, 1)), Options{Project: "p"})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, derrors.InvalidArgument) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var policies []map[string]any
+			for _, o := range r.Objects {
+				if o["kind"] == "BigtableGCPolicy" {
+					policies = append(policies, o)
+				}
+			}
+			if c.want == "" {
+				if len(policies) > 0 {
+					t.Fatalf("a rule that collects nothing made %v", policies)
+				}
+				return
+			}
+			if len(policies) != 1 {
+				t.Fatalf("%d policies, want 1 (f_1's)", len(policies))
+			}
+			p := policies[0]
+			for path, want := range map[string]any{
+				"spec.columnFamily":   "f_1",
+				"spec.gcRules":        c.want,
+				"spec.tableRef":       map[string]any{"name": "t"},
+				"spec.instanceRef":    map[string]any{"name": "i"},
+				"spec.maxVersion":     nil,
+				"spec.deletionPolicy": nil,
+			} {
+				if got := at(p, path); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", path, got, want)
+				}
+			}
+			if name, _ := at(p, "metadata.name").(string); !regexp.MustCompile(`^t-f-1-[0-9a-f]{8}$`).MatchString(name) {
+				t.Errorf("metadata.name %q: want the table's and the family's, sanitized", name)
+			}
+			if got := at(r.Objects[len(r.Objects)-1], "kind"); got != "BigtableGCPolicy" {
+				t.Errorf("the policy comes after its table: %v last", got)
+			}
+			if got := at(r.Objects[1], "spec.columnFamily"); !reflect.DeepEqual(got, []any{map[string]any{"family": "f_1"}, map[string]any{"family": "plain"}}) {
+				t.Errorf("table's column families %#v", got)
+			}
+		})
 	}
 }
 

@@ -25,6 +25,9 @@ type objConv struct {
 	// part (a router's NAT), siblings that resource's lists of parts.
 	parent   *objConv
 	siblings map[string]any
+	// partName is the part's name in that body: an item's name, a map
+	// value's key (a column family's name).
+	partName string
 	// deps are the resources the object references (nil: its item's).
 	deps *[]int
 }
