@@ -712,9 +712,9 @@ func TestLabels(t *testing.T) {
 
 // TestDMSampleForms: forms DM's public samples write that the Compute API
 // took as it is: a boot disk named otherwise than its instance (a
-// ComputeDisk of its own, attached), a firewall rule on the default
-// network by omission, a backend's name (ignored), an autoscaler without
-// a minimum (one).
+// ComputeDisk of its own, attached), an interface's name (output only,
+// ignored), a firewall rule on the default network by omission, a
+// backend's name (ignored), an autoscaler without a minimum (one).
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -723,6 +723,7 @@ func TestDMSampleForms(t *testing.T) {
     zone: us-central1-a
     machineType: f1-micro
     disks: [{boot: true, autoDelete: true, deviceName: boot, initializeParams: {diskName: vm-disk, sourceImage: projects/cos-cloud/global/images/family/cos-stable, diskSizeGb: 20}}]
+    networkInterfaces: [{name: vm-eth0, network: global/networks/default}]
 - name: fw
   type: compute.v1.firewall
   properties: {allowed: [{IPProtocol: TCP, ports: [8080]}], sourceRanges: [0.0.0.0/0]}
@@ -746,6 +747,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeInstance/vm", "spec.bootDisk.sourceDiskRef", map[string]any{"name": "vm-disk"}},
 		{"ComputeInstance/vm", "spec.bootDisk.autoDelete", true},
 		{"ComputeInstance/vm", "spec.bootDisk.initializeParams", nil},
+		{"ComputeInstance/vm", "spec.networkInterface.0", map[string]any{"networkRef": map[string]any{"external": "global/networks/default"}}},
 		{"ComputeDisk/vm-disk", "spec.imageRef", map[string]any{"external": "projects/cos-cloud/global/images/family/cos-stable"}},
 		{"ComputeDisk/vm-disk", "spec.size", int64(20)},
 		{"ComputeDisk/vm-disk", "spec.location", "us-central1-a"},

@@ -145,10 +145,12 @@ var ignored = map[string]map[string]ignoreRule{
 	"ComputeInstance": {
 		"networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
 		"networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+		"networkInterfaces[].name":                 {"", "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 	"ComputeInstanceTemplate": {
 		"properties.networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
 		"properties.networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+		"properties.networkInterfaces[].name":                 {"", "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 }
 
