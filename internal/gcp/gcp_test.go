@@ -120,6 +120,28 @@ func TestTypes(t *testing.T) {
 	}
 }
 
+// TestCollectionSpelling: a short type naming the API's collection
+// (compute.v1.instanceGroupManagers, as deploymentmanager-samples'
+// container_igm writes) is read as gcp-types/API-VERSION:COLLECTION, with
+// its scope; other unknown spellings stay unknown.
+func TestCollectionSpelling(t *testing.T) {
+	for _, c := range []struct {
+		typ, kind, scope string
+	}{
+		{"compute.v1.instanceGroupManagers", "ComputeInstanceGroupManager", "zone"},
+		{"compute.beta.regionInstanceGroupManagers", "ComputeInstanceGroupManager", "region"},
+		{"sqladmin.v1beta4.instances", "SQLInstance", ""},
+		{"compute.v1.instanceGroupManager", "ComputeInstanceGroupManager", "zone"},
+		{"compute.v1.instanceGroupManagerz", "", ""},
+		{"compute.v9.instances", "", ""},
+	} {
+		d, ok := lookupType(c.typ)
+		if ok != (c.kind != "") || d.Kind != c.kind || d.Scope != c.scope {
+			t.Errorf("lookupType(%s) = %+v, %v; want kind %q scope %q", c.typ, d, ok, c.kind, c.scope)
+		}
+	}
+}
+
 func TestIsGCPType(t *testing.T) {
 	for typ, want := range map[string]bool{
 		"compute.v1.instance":                   true,
