@@ -736,7 +736,8 @@ func TestLabels(t *testing.T) {
 // took as it is: a boot disk named otherwise than its instance (a
 // ComputeDisk of its own, attached), an interface's name (output only,
 // ignored), a firewall rule on the default network by omission, a
-// backend's name (ignored), an autoscaler without a minimum (one).
+// backend's name (ignored), an autoscaler without a minimum (one), a
+// custom role without a title (its ID).
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -761,6 +762,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: igm
   type: compute.v1.instanceGroupManager
   properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
+- name: role
+  type: gcp-types/iam-v1:projects.roles
+  properties: {parent: projects/p, roleId: reader, role: {includedPermissions: [bigquery.datasets.get]}}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -776,6 +780,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeFirewall/fw", "spec.networkRef", map[string]any{"external": "projects/p/global/networks/default"}},
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
+		{"IAMCustomRole/reader", "spec.title", "reader"},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

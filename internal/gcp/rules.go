@@ -686,6 +686,15 @@ func recordSetRule(oc *objConv, props map[string]any) error {
 }
 
 func customRoleRule(oc *objConv, props map[string]any) error {
+	// IAM keeps a role without a title (the console shows its ID); KCC
+	// requires one: the role's ID.
+	if role, _ := props["role"].(map[string]any); role == nil || role["title"] == nil || role["title"] == "" {
+		if role == nil {
+			role = map[string]any{}
+			props["role"] = role
+		}
+		role["title"] = oc.it.gcpName
+	}
 	v, ok := take(props, "parent")
 	if !ok {
 		oc.it.parent = "projects/" + oc.it.project
