@@ -526,6 +526,10 @@ func TestErrors(t *testing.T) {
 			[]string{"takes only ONE_TO_ONE_NAT"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
 			[]string{"a ComputeTargetPool; Config Connector's ComputeForwardingRule.spec.target takes a"}},
+		{"cluster's subnetwork made by GKE", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, ipAllocationPolicy: {useIpAliases: true, createSubnetwork: true, subnetworkName: s}}}}]`,
+			[]string{"properties.cluster.ipAllocationPolicy.createSubnetwork is true: Config Connector's ContainerCluster cannot have GKE create the cluster's subnetwork"}},
+		{"dashboard enabled", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, addonsConfig: {kubernetesDashboard: {disabled: false}}}}}]`,
+			[]string{`properties.cluster.addonsConfig.kubernetesDashboard is {"disabled":false}: Config Connector's ContainerCluster has no such field and takes only {"disabled":true}`}},
 		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
 			[]string{"2 of 2 resources cannot be converted", "resource a", "resource b"}},
 	} {
@@ -737,7 +741,8 @@ func TestLabels(t *testing.T) {
 // ComputeDisk of its own, attached), an interface's name (output only,
 // ignored), a firewall rule on the default network by omission, a
 // backend's name (ignored), an autoscaler without a minimum (one), a
-// custom role without a title (its ID).
+// custom role without a title (its ID), a cluster's subnetwork "" (none)
+// and its disabled Kubernetes Dashboard (ignored).
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -762,6 +767,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: igm
   type: compute.v1.instanceGroupManager
   properties: {zone: us-central1-a, baseInstanceName: web, instanceTemplate: global/instanceTemplates/it, targetSize: 1}
+- name: gke
+  type: gcp-types/container-v1:projects.locations.clusters
+  properties: {parent: projects/p/locations/europe-west4, cluster: {name: gke, network: default, subnetwork: "", addonsConfig: {kubernetesDashboard: {disabled: true}, httpLoadBalancing: {disabled: false}}}}
 - name: role
   type: gcp-types/iam-v1:projects.roles
   properties: {parent: projects/p, roleId: reader, role: {includedPermissions: [bigquery.datasets.get]}}
@@ -781,6 +789,8 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeBackendService/bes", "spec.backend.0.group.instanceGroupRef", map[string]any{"name": "ig"}},
 		{"ComputeAutoscaler/as", "spec.autoscalingPolicy.minReplicas", int64(1)},
 		{"IAMCustomRole/reader", "spec.title", "reader"},
+		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

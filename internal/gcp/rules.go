@@ -120,41 +120,49 @@ func dropDefaultEmail(props map[string]any, path ...string) {
 }
 
 // ignored are REST fields that have no KCC field and carry nothing KCC
-// would do differently: the value they may take (or "" for any) and why.
+// would do differently: the value they may take (or nil for any) and why.
 // Any other value is an error.
 var ignored = map[string]map[string]ignoreRule{
 	"ComputeBackendService": {
-		"port":            {"", "deprecated by Compute Engine for portName"},
-		"backends[].name": {"", "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
+		"port":            {nil, "deprecated by Compute Engine for portName"},
+		"backends[].name": {nil, "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
 	},
 	"SQLInstance": {
 		"backendType":                       {"SECOND_GEN", "the only generation Cloud SQL runs"},
-		"kind":                              {"", "the REST type marker (sql#instance)"},
-		"settings.kind":                     {"", "the REST type marker"},
-		"settings.backupConfiguration.kind": {"", "the REST type marker"},
-		"settings.locationPreference.kind":  {"", "the REST type marker"},
-		"settings.maintenanceWindow.kind":   {"", "the REST type marker"},
-		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
-		"replicaConfiguration.kind":                          {"", "the REST type marker"},
+		"kind":                              {nil, "the REST type marker (sql#instance)"},
+		"settings.kind":                     {nil, "the REST type marker"},
+		"settings.backupConfiguration.kind": {nil, "the REST type marker"},
+		"settings.locationPreference.kind":  {nil, "the REST type marker"},
+		"settings.maintenanceWindow.kind":   {nil, "the REST type marker"},
+		"settings.ipConfiguration.authorizedNetworks[].kind": {nil, "the REST type marker"},
+		"replicaConfiguration.kind":                          {nil, "the REST type marker"},
 	},
-	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
+	"SQLDatabase": {"kind": {nil, "the REST type marker (sql#database)"}},
+	"ContainerCluster": {
+		"cluster.addonsConfig.kubernetesDashboard": {map[string]any{"disabled": true}, "GKE removed the Kubernetes Dashboard add-on: disabled is the only state a cluster has"},
+	},
 	"BigtableTable": {
 		"table.granularity": {"MILLIS", "the only timestamp granularity Bigtable offers, and its default"},
 	},
-	"SQLUser": {"kind": {"", "the REST type marker (sql#user)"}},
+	"SQLUser": {"kind": {nil, "the REST type marker (sql#user)"}},
 	"ComputeInstance": {
 		"networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
-		"networkInterfaces[].name":                 {"", "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
+		"networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
+		"networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 	"ComputeInstanceTemplate": {
 		"properties.networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"properties.networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
-		"properties.networkInterfaces[].name":                 {"", "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
+		"properties.networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
+		"properties.networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 }
 
-type ignoreRule struct{ value, why string }
+// ignoreRule is the value an ignored field may take (nil: any) and why it
+// is ignored.
+type ignoreRule struct {
+	value any
+	why   string
+}
 
 // nameRules read the Google Cloud name from a name property, where its
 // last path segment is not the name.
@@ -617,6 +625,9 @@ func clusterRule(oc *objConv, props map[string]any) error {
 	}
 	cl, _ := props["cluster"].(map[string]any)
 	if ip, ok := cl["ipAllocationPolicy"].(map[string]any); ok {
+		if c, ok := take(ip, "createSubnetwork"); ok && c != false {
+			return invalid("properties.cluster.ipAllocationPolicy.createSubnetwork is %s: Config Connector's ContainerCluster cannot have GKE create the cluster's subnetwork; declare it as a compute.v1.subnetwork with the pods' and services' ranges in secondaryIpRanges, and set the cluster's subnetwork, clusterSecondaryRangeName and servicesSecondaryRangeName", describe(c))
+		}
 		if alias, ok := take(ip, "useIpAliases"); ok {
 			mode := "ROUTES"
 			if alias == true {

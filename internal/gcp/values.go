@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -181,8 +182,17 @@ func (oc *objConv) walkObject(m map[string]any, rest string, idx []int) error {
 		rp := joinREST(rest, key)
 		v := m[key]
 		if ig, ok := ignored[oc.kind.Kind][rp]; ok {
-			if ig.value != "" && v != nil && v != ig.value {
-				return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), describe(v), oc.kind.Kind, ig.value, ig.why)
+			if ig.value != nil && v != nil && !reflect.DeepEqual(v, ig.value) {
+				got, want := describe(v), ""
+				if b, err := json.Marshal(ig.value); err == nil {
+					want = strings.Trim(string(b), `"`)
+				}
+				if _, scalar := ig.value.(string); !scalar {
+					if b, err := json.Marshal(v); err == nil {
+						got = string(b)
+					}
+				}
+				return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), got, oc.kind.Kind, want, ig.why)
 			}
 			continue
 		}
