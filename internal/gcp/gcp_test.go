@@ -496,6 +496,8 @@ func TestErrors(t *testing.T) {
 			[]string{"did you mean compute.v1.instance, compute.beta.instance, compute.alpha.instance"}},
 		{"type provider", `[{name: tp, type: deploymentmanager.v2beta.typeProvider}]`,
 			[]string{"no Config Connector equivalent", "type provider"}},
+		{"shut-down API", `[{name: a, type: autoscaler.v1beta2.autoscaler}]`,
+			[]string{"type autoscaler.v1beta2.autoscaler has no Config Connector equivalent", "write compute.v1.autoscaler"}},
 		{"runtimeconfig", `[{name: w, type: runtimeconfig.v1beta1.waiter}]`,
 			[]string{"no Config Connector equivalent", "Ready condition"}},
 		{"provider's type", `[{name: d, type: "my-project/k8s:/apis/apps/v1/namespaces/{namespace}/deployments"}]`,

@@ -405,6 +405,7 @@ var dmTypes = []dmType{
 // unsupportedTypes are DM types with no Config Connector kind, sorted, with
 // what to do instead.
 var unsupportedTypes = []unsupportedType{
+	{"autoscaler.v1beta2.autoscaler", "the Autoscaler API (autoscaler.v1beta2) is shut down, replaced by Compute Engine's autoscalers: write compute.v1.autoscaler, whose properties are the same (target, zone, autoscalingPolicy)"},
 	{"deploymentmanager.alpha.compositeType", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
 	{"deploymentmanager.alpha.type", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
 	{"deploymentmanager.alpha.typeProvider", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
@@ -420,6 +421,7 @@ var unsupportedTypes = []unsupportedType{
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs.variables", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs.waiters", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
+	{"replicapoolupdater.v1beta1.rollingUpdate", "the Instance Group Updater API (replicapoolupdater.v1beta1) is shut down: an instance group manager rolls its instances to a new template itself (updatePolicy)"},
 	{"runtimeconfig.v1beta1.config", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.variable", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.waiter", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
