@@ -35,11 +35,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "copy, json, math, six, yaml"
+const builtinModules = "copy, json, math, re, six, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "copy", "json", "math", "six", "yaml":
+	case "copy", "json", "math", "re", "six", "yaml":
 		return true
 	}
 	return false
@@ -325,6 +325,8 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = sixModule(sr.e.bounds)
 		case "copy":
 			d = copyModule()
+		case "re":
+			d = reModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
