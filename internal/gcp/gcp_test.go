@@ -152,6 +152,7 @@ func TestIsGCPType(t *testing.T) {
 		"deploymentmanager.v2beta.typeProvider": true,
 		"runtimeconfig.v1beta1.waiter":          true,
 		"my-project/my-provider:/apis/apps/v1/namespaces/{namespace}/deployments": true,
+		"my-project/<cluster-type>:/api/v1/namespaces/{namespace}/services":       true,
 		"Service":                            false,
 		"v1/Service":                         false,
 		"apps/v1/Deployment":                 false,
