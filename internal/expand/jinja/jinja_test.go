@@ -33,6 +33,12 @@ func TestRender(t *testing.T) {
 		{name: "set to an undefined key prints nothing", src: "{% set p = properties['port'] %}[{{ p }}][{{ properties['port'] }}]", want: "[][]"},
 		{name: "set to an undefined attribute prints nothing", src: "{% set p = properties.port %}{% set q = p %}[{{ p }}][{{ q }}]", want: "[][]"},
 		{name: "set to None prints None", src: "{% set p = None %}{% set q = properties.n %}{% set q = none %}[{{ p }}][{{ q }}]", want: "[None][None]"},
+		// jinja2 refuses to add an undefined key or None (UndefinedError,
+		// TypeError; deploymentmanager-samples' gke crd-instance adds a
+		// clusterType it is not given).
+		{name: "adding an undefined key", src: "{{ 'p/' + properties['clusterType'] }}", wantErr: `unable to add "p/" and None (or an undefined name or key)`},
+		{name: "adding None", src: "{{ properties.n + None }}", wantErr: "unable to add 3 and None"},
+		{name: "joining an undefined key with ~", src: "[{{ 'p/' ~ properties['clusterType'] }}]", want: "[p/]"},
 		{name: "set again to a value prints it", src: "{% set p = properties.port %}{% set p = properties.n %}[{{ p }}]", want: "[3]"},
 	}
 	for _, tt := range tests {
