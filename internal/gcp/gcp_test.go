@@ -533,6 +533,8 @@ func TestErrors(t *testing.T) {
 			[]string{"properties.cluster.ipAllocationPolicy.createSubnetwork is true: Config Connector's ContainerCluster cannot have GKE create the cluster's subnetwork"}},
 		{"dashboard enabled", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, addonsConfig: {kubernetesDashboard: {disabled: false}}}}}]`,
 			[]string{`properties.cluster.addonsConfig.kubernetesDashboard is {"disabled":false}: Config Connector's ContainerCluster has no such field and takes only {"disabled":true}`}},
+		{"legacy network", `[{name: n, type: compute.v1.network, properties: {IPv4Range: 10.240.0.0/16}}]`,
+			[]string{`properties.IPv4Range is "10.240.0.0/16": a legacy network, which Google Cloud no longer creates`}},
 		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
 			[]string{"2 of 2 resources cannot be converted", "resource a", "resource b"}},
 	} {

@@ -23,6 +23,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeAutoscaler":                autoscalerRule,
 	"ComputeBackendService":            backendServiceRule,
 	"ComputeSubnetwork":                subnetworkRule,
+	"ComputeNetwork":                   networkRule,
 	"IAMPolicyMember":                  iamMemberBinding,
 	"SQLInstance":                      sqlInstanceRule,
 	"StorageBucket":                    bucketRule,
@@ -1006,6 +1007,16 @@ func spannerInstanceRule(oc *objConv, props map[string]any) error {
 	}
 	if c, ok := take(in, "config"); ok {
 		return oc.setValue(shortValue(c), "config", nil, "instance.config")
+	}
+	return nil
+}
+
+// networkRule: a legacy network (IPv4Range, one range for the whole
+// network) is refused naming what to declare instead: Google Cloud no
+// longer creates them, and KCC's ComputeNetwork has no field for one.
+func networkRule(_ *objConv, props map[string]any) error {
+	if v, ok := props["IPv4Range"]; ok && v != nil {
+		return invalid("properties.IPv4Range is %s: a legacy network, which Google Cloud no longer creates and Config Connector's ComputeNetwork cannot hold; declare a VPC network (autoCreateSubnetworks: false) and a compute.v1.subnetwork with that ipCidrRange", describe(v))
 	}
 	return nil
 }
