@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 	"regexp"
+	"sort"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -345,36 +346,44 @@ var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 type Output = layout.Output
 
 // configFromValue reads a template's output: a mapping with resources and
-// outputs (a Starlark dict or decoded YAML).
-func configFromValue(v any) ([]Resource, []Output, error) {
+// outputs (a Starlark dict or decoded YAML). Other fields beside resources
+// are returned in ignored, sorted, as Deployment Manager ignored them (a
+// multi-line value pasted into a template without indentation makes
+// fields of its lines); without resources they are an error (a misspelt
+// resources).
+func configFromValue(v any) (res []Resource, outs []Output, ignored []string, err error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
-			return nil, nil, invalid("output is empty; want a mapping with resources")
+			return nil, nil, nil, invalid("output is empty; want a mapping with resources")
 		}
-		return nil, nil, invalid("output is %s; want a mapping with resources", kindOf(v))
+		return nil, nil, nil, invalid("output is %s; want a mapping with resources", kindOf(v))
 	}
 	for k := range m {
 		switch k {
 		case "resources", "outputs", "imports":
 		default:
-			return nil, nil, invalid("output has unknown field %q; want resources", k)
+			ignored = append(ignored, k)
 		}
 	}
+	sort.Strings(ignored)
+	if _, ok := m["resources"]; !ok && len(ignored) > 0 {
+		return nil, nil, nil, invalid("output has unknown field %q; want resources", ignored[0])
+	}
 	noLine := func(...any) int { return 0 }
-	out, err := resourcesFromValue(m["resources"], noLine)
+	res, err = resourcesFromValue(m["resources"], noLine)
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, nil, l.Err
+			return nil, nil, nil, l.Err
 		}
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	outs, err := outputsFromValue(m["outputs"], false)
+	outs, err = outputsFromValue(m["outputs"], false)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return out, outs, nil
+	return res, outs, ignored, nil
 }
 
 // outputsFromValue reads outputs: a list of mappings with a name and a

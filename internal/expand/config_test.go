@@ -238,3 +238,45 @@ func TestActionRefused(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 }
+
+// TestTemplateOutputFields: fields of a template's output beside resources
+// and outputs are ignored with a warning, as Deployment Manager ignored
+// them (deploymentmanager-samples' container_igm pastes a Pod manifest
+// into a block scalar without indentation, so that its lines become
+// fields); without resources they are an error (a misspelt resources).
+func TestTemplateOutputFields(t *testing.T) {
+	for _, c := range []struct {
+		name, template string
+		resources      int
+		warning, err   string
+	}{
+		{"resources only", "resources:\n- {name: a, type: S}\n", 1, "", ""},
+		{"outputs and imports", "resources: []\noutputs: [{name: o, value: 1}]\nimports: []\n", 0, "", ""},
+		{"unindented block", "resources:\n- name: a\n  type: S\n  properties:\n    v: |\n      first line\napiVersion: v1\nkind: Pod\n", 1,
+			"t.jinja): the template's output has fields beside resources and outputs (apiVersion, kind), which are ignored", ""},
+		{"misspelt resources", "resource:\n- {name: a, type: S}\n", 0, "", `output has unknown field "resource"; want resources`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := New(Options{}).Expand(t.Context(), Request{
+				Config:  []byte("imports: [t.jinja]\nresources:\n- {name: t, type: t.jinja}\n"),
+				Imports: map[string][]byte{"t.jinja": []byte(c.template)},
+			})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, derrors.InvalidArgument) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Config.Resources) != c.resources {
+				t.Errorf("%d resources, want %d", len(res.Config.Resources), c.resources)
+			}
+			warnings := strings.Join(res.Warnings, "\n")
+			if c.warning == "" && warnings != "" || !strings.Contains(warnings, c.warning) {
+				t.Errorf("warnings %q, want %q", warnings, c.warning)
+			}
+		})
+	}
+}

@@ -833,9 +833,12 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	inv.props = props
 	inv.order = r.order
 	inv.cluster = r.cluster
-	children, outputs, err := x.render(ctx, inv)
+	children, outputs, ignored, err := x.render(ctx, inv)
 	if err != nil {
 		return nil, fail(err)
+	}
+	if len(ignored) > 0 {
+		r.warn(fmt.Sprintf("%s (%s): the template's output has fields beside resources and outputs (%s), which are ignored, as Deployment Manager ignored them (a multi-line value pasted without indentation makes such fields of its lines)", strings.Join(p, " > "), inv.label, strings.Join(ignored, ", ")))
 	}
 	if len(outputs) > 0 {
 		r.composites = append(r.composites, composite{name: res.Name, path: p, outputs: outputs})
@@ -876,20 +879,21 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 	return b, nil
 }
 
-// render runs a template and returns its resources and outputs.
-func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, error) {
+// render runs a template and returns its resources and outputs, and the
+// other fields of its output, which are ignored.
+func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, []string, error) {
 	if inv.src == nil {
-		return nil, nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
+		return nil, nil, nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
 	}
 	if len(inv.src) > x.opts.MaxInputBytes {
-		return nil, nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
+		return nil, nil, nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
 	eng, ok := x.engines[string(inv.lang)]
 	if !ok {
-		return nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
+		return nil, nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	out, err := eng.Render(ctx, engine.Invocation{
 		File: inv.file, Source: inv.src,
@@ -903,7 +907,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 			// the expansion's TotalTimeout or the caller's.
 			err = stopped(ctx)
 		}
-		return nil, nil, classify(err)
+		return nil, nil, nil, classify(err)
 	}
 	var v any
 	switch {
@@ -923,24 +927,24 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 				msg += fmt.Sprintf(" (output line %d: %q)", n, ex)
 			}
 			if errors.Is(err, derrors.LimitExceeded) {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			return nil, nil, at(inv.file, 0, invalid("%s", msg))
+			return nil, nil, nil, at(inv.file, 0, invalid("%s", msg))
 		}
 	case out.Resources != nil:
 		list := make([]Resource, len(out.Resources))
 		for i, r := range out.Resources {
 			list[i] = Resource{Name: r.Name, Type: r.Type, Properties: r.Properties}
 		}
-		return list, nil, nil
+		return list, nil, nil, nil
 	default:
 		v = out.Value
 	}
-	list, outs, err := configFromValue(v)
+	list, outs, ignored, err := configFromValue(v)
 	if err != nil {
-		return nil, nil, at(inv.file, 0, err)
+		return nil, nil, nil, at(inv.file, 0, err)
 	}
-	return list, outs, nil
+	return list, outs, ignored, nil
 }
 
 // stopped is the error of a done context; see engine.Stopped.

@@ -167,6 +167,11 @@ func ReadImports(cfg *Config, name string, read func(p string) ([]byte, error)) 
 		return nil
 	}
 	for _, imp := range cfg.Imports {
+		if err := urlImport(imp.Path, name); err != nil {
+			return nil, err
+		}
+	}
+	for _, imp := range cfg.Imports {
 		if err := get(imp.Path, name); err != nil {
 			return nil, err
 		}
@@ -191,12 +196,28 @@ func ReadImports(cfg *Config, name string, read func(p string) ([]byte, error)) 
 			return nil, err
 		}
 		for _, imp := range imps {
+			if err := urlImport(imp.Path, sk); err != nil {
+				return nil, err
+			}
+		}
+		for _, imp := range imps {
 			if err := get(path.Join(path.Dir(path.Clean(key)), imp.Path), sk); err != nil {
 				return nil, err
 			}
 		}
 	}
 	return files, nil
+}
+
+// urlImport refuses an import that is a URL (path: https://...), which
+// gcloud downloaded for Deployment Manager: dm reads imports from files,
+// and expanding a configuration does not reach the network.
+func urlImport(p, from string) error {
+	lower := strings.ToLower(p)
+	if !strings.HasPrefix(lower, "http://") && !strings.HasPrefix(lower, "https://") {
+		return nil
+	}
+	return fmt.Errorf("%s: import %q is a URL, which gcloud downloaded for Deployment Manager; dm reads imports from files only: save the file beside the configuration and import it by its path, with name: set to the name templates use: %w", from, p, derrors.InvalidArgument)
 }
 
 // ReadVersionImports is ReadImports for a configuration that is a file of

@@ -369,3 +369,47 @@ func TestStrFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestPythonRe: Python's re module as templates use it
+// (deploymentmanager-samples' internal-lb: re.compile(...).search(url) and
+// the match's groups), on Go's regexp; a pattern RE2 cannot run is refused
+// naming it.
+func TestPythonRe(t *testing.T) {
+	tests := []struct {
+		name, body, want, err string
+	}{
+		{"compile search group", "p = re.compile('zones/([^/]+)/instanceGroups/(.*)$')\nm = p.search('projects/p/zones/z1/instanceGroups/g1')\nx = [m.group(2) + ':' + m.group(1), m.group(), m.groups(), m.span(1), m.start(), m.end()]",
+			`["g1:z1","zones/z1/instanceGroups/g1",["z1","g1"],[17,19],11,37]`, ""},
+		{"no match is None", "x = [re.search('x', 'abc') is None, re.match('b', 'abc') is None, re.fullmatch('ab', 'abc') is None]", `[true,true,true]`, ""},
+		{"match anchors at the start", "x = [re.match('b+', 'bbc').group(), re.match('a|ab', 'ab').group(), re.fullmatch('a|ab', 'ab').group()]", `["bb","a","ab"]`, ""},
+		{"named groups", "m = re.match(r'(?P<k>\\w+)=(?P<v>\\w*)', 'a=b')\nx = [m.group('k'), m.groupdict(), m.group(1, 2)]", `["a",{"k":"a","v":"b"},["a","b"]]`, ""},
+		{"flags", "x = [re.search('ABC', 'xabc', re.I).group(), re.findall('^a', 'a\\na', flags=re.M), re.IGNORECASE]", `["abc",["a","a"],2]`, ""},
+		{"findall sub split escape", "x = [re.findall(r'\\d+', 'a1b22'), re.findall(r'(\\w)=(\\d)', 'a=1 b=2'), re.sub(r'(\\w+)@(\\w+)', r'\\2 at \\g<1>', 'me@host you@there', 1), re.sub('a', lambda m: m.group().upper(), 'banana'), re.split(r'[,;]', 'a,b;c'), re.escape('a.b')]",
+			`[["1","22"],[["a","1"],["b","2"]],"host at me you@there","bAnAnA",["a","b","c"],"a\\.b"]`, ""},
+		{"unmatched optional group", "x = re.match('(a)?b', 'b').groups('-')", `["-"]`, ""},
+		{"a backreference", "x = re.compile(r'(a)\\1')", "", `re: pattern "(a)\\1": backreference \1: Go's regular expressions (RE2) have none`},
+		{"no such group", "x = re.match('a', 'a').group(3)", "", "Match.group: no such group 3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := "import re\n\ndef GenerateConfig(context):\n    " + strings.ReplaceAll(tt.body, "\n", "\n    ") + "\n    return {'resources': [{'name': 'a', 'type': 'X', 'properties': {'x': x}}]}\n"
+			out, err := renderOne(t, "t.py", src, map[string]any{}, nil)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) {
+					t.Fatalf("got %v, want an error containing %q", err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(out.(map[string]any)["resources"].([]any)[0].(map[string]any)["properties"].(map[string]any)["x"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != tt.want {
+				t.Errorf("got  %s\nwant %s", b, tt.want)
+			}
+		})
+	}
+}

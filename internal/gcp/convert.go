@@ -620,27 +620,49 @@ func setAnnotation(obj map[string]any, key, value string) {
 }
 
 // parts makes an object of kind pt.Kind of each item of the list v of a
-// resource's body (a router's NATs, a cluster's node pools), named after
-// the resource and the item, referring to the resource's object and in its
-// location. all are the resource's lists of parts, for rules that
-// reference siblings (a BGP peer's interface).
+// resource's body (a router's NATs, a cluster's node pools), or of each
+// value of the map v (a table's column families by name, the key being
+// the item's name), named after the resource and the item, referring to
+// the resource's object and in its location. A map value that sets
+// nothing makes no object: its key alone is the resource's (a column
+// family without a garbage-collection rule). all are the resource's lists
+// of parts, for rules that reference siblings (a BGP peer's interface).
 func (c *converter) parts(oc *objConv, pt part, v any, all map[string]any) error {
-	it := oc.it
-	list, ok := v.([]any)
-	if !ok {
-		return invalid("properties.%s is %s, not a list", pt.REST, describe(v))
+	type entry struct {
+		where, name string
+		value       any
 	}
-	pk := lookupKind(pt.Kind)
-	for i, e := range list {
-		m, ok := deepCopy(e).(map[string]any)
-		if !ok {
-			return invalid("properties.%s[%d] is %s, not an object", pt.REST, i, describe(e))
+	var entries []entry
+	switch v := v.(type) {
+	case []any:
+		for i, e := range v {
+			m, _ := e.(map[string]any)
+			name, _ := m["name"].(string)
+			entries = append(entries, entry{fmt.Sprintf("properties.%s[%d]", pt.REST, i), name, e})
 		}
-		name, _ := m["name"].(string)
-		delete(m, "name")
-		objName := it.objName + "-" + name
-		if name == "" {
-			b, _ := json.Marshal(e)
+	case map[string]any:
+		for _, k := range sortedKeys(v) {
+			if setsNothing(v[k]) {
+				continue
+			}
+			entries = append(entries, entry{"properties." + pt.REST + "." + k, k, v[k]})
+		}
+	default:
+		return invalid("properties.%s is %s, not a list or a map", pt.REST, describe(v))
+	}
+	it := oc.it
+	pk := lookupKind(pt.Kind)
+	for _, e := range entries {
+		m, ok := deepCopy(e.value).(map[string]any)
+		if !ok {
+			return invalid("%s is %s, not an object", e.where, describe(e.value))
+		}
+		if _, isList := v.([]any); isList {
+			delete(m, "name") // a map value's name is its key
+		}
+		objName := it.objName + "-" + e.name
+		if e.name == "" {
+			b, _ := json.Marshal(e.value)
 			objName = it.objName + "-" + shortHash(string(b))
 		}
 		if !validObjectName(objName) {
@@ -650,13 +672,30 @@ func (c *converter) parts(oc *objConv, pt part, v any, all map[string]any) error
 		if pt.As != "" {
 			body = map[string]any{pt.As: m}
 		}
-		x, err := c.partObject(oc, pk, body, name, objName, nil, all)
+		x, err := c.partObject(oc, pk, body, e.name, objName, nil, all)
 		if err != nil {
-			return fmt.Errorf("properties.%s[%d] (a %s): %w", pt.REST, i, pk.Kind, err)
+			return fmt.Errorf("%s (a %s): %w", e.where, pk.Kind, err)
 		}
 		it.extra = append(it.extra, x)
 	}
 	return nil
+}
+
+// setsNothing says whether v is null or an object all of whose fields set
+// nothing.
+func setsNothing(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if !setsNothing(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // partObject converts body, a part of oc's resource, into an object of
@@ -665,7 +704,7 @@ func (c *converter) parts(oc *objConv, pt part, v any, all map[string]any) error
 func (c *converter) partObject(oc *objConv, pk *kindInfo, body map[string]any, name, objName string, labels, siblings map[string]any) (extraObject, error) {
 	it := oc.it
 	var deps []int
-	poc := &objConv{c: c, it: it, kind: pk, spec: map[string]any{}, parent: oc, siblings: siblings, deps: &deps}
+	poc := &objConv{c: c, it: it, kind: pk, spec: map[string]any{}, parent: oc, siblings: siblings, deps: &deps, partName: name}
 	if rule, ok := partRules[pk.Kind]; ok {
 		if err := rule(poc, body); err != nil {
 			return extraObject{}, err

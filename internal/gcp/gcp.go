@@ -152,8 +152,10 @@ var (
 	shortTypeRE = lazyRegexp(`^[a-z][a-z0-9]*\.(v\d+[a-z0-9]*|alpha|beta)\.[a-zA-Z][a-zA-Z0-9.]*$`)
 	// gcp-types/compute-v1:instances
 	gcpTypesRE = lazyRegexp(`^gcp-types/[a-z][a-z0-9]*-[a-z0-9]+:[a-zA-Z][a-zA-Z0-9.]*$`)
-	// PROJECT/PROVIDER:COLLECTION (a type provider's type)
-	providerTypeRE = lazyRegexp(`^[a-z][-a-z0-9.:]*[a-z0-9]/[A-Za-z][-A-Za-z0-9_.]*:\S+$`)
+	// PROJECT/PROVIDER:COLLECTION (a type provider's type), PROVIDER
+	// spelt anyhow (a placeholder <cluster-type> left in a sample), so
+	// that it is refused rather than read as a Kubernetes object
+	providerTypeRE = lazyRegexp(`^[a-z][-a-z0-9.:]*[a-z0-9]/[^/\s:]+:\S+$`)
 )
 
 // IsGCPType reports whether t is spelled as a Google Cloud DM type

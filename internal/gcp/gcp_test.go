@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -119,6 +120,28 @@ func TestTypes(t *testing.T) {
 	}
 }
 
+// TestCollectionSpelling: a short type naming the API's collection
+// (compute.v1.instanceGroupManagers, as deploymentmanager-samples'
+// container_igm writes) is read as gcp-types/API-VERSION:COLLECTION, with
+// its scope; other unknown spellings stay unknown.
+func TestCollectionSpelling(t *testing.T) {
+	for _, c := range []struct {
+		typ, kind, scope string
+	}{
+		{"compute.v1.instanceGroupManagers", "ComputeInstanceGroupManager", "zone"},
+		{"compute.beta.regionInstanceGroupManagers", "ComputeInstanceGroupManager", "region"},
+		{"sqladmin.v1beta4.instances", "SQLInstance", ""},
+		{"compute.v1.instanceGroupManager", "ComputeInstanceGroupManager", "zone"},
+		{"compute.v1.instanceGroupManagerz", "", ""},
+		{"compute.v9.instances", "", ""},
+	} {
+		d, ok := lookupType(c.typ)
+		if ok != (c.kind != "") || d.Kind != c.kind || d.Scope != c.scope {
+			t.Errorf("lookupType(%s) = %+v, %v; want kind %q scope %q", c.typ, d, ok, c.kind, c.scope)
+		}
+	}
+}
+
 func TestIsGCPType(t *testing.T) {
 	for typ, want := range map[string]bool{
 		"compute.v1.instance":                   true,
@@ -129,6 +152,7 @@ func TestIsGCPType(t *testing.T) {
 		"deploymentmanager.v2beta.typeProvider": true,
 		"runtimeconfig.v1beta1.waiter":          true,
 		"my-project/my-provider:/apis/apps/v1/namespaces/{namespace}/deployments": true,
+		"my-project/<cluster-type>:/api/v1/namespaces/{namespace}/services":       true,
 		"Service":                            false,
 		"v1/Service":                         false,
 		"apps/v1/Deployment":                 false,
@@ -473,6 +497,8 @@ func TestErrors(t *testing.T) {
 			[]string{"did you mean compute.v1.instance, compute.beta.instance, compute.alpha.instance"}},
 		{"type provider", `[{name: tp, type: deploymentmanager.v2beta.typeProvider}]`,
 			[]string{"no Config Connector equivalent", "type provider"}},
+		{"shut-down API", `[{name: a, type: autoscaler.v1beta2.autoscaler}]`,
+			[]string{"type autoscaler.v1beta2.autoscaler has no Config Connector equivalent", "write compute.v1.autoscaler"}},
 		{"runtimeconfig", `[{name: w, type: runtimeconfig.v1beta1.waiter}]`,
 			[]string{"no Config Connector equivalent", "Ready condition"}},
 		{"service registry", `[{name: e, type: serviceregistry.v1alpha.endpoint, properties: {addresses: [{address: 10.0.0.2}]}}]`,
@@ -511,6 +537,12 @@ func TestErrors(t *testing.T) {
 			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
 			[]string{"a ComputeTargetPool; Config Connector's ComputeForwardingRule.spec.target takes a"}},
+		{"cluster's subnetwork made by GKE", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, ipAllocationPolicy: {useIpAliases: true, createSubnetwork: true, subnetworkName: s}}}}]`,
+			[]string{"properties.cluster.ipAllocationPolicy.createSubnetwork is true: Config Connector's ContainerCluster cannot have GKE create the cluster's subnetwork"}},
+		{"dashboard enabled", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, addonsConfig: {kubernetesDashboard: {disabled: false}}}}}]`,
+			[]string{`properties.cluster.addonsConfig.kubernetesDashboard is {"disabled":false}: Config Connector's ContainerCluster has no such field and takes only {"disabled":true}`}},
+		{"legacy network", `[{name: n, type: compute.v1.network, properties: {IPv4Range: 10.240.0.0/16}}]`,
+			[]string{`properties.IPv4Range is "10.240.0.0/16": a legacy network, which Google Cloud no longer creates`}},
 		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
 			[]string{"2 of 2 resources cannot be converted", "resource a", "resource b"}},
 	} {
@@ -585,6 +617,84 @@ func TestParts(t *testing.T) {
 	}
 }
 
+// TestBigtableGCPolicy: each column family's gcRule is a BigtableGCPolicy
+// whose gcRules is the rule as Config Connector's JSON; a family without
+// one is only the table's.
+func TestBigtableGCPolicy(t *testing.T) {
+	const table = `[{name: i, type: bigtableadmin.v2.instance, properties: {parent: projects/p, instanceId: i, clusters: {c: {location: projects/p/locations/us-central1-b}}}},
+ {name: t, type: bigtableadmin.v2.instance.table, properties: {parent: $(ref.i.name), tableId: t, table: {granularity: MILLIS, columnFamilies: {plain: {}, f_1: {gcRule: RULE}}}}}]`
+	for _, c := range []struct {
+		name, rule, want, err string
+	}{
+		{"versions", `{maxNumVersions: 2}`, `{"rules":[{"max_version":2}]}`, ""},
+		{"versions as a string", `{maxNumVersions: "3"}`, `{"rules":[{"max_version":3}]}`, ""},
+		{"age", `{maxAge: 86400s}`, `{"rules":[{"max_age":"86400s"}]}`, ""},
+		{"union", `{union: {rules: [{maxAge: 10h}, {maxNumVersions: 2}]}}`, `{"mode":"union","rules":[{"max_age":"10h"},{"max_version":2}]}`, ""},
+		{"nested", `{union: {rules: [{maxAge: 15h}, {intersection: {rules: [{maxAge: 2h}, {maxNumVersions: 2}]}}]}}`,
+			`{"mode":"union","rules":[{"max_age":"15h"},{"mode":"intersection","rules":[{"max_age":"2h"},{"max_version":2}]}]}`, ""},
+		{"union of one", `{union: {rules: [{maxNumVersions: 1}]}}`, `{"rules":[{"max_version":1}]}`, ""},
+		{"nested union of one", `{intersection: {rules: [{maxAge: 1s}, {union: {rules: [{maxNumVersions: 1}]}}]}}`,
+			`{"mode":"intersection","rules":[{"max_age":"1s"},{"max_version":1}]}`, ""},
+		{"empty", `{}`, "", ""},
+		{"two at once", `{maxAge: 1s, maxNumVersions: 1}`, "", "properties.table.columnFamilies.f_1 (a BigtableGCPolicy): properties.gcRule sets maxAge and maxNumVersions"},
+		{"bad duration", `{maxAge: 1 day}`, "", `properties.gcRule.maxAge is "1 day", not a duration`},
+		{"bad count", `{maxNumVersions: two}`, "", `properties.gcRule.maxNumVersions is "two", not a whole number`},
+		{"empty union", `{union: {rules: []}}`, "", "properties.gcRule.union has no rules"},
+		{"empty rule in a union", `{union: {rules: [{}, {maxAge: 1s}]}}`, "", "properties.gcRule.union.rules[0] is empty"},
+		{"unknown", `{maxSize: 1}`, "", "properties.gcRule.maxSize has no Config Connector field"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := Convert(resources(t, strings.Replace(table, "RULE", c.rule, 1)), Options{Project: "p"})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, derrors.InvalidArgument) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var policies []map[string]any
+			for _, o := range r.Objects {
+				if o["kind"] == "BigtableGCPolicy" {
+					policies = append(policies, o)
+				}
+			}
+			if c.want == "" {
+				if len(policies) > 0 {
+					t.Fatalf("a rule that collects nothing made %v", policies)
+				}
+				return
+			}
+			if len(policies) != 1 {
+				t.Fatalf("%d policies, want 1 (f_1's)", len(policies))
+			}
+			p := policies[0]
+			for path, want := range map[string]any{
+				"spec.columnFamily":   "f_1",
+				"spec.gcRules":        c.want,
+				"spec.tableRef":       map[string]any{"name": "t"},
+				"spec.instanceRef":    map[string]any{"name": "i"},
+				"spec.maxVersion":     nil,
+				"spec.deletionPolicy": nil,
+			} {
+				if got := at(p, path); !reflect.DeepEqual(got, want) {
+					t.Errorf("%s = %#v, want %#v", path, got, want)
+				}
+			}
+			if name, _ := at(p, "metadata.name").(string); !regexp.MustCompile(`^t-f-1-[0-9a-f]{8}$`).MatchString(name) {
+				t.Errorf("metadata.name %q: want the table's and the family's, sanitized", name)
+			}
+			if got := at(r.Objects[len(r.Objects)-1], "kind"); got != "BigtableGCPolicy" {
+				t.Errorf("the policy comes after its table: %v last", got)
+			}
+			if got := at(r.Objects[1], "spec.columnFamily"); !reflect.DeepEqual(got, []any{map[string]any{"family": "f_1"}, map[string]any{"family": "plain"}}) {
+				t.Errorf("table's column families %#v", got)
+			}
+		})
+	}
+}
+
 func TestScopes(t *testing.T) {
 	for _, c := range []struct {
 		src, want string
@@ -641,10 +751,13 @@ func TestLabels(t *testing.T) {
 
 // TestDMSampleForms: forms DM's public samples write that the Compute API
 // took as it is: a boot disk named otherwise than its instance (a
-// ComputeDisk of its own, attached), a firewall rule on the default
-// network by omission, a backend's name (ignored), an autoscaler without
-// a minimum (one), a legacy HTTP health check's proxyHeader NONE (ignored:
-// not a field of it; community/3-tier writes it).
+// ComputeDisk of its own, attached), an interface's name (output only,
+// ignored), a firewall rule on the default network by omission, a
+// backend's name (ignored), an autoscaler without a minimum (one), a
+// custom role without a title (its ID), a cluster's subnetwork "" (none)
+// and its disabled Kubernetes Dashboard (ignored), a legacy HTTP health
+// check's proxyHeader NONE (ignored: not a field of it; community/3-tier
+// writes it), and forms of the Cloud Foundation Toolkit's templates.
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -653,6 +766,7 @@ func TestDMSampleForms(t *testing.T) {
     zone: us-central1-a
     machineType: f1-micro
     disks: [{boot: true, autoDelete: true, deviceName: boot, initializeParams: {diskName: vm-disk, sourceImage: projects/cos-cloud/global/images/family/cos-stable, diskSizeGb: 20}}]
+    networkInterfaces: [{name: vm-eth0, network: global/networks/default}]
 - name: fw
   type: compute.v1.firewall
   properties: {allowed: [{IPProtocol: TCP, ports: [8080]}], sourceRanges: [0.0.0.0/0]}
@@ -686,6 +800,12 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-sink
   type: logging.v2.sink
   properties: {name: audit, sink: audit, destination: storage.googleapis.com/logs, uniqueWriterIdentity: true}
+- name: gke
+  type: gcp-types/container-v1:projects.locations.clusters
+  properties: {parent: projects/p/locations/europe-west4, cluster: {name: gke, network: default, subnetwork: "", addonsConfig: {kubernetesDashboard: {disabled: true}, httpLoadBalancing: {disabled: false}}}}
+- name: role
+  type: gcp-types/iam-v1:projects.roles
+  properties: {parent: projects/p, roleId: reader, role: {includedPermissions: [bigquery.datasets.get]}}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -694,6 +814,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeInstance/vm", "spec.bootDisk.sourceDiskRef", map[string]any{"name": "vm-disk"}},
 		{"ComputeInstance/vm", "spec.bootDisk.autoDelete", true},
 		{"ComputeInstance/vm", "spec.bootDisk.initializeParams", nil},
+		{"ComputeInstance/vm", "spec.networkInterface.0", map[string]any{"networkRef": map[string]any{"external": "global/networks/default"}}},
 		{"ComputeDisk/vm-disk", "spec.imageRef", map[string]any{"external": "projects/cos-cloud/global/images/family/cos-stable"}},
 		{"ComputeDisk/vm-disk", "spec.size", int64(20)},
 		{"ComputeDisk/vm-disk", "spec.location", "us-central1-a"},
@@ -706,6 +827,9 @@ func TestDMSampleForms(t *testing.T) {
 		{"IAMServiceAccount/deployer", "metadata.annotations.cnrm.cloud.google.com/project-id", "other-proj"}, // projectId
 		{"ComputeAddress/cft-ip", "spec.addressType", "EXTERNAL"},                                             // resourceType was ignored by Compute Engine
 		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
+		{"IAMCustomRole/reader", "spec.title", "reader"},
+		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

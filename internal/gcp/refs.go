@@ -170,7 +170,7 @@ var identities = map[string]map[string]bool{
 // ref converts a REST value into a KCC reference field: {name: OBJECT} for
 // a resource of the deployment (by reference, selfLink or name),
 // {external: VALUE} otherwise; a reference KCC cannot resolve itself is
-// deferred into external.
+// deferred into external; "" is none.
 func (oc *objConv) ref(v any, f *field, path []seg, rp string) (any, error) {
 	s, ok := v.(string)
 	if !ok {
@@ -178,6 +178,9 @@ func (oc *objConv) ref(v any, f *field, path []seg, rp string) (any, error) {
 			return m, nil // already a KCC reference
 		}
 		return nil, invalid("%s is %s; Config Connector's %s.%s is a reference (a name, selfLink or $(ref.NAME.selfLink))", displayPath(rp), describe(v), oc.kind.Kind, dotted(f.Path))
+	}
+	if s == "" {
+		return nil, nil // no resource, as Google Cloud's APIs read "" (a cluster's subnetwork)
 	}
 	if name, p, ok := wholeRef(s); ok {
 		if target := oc.c.byName[name]; target != nil && target.kind != nil {

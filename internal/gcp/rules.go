@@ -3,7 +3,10 @@ package gcp
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Hand-written rules: what the generated pairing of REST and KCC fields
@@ -20,6 +23,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeAutoscaler":                autoscalerRule,
 	"ComputeBackendService":            backendServiceRule,
 	"ComputeSubnetwork":                subnetworkRule,
+	"ComputeNetwork":                   networkRule,
 	"IAMPolicyMember":                  iamMemberBinding,
 	"SQLInstance":                      sqlInstanceRule,
 	"StorageBucket":                    bucketRule,
@@ -62,6 +66,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 // body (parts in kinds.yaml).
 var partRules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeRouterPeer": routerPeerRule,
+	"BigtableGCPolicy":  gcPolicyRule,
 }
 
 // handFields are the top-level properties the rules take, beside the
@@ -117,22 +122,22 @@ func dropDefaultEmail(props map[string]any, path ...string) {
 }
 
 // ignored are REST fields that have no KCC field and carry nothing KCC
-// would do differently: the value they may take (or "" for any) and why.
+// would do differently: the value they may take (or nil for any) and why.
 // Any other value is an error.
 var ignored = map[string]map[string]ignoreRule{
 	"ComputeBackendService": {
-		"port":            {"", "deprecated by Compute Engine for portName"},
-		"backends[].name": {"", "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
+		"port":            {nil, "deprecated by Compute Engine for portName"},
+		"backends[].name": {nil, "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
 	},
 	"SQLInstance": {
 		"backendType":                       {"SECOND_GEN", "the only generation Cloud SQL runs"},
-		"kind":                              {"", "the REST type marker (sql#instance)"},
-		"settings.kind":                     {"", "the REST type marker"},
-		"settings.backupConfiguration.kind": {"", "the REST type marker"},
-		"settings.locationPreference.kind":  {"", "the REST type marker"},
-		"settings.maintenanceWindow.kind":   {"", "the REST type marker"},
-		"settings.ipConfiguration.authorizedNetworks[].kind": {"", "the REST type marker"},
-		"replicaConfiguration.kind":                          {"", "the REST type marker"},
+		"kind":                              {nil, "the REST type marker (sql#instance)"},
+		"settings.kind":                     {nil, "the REST type marker"},
+		"settings.backupConfiguration.kind": {nil, "the REST type marker"},
+		"settings.locationPreference.kind":  {nil, "the REST type marker"},
+		"settings.maintenanceWindow.kind":   {nil, "the REST type marker"},
+		"settings.ipConfiguration.authorizedNetworks[].kind": {nil, "the REST type marker"},
+		"replicaConfiguration.kind":                          {nil, "the REST type marker"},
 	},
 	"ComputeHTTPHealthCheck": {
 		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpHealthCheck, which sends no PROXY header and ignored it (DM's samples write it)"},
@@ -147,23 +152,36 @@ var ignored = map[string]map[string]ignoreRule{
 		"resourceType": {"addresses", "not a field of Compute Engine's Address, which ignored it (the Cloud Foundation Toolkit's ip_reservation.py writes it)"},
 	},
 	"DataprocCluster": {
-		"config.masterConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
-		"config.workerConfig.isPreemptible":          {"", "output only: Dataproc ignored it (preemptibility says it)"},
-		"config.secondaryWorkerConfig.isPreemptible": {"", "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
+		"config.masterConfig.isPreemptible":          {nil, "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.workerConfig.isPreemptible":          {nil, "output only: Dataproc ignored it (preemptibility says it)"},
+		"config.secondaryWorkerConfig.isPreemptible": {nil, "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
 	},
-	"SQLDatabase": {"kind": {"", "the REST type marker (sql#database)"}},
-	"SQLUser":     {"kind": {"", "the REST type marker (sql#user)"}},
+	"SQLDatabase": {"kind": {nil, "the REST type marker (sql#database)"}},
+	"ContainerCluster": {
+		"cluster.addonsConfig.kubernetesDashboard": {map[string]any{"disabled": true}, "GKE removed the Kubernetes Dashboard add-on: disabled is the only state a cluster has"},
+	},
+	"BigtableTable": {
+		"table.granularity": {"MILLIS", "the only timestamp granularity Bigtable offers, and its default"},
+	},
+	"SQLUser": {"kind": {nil, "the REST type marker (sql#user)"}},
 	"ComputeInstance": {
 		"networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+		"networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
+		"networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 	"ComputeInstanceTemplate": {
 		"properties.networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"properties.networkInterfaces[].accessConfigs[].name": {"", "an access config's label; KCC names it"},
+		"properties.networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
+		"properties.networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
 	},
 }
 
-type ignoreRule struct{ value, why string }
+// ignoreRule is the value an ignored field may take (nil: any) and why it
+// is ignored.
+type ignoreRule struct {
+	value any
+	why   string
+}
 
 // nameRules read the Google Cloud name from a name property, where its
 // last path segment is not the name.
@@ -644,6 +662,9 @@ func clusterRule(oc *objConv, props map[string]any) error {
 		pc[now] = v
 	}
 	if ip, ok := cl["ipAllocationPolicy"].(map[string]any); ok {
+		if c, ok := take(ip, "createSubnetwork"); ok && c != false {
+			return invalid("properties.cluster.ipAllocationPolicy.createSubnetwork is %s: Config Connector's ContainerCluster cannot have GKE create the cluster's subnetwork; declare it as a compute.v1.subnetwork with the pods' and services' ranges in secondaryIpRanges, and set the cluster's subnetwork, clusterSecondaryRangeName and servicesSecondaryRangeName", describe(c))
+		}
 		if alias, ok := take(ip, "useIpAliases"); ok {
 			mode := "ROUTES"
 			if alias == true {
@@ -713,6 +734,15 @@ func recordSetRule(oc *objConv, props map[string]any) error {
 }
 
 func customRoleRule(oc *objConv, props map[string]any) error {
+	// IAM keeps a role without a title (the console shows its ID); KCC
+	// requires one: the role's ID.
+	if role, _ := props["role"].(map[string]any); role == nil || role["title"] == nil || role["title"] == "" {
+		if role == nil {
+			role = map[string]any{}
+			props["role"] = role
+		}
+		role["title"] = oc.it.gcpName
+	}
 	v, ok := take(props, "parent")
 	if !ok {
 		oc.it.parent = "projects/" + oc.it.project
@@ -1024,6 +1054,16 @@ func spannerInstanceRule(oc *objConv, props map[string]any) error {
 	return nil
 }
 
+// networkRule: a legacy network (IPv4Range, one range for the whole
+// network) is refused naming what to declare instead: Google Cloud no
+// longer creates them, and KCC's ComputeNetwork has no field for one.
+func networkRule(_ *objConv, props map[string]any) error {
+	if v, ok := props["IPv4Range"]; ok && v != nil {
+		return invalid("properties.IPv4Range is %s: a legacy network, which Google Cloud no longer creates and Config Connector's ComputeNetwork cannot hold; declare a VPC network (autoCreateSubnetworks: false) and a compute.v1.subnetwork with that ipCidrRange", describe(v))
+	}
+	return nil
+}
+
 // bigtableRule: clusters, a map by cluster ID, is KCC's list.
 func bigtableRule(oc *objConv, props map[string]any) error {
 	if err := parentOnly("projects/{project}")(oc, props); err != nil {
@@ -1199,7 +1239,9 @@ func buildTriggerRule(oc *objConv, props map[string]any) error {
 }
 
 // bigtableTableRule: the parent is the instance; column families, a map
-// by name, are KCC's list.
+// by name, are KCC's list; the garbage-collection rule of each is a
+// BigtableGCPolicy (the table's part table.columnFamilies), which the map
+// is left in props for.
 func bigtableTableRule(oc *objConv, props map[string]any) error {
 	if err := parentRef("instanceRef", "BigtableInstance")(oc, props); err != nil {
 		return err
@@ -1216,8 +1258,8 @@ func bigtableTableRule(oc *objConv, props map[string]any) error {
 		}
 	}
 	t, _ := props["table"].(map[string]any)
-	v, ok := take(t, "columnFamilies")
-	if !ok {
+	v, ok := t["columnFamilies"]
+	if !ok || v == nil {
 		return nil
 	}
 	fams, ok := v.(map[string]any)
@@ -1225,14 +1267,133 @@ func bigtableTableRule(oc *objConv, props map[string]any) error {
 		return invalid("properties.table.columnFamilies is %s, not a map of column families", describe(v))
 	}
 	for i, name := range sortedKeys(fams) {
-		if f, _ := fams[name].(map[string]any); len(f) > 0 {
-			return invalid("properties.table.columnFamilies.%s: a column family's settings (%s) have no field in Config Connector's BigtableTable, which keeps garbage-collection rules as BigtableGCPolicy objects, a kind dm does not make yet: leave them out here and declare the policy as a BigtableGCPolicy beside the deployment", name, strings.Join(sortedKeys(f), ", "))
-		}
 		if err := oc.setValue(name, "columnFamily[].family", []int{i}, "table.columnFamilies"); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// gcPolicyRule: a column family's gcRule (Bigtable's GcRule: one of
+// maxNumVersions, maxAge, union and intersection, nested) is the JSON
+// KCC's gcRules holds (Terraform's gc_rules: {"mode": "union", "rules":
+// [{"max_age": "10h"}, {"max_version": 2}]}), rather than maxAge,
+// maxVersion and mode, which KCC's reference page advises against; the
+// column family is the part's name, the instance the table's.
+func gcPolicyRule(oc *objConv, props map[string]any) error {
+	if err := oc.setValue(oc.partName, "columnFamily", nil, "columnFamilies"); err != nil {
+		return err
+	}
+	if ref, ok := oc.parent.spec["instanceRef"]; ok {
+		if err := oc.setPath("instanceRef", deepCopy(ref)); err != nil {
+			return err
+		}
+	}
+	v, ok := take(props, "gcRule")
+	if !ok {
+		return nil
+	}
+	rule, err := gcRuleJSON(v, "gcRule", true)
+	if err != nil {
+		return err
+	}
+	if rule == nil {
+		return nil
+	}
+	b, err := json.Marshal(rule)
+	if err != nil {
+		return fmt.Errorf("gcRule: %w", err)
+	}
+	return oc.setPath("gcRules", string(b))
+}
+
+// gcRuleJSON is Bigtable's GcRule v (at where) in the form of KCC's
+// gcRules: at the top, {"rules": [RULE]} or {"mode": M, "rules": [...]};
+// below, {"max_version": N}, {"max_age": D} or {"mode": M, "rules":
+// [...]}. A union or intersection of one rule is that rule (gcRules'
+// modes take two or more); nil is a rule that collects nothing (an empty
+// GcRule, Bigtable's default).
+func gcRuleJSON(v any, where string, top bool) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, invalid("properties.%s is %s, not a garbage-collection rule", where, describe(v))
+	}
+	set := sortedKeys(m)
+	if len(set) == 0 {
+		return nil, nil
+	}
+	if len(set) > 1 {
+		return nil, invalid("properties.%s sets %s: a garbage-collection rule is one of maxNumVersions, maxAge, union and intersection", where, strings.Join(set, " and "))
+	}
+	var leaf map[string]any
+	switch k := set[0]; k {
+	case "maxNumVersions":
+		n, err := gcVersions(m[k], where+"."+k)
+		if err != nil {
+			return nil, err
+		}
+		leaf = map[string]any{"max_version": n}
+	case "maxAge":
+		d, ok := m[k].(string)
+		if !ok || hasRef(d) {
+			return nil, invalid("properties.%s.maxAge is %s, not a duration (86400s)", where, describe(m[k]))
+		}
+		if _, err := time.ParseDuration(d); err != nil {
+			return nil, invalid("properties.%s.maxAge is %q, not a duration (86400s)", where, d)
+		}
+		leaf = map[string]any{"max_age": d}
+	case "union", "intersection":
+		sub, _ := m[k].(map[string]any)
+		list, ok := sub["rules"].([]any)
+		if extra := len(sub) - 1; !ok || extra > 0 {
+			return nil, invalid("properties.%s.%s is %s: want {rules: [RULE, ...]}", where, k, describe(m[k]))
+		}
+		var rules []any
+		for i, r := range list {
+			j, err := gcRuleJSON(r, fmt.Sprintf("%s.%s.rules[%d]", where, k, i), false)
+			if err != nil {
+				return nil, err
+			}
+			if j == nil {
+				return nil, invalid("properties.%s.%s.rules[%d] is empty: a rule that collects nothing has no form in Config Connector's gcRules inside a %s", where, k, i, k)
+			}
+			rules = append(rules, j)
+		}
+		switch len(rules) {
+		case 0:
+			return nil, invalid("properties.%s.%s has no rules", where, k)
+		case 1:
+			if top {
+				return map[string]any{"rules": rules}, nil
+			}
+			return rules[0].(map[string]any), nil
+		}
+		return map[string]any{"mode": k, "rules": rules}, nil
+	default:
+		return nil, invalid("properties.%s.%s has no Config Connector field: a garbage-collection rule is one of maxNumVersions, maxAge, union and intersection", where, k)
+	}
+	if top {
+		return map[string]any{"rules": []any{leaf}}, nil
+	}
+	return leaf, nil
+}
+
+// gcVersions is a GcRule's maxNumVersions, a whole number (as a number
+// or a string, as DM took it).
+func gcVersions(v any, where string) (int64, error) {
+	switch x := v.(type) {
+	case int64:
+		return x, nil
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), nil
+		}
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			return n, nil
+		}
+	}
+	return 0, invalid("properties.%s is %s, not a whole number", where, describe(v))
 }
 
 // monitoringRule: Monitoring names the project as name (projects/P) or

@@ -113,7 +113,27 @@ func lookupKind(kind string) *kindInfo {
 	return nil
 }
 
+// lookupType is the entry of DM type spelling t.
 func lookupType(t string) (dmType, bool) {
+	if d, ok := findType(t); ok {
+		return d, true
+	}
+	// DM's short spelling API.VERSION.COLLECTION naming the collection
+	// rather than the type (compute.v1.instanceGroupManagers, which
+	// Deployment Manager took as compute.v1.instanceGroupManager) is
+	// gcp-types/API-VERSION:COLLECTION.
+	if shortTypeRE().MatchString(t) {
+		parts := strings.SplitN(t, ".", 3)
+		if d, ok := findType("gcp-types/" + parts[0] + "-" + parts[1] + ":" + parts[2]); ok {
+			d.Type = t
+			return d, true
+		}
+	}
+	return dmType{}, false
+}
+
+// findType is the table's entry of spelling t.
+func findType(t string) (dmType, bool) {
 	i := sort.Search(len(dmTypes), func(i int) bool { return dmTypes[i].Type >= t })
 	if i < len(dmTypes) && dmTypes[i].Type == t {
 		return dmTypes[i], true

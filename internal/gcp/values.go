@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 )
@@ -25,6 +26,9 @@ type objConv struct {
 	// part (a router's NAT), siblings that resource's lists of parts.
 	parent   *objConv
 	siblings map[string]any
+	// partName is the part's name in that body: an item's name, a map
+	// value's key (a column family's name).
+	partName string
 	// deps are the resources the object references (nil: its item's).
 	deps *[]int
 }
@@ -178,8 +182,17 @@ func (oc *objConv) walkObject(m map[string]any, rest string, idx []int) error {
 		rp := joinREST(rest, key)
 		v := m[key]
 		if ig, ok := ignored[oc.kind.Kind][rp]; ok {
-			if ig.value != "" && v != nil && v != ig.value {
-				return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), describe(v), oc.kind.Kind, ig.value, ig.why)
+			if ig.value != nil && v != nil && !reflect.DeepEqual(v, ig.value) {
+				got, want := describe(v), ""
+				if b, err := json.Marshal(ig.value); err == nil {
+					want = strings.Trim(string(b), `"`)
+				}
+				if _, scalar := ig.value.(string); !scalar {
+					if b, err := json.Marshal(v); err == nil {
+						got = string(b)
+					}
+				}
+				return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), got, oc.kind.Kind, want, ig.why)
 			}
 			continue
 		}

@@ -408,6 +408,7 @@ var dmTypes = []dmType{
 // unsupportedTypes are DM types with no Config Connector kind, sorted, with
 // what to do instead.
 var unsupportedTypes = []unsupportedType{
+	{"autoscaler.v1beta2.autoscaler", "the Autoscaler API (autoscaler.v1beta2) is shut down, replaced by Compute Engine's autoscalers: write compute.v1.autoscaler, whose properties are the same (target, zone, autoscalingPolicy)"},
 	{"deploymentmanager.alpha.compositeType", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
 	{"deploymentmanager.alpha.type", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
 	{"deploymentmanager.alpha.typeProvider", "a Deployment Manager type provider registers an API with DM itself; Config Connector has no equivalent: give each resource of the provider's API its own Config Connector kind, or, for a Kubernetes API, write the Kubernetes objects with their own types (apps/v1/Deployment)"},
@@ -425,6 +426,7 @@ var unsupportedTypes = []unsupportedType{
 	{"gcp-types/runtimeconfig-v1beta1:projects.configs.waiters", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
 	{"gcp-types/serviceregistry-alpha:endpoints", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
 	{"gcp-types/serviceregistry-v1alpha:endpoints", "the Service Registry API (an endpoint's address published as a DNS name inside the project's networks) is shut down and Config Connector has no kind for it: publish the address with a Cloud DNS private zone (dns.v1.managedZone, visibility private, and a dns.v1.resourceRecordSet), or register it in Service Directory"},
+	{"replicapoolupdater.v1beta1.rollingUpdate", "the Instance Group Updater API (replicapoolupdater.v1beta1) is shut down: an instance group manager rolls its instances to a new template itself (updatePolicy)"},
 	{"runtimeconfig.v1beta1.config", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.variable", "the Runtime Configurator API is shut down and Config Connector has no kind for it: keep configuration in a ConfigMap, or in Secret Manager (SecretManagerSecret)"},
 	{"runtimeconfig.v1beta1.waiter", "a Runtime Configurator waiter has no Config Connector kind: wait on the objects' Ready condition instead (dm deploy --wait)"},
@@ -1152,6 +1154,29 @@ var kinds = []kindInfo{
 		},
 	},
 	{
+		Kind: "BigtableGCPolicy", APIVersion: "bigtable.cnrm.cloud.google.com/v1beta1", Plural: "bigtablegcpolicies",
+		REST: "bigtableadmin/v2/projects.instances.appProfiles", Body: "bigtableadmin/v2 projects.instances.tables.create", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_bigtablegcpolicies.bigtable.cnrm.cloud.google.com.yaml",
+		NameFrom: []string{"name"}, RESTName: "",
+		Spec: []field{
+			{"columnFamily", tString, "", "", true},
+			{"deletionPolicy", tString, "", "", false},
+			{"gcRules", tString, "", "", false},
+			{"instanceRef", tRef, "BigtableInstance", "", true},
+			{"maxAge", tArray, "", "", false},
+			{"maxAge[]", tObject, "", "", true},
+			{"maxAge[].days", tInteger, "", "", false},
+			{"maxAge[].duration", tString, "", "", false},
+			{"maxVersion", tArray, "", "", false},
+			{"maxVersion[]", tObject, "", "", true},
+			{"maxVersion[].number", tInteger, "", "", true},
+			{"mode", tString, "", "", false},
+			{"tableRef", tRef, "BigtableTable", "", true},
+		},
+		Status: []string{},
+		Pairs:  []pair{},
+		Live:   []pair{},
+	},
+	{
 		Kind: "BigtableInstance", APIVersion: "bigtable.cnrm.cloud.google.com/v1beta1", Plural: "bigtableinstances",
 		REST: "bigtableadmin/v2/projects.instances", Body: "bigtableadmin/v2 projects.instances.create", IAM: true, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_bigtableinstances.bigtable.cnrm.cloud.google.com.yaml",
 		NameFrom: []string{"instanceId", "instance.name"}, RESTName: "projects/{project}/instances/{name}",
@@ -1185,6 +1210,9 @@ var kinds = []kindInfo{
 		Kind: "BigtableTable", APIVersion: "bigtable.cnrm.cloud.google.com/v1beta1", Plural: "bigtabletables",
 		REST: "bigtableadmin/v2/projects.instances.tables", Body: "bigtableadmin/v2 projects.instances.tables.create", IAM: true, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_bigtabletables.bigtable.cnrm.cloud.google.com.yaml",
 		NameFrom: []string{"tableId"}, RESTName: "",
+		Parts: []part{
+			{"table.columnFamilies", "BigtableGCPolicy", ""},
+		},
 		Spec: []field{
 			{"automatedBackupPolicy", tObject, "", "", false},
 			{"automatedBackupPolicy.frequency", tString, "", "", false},

@@ -123,7 +123,7 @@ func convertSample(ctx context.Context, root, config string, props map[string]an
 	}
 	res, err := expand.New(expand.Options{}).Expand(ctx, expand.Request{
 		Config: f.Content, ConfigName: f.Name, Imports: f.Imports, Properties: props,
-		Deployment: strings.TrimSuffix(filepath.Base(config), filepath.Ext(config)), Namespace: "default",
+		Deployment: dmDeploymentName(config), Namespace: "default",
 		Env: map[string]string{"project": "acme-samples"},
 	})
 	if err != nil {
@@ -143,4 +143,18 @@ func convertSample(ctx context.Context, root, config string, props map[string]an
 		}
 	}
 	return objs, nil
+}
+
+// dmDeploymentName names the deployment after the configuration's file as
+// Deployment Manager could have: its names are lower case letters, digits
+// and dashes ([a-z]([-a-z0-9]*[a-z0-9])?), so db.example.yaml is deployed
+// as db-example (a dot in the name would end NAME in $(ref.NAME.field)).
+func dmDeploymentName(config string) string {
+	base := strings.ToLower(strings.TrimSuffix(filepath.Base(config), filepath.Ext(config)))
+	return strings.Trim(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, base), "-")
 }

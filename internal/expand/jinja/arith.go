@@ -185,6 +185,19 @@ func jinjaArith(e *exec.Evaluator, params *exec.VarArgs) (any, error) {
 			}
 			return out, nil
 		}
+		if left.IsNil() || right.IsNil() {
+			// jinja2 raises UndefinedError for an undefined operand and
+			// TypeError for None, where gonja would read either as ""
+			// or 0: 'p/' + properties['missing'] is an error there.
+			l, r := jinjaPreview(left), jinjaPreview(right)
+			if left.IsNil() {
+				l = "None (or an undefined name or key)"
+			}
+			if right.IsNil() {
+				r = "None (or an undefined name or key)"
+			}
+			return nil, fmt.Errorf("unable to add %s and %s", l, r)
+		}
 		if left.IsFloat() || right.IsFloat() {
 			return left.Float() + right.Float(), nil
 		}

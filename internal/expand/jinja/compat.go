@@ -324,6 +324,9 @@ func defined(r *exec.Renderer, expr nodes.Expression) bool {
 		if x.Name.Val == "none" { // jinja2's lower-case literal
 			return true
 		}
+		if g, err := guardOf(r.Environment.Context); err == nil && g.undefined[x.Name.Val] {
+			return false
+		}
 		_, ok := r.Environment.Context.Get(x.Name.Val)
 		return ok
 	case *nodes.GetAttribute:
@@ -997,4 +1000,65 @@ func executeInclude(r *exec.Renderer, inc *controlStructures.IncludeControlStruc
 	}
 	boundOperators(reflect.ValueOf(included.Root()))
 	return exec.NewRenderer(r.Environment, r.Output, r.Config.Inherit(), loader, included).Execute()
+}
+
+// undefinedSet is {% set NAME = EXPR %}, recording in the guard whether
+// NAME was bound to an undefined key or attribute (jinja2's Undefined),
+// which gonja holds as nil like None: {% set p = properties['port'] %}
+// {{ p }} prints nothing when the key is missing, as in jinja2, and "None"
+// when its value is None.
+type undefinedSet struct {
+	inner exec.ControlStructure
+	name  string           // the target, when a plain name
+	expr  nodes.Expression // the value, when a plain expression
+}
+
+// newUndefinedSet wraps gonja's set statement c, reading its target and
+// expression (unexported fields of SetControlStructure).
+func newUndefinedSet(c nodes.ControlStructure) nodes.ControlStructure {
+	inner, ok := c.(exec.ControlStructure)
+	scs, isSet := c.(*controlStructures.SetControlStructure)
+	if !ok || !isSet {
+		return c
+	}
+	u := &undefinedSet{inner: inner}
+	v := reflect.ValueOf(scs).Elem()
+	field := func(name string) any {
+		f := v.FieldByName(name)
+		if !f.IsValid() {
+			return nil
+		}
+		return reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Interface()
+	}
+	if n, ok := field("target").(*nodes.Name); ok && field("condition") == nil && field("alternative") == nil {
+		if e, ok := field("expression").(nodes.Expression); ok && e != nil {
+			u.name, u.expr = n.Name.Val, e
+		}
+	}
+	return u
+}
+
+func (u *undefinedSet) Position() *tokens.Token { return u.inner.Position() }
+func (u *undefinedSet) String() string          { return u.inner.String() }
+
+// Execute runs the set statement, then records whether it bound its name
+// to an undefined value.
+func (u *undefinedSet) Execute(r *exec.Renderer, b *nodes.ControlStructureBlock) error {
+	if err := u.inner.Execute(r, b); err != nil || u.name == "" {
+		return err
+	}
+	g, err := guardOf(r.Environment.Context)
+	if err != nil {
+		return err
+	}
+	v, _ := r.Environment.Context.Get(u.name)
+	if v == nil && !defined(r, u.expr) {
+		if g.undefined == nil {
+			g.undefined = map[string]bool{}
+		}
+		g.undefined[u.name] = true
+	} else {
+		delete(g.undefined, u.name)
+	}
+	return nil
 }

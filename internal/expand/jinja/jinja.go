@@ -52,7 +52,14 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	for _, n := range []string{"autoescape", "block", "filter", "if", "import", "from", "raw", "set", "with", "do", "break", "continue", "trans", "call"} {
 		cs[n] = get(n)
 	}
-	forParser, macroParser, includeParser := get("for"), get("macro"), get("include")
+	forParser, macroParser, includeParser, setParser := get("for"), get("macro"), get("include"), get("set")
+	cs["set"] = func(p, args *gparser.Parser) (nodes.ControlStructure, error) {
+		c, err := setParser(p, args)
+		if err != nil {
+			return nil, err
+		}
+		return newUndefinedSet(c), nil
+	}
 	cs["for"] = func(p, args *gparser.Parser) (nodes.ControlStructure, error) {
 		c, err := forParser(p, args)
 		if err != nil {
@@ -140,6 +147,10 @@ type jinjaGuard struct {
 	// err is the limit error the guard raised: gonja flattens errors
 	// raised inside macros into strings, losing the chain.
 	err error
+	// undefined are the names {% set %} last bound to an undefined key or
+	// attribute (jinja2's Undefined, which gonja holds as nil): they print
+	// nothing, as jinja2 prints them, rather than None.
+	undefined map[string]bool
 }
 
 func (g *jinjaGuard) step(n int) error {

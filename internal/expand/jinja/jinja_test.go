@@ -27,6 +27,19 @@ func TestRender(t *testing.T) {
 		{name: "imports", src: "{{ imports['x.txt'] }}", want: "hello"},
 		{name: "steps", src: "{% for i in range(100) %}{% endfor %}", wantErr: "JinjaSteps", limit: true},
 		{name: "syntax error names its file", src: "a\n{% if %}", wantErr: "t.jinja: Unable to parse"},
+		// jinja2 prints a name bound to an undefined key nothing, and one
+		// bound to None "None" (deploymentmanager-samples' gke
+		// replicatedservice: {% set PORT = properties['port'] %}).
+		{name: "set to an undefined key prints nothing", src: "{% set p = properties['port'] %}[{{ p }}][{{ properties['port'] }}]", want: "[][]"},
+		{name: "set to an undefined attribute prints nothing", src: "{% set p = properties.port %}{% set q = p %}[{{ p }}][{{ q }}]", want: "[][]"},
+		{name: "set to None prints None", src: "{% set p = None %}{% set q = properties.n %}{% set q = none %}[{{ p }}][{{ q }}]", want: "[None][None]"},
+		// jinja2 refuses to add an undefined key or None (UndefinedError,
+		// TypeError; deploymentmanager-samples' gke crd-instance adds a
+		// clusterType it is not given).
+		{name: "adding an undefined key", src: "{{ 'p/' + properties['clusterType'] }}", wantErr: `unable to add "p/" and None (or an undefined name or key)`},
+		{name: "adding None", src: "{{ properties.n + None }}", wantErr: "unable to add 3 and None"},
+		{name: "joining an undefined key with ~", src: "[{{ 'p/' ~ properties['clusterType'] }}]", want: "[p/]"},
+		{name: "set again to a value prints it", src: "{% set p = properties.port %}{% set p = properties.n %}[{{ p }}]", want: "[3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
