@@ -3,8 +3,6 @@ package gcp
 import (
 	"encoding/json"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -1381,17 +1379,8 @@ func gcRuleJSON(v any, where string, top bool) (map[string]any, error) {
 // gcVersions is a GcRule's maxNumVersions, a whole number (as a number
 // or a string, as DM took it).
 func gcVersions(v any, where string) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case float64:
-		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-			return int64(x), nil
-		}
-	case string:
-		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
-			return n, nil
-		}
+	if n, ok := wholeNumber(v); ok {
+		return n, nil
 	}
 	return 0, invalid("properties.%s is %s, not a whole number", where, describe(v))
 }

@@ -376,22 +376,11 @@ func (oc *objConv) value(v any, f *field, path []seg, rp string) (any, error) {
 			return formatNumber(x), nil
 		}
 	case tInteger:
-		switch x := v.(type) {
-		case int:
-			return int64(x), nil
-		case int64:
-			return x, nil
-		case float64:
-			if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
-				return int64(x), nil
-			}
-		case string:
-			if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
-				return n, nil
-			}
-			if hasRef(x) {
-				return oc.fillString(x, pointer(path))
-			}
+		if n, ok := wholeNumber(v); ok {
+			return n, nil
+		}
+		if x, ok := v.(string); ok && hasRef(x) {
+			return oc.fillString(x, pointer(path))
 		}
 	case tNumber:
 		switch x := v.(type) {
@@ -662,4 +651,25 @@ func (oc *objConv) checkRequired() error {
 		return invalid("Config Connector's %s requires %s", oc.kind.Kind, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// wholeNumber reads v as a whole number: an integer, a float without a
+// fraction (as JSON numbers arrive), or a decimal string (DM's templates
+// write "3", and the REST APIs took it).
+func wholeNumber(v any) (int64, bool) {
+	switch x := v.(type) {
+	case int:
+		return int64(x), true
+	case int64:
+		return x, true
+	case float64:
+		if x == math.Trunc(x) && math.Abs(x) < 1<<53 {
+			return int64(x), true
+		}
+	case string:
+		if n, err := strconv.ParseInt(strings.TrimSpace(x), 10, 64); err == nil {
+			return n, true
+		}
+	}
+	return 0, false
 }
