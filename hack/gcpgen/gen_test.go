@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -28,38 +29,74 @@ func TestGeneratedUpToDate(t *testing.T) {
 	}
 }
 
-// TestVendoredUnchanged checks that the vendored CRDs and service
-// mappings are copies of Config Connector's, when a copy of its resource
-// definitions is beside the repository (../shared/kcc).
+// TestVendoredUnchanged checks that the vendored CRDs, service mappings
+// and LICENSE are the files -refresh copied from Config Connector (their
+// checksums in third_party/kcc/SHA256SUMS) and that no file was added or
+// removed by hand; with Config Connector's tree beside the repository
+// (../shared/kcc), that they are still its copies.
 func TestVendoredUnchanged(t *testing.T) {
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want, err := os.ReadFile(filepath.Join(root, sumsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	have, err := sums(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(have, want) {
+		t.Errorf("third_party/kcc differs from what go run ./hack/gcpgen -refresh copied (%s):\n%s", sumsFile, lineDiff(string(want), string(have)))
+	}
 	src := filepath.Join(root, defaultKCCDir)
 	if _, err := os.Stat(src); err != nil {
-		t.Skipf("no %s to compare with", src)
+		return // SHA256SUMS checked them
 	}
-	for _, dir := range []string{"crds", "servicemappings"} {
-		files, err := filepath.Glob(filepath.Join(root, "third_party/kcc", dir, "*.yaml"))
-		if err != nil || len(files) == 0 {
-			t.Fatalf("no vendored %s: %v", dir, err)
+	files, err := vendoredFiles(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		have, err := os.ReadFile(filepath.Join(root, "third_party/kcc", filepath.FromSlash(f)))
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, f := range files {
-			have, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := os.ReadFile(filepath.Join(src, dir, filepath.Base(f)))
-			if err != nil {
-				t.Errorf("%s: %v", f, err)
-				continue
-			}
-			if !bytes.Equal(have, want) {
-				t.Errorf("%s differs from %s's: run go run ./hack/gcpgen -refresh", f, src)
-			}
+		want, err := os.ReadFile(filepath.Join(src, filepath.FromSlash(f)))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if !bytes.Equal(have, want) {
+			t.Errorf("third_party/kcc/%s differs from %s's: run go run ./hack/gcpgen -refresh", f, src)
 		}
 	}
+}
+
+// lineDiff lists the lines of want missing from have (-) and of have
+// missing from want (+).
+func lineDiff(want, have string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, h := in(want), in(have)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if l != "" && !h[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(have, "\n") {
+		if l != "" && !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
 }
 
 // TestEveryKindVendored checks that every kind of kinds.yaml has its CRD

@@ -20,6 +20,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -42,6 +43,7 @@ const (
 	apiModule     = "google.golang.org/api"
 	apiVersion    = "v0.312.0"
 	defaultKCCDir = "../shared/kcc"
+	sumsFile      = "third_party/kcc/SHA256SUMS"
 )
 
 func main() {
@@ -166,6 +168,9 @@ func refreshInputs(root, kccDir string) error {
 	if err := copyFile(filepath.Join(kccDir, "LICENSE"), filepath.Join(root, "third_party/kcc/LICENSE")); err != nil {
 		return err
 	}
+	if err := writeSums(root); err != nil {
+		return err
+	}
 	// Discovery documents: the methods DM calls and the schemas they reach.
 	modDir, err := moduleDir(root)
 	if err != nil {
@@ -259,4 +264,50 @@ func copyFile(src, dst string) error {
 		return err
 	}
 	return os.WriteFile(dst, b, 0o644)
+}
+
+// vendoredFiles are the files -refresh copies from Config Connector, as
+// slash paths relative to third_party/kcc, sorted.
+func vendoredFiles(root string) ([]string, error) {
+	var out []string
+	for _, dir := range []string{"crds", "servicemappings"} {
+		files, err := filepath.Glob(filepath.Join(root, "third_party/kcc", dir, "*.yaml"))
+		if err != nil {
+			return nil, err
+		}
+		for _, f := range files {
+			out = append(out, dir+"/"+filepath.Base(f))
+		}
+	}
+	out = append(out, "LICENSE")
+	sort.Strings(out)
+	return out, nil
+}
+
+// sums is the SHA256SUMS text of the vendored files, in sha256sum's
+// format, so that a test can tell a hand edit from Config Connector's
+// copy without Config Connector's tree beside the repository.
+func sums(root string) ([]byte, error) {
+	files, err := vendoredFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	for _, f := range files {
+		data, err := os.ReadFile(filepath.Join(root, "third_party/kcc", filepath.FromSlash(f)))
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "%x  %s\n", sha256.Sum256(data), f)
+	}
+	return []byte(b.String()), nil
+}
+
+// writeSums records the vendored files' checksums in SHA256SUMS.
+func writeSums(root string) error {
+	b, err := sums(root)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(root, sumsFile), b, 0o644)
 }
