@@ -222,9 +222,10 @@ bench-controller: testenv
 # applied to a test apiserver holding Config Connector's CRDs under strict
 # validation (internal/manifest/testdata/dmsamples.yaml names each file and
 # its commit). The files are not in this repository: DM_SAMPLES_DIR names a
-# checkout of GoogleCloudPlatform/deploymentmanager-samples.
+# checkout of GoogleCloudPlatform/deploymentmanager-samples, CFT_SAMPLES_DIR
+# one of GoogleCloudPlatform/cloud-foundation-toolkit (cftsamples.yaml).
 dm-samples: testenv
-	DM_SAMPLES_DIR="$(DM_SAMPLES_DIR)" $(GO) test -count=1 -tags dmsamples -run TestDMSamples -v ./internal/manifest
+	DM_SAMPLES_DIR="$(DM_SAMPLES_DIR)" CFT_SAMPLES_DIR="$(CFT_SAMPLES_DIR)" $(GO) test -count=1 -tags dmsamples -run TestDMSamples -v ./internal/manifest
 
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).

@@ -32,80 +32,93 @@ type dmSamples struct {
 	}
 }
 
+// sampleLists are the corpora TestDMSamples runs: each list in testdata
+// names files of one public repository, read from the checkout the
+// environment variable names.
+var sampleLists = []struct{ file, env, repo string }{
+	{"testdata/dmsamples.yaml", "DM_SAMPLES_DIR", "GoogleCloudPlatform/deploymentmanager-samples"},
+	{"testdata/cftsamples.yaml", "CFT_SAMPLES_DIR", "GoogleCloudPlatform/cloud-foundation-toolkit"},
+}
+
 // TestDMSamples converts public Deployment Manager configurations nobody
-// here wrote (testdata/dmsamples.yaml; the files themselves are read from
-// $DM_SAMPLES_DIR, a checkout of GoogleCloudPlatform/deploymentmanager-
-// samples) as dm convert does, and applies every object to the test
-// apiserver holding Config Connector's CRDs with strict field validation.
-// A sample expected to fail must fail with the error its entry names.
+// here wrote (testdata/dmsamples.yaml, read from $DM_SAMPLES_DIR, a
+// checkout of GoogleCloudPlatform/deploymentmanager-samples;
+// testdata/cftsamples.yaml, read from $CFT_SAMPLES_DIR, a checkout of
+// GoogleCloudPlatform/cloud-foundation-toolkit) as dm convert does, and
+// applies every object to the test apiserver holding Config Connector's
+// CRDs with strict field validation. A sample expected to fail must fail
+// with the error its entry names.
 func TestDMSamples(t *testing.T) {
-	root := os.Getenv("DM_SAMPLES_DIR")
-	if root == "" {
-		t.Fatal("DM_SAMPLES_DIR is not set: it names a checkout of GoogleCloudPlatform/deploymentmanager-samples (testdata/dmsamples.yaml); make dm-samples DM_SAMPLES_DIR=DIR")
-	}
-	b, err := os.ReadFile("testdata/dmsamples.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var list dmSamples
-	if err := yaml.Unmarshal(b, &list); err != nil {
-		t.Fatal(err)
-	}
 	env := kubetest.Shared(t)
 	crds := kcctest.InstallCRDs(t, env)
-	converted, applied, refused := 0, 0, 0
-	for _, s := range list.Samples {
-		t.Run(sampleName(s.Config), func(t *testing.T) {
-			for f := range s.Files {
-				if _, err := os.Stat(filepath.Join(root, f)); err != nil {
-					t.Fatalf("%s is missing from DM_SAMPLES_DIR: %v", f, err)
+	converted, applied, refused, total := 0, 0, 0, 0
+	for _, l := range sampleLists {
+		root := os.Getenv(l.env)
+		if root == "" {
+			t.Fatalf("%s is not set: it names a checkout of %s (%s); make dm-samples DM_SAMPLES_DIR=DIR CFT_SAMPLES_DIR=DIR", l.env, l.repo, l.file)
+		}
+		b, err := os.ReadFile(l.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list dmSamples
+		if err := yaml.Unmarshal(b, &list); err != nil {
+			t.Fatalf("%s: %v", l.file, err)
+		}
+		total += len(list.Samples)
+		for _, s := range list.Samples {
+			t.Run(sampleName(s.Config), func(t *testing.T) {
+				for f := range s.Files {
+					if _, err := os.Stat(filepath.Join(root, f)); err != nil {
+						t.Fatalf("%s is missing from %s: %v", f, l.env, err)
+					}
 				}
-			}
-			objs, err := convertSample(t.Context(), root, s.Config, s.Properties)
-			if s.Expect != "ok" {
-				if err == nil || !strings.Contains(err.Error(), s.Expect) {
-					t.Fatalf("want an error containing %q, got %v", s.Expect, err)
+				objs, err := convertSample(t.Context(), root, s.Config, s.Properties)
+				if s.Expect != "ok" {
+					if err == nil || !strings.Contains(err.Error(), s.Expect) {
+						t.Fatalf("want an error containing %q, got %v", s.Expect, err)
+					}
+					refused++
+					t.Logf("refused, as expected: %v", err)
+					return
 				}
-				refused++
-				t.Logf("refused, as expected: %v", err)
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			converted++
-			ns := env.Namespace(t)
-			var kinds []string
-			for _, o := range objs {
-				kind, _ := o["kind"].(string)
-				apiVersion, _ := o["apiVersion"].(string)
-				name, _ := o["metadata"].(map[string]any)["name"].(string)
-				crd, ok := crds[kind]
-				if !ok {
-					t.Errorf("%s %s: no Config Connector CRD of kind %s", kind, name, kind)
-					continue
+				if err != nil {
+					t.Fatal(err)
 				}
-				body, _ := json.Marshal(o)
-				if err := kcctest.ApplyStrict(env, "/apis/"+apiVersion+"/namespaces/"+ns+"/"+crd.Plural+"/"+name, body); err != nil {
-					y, _ := yaml.Marshal(o)
-					t.Errorf("%s %s refused: %v\n%s", kind, name, err, y)
-					continue
+				converted++
+				ns := env.Namespace(t)
+				var kinds []string
+				for _, o := range objs {
+					kind, _ := o["kind"].(string)
+					apiVersion, _ := o["apiVersion"].(string)
+					name, _ := o["metadata"].(map[string]any)["name"].(string)
+					crd, ok := crds[kind]
+					if !ok {
+						t.Errorf("%s %s: no Config Connector CRD of kind %s", kind, name, kind)
+						continue
+					}
+					body, _ := json.Marshal(o)
+					if err := kcctest.ApplyStrict(env, "/apis/"+apiVersion+"/namespaces/"+ns+"/"+crd.Plural+"/"+name, body); err != nil {
+						y, _ := yaml.Marshal(o)
+						t.Errorf("%s %s refused: %v\n%s", kind, name, err, y)
+						continue
+					}
+					kinds = append(kinds, kind)
 				}
-				kinds = append(kinds, kind)
-			}
-			if !t.Failed() {
-				applied++
-			}
-			t.Logf("%d objects applied: %s", len(kinds), strings.Join(kinds, ", "))
-		})
+				if !t.Failed() {
+					applied++
+				}
+				t.Logf("%d objects applied: %s", len(kinds), strings.Join(kinds, ", "))
+			})
+		}
 	}
-	t.Logf("%d samples: %d converted and applied (%d converted), %d refused as expected", len(list.Samples), applied, converted, refused)
+	t.Logf("%d samples: %d converted and applied (%d converted), %d refused as expected", total, applied, converted, refused)
 }
 
 // sampleName is the subtest name of the configuration at config: its
 // path without the directory every sample of its kind shares.
 func sampleName(config string) string {
-	for _, p := range []string{"examples/v2/", "community/cloud-foundation/templates/"} {
+	for _, p := range []string{"examples/v2/", "community/cloud-foundation/templates/", "dm/templates/"} {
 		if n, ok := strings.CutPrefix(config, p); ok {
 			return n
 		}
