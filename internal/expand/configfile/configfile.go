@@ -141,6 +141,11 @@ func readImport(dir, root, key string) ([]byte, error) {
 			return b, perr
 		}
 	}
+	if real == root {
+		// Outside a git work tree the root is the configuration's own
+		// directory: say how to let dm look further up.
+		return nil, fmt.Errorf("%w (the import root is the configuration's directory; --import-root DIR lets dm look for it in the parent directories up to DIR)", err)
+	}
 	return nil, fmt.Errorf("%w (nor in the parent directories up to the import root %s)", err, root)
 }
 

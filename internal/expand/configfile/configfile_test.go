@@ -72,6 +72,8 @@ func TestRead(t *testing.T) {
 		{name: "parent directories beyond the import root are not searched", config: "deploy/sub/above.yaml", importRoot: "deploy",
 			wantErr: "nor in the parent directories up to the import root", wantIs: os.ErrNotExist},
 		{name: "found in a parent directory inside the work tree", config: "deploy/sub/above.yaml", wantImports: []string{"outside.jinja"}},
+		{name: "the import root is the configuration's directory", config: "deploy/sub/above.yaml", importRoot: "deploy/sub",
+			wantErr: "--import-root DIR lets dm look for it in the parent directories", wantIs: os.ErrNotExist},
 		{name: "import root narrower than the tree", config: "deploy/app.yaml", importRoot: "deploy",
 			wantErr: "outside the import root", wantIs: derrors.InvalidArgument},
 		{name: "symlink leaving the root", config: "lib/link.yaml", importRoot: "lib",
