@@ -61,6 +61,53 @@ func (f *expandFlags) options() manifest.Options {
 	return manifest.Options{Project: project, DeletionPolicy: f.deletionPolicy}
 }
 
+// gcloudProject is the project gcloud deploys to, as Deployment Manager's
+// users ran it: CLOUDSDK_CORE_PROJECT, else core/project of gcloud's active
+// configuration (CLOUDSDK_CONFIG, default ~/.config/gcloud; the
+// configuration CLOUDSDK_ACTIVE_CONFIG_NAME or active_config names, default
+// "default"). It returns the project and where it was read, or "".
+func gcloudProject(getenv func(string) string) (project, from string) {
+	if p := strings.TrimSpace(getenv("CLOUDSDK_CORE_PROJECT")); p != "" {
+		return p, "CLOUDSDK_CORE_PROJECT"
+	}
+	dir := getenv("CLOUDSDK_CONFIG")
+	if dir == "" {
+		home := getenv("HOME")
+		if home == "" {
+			return "", ""
+		}
+		dir = filepath.Join(home, ".config", "gcloud")
+	}
+	name := strings.TrimSpace(getenv("CLOUDSDK_ACTIVE_CONFIG_NAME"))
+	if name == "" {
+		b, _ := os.ReadFile(filepath.Join(dir, "active_config"))
+		name = strings.TrimSpace(string(b))
+	}
+	if name == "" {
+		name = "default"
+	}
+	file := filepath.Join(dir, "configurations", "config_"+name)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", ""
+	}
+	// An INI file: project = ID in [core].
+	section := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]") {
+			section = strings.TrimSpace(line[1 : len(line)-1])
+			continue
+		}
+		if k, v, ok := strings.Cut(line, "="); ok && section == "core" && strings.TrimSpace(k) == "project" {
+			if v = strings.TrimSpace(v); v != "" {
+				return v, file
+			}
+		}
+	}
+	return "", ""
+}
+
 // newConvertCommand is dm convert.
 func newConvertCommand(g *globals, p *printer) *cobra.Command {
 	var (
@@ -76,7 +123,9 @@ objects it makes, its Google Cloud resources (compute.v1.instance,
 gcp-types/storage-v1:buckets, ...) as Config Connector objects, for tools that apply
 static manifests (Config Sync, Argo CD): one YAML stream on stdout, or with -o DIR one
 file per object (KIND-NAME.yaml). The templates stay templates: convert again after
-changing them. Every object carries cnrm.cloud.google.com/project-id and, by default,
+changing them. Every object carries cnrm.cloud.google.com/project-id (--project, else
+env project=, else gcloud's: CLOUDSDK_CORE_PROJECT or its active configuration's
+core/project) and, by default,
 cnrm.cloud.google.com/deletion-policy: abandon, so that deleting it leaves the Google
 Cloud resource Deployment Manager made. --list-types lists the supported types.`,
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -109,6 +158,14 @@ Cloud resource Deployment Manager made. --list-types lists the supported types.`
 func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, dir string, stdin io.Reader) error {
 	if f.deletionPolicy == "" {
 		return &usageError{fmt.Errorf("--deletion-policy: want abandon or delete")}
+	}
+	if f.options().Project == "" {
+		// Offline there is no namespace to read the project from: the
+		// one gcloud deployed Deployment Manager's configurations to.
+		if project, from := gcloudProject(g.getenv); project != "" {
+			f.project = project
+			fmt.Fprintf(g.stderr, "dm: project %s (from %s; --project overrides it)\n", project, from)
+		}
 	}
 	res, err := expandArg(ctx, g, arg, f, stdin)
 	if err != nil {

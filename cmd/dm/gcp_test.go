@@ -125,6 +125,33 @@ func TestConvert(t *testing.T) {
 		}
 	}
 
+	// Without --project, gcloud's: CLOUDSDK_CORE_PROJECT, else its
+	// active configuration's core/project; --project and env project=
+	// come first.
+	home := writeTree(t, map[string]string{
+		".config/gcloud/active_config":              "work\n",
+		".config/gcloud/configurations/config_work": "[compute]\nzone = us-central1-a\n[core]\naccount = me@example.com\nproject = from-gcloud\n",
+	})
+	for _, tc := range []struct {
+		vars map[string]string
+		args []string
+		want string
+	}{
+		{map[string]string{"HOME": home}, nil, "from-gcloud"},
+		{map[string]string{"HOME": home, "CLOUDSDK_CORE_PROJECT": "from-env"}, nil, "from-env"},
+		{map[string]string{"HOME": home, "CLOUDSDK_ACTIVE_CONFIG_NAME": "none"}, nil, ""},
+		{map[string]string{"HOME": home}, []string{"--project", "flag"}, "flag"},
+		{map[string]string{"HOME": home}, []string{"--env", "project=env"}, "env"},
+	} {
+		r := dmRun(t, tc.vars, append([]string{"convert", cfg}, tc.args...)...)
+		switch {
+		case tc.want == "" && (r.code != 1 || !strings.Contains(r.stderr, "no project")):
+			t.Errorf("%v %v: exit %d, want the error naming --project\n%s", tc.vars, tc.args, r.code, r.stderr)
+		case tc.want != "" && (r.code != 0 || !strings.Contains(r.stdout, gcp.ProjectAnnotation+": "+tc.want) || !strings.Contains(r.stdout, "description: in "+tc.want)):
+			t.Errorf("%v %v: exit %d, want project %s\n%s%s", tc.vars, tc.args, r.code, tc.want, r.stdout, r.stderr)
+		}
+	}
+
 	// dm expand keeps the types as written; -o manifest converts.
 	r = dmRun(t, nil, "expand", cfg)
 	if r.code != 0 || !strings.Contains(r.stdout, "type: compute.v1.subnetwork") {
