@@ -814,6 +814,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-map
   type: gcp-types/compute-v1:urlMaps
   properties: {defaultService: global/backendBuckets/static}
+- name: cft-ic
+  type: compute.v1.interconnects
+  properties: {name: ic, customerName: Example, interconnectType: DEDICATED, location: global/interconnectLocations/iad-zone1-1, requestedLinkCount: 1}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -843,6 +846,10 @@ func TestDMSampleForms(t *testing.T) {
 		// v1.backendBucket).
 		{"ComputeBackendService/cft-bes", "spec.backend.0.group", map[string]any{"instanceGroupRef": map[string]any{"external": "zones/us-east1-b/instanceGroups/web"}}},
 		{"ComputeURLMap/cft-map", "spec.defaultService", map[string]any{"backendBucketRef": map[string]any{"external": "global/backendBuckets/static"}}},
+		// interconnect.py's collection spelling; location is the
+		// interconnect's, a field of its body.
+		{"ComputeInterconnect/ic", "spec.location", "global/interconnectLocations/iad-zone1-1"},
+		{"ComputeInterconnect/ic", "spec.requestedLinkCount", int64(1)},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)
