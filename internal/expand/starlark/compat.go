@@ -28,7 +28,8 @@ import (
 //	copy                    copy, deepcopy
 //	'%05.1f' % x            Python's %-formatting (width, precision, flags)
 //	json.dumps(v, indent=, sort_keys=, separators=)  as Python writes it
-//	hashlib                 md5, sha1, sha2; str.encode, bytes.decode (utf-8, ascii)
+//	hashlib                 md5, sha1, sha2; str.encode, bytes.decode and Python 2's
+//	                        str.decode (utf-8, ascii)
 
 const starMethod = "__dm_method__"
 
@@ -171,6 +172,9 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return padString(string(r), name, rest, limit)
 			case "encode":
 				return encodeString(r, rest, kwargs)
+			case "decode":
+				// Python 2's str.decode: a str is its text already.
+				return decodeBytes(starlark.Bytes(r), rest, kwargs)
 			}
 		case starlark.Bytes:
 			if name == "decode" {
