@@ -369,6 +369,9 @@ type outputInliner struct {
 	state map[[2]int]int8
 	vals  map[[2]int]any
 	stack []string
+	// within holds the composites whose outputs are being resolved,
+	// innermost last.
+	within []int
 }
 
 // fill replaces the output references of one string.
@@ -376,6 +379,13 @@ func (in *outputInliner) fill(s, _ string) (any, error) {
 	return FillRefs(s, func(text, name, path string) (any, bool, error) {
 		j, ok := in.byName[name]
 		if !ok || !strings.HasPrefix(path, ".") {
+			return nil, false, nil
+		}
+		if n := len(in.within); n > 0 && in.within[n-1] == j && in.prims[name] {
+			// A template's output naming the template's own name reads
+			// the primitive the template made under that name
+			// (ssl_certificate.py's selfLink is $(ref.NAME.selfLink)), not
+			// the output itself.
 			return nil, false, nil
 		}
 		c := in.comps[j]
@@ -435,10 +445,12 @@ func (in *outputInliner) output(j, k int) (any, error) {
 	}
 	in.state[key] = 1
 	in.stack = append(in.stack, label)
+	in.within = append(in.within, j)
 	v, _, err := rewriteStrings(in.comps[j].outputs[k].Value, "", in.fill)
 	if err != nil {
 		return nil, err
 	}
+	in.within = in.within[:len(in.within)-1]
 	in.stack = in.stack[:len(in.stack)-1]
 	in.state[key], in.vals[key] = 2, v
 	return v, nil

@@ -119,8 +119,16 @@ outputs:
 - {name: name, value: b}
 - {name: n, value: 1}
 `
-	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc), "rep.jinja": []byte(rep)}
-	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja, rep.jinja]\nresources:\n"
+	// A template making a resource of its own name, its output reading
+	// it, as the Cloud Foundation Toolkit's ssl_certificate.py does.
+	same := `resources:
+- {name: {{ env["name"] }}, type: ConfigMap, properties: {data: {k: v}}}
+outputs:
+- name: data
+  value: $(ref.{{ env["name"] }}.data)
+`
+	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc), "rep.jinja": []byte(rep), "same.jinja": []byte(same)}
+	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja, rep.jinja, same.jinja]\nresources:\n"
 	for _, tc := range []struct {
 		name     string
 		uses     string // the ConfigMap app's data, YAML
@@ -148,6 +156,8 @@ outputs:
 			want: map[string]any{"d": map[string]any{"a": "1"}, "n": "n=3"}},
 		{name: "no such output", uses: `{x: $(ref.db.hots)}`, err: `$(ref.db.hots): template resource db (db) has no output "hots" (outputs: host, port, ip, spec, conn, self)`},
 		{name: "cycle", extra: "- {name: c, type: cyc.jinja}\n", uses: `{x: $(ref.c.a)}`, err: "output reference cycle: c.a -> c.b -> c.a"},
+		{name: "output reading the primitive of the template's name", extra: "- {name: s, type: same.jinja}\n", uses: `{d: $(ref.s.data), x: "x-$(ref.s.data.k)"}`,
+			want: map[string]any{"d": map[string]any{"k": "v"}, "x": "x-v"}},
 		{name: "repeated output names, another referenced", extra: "- {name: r, type: rep.jinja}\n", uses: `{n: $(ref.r.n)}`,
 			want: map[string]any{"n": int64(1)}},
 		{name: "a repeated output referenced", extra: "- {name: r, type: rep.jinja}\n", uses: `{x: $(ref.r.name)}`,

@@ -757,7 +757,9 @@ func TestLabels(t *testing.T) {
 // custom role without a title (its ID), a cluster's subnetwork "" (none)
 // and its disabled Kubernetes Dashboard (ignored), a legacy HTTP health
 // check's proxyHeader NONE (ignored: not a field of it; community/3-tier
-// writes it), and forms of the Cloud Foundation Toolkit's templates.
+// writes it), a backend's group and a URL map's service given as a
+// selfLink (the kind its collection names), and forms of the Cloud
+// Foundation Toolkit's templates.
 func TestDMSampleForms(t *testing.T) {
 	r, objs := convert(t, `
 - name: vm
@@ -806,6 +808,15 @@ func TestDMSampleForms(t *testing.T) {
 - name: role
   type: gcp-types/iam-v1:projects.roles
   properties: {parent: projects/p, roleId: reader, role: {includedPermissions: [bigquery.datasets.get]}}
+- name: cft-bes
+  type: gcp-types/compute-v1:backendServices
+  properties: {backends: [{group: zones/us-east1-b/instanceGroups/web, balancingMode: RATE, maxRate: 10000}]}
+- name: cft-map
+  type: gcp-types/compute-v1:urlMaps
+  properties: {defaultService: global/backendBuckets/static}
+- name: cft-ic
+  type: compute.v1.interconnects
+  properties: {name: ic, customerName: Example, interconnectType: DEDICATED, location: global/interconnectLocations/iad-zone1-1, requestedLinkCount: 1}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -830,6 +841,15 @@ func TestDMSampleForms(t *testing.T) {
 		{"IAMCustomRole/reader", "spec.title", "reader"},
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
 		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
+		// A selfLink's collection names the kind: that of the method
+		// creating it, not of KCC's reference page (v1.instances,
+		// v1.backendBucket).
+		{"ComputeBackendService/cft-bes", "spec.backend.0.group", map[string]any{"instanceGroupRef": map[string]any{"external": "zones/us-east1-b/instanceGroups/web"}}},
+		{"ComputeURLMap/cft-map", "spec.defaultService", map[string]any{"backendBucketRef": map[string]any{"external": "global/backendBuckets/static"}}},
+		// interconnect.py's collection spelling; location is the
+		// interconnect's, a field of its body.
+		{"ComputeInterconnect/ic", "spec.location", "global/interconnectLocations/iad-zone1-1"},
+		{"ComputeInterconnect/ic", "spec.requestedLinkCount", int64(1)},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s %s = %#v, want %#v", c.obj, c.path, got, c.want)

@@ -276,9 +276,21 @@ func (c *converter) match(s, target string) *item {
 	return found
 }
 
-// restCollection is the last segment of a kind's REST resource
-// (v1.instances -> instances).
+// restCollection is the collection a kind's selfLinks name: that of the
+// method creating it (compute/beta instanceGroups.insert -> instanceGroups),
+// else the last segment of its REST resource (v1.instances -> instances).
+// The method comes first: the REST resource is the one KCC's reference
+// page names, which is not always the collection (ComputeInstanceGroup's
+// page names v1.instances, ComputeBackendBucket's v1.backendBucket).
 func restCollection(k *kindInfo) string {
+	if _, method, ok := strings.Cut(k.Body, " "); ok {
+		if parts := strings.Split(method, "."); len(parts) > 1 {
+			switch parts[len(parts)-1] {
+			case "insert", "create":
+				return parts[len(parts)-2]
+			}
+		}
+	}
 	r := k.REST
 	if i := strings.LastIndexAny(r, "./"); i >= 0 {
 		r = r[i+1:]

@@ -28,6 +28,8 @@ import (
 //	copy                    copy, deepcopy
 //	'%05.1f' % x            Python's %-formatting (width, precision, flags)
 //	json.dumps(v, indent=, sort_keys=, separators=)  as Python writes it
+//	hashlib                 md5, sha1, sha2; str.encode, bytes.decode and Python 2's
+//	                        str.decode (utf-8, ascii)
 
 const starMethod = "__dm_method__"
 
@@ -41,7 +43,7 @@ var pyTypeNames = map[string]string{
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
-	"copy": true, "sort": true, "reverse": true, "count": true}
+	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -168,6 +170,15 @@ func pyBuiltins(limit int) starlark.StringDict {
 			switch name {
 			case "zfill", "ljust", "rjust", "center":
 				return padString(string(r), name, rest, limit)
+			case "encode":
+				return encodeString(r, rest, kwargs)
+			case "decode":
+				// Python 2's str.decode: a str is its text already.
+				return decodeBytes(starlark.Bytes(r), rest, kwargs)
+			}
+		case starlark.Bytes:
+			if name == "decode" {
+				return decodeBytes(r, rest, kwargs)
 			}
 		case *starlark.List:
 			if v, ok, err := listMethod(th, r, name, rest, kwargs); ok {
@@ -597,6 +608,49 @@ func materialise(th *starlark.Thread, v starlark.Value, limit int) (starlark.Ind
 		}
 	}
 	return starlark.NewList(out), nil
+}
+
+// encodeString is Python 3's str.encode: the UTF-8 (or ASCII) bytes of s.
+func encodeString(s starlark.String, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	encoding, errs := "utf-8", "strict"
+	if err := starlark.UnpackArgs("encode", args, kwargs, "encoding?", &encoding, "errors?", &errs); err != nil {
+		return nil, err
+	}
+	switch strings.ReplaceAll(strings.ToLower(encoding), "_", "-") {
+	case "utf-8", "utf8":
+		return starlark.Bytes(s), nil
+	case "ascii", "us-ascii":
+		for i, r := range string(s) {
+			if r >= utf8.RuneSelf {
+				return nil, fmt.Errorf("encode: 'ascii' codec can't encode character %q in position %d", r, i)
+			}
+		}
+		return starlark.Bytes(s), nil
+	}
+	return nil, fmt.Errorf("encode: dm encodes to utf-8 and ascii only, not %s", encoding)
+}
+
+// decodeBytes is Python 3's bytes.decode from UTF-8 (or ASCII).
+func decodeBytes(b starlark.Bytes, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	encoding, errs := "utf-8", "strict"
+	if err := starlark.UnpackArgs("decode", args, kwargs, "encoding?", &encoding, "errors?", &errs); err != nil {
+		return nil, err
+	}
+	switch strings.ReplaceAll(strings.ToLower(encoding), "_", "-") {
+	case "utf-8", "utf8":
+		if !utf8.ValidString(string(b)) {
+			return nil, fmt.Errorf("decode: the bytes are not valid UTF-8")
+		}
+		return starlark.String(b), nil
+	case "ascii", "us-ascii":
+		for i := 0; i < len(b); i++ {
+			if b[i] >= utf8.RuneSelf {
+				return nil, fmt.Errorf("decode: 'ascii' codec can't decode byte 0x%02x in position %d", b[i], i)
+			}
+		}
+		return starlark.String(b), nil
+	}
+	return nil, fmt.Errorf("decode: dm decodes utf-8 and ascii only, not %s", encoding)
 }
 
 // padString is Python's str.zfill, ljust, rjust and center, refusing

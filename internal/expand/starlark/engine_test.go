@@ -29,6 +29,14 @@ func TestRender(t *testing.T) {
 		{name: "print", src: "def GenerateConfig(ctx):\n  print('hi')\n  return {'resources': []}\n", printed: "t.py:2: hi"},
 		{name: "steps", src: "def GenerateConfig(ctx):\n  for i in range(100000):\n    pass\n  return {}\n", wantErr: "StarlarkSteps", limit: true},
 		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
+		// hashlib, as the Cloud Foundation Toolkit's
+		// external_load_balancer.py names its backend services; the
+		// digests are Python 3's.
+		{name: "hashlib.sha1 of json.dumps", src: "from hashlib import sha1\nimport json\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': sha1(json.dumps({'a': 1, 'b': [1, 'x']}).encode('utf-8')).hexdigest()[:10], 'type': 'T'}]}\n", want: "0523e6bbca"},
+		{name: "hashlib.new, update, copy", src: "import hashlib\ndef GenerateConfig(ctx):\n  h = hashlib.new('md5')\n  h.update('ab'.encode())\n  c = h.copy()\n  c.update(b'c')\n  return {'resources': [{'name': '%s-%s-%d-%s' % (h.hexdigest()[:6], c.hexdigest()[:6], hashlib.sha256(b'').digest_size, b'x'.decode()), 'type': 'T'}]}\n", want: "187ef4-900150-32-x"},
+		{name: "hashlib of a number", src: "import hashlib\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': hashlib.sha1(1).hexdigest(), 'type': 'T'}]}\n", wantErr: "hashlib.sha1: want bytes or str, not int"},
+		{name: "Python 2's str.decode", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'web'.decode('utf-8'), 'type': 'T'}]}\n", want: "web"},
+		{name: "encode to another codec", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('latin-1'), 'type': 'T'}]}\n", wantErr: "dm encodes to utf-8 and ascii only, not latin-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

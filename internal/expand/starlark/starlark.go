@@ -35,11 +35,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "copy, json, math, re, six, yaml"
+const builtinModules = "copy, hashlib, json, math, re, six, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "copy", "json", "math", "re", "six", "yaml":
+	case "copy", "hashlib", "json", "math", "re", "six", "yaml":
 		return true
 	}
 	return false
@@ -325,6 +325,8 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = sixModule(sr.e.bounds)
 		case "copy":
 			d = copyModule()
+		case "hashlib":
+			d = hashlibModule()
 		case "re":
 			d = reModule()
 		case "math":
