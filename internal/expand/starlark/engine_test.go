@@ -28,6 +28,12 @@ func TestRender(t *testing.T) {
 		{name: "yaml.load keeps document order", src: "import yaml\ndef GenerateConfig(ctx):\n  d = yaml.load('z: 1\\na: 2\\n')\n  return {'resources': [{'name': ''.join(d.keys()), 'type': 'T'}]}\n", want: "za"},
 		{name: "print", src: "def GenerateConfig(ctx):\n  print('hi')\n  return {'resources': []}\n", printed: "t.py:2: hi"},
 		{name: "steps", src: "def GenerateConfig(ctx):\n  for i in range(100000):\n    pass\n  return {}\n", wantErr: "StarlarkSteps", limit: true},
+		{name: "collections.namedtuple", src: "import collections\nB = collections.namedtuple('B', 'resource outputs')\ndef GenerateConfig(ctx):\n  b = B({'name': 'x', 'type': 'T'}, outputs=[1])\n  r, o = b\n  return {'resources': [{'name': b.resource['name'] + r['name'] + str(b[1][0]) + str(len(b)), 'type': 'T'}]}\n", want: "xx12"},
+		{name: "namedtuple field list", src: "from collections import namedtuple\nP = namedtuple('P', ['a', 'b'])\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': str(P(1, 2)), 'type': 'T'}]}\n", want: "P(a=1, b=2)"},
+		{name: "namedtuple missing field", src: "import collections\nB = collections.namedtuple('B', 'a, b')\ndef GenerateConfig(ctx):\n  B(1)\n  return {}\n", wantErr: "B: field b is missing"},
+		{name: "string constants", src: "import string\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': string.digits[:3] + string.ascii_lowercase[-1] + string.letters[0], 'type': 'T'}]}\n", want: "012za"},
+		{name: "random imports but is not called", src: "import random\ndef unused():\n  return random.choice('ab')\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': 'web', 'type': 'T'}]}\n", want: "web"},
+		{name: "random called", src: "import random\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': random.choice('ab'), 'type': 'T'}]}\n", wantErr: "random.choice: dm expands a configuration again"},
 		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
 	}
 	for _, tt := range tests {

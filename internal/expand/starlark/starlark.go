@@ -35,11 +35,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "copy, json, math, re, six, yaml"
+const builtinModules = "collections, copy, json, math, random, re, six, string, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "copy", "json", "math", "re", "six", "yaml":
+	case "collections", "copy", "json", "math", "random", "re", "six", "string", "yaml":
 		return true
 	}
 	return false
@@ -327,6 +327,12 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = copyModule()
 		case "re":
 			d = reModule()
+		case "collections":
+			d = collectionsModule()
+		case "string":
+			d = stringModule()
+		case "random":
+			d = randomModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
