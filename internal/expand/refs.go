@@ -262,7 +262,8 @@ type composite struct {
 // The value may hold references itself: to other outputs, replaced in
 // turn, and to primitives, which stay in place for resolveValueRefs to
 // resolve or defer as any other. When a primitive has NAME too, the
-// reference is to the output if OUTPUT names one, else to the primitive.
+// reference is to the output if OUTPUT names one, else to the primitive;
+// and to the primitive inside that output's own value.
 func inlineOutputs(in *outputInliner, res []Resource, paths [][]string) error {
 	if len(in.comps) == 0 {
 		return nil
@@ -398,6 +399,13 @@ func (in *outputInliner) fill(s, _ string) (any, error) {
 			return nil, false, invalid("%s: several template resources are named %q; a referenced name must be unique in the deployment", text, name)
 		case slices.ContainsFunc(c.outputs[k+1:], func(o Output) bool { return o.Name == out }):
 			return nil, false, invalid("%s: template resource %s (%s) has several outputs named %q; a referenced output must be unique", text, name, strings.Join(c.path, " > "), out)
+		case in.state[[2]int{j, k}] == 1 && in.prims[name]:
+			// The output being resolved names itself: it is the field of
+			// the primitive of the same name (the Cloud Foundation
+			// Toolkit's cloud_sql.py names its instance as the template
+			// and returns $(ref.NAME.name) as the output name), as
+			// Deployment Manager resolved it.
+			return nil, false, nil
 		}
 		v, err := in.output(j, k)
 		if err != nil {

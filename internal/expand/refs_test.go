@@ -119,8 +119,19 @@ outputs:
 - {name: name, value: b}
 - {name: n, value: 1}
 `
-	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc), "rep.jinja": []byte(rep)}
-	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja, rep.jinja]\nresources:\n"
+	// A primitive named as its template, and an output naming the
+	// primitive's field of the output's own name, as the Cloud Foundation
+	// Toolkit's cloud_sql.py returns ($(ref.NAME.name)): the output is the
+	// primitive's field, not itself.
+	same := `resources:
+- {name: {{ env["name"] }}, type: ConfigMap, properties: {data: {k: v}}}
+- {name: {{ env["name"] }}-user, type: ConfigMap, properties: {data: $(ref.{{ env["name"] }}.data)}}
+outputs:
+- name: data
+  value: $(ref.{{ env["name"] }}.data)
+`
+	imports := map[string][]byte{"db.jinja": []byte(db), "wrap.jinja": []byte(wrap), "gen.py": []byte(py), "cyc.jinja": []byte(cyc), "rep.jinja": []byte(rep), "same.jinja": []byte(same)}
+	head := "imports: [db.jinja, wrap.jinja, gen.py, cyc.jinja, rep.jinja, same.jinja]\nresources:\n"
 	for _, tc := range []struct {
 		name     string
 		uses     string // the ConfigMap app's data, YAML
@@ -147,6 +158,8 @@ outputs:
 		{name: "python", extra: "- {name: g, type: gen.py}\n", uses: `{d: $(ref.g.data), n: "n=$(ref.g.n)"}`,
 			want: map[string]any{"d": map[string]any{"a": "1"}, "n": "n=3"}},
 		{name: "no such output", uses: `{x: $(ref.db.hots)}`, err: `$(ref.db.hots): template resource db (db) has no output "hots" (outputs: host, port, ip, spec, conn, self)`},
+		{name: "output naming its primitive's field", extra: "- {name: s, type: same.jinja}\n", uses: `{d: "$(ref.s.data.k)"}`,
+			want: map[string]any{"d": "v"}},
 		{name: "cycle", extra: "- {name: c, type: cyc.jinja}\n", uses: `{x: $(ref.c.a)}`, err: "output reference cycle: c.a -> c.b -> c.a"},
 		{name: "repeated output names, another referenced", extra: "- {name: r, type: rep.jinja}\n", uses: `{n: $(ref.r.n)}`,
 			want: map[string]any{"n": int64(1)}},
