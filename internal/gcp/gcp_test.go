@@ -533,6 +533,8 @@ func TestErrors(t *testing.T) {
 			[]string{"ComputeSubnetwork requires spec.networkRef (from properties.network)"}},
 		{"ignored field's value", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, networkInterfaces: [{accessConfigs: [{type: DIRECT_IPV6}]}]}}]`,
 			[]string{"takes only ONE_TO_ONE_NAT"}},
+		{"a managed zone's kind other than its REST type marker", `[{name: z, type: gcp-types/dns-v1:managedZones, properties: {dnsName: z.local., kind: "dns#resourceRecordSet"}}]`,
+			[]string{"properties.kind is \"dns#resourceRecordSet\": Config Connector's DNSManagedZone has no such field and takes only dns#managedZone"}},
 		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
 			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
@@ -806,6 +808,10 @@ func TestDMSampleForms(t *testing.T) {
 - name: role
   type: gcp-types/iam-v1:projects.roles
   properties: {parent: projects/p, roleId: reader, role: {includedPermissions: [bigquery.datasets.get]}}
+- name: cft-zone
+  type: gcp-types/dns-v1:managedZones
+  properties: {name: cft-zone, dnsName: z.local., description: d, project_id: p, zoneName: cft-zone, kind: "dns#managedZone", visibility: private,
+    privateVisibilityConfig: {kind: "dns#managedZonePrivateVisibilityConfig", networks: [{kind: "dns#managedZonePrivateVisibilityConfigNetwork", networkUrl: "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}]}}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -829,6 +835,8 @@ func TestDMSampleForms(t *testing.T) {
 		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 		{"IAMCustomRole/reader", "spec.title", "reader"},
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"DNSManagedZone/cft-zone", "spec.dnsName", "z.local."}, // project_id, zoneName and kind were ignored by Cloud DNS
+		{"DNSManagedZone/cft-zone", "spec.privateVisibilityConfig.networks.0.networkRef", map[string]any{"external": "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}},
 		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
 	} {
 		if got := at(objs[c.obj], c.path); fmt.Sprint(got) != fmt.Sprint(c.want) {

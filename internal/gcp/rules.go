@@ -155,6 +155,15 @@ var ignored = map[string]map[string]ignoreRule{
 		"config.secondaryWorkerConfig.isPreemptible": {nil, "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
 	},
 	"SQLDatabase": {"kind": {nil, "the REST type marker (sql#database)"}},
+	"DNSManagedZone": {
+		"zoneName":                     {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py copies its old zoneName property into the body, and names the zone by name"},
+		"project_id":                   {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py writes the zone's project there, and its project property (the path's project) said where the zone is"},
+		"kind":                         {"dns#managedZone", "the REST type marker (the Cloud Foundation Toolkit's dns_managed_zone schema defaults it)"},
+		"privateVisibilityConfig.kind": {"dns#managedZonePrivateVisibilityConfig", "the REST type marker"},
+		"privateVisibilityConfig.networks[].kind": {"dns#managedZonePrivateVisibilityConfigNetwork", "the REST type marker"},
+		"dnssecConfig.kind":                       {"dns#managedZoneDnsSecConfig", "the REST type marker"},
+		"dnssecConfig.defaultKeySpecs[].kind":     {"dns#dnsKeySpec", "the REST type marker"},
+	},
 	"ContainerCluster": {
 		"cluster.addonsConfig.kubernetesDashboard": {map[string]any{"disabled": true}, "GKE removed the Kubernetes Dashboard add-on: disabled is the only state a cluster has"},
 	},
