@@ -41,7 +41,21 @@ var pyTypeNames = map[string]string{
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
-	"copy": true, "sort": true, "reverse": true, "count": true}
+	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true}
+
+// checkCodec accepts the encodings a string's encode or decode may name:
+// UTF-8 (the default) and ASCII, which dm's strings already are.
+func checkCodec(method string, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	var encoding, errors string
+	if err := starlark.UnpackArgs(method, args, kwargs, "encoding?", &encoding, "errors?", &errors); err != nil {
+		return err
+	}
+	switch strings.ToLower(strings.ReplaceAll(encoding, "_", "-")) {
+	case "", "utf-8", "utf8", "ascii", "us-ascii":
+		return nil
+	}
+	return fmt.Errorf("%s(%q): dm's strings are UTF-8; only utf-8 and ascii are supported", method, encoding)
+}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -168,6 +182,20 @@ func pyBuiltins(limit int) starlark.StringDict {
 			switch name {
 			case "zfill", "ljust", "rjust", "center":
 				return padString(string(r), name, rest, limit)
+			case "encode", "decode":
+				// Python 2's str, which DM ran: a string is its UTF-8
+				// bytes, encode and decode give it back (hashlib takes it).
+				if err := checkCodec(name, rest, kwargs); err != nil {
+					return nil, err
+				}
+				return r, nil
+			}
+		case starlark.Bytes:
+			if name == "decode" {
+				if err := checkCodec(name, rest, kwargs); err != nil {
+					return nil, err
+				}
+				return starlark.String(r), nil
 			}
 		case *starlark.List:
 			if v, ok, err := listMethod(th, r, name, rest, kwargs); ok {

@@ -33,6 +33,9 @@ func TestRender(t *testing.T) {
 		{name: "namedtuple missing field", src: "import collections\nB = collections.namedtuple('B', 'a, b')\ndef GenerateConfig(ctx):\n  B(1)\n  return {}\n", wantErr: "B: field b is missing"},
 		{name: "string constants", src: "import string\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': string.digits[:3] + string.ascii_lowercase[-1] + string.letters[0], 'type': 'T'}]}\n", want: "012za"},
 		{name: "random imports but is not called", src: "import random\ndef unused():\n  return random.choice('ab')\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': 'web', 'type': 'T'}]}\n", want: "web"},
+		{name: "hashlib", src: "from hashlib import sha1\nimport hashlib\ndef GenerateConfig(ctx):\n  h = hashlib.sha256()\n  h.update('a')\n  return {'resources': [{'name': sha1('roles/x-user:a'.encode('utf-8')).hexdigest()[:10] + '-' + h.hexdigest()[:6], 'type': 'T'}]}\n", want: "ded7246f4c-ca9781"},
+		{name: "encode and decode", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('utf-8').decode() + b'b'.decode('ascii'), 'type': 'T'}]}\n", want: "ab"},
+		{name: "encode to another codec", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('latin-1'), 'type': 'T'}]}\n", wantErr: `encode("latin-1"): dm's strings are UTF-8`},
 		{name: "random called", src: "import random\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': random.choice('ab'), 'type': 'T'}]}\n", wantErr: "random.choice: dm expands a configuration again"},
 		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
 	}

@@ -35,11 +35,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "collections, copy, json, math, random, re, six, string, yaml"
+const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "collections", "copy", "json", "math", "random", "re", "six", "string", "yaml":
+	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "yaml":
 		return true
 	}
 	return false
@@ -333,6 +333,8 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = stringModule()
 		case "random":
 			d = randomModule()
+		case "hashlib":
+			d = hashlibModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {

@@ -1,7 +1,13 @@
 package starlark
 
 import (
+	"crypto/md5"
+	"crypto/sha1"
+	"crypto/sha256"
+	"crypto/sha512"
+	"encoding/hex"
 	"fmt"
+	"hash"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -11,7 +17,8 @@ import (
 // The Python standard library modules below are those public DM templates
 // import beside copy, json, math, re, six and yaml: the Cloud Foundation
 // Toolkit's cloud_sql template, for one, starts with `import collections,
-// random, string` and uses collections.namedtuple.
+// random, string` and uses collections.namedtuple; its iam_member
+// template imports hashlib.
 
 // stringModule is Python's string module: its constants (Python 2's
 // letters, lowercase and uppercase too, which Deployment Manager's
@@ -168,4 +175,101 @@ func (t *namedTuple) AttrNames() []string { return append([]string(nil), t.field
 // CompareSameType compares as tuples do.
 func (t *namedTuple) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
 	return t.Tuple.CompareSameType(op, y.(*namedTuple).Tuple, depth)
+}
+
+// hashlibModule is Python's hashlib: md5, sha1, sha224, sha256, sha384
+// and sha512 (the Cloud Foundation Toolkit's iam_member.py names its
+// bindings by sha1(role-member).hexdigest()[:10]). Each takes bytes or a
+// string (Python 2's str) and makes a hash object with update, digest and
+// hexdigest.
+func hashlibModule() starlark.StringDict {
+	algos := map[string]func() hash.Hash{
+		"md5": md5.New, "sha1": sha1.New, "sha224": sha256.New224, "sha256": sha256.New,
+		"sha384": sha512.New384, "sha512": sha512.New,
+	}
+	d := starlark.StringDict{}
+	for name, newHash := range algos {
+		d[name] = builtin("hashlib."+name, func(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var data starlark.Value
+			if err := starlark.UnpackPositionalArgs("hashlib."+name, args, kwargs, 0, &data); err != nil {
+				return nil, err
+			}
+			h := &hashObject{name: name, h: newHash()}
+			if data != nil {
+				if err := h.write(data); err != nil {
+					return nil, err
+				}
+			}
+			return h, nil
+		})
+	}
+	return d
+}
+
+// hashObject is a hashlib hash object.
+type hashObject struct {
+	name string
+	h    hash.Hash
+}
+
+var _ starlark.HasAttrs = (*hashObject)(nil)
+
+// String is Python's repr of a hash object.
+func (h *hashObject) String() string { return "<" + h.name + " HASH object>" }
+
+// Type is the hash object's type name.
+func (h *hashObject) Type() string { return "hashlib." + h.name }
+
+// Freeze does nothing: a hash object changes only through update.
+func (h *hashObject) Freeze() {}
+
+// Truth is true, as for any Python object.
+func (h *hashObject) Truth() starlark.Bool { return starlark.True }
+
+// Hash refuses: hash objects are unhashable, as in Python.
+func (h *hashObject) Hash() (uint32, error) { return 0, fmt.Errorf("unhashable type: %s", h.Type()) }
+
+// write adds bytes, or a string's UTF-8 bytes, to the hash.
+func (h *hashObject) write(v starlark.Value) error {
+	switch v := v.(type) {
+	case starlark.Bytes:
+		h.h.Write([]byte(v))
+	case starlark.String:
+		h.h.Write([]byte(v))
+	default:
+		return fmt.Errorf("hashlib.%s: got %s, want bytes or a string", h.name, v.Type())
+	}
+	return nil
+}
+
+// Attr is the method called name.
+func (h *hashObject) Attr(name string) (starlark.Value, error) {
+	switch name {
+	case "update":
+		return builtin("update", func(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var data starlark.Value
+			if err := starlark.UnpackPositionalArgs("update", args, kwargs, 1, &data); err != nil {
+				return nil, err
+			}
+			return starlark.None, h.write(data)
+		}), nil
+	case "hexdigest":
+		return builtin("hexdigest", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+			return starlark.String(hex.EncodeToString(h.h.Sum(nil))), nil
+		}), nil
+	case "digest":
+		return builtin("digest", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+			return starlark.Bytes(h.h.Sum(nil)), nil
+		}), nil
+	case "name":
+		return starlark.String(h.name), nil
+	case "digest_size":
+		return starlark.MakeInt(h.h.Size()), nil
+	}
+	return nil, nil
+}
+
+// AttrNames are the hash object's methods and attributes.
+func (h *hashObject) AttrNames() []string {
+	return []string{"digest", "digest_size", "hexdigest", "name", "update"}
 }
