@@ -535,6 +535,8 @@ func TestErrors(t *testing.T) {
 			[]string{"takes only ONE_TO_ONE_NAT"}},
 		{"a managed zone's kind other than its REST type marker", `[{name: z, type: gcp-types/dns-v1:managedZones, properties: {dnsName: z.local., kind: "dns#resourceRecordSet"}}]`,
 			[]string{"properties.kind is \"dns#resourceRecordSet\": Config Connector's DNSManagedZone has no such field and takes only dns#managedZone"}},
+		{"a record set's records beside its own type", `[{name: r, type: gcp-types/dns-v1:resourceRecordSets, properties: {name: a.b., managedZone: z, type: A, records: [{type: A, rrdatas: [1.2.3.4]}]}}]`,
+			[]string{"properties.type is set beside properties.records: give each record set in records"}},
 		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
 			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
@@ -812,6 +814,10 @@ func TestDMSampleForms(t *testing.T) {
   type: gcp-types/dns-v1:managedZones
   properties: {name: cft-zone, dnsName: z.local., description: d, project_id: p, zoneName: cft-zone, kind: "dns#managedZone", visibility: private,
     privateVisibilityConfig: {kind: "dns#managedZonePrivateVisibilityConfig", networks: [{kind: "dns#managedZonePrivateVisibilityConfigNetwork", networkUrl: "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}]}}
+- name: rrs
+  type: gcp-types/dns-v1:resourceRecordSets
+  properties: {name: www.example.com., managedZone: $(ref.cft-zone.name), records: [{type: A, ttl: 50, rrdatas: [10.0.0.1]},
+    {name: mail.example.com., type: MX, ttl: 300, rrdatas: ["5 smtp.example.com."], kind: "dns#resourceRecordSet"}]}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -835,6 +841,11 @@ func TestDMSampleForms(t *testing.T) {
 		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 		{"IAMCustomRole/reader", "spec.title", "reader"},
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"DNSRecordSet/rrs", "spec.name", "www.example.com."}, // DM's records: the first is the resource's
+		{"DNSRecordSet/rrs", "spec.rrdatas", []any{"10.0.0.1"}},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.name", "mail.example.com."},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.type", "MX"},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.managedZoneRef", map[string]any{"name": "cft-zone"}},
 		{"DNSManagedZone/cft-zone", "spec.dnsName", "z.local."}, // project_id, zoneName and kind were ignored by Cloud DNS
 		{"DNSManagedZone/cft-zone", "spec.privateVisibilityConfig.networks.0.networkRef", map[string]any{"external": "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}},
 		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
