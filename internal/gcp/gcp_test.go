@@ -535,6 +535,8 @@ func TestErrors(t *testing.T) {
 			[]string{"takes only ONE_TO_ONE_NAT"}},
 		{"a managed zone's kind other than its REST type marker", `[{name: z, type: gcp-types/dns-v1:managedZones, properties: {dnsName: z.local., kind: "dns#resourceRecordSet"}}]`,
 			[]string{"properties.kind is \"dns#resourceRecordSet\": Config Connector's DNSManagedZone has no such field and takes only dns#managedZone"}},
+		{"a bucket's binding without its bucket", `[{name: b, type: gcp-types/storage-v1:virtual.buckets.iamMemberBinding, properties: {resource: x, role: roles/viewer, member: "user:a@example.com"}}]`,
+			[]string{"virtual.buckets.iamMemberBinding needs properties bucket (the bucket), role and member"}},
 		{"a record set's records beside its own type", `[{name: r, type: gcp-types/dns-v1:resourceRecordSets, properties: {name: a.b., managedZone: z, type: A, records: [{type: A, rrdatas: [1.2.3.4]}]}}]`,
 			[]string{"properties.type is set beside properties.records: give each record set in records"}},
 		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
@@ -814,6 +816,15 @@ func TestDMSampleForms(t *testing.T) {
   type: gcp-types/dns-v1:managedZones
   properties: {name: cft-zone, dnsName: z.local., description: d, project_id: p, zoneName: cft-zone, kind: "dns#managedZone", visibility: private,
     privateVisibilityConfig: {kind: "dns#managedZonePrivateVisibilityConfig", networks: [{kind: "dns#managedZonePrivateVisibilityConfigNetwork", networkUrl: "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}]}}
+- name: cft-bucket-bind
+  type: gcp-types/storage-v1:virtual.buckets.iamMemberBinding
+  properties: {bucket: $(ref.cft-bucket.name), role: roles/storage.objectViewer, member: "user:a@example.com"}
+- name: cft-bucket
+  type: gcp-types/storage-v1:buckets
+  properties: {name: cft-bucket-1, location: us-east1}
+- name: cft-folder-bind
+  type: gcp-types/cloudresourcemanager-v2:virtual.folders.iamMemberBinding
+  properties: {resource: "123", role: roles/viewer, member: "group:g@example.com"}
 - name: rrs
   type: gcp-types/dns-v1:resourceRecordSets
   properties: {name: www.example.com., managedZone: $(ref.cft-zone.name), records: [{type: A, ttl: 50, rrdatas: [10.0.0.1]},
@@ -841,6 +852,9 @@ func TestDMSampleForms(t *testing.T) {
 		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 		{"IAMCustomRole/reader", "spec.title", "reader"},
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"IAMPolicyMember/cft-bucket-bind", "spec.resourceRef", map[string]any{"apiVersion": "storage.cnrm.cloud.google.com/v1beta1", "kind": "StorageBucket", "name": "cft-bucket-1"}},
+		{"IAMPolicyMember/cft-folder-bind", "spec.resourceRef", map[string]any{"kind": "Folder", "external": "folders/123"}},
+		{"IAMPolicyMember/cft-folder-bind", "metadata.annotations.cnrm.cloud.google.com/project-id", "p"},
 		{"DNSRecordSet/rrs", "spec.name", "www.example.com."}, // DM's records: the first is the resource's
 		{"DNSRecordSet/rrs", "spec.rrdatas", []any{"10.0.0.1"}},
 		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.name", "mail.example.com."},
