@@ -36,6 +36,9 @@ func TestRender(t *testing.T) {
 		{name: "hashlib", src: "from hashlib import sha1\nimport hashlib\ndef GenerateConfig(ctx):\n  h = hashlib.sha256()\n  h.update('a')\n  return {'resources': [{'name': sha1('roles/x-user:a'.encode('utf-8')).hexdigest()[:10] + '-' + h.hexdigest()[:6], 'type': 'T'}]}\n", want: "ded7246f4c-ca9781"},
 		{name: "encode and decode", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('utf-8').decode() + b'b'.decode('ascii'), 'type': 'T'}]}\n", want: "ab"},
 		{name: "encode to another codec", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('latin-1'), 'type': 'T'}]}\n", wantErr: `encode("latin-1"): dm's strings are UTF-8`},
+		{name: "del of a subscript", src: "def GenerateConfig(ctx):\n  d = {'a': 1, 'b': 2}\n  l = [1, 2, 3]\n  del d['a']\n  del l[0]  # first\n  return {'resources': [{'name': ''.join(d.keys()) + str(l), 'type': 'T'}]}\n", want: "b[2, 3]"},
+		{name: "del of a missing key", src: "def GenerateConfig(ctx):\n  d = {}\n  del d['a']\n  return {}\n", wantErr: "pop: missing key"},
+		{name: "del of a name", src: "def GenerateConfig(ctx):\n  x = 1\n  del x\n  return {}\n", wantErr: `Python's "del" is not supported`},
 		{name: "random called", src: "import random\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': random.choice('ab'), 'type': 'T'}]}\n", wantErr: "random.choice: dm expands a configuration again"},
 		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
 	}

@@ -130,6 +130,10 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			}
 			continue
 		}
+		if pop, ok := delAsPop(t); ok {
+			lines[i] = pop
+			continue
+		}
 		if m := unsupported.FindStringSubmatch(t); m != nil && !strings.HasPrefix(strings.TrimSpace(t), "#") {
 			if m[1] == "class" {
 				return nil, engine.At(file, i+1, engine.Invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
@@ -155,6 +159,52 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 		lines[i] = strings.Join(stmts, "; ")
 	}
 	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// delRE matches a del statement: its indentation and its target.
+var delRE = regexp.MustCompile(`^(\s*)del\s+(.+?)\s*(#.*)?$`)
+
+// delAsPop translates `del x[key]`, one subscript of a dict or a list, to
+// x.pop(key), which removes the same item (and fails as del does when it
+// is missing); other del statements (a name, a slice, several targets)
+// stay unsupported.
+func delAsPop(line string) (string, bool) {
+	m := delRE.FindStringSubmatch(line)
+	if m == nil || !strings.HasSuffix(m[2], "]") {
+		return "", false
+	}
+	target := m[2]
+	depth, open := 0, -1
+	for i := 0; i < len(target); i++ {
+		switch c := target[i]; c {
+		case '[', '(', '{':
+			if depth == 0 && c == '[' {
+				open = i
+			}
+			depth++
+		case ']', ')', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				return "", false // del a[1], b[2]
+			}
+		case ':':
+			if depth == 1 && open >= 0 {
+				return "", false // a slice
+			}
+		case '"', '\'':
+			// A string literal: skip it, brackets and all.
+			j := strings.IndexByte(target[i+1:], c)
+			if j < 0 || strings.Contains(target[i+1:i+1+j], "\\") {
+				return "", false
+			}
+			i += j + 1
+		}
+	}
+	if open <= 0 || depth != 0 {
+		return "", false
+	}
+	return m[1] + target[:open] + ".pop(" + target[open+1:len(target)-1] + ")", true
 }
 
 // moduleFile returns the file of a dotted module name: relative to the
