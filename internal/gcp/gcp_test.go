@@ -535,6 +535,10 @@ func TestErrors(t *testing.T) {
 			[]string{"takes only ONE_TO_ONE_NAT"}},
 		{"a managed zone's kind other than its REST type marker", `[{name: z, type: gcp-types/dns-v1:managedZones, properties: {dnsName: z.local., kind: "dns#resourceRecordSet"}}]`,
 			[]string{"properties.kind is \"dns#resourceRecordSet\": Config Connector's DNSManagedZone has no such field and takes only dns#managedZone"}},
+		{"a sink's organization other than its parent's", `[{name: s, type: gcp-types/logging-v2:organizations.sinks, properties: {organization: "1", parent: organizations/2, destination: storage.googleapis.com/b}}]`,
+			[]string{"properties.organization is \"1\" but properties.parent is \"organizations/2\""}},
+		{"a billing account's sink", `[{name: s, type: gcp-types/logging-v2:billingAccounts.sinks, properties: {parent: billingAccounts/1, destination: storage.googleapis.com/b}}]`,
+			[]string{"type gcp-types/logging-v2:billingAccounts.sinks has no Config Connector equivalent: Config Connector's LoggingLogSink exports the logs of a project, a folder or an organization"}},
 		{"a bucket's binding without its bucket", `[{name: b, type: gcp-types/storage-v1:virtual.buckets.iamMemberBinding, properties: {resource: x, role: roles/viewer, member: "user:a@example.com"}}]`,
 			[]string{"virtual.buckets.iamMemberBinding needs properties bucket (the bucket), role and member"}},
 		{"a record set's records beside its own type", `[{name: r, type: gcp-types/dns-v1:resourceRecordSets, properties: {name: a.b., managedZone: z, type: A, records: [{type: A, rrdatas: [1.2.3.4]}]}}]`,
@@ -825,6 +829,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-folder-bind
   type: gcp-types/cloudresourcemanager-v2:virtual.folders.iamMemberBinding
   properties: {resource: "123", role: roles/viewer, member: "group:g@example.com"}
+- name: org-sink
+  type: gcp-types/logging-v2:organizations.sinks
+  properties: {name: org-sink, sink: org-sink, organization: "123", parent: organizations/123, uniqueWriterIdentity: true, destination: pubsub.googleapis.com/projects/p/topics/t}
 - name: rrs
   type: gcp-types/dns-v1:resourceRecordSets
   properties: {name: www.example.com., managedZone: $(ref.cft-zone.name), records: [{type: A, ttl: 50, rrdatas: [10.0.0.1]},
@@ -855,7 +862,8 @@ func TestDMSampleForms(t *testing.T) {
 		{"IAMPolicyMember/cft-bucket-bind", "spec.resourceRef", map[string]any{"apiVersion": "storage.cnrm.cloud.google.com/v1beta1", "kind": "StorageBucket", "name": "cft-bucket-1"}},
 		{"IAMPolicyMember/cft-folder-bind", "spec.resourceRef", map[string]any{"kind": "Folder", "external": "folders/123"}},
 		{"IAMPolicyMember/cft-folder-bind", "metadata.annotations.cnrm.cloud.google.com/project-id", "p"},
-		{"DNSRecordSet/rrs", "spec.name", "www.example.com."}, // DM's records: the first is the resource's
+		{"LoggingLogSink/org-sink", "spec.organizationRef", map[string]any{"external": "123"}}, // organization is parent's ID
+		{"DNSRecordSet/rrs", "spec.name", "www.example.com."},                                  // DM's records: the first is the resource's
 		{"DNSRecordSet/rrs", "spec.rrdatas", []any{"10.0.0.1"}},
 		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.name", "mail.example.com."},
 		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.type", "MX"},

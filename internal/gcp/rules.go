@@ -88,7 +88,7 @@ var handFields = map[string][]string{
 	"CloudFunctionsFunction":  {"parent", "location"},
 	"Service":                 {"consumerId", "serviceName"},
 	"BigQueryTable":           {"schema", "datasetId"},
-	"LoggingLogSink":          {"destination", "parent"},
+	"LoggingLogSink":          {"destination", "parent", "folder", "organization"},
 	"SpannerDatabase":         {"parent"},
 	"BigtableInstance":        {"clusters", "parent"},
 	"SecretManagerSecret":     {"parent"},
@@ -1061,6 +1061,18 @@ func tableRule(oc *objConv, props map[string]any) error {
 // pubsub.googleapis.com/projects/P/topics/T), KCC's reference to a bucket,
 // dataset or topic.
 func logSinkRule(oc *objConv, props map[string]any) error {
+	// The Cloud Foundation Toolkit's logsink.py also names a folder's or an
+	// organization's sink's parent by its ID in folder or organization:
+	// the same parent, said twice.
+	for key, prefix := range map[string]string{"folder": "folders/", "organization": "organizations/"} {
+		v, ok := take(props, key)
+		if !ok {
+			continue
+		}
+		if parent, _ := props["parent"].(string); parent != prefix+fmt.Sprint(v) {
+			return invalid("properties.%s is %s but properties.parent is %s: a sink's %s is its parent's ID", key, describe(v), describe(props["parent"]), key)
+		}
+	}
 	if v, ok := take(props, "parent"); ok {
 		s, _ := v.(string)
 		switch {
