@@ -39,6 +39,9 @@ func TestRender(t *testing.T) {
 		{name: "del of a subscript", src: "def GenerateConfig(ctx):\n  d = {'a': 1, 'b': 2}\n  l = [1, 2, 3]\n  del d['a']\n  del l[0]  # first\n  return {'resources': [{'name': ''.join(d.keys()) + str(l), 'type': 'T'}]}\n", want: "b[2, 3]"},
 		{name: "del of a missing key", src: "def GenerateConfig(ctx):\n  d = {}\n  del d['a']\n  return {}\n", wantErr: "pop: missing key"},
 		{name: "del of a name", src: "def GenerateConfig(ctx):\n  x = 1\n  del x\n  return {}\n", wantErr: `Python's "del" is not supported`},
+		{name: "import inside a function", src: "def f():\n  from json import dumps as d, loads\n  import copy as c\n  return d(c.copy(loads('[1]')))\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': f(), 'type': 'T'}]}\n", want: "[1]"},
+		{name: "import inside a function not called", src: "def f():\n  from nope import x\n  return x\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': 'web', 'type': 'T'}]}\n", want: "web"},
+		{name: "import inside a function called", src: "def f():\n  from nope import x\n  return x\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': f(), 'type': 'T'}]}\n", wantErr: "no module named nope"},
 		{name: "random called", src: "import random\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': random.choice('ab'), 'type': 'T'}]}\n", wantErr: "random.choice: dm expands a configuration again"},
 		{name: "no GenerateConfig", src: "x = 1\n", wantErr: "t.py: no function GenerateConfig"},
 	}
