@@ -262,7 +262,8 @@ type composite struct {
 // The value may hold references itself: to other outputs, replaced in
 // turn, and to primitives, which stay in place for resolveValueRefs to
 // resolve or defer as any other. When a primitive has NAME too, the
-// reference is to the output if OUTPUT names one, else to the primitive.
+// reference is to the output if OUTPUT names one, else to the primitive;
+// and to the primitive inside the template's own outputs.
 func inlineOutputs(in *outputInliner, res []Resource, paths [][]string) error {
 	if len(in.comps) == 0 {
 		return nil

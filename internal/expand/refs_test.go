@@ -119,10 +119,13 @@ outputs:
 - {name: name, value: b}
 - {name: n, value: 1}
 `
-	// A template making a resource of its own name, its output reading
-	// it, as the Cloud Foundation Toolkit's ssl_certificate.py does.
+	// A primitive named as its template, and an output naming the
+	// primitive's field of the output's own name, as the Cloud Foundation
+	// Toolkit's cloud_sql.py returns ($(ref.NAME.name)): the output is the
+	// primitive's field, not itself.
 	same := `resources:
 - {name: {{ env["name"] }}, type: ConfigMap, properties: {data: {k: v}}}
+- {name: {{ env["name"] }}-user, type: ConfigMap, properties: {data: $(ref.{{ env["name"] }}.data)}}
 outputs:
 - name: data
   value: $(ref.{{ env["name"] }}.data)
@@ -155,6 +158,8 @@ outputs:
 		{name: "python", extra: "- {name: g, type: gen.py}\n", uses: `{d: $(ref.g.data), n: "n=$(ref.g.n)"}`,
 			want: map[string]any{"d": map[string]any{"a": "1"}, "n": "n=3"}},
 		{name: "no such output", uses: `{x: $(ref.db.hots)}`, err: `$(ref.db.hots): template resource db (db) has no output "hots" (outputs: host, port, ip, spec, conn, self)`},
+		{name: "output naming its primitive's field", extra: "- {name: s, type: same.jinja}\n", uses: `{d: "$(ref.s.data.k)"}`,
+			want: map[string]any{"d": "v"}},
 		{name: "cycle", extra: "- {name: c, type: cyc.jinja}\n", uses: `{x: $(ref.c.a)}`, err: "output reference cycle: c.a -> c.b -> c.a"},
 		{name: "output reading the primitive of the template's name", extra: "- {name: s, type: same.jinja}\n", uses: `{d: $(ref.s.data), x: "x-$(ref.s.data.k)"}`,
 			want: map[string]any{"d": map[string]any{"k": "v"}, "x": "x-v"}},

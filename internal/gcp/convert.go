@@ -174,7 +174,7 @@ func (c *converter) identify(it *item) error {
 	if hasRef(it.project) {
 		return invalid("properties.project is %s: a project must be known before deploying (set it, or use --project)", it.project)
 	}
-	if r, ok := props["resource"].(string); ok && it.kind.Kind == "IAMPolicyMember" && props["project"] == nil && !hasRef(r) {
+	if r, ok := props["resource"].(string); ok && it.kind.Kind == "IAMPolicyMember" && strings.HasSuffix(it.res.Type, "virtual.projects.iamMemberBinding") && props["project"] == nil && !hasRef(r) {
 		it.project = strings.TrimPrefix(r, "projects/") // virtual.projects.iamMemberBinding's project
 	}
 	if _, given := props["project"]; !given && it.project == c.opts.Project {

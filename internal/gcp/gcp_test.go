@@ -533,6 +533,16 @@ func TestErrors(t *testing.T) {
 			[]string{"ComputeSubnetwork requires spec.networkRef (from properties.network)"}},
 		{"ignored field's value", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, networkInterfaces: [{accessConfigs: [{type: DIRECT_IPV6}]}]}}]`,
 			[]string{"takes only ONE_TO_ONE_NAT"}},
+		{"a managed zone's kind other than its REST type marker", `[{name: z, type: gcp-types/dns-v1:managedZones, properties: {dnsName: z.local., kind: "dns#resourceRecordSet"}}]`,
+			[]string{"properties.kind is \"dns#resourceRecordSet\": Config Connector's DNSManagedZone has no such field and takes only dns#managedZone"}},
+		{"a sink's organization other than its parent's", `[{name: s, type: gcp-types/logging-v2:organizations.sinks, properties: {organization: "1", parent: organizations/2, destination: storage.googleapis.com/b}}]`,
+			[]string{"properties.organization is \"1\" but properties.parent is \"organizations/2\""}},
+		{"a billing account's sink", `[{name: s, type: gcp-types/logging-v2:billingAccounts.sinks, properties: {parent: billingAccounts/1, destination: storage.googleapis.com/b}}]`,
+			[]string{"type gcp-types/logging-v2:billingAccounts.sinks has no Config Connector equivalent: Config Connector's LoggingLogSink exports the logs of a project, a folder or an organization"}},
+		{"a bucket's binding without its bucket", `[{name: b, type: gcp-types/storage-v1:virtual.buckets.iamMemberBinding, properties: {resource: x, role: roles/viewer, member: "user:a@example.com"}}]`,
+			[]string{"virtual.buckets.iamMemberBinding needs properties bucket (the bucket), role and member"}},
+		{"a record set's records beside its own type", `[{name: r, type: gcp-types/dns-v1:resourceRecordSets, properties: {name: a.b., managedZone: z, type: A, records: [{type: A, rrdatas: [1.2.3.4]}]}}]`,
+			[]string{"properties.type is set beside properties.records: give each record set in records"}},
 		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
 			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
@@ -817,6 +827,26 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-ic
   type: compute.v1.interconnects
   properties: {name: ic, customerName: Example, interconnectType: DEDICATED, location: global/interconnectLocations/iad-zone1-1, requestedLinkCount: 1}
+- name: cft-zone
+  type: gcp-types/dns-v1:managedZones
+  properties: {name: cft-zone, dnsName: z.local., description: d, project_id: p, zoneName: cft-zone, kind: "dns#managedZone", visibility: private,
+    privateVisibilityConfig: {kind: "dns#managedZonePrivateVisibilityConfig", networks: [{kind: "dns#managedZonePrivateVisibilityConfigNetwork", networkUrl: "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}]}}
+- name: cft-bucket-bind
+  type: gcp-types/storage-v1:virtual.buckets.iamMemberBinding
+  properties: {bucket: $(ref.cft-bucket.name), role: roles/storage.objectViewer, member: "user:a@example.com"}
+- name: cft-bucket
+  type: gcp-types/storage-v1:buckets
+  properties: {name: cft-bucket-1, location: us-east1}
+- name: cft-folder-bind
+  type: gcp-types/cloudresourcemanager-v2:virtual.folders.iamMemberBinding
+  properties: {resource: "123", role: roles/viewer, member: "group:g@example.com"}
+- name: org-sink
+  type: gcp-types/logging-v2:organizations.sinks
+  properties: {name: org-sink, sink: org-sink, organization: "123", parent: organizations/123, uniqueWriterIdentity: true, destination: pubsub.googleapis.com/projects/p/topics/t}
+- name: rrs
+  type: gcp-types/dns-v1:resourceRecordSets
+  properties: {name: www.example.com., managedZone: $(ref.cft-zone.name), records: [{type: A, ttl: 50, rrdatas: [10.0.0.1]},
+    {name: mail.example.com., type: MX, ttl: 300, rrdatas: ["5 smtp.example.com."], kind: "dns#resourceRecordSet"}]}
 `, Options{})
 	for _, c := range []struct {
 		obj, path string
@@ -840,6 +870,17 @@ func TestDMSampleForms(t *testing.T) {
 		{"DataprocCluster/dp", "spec.config.secondaryWorkerConfig.numInstances", int64(2)},                    // isPreemptible is output only
 		{"IAMCustomRole/reader", "spec.title", "reader"},
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
+		{"IAMPolicyMember/cft-bucket-bind", "spec.resourceRef", map[string]any{"apiVersion": "storage.cnrm.cloud.google.com/v1beta1", "kind": "StorageBucket", "name": "cft-bucket-1"}},
+		{"IAMPolicyMember/cft-folder-bind", "spec.resourceRef", map[string]any{"kind": "Folder", "external": "folders/123"}},
+		{"IAMPolicyMember/cft-folder-bind", "metadata.annotations.cnrm.cloud.google.com/project-id", "p"},
+		{"LoggingLogSink/org-sink", "spec.organizationRef", map[string]any{"external": "123"}}, // organization is parent's ID
+		{"DNSRecordSet/rrs", "spec.name", "www.example.com."},                                  // DM's records: the first is the resource's
+		{"DNSRecordSet/rrs", "spec.rrdatas", []any{"10.0.0.1"}},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.name", "mail.example.com."},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.type", "MX"},
+		{"DNSRecordSet/rrs-mx-mail.example.com", "spec.managedZoneRef", map[string]any{"name": "cft-zone"}},
+		{"DNSManagedZone/cft-zone", "spec.dnsName", "z.local."}, // project_id, zoneName and kind were ignored by Cloud DNS
+		{"DNSManagedZone/cft-zone", "spec.privateVisibilityConfig.networks.0.networkRef", map[string]any{"external": "https://www.googleapis.com/compute/v1/projects/p/global/networks/n"}},
 		{"ContainerCluster/gke", "spec.addonsConfig", map[string]any{"httpLoadBalancing": map[string]any{"disabled": false}}},
 		// A selfLink's collection names the kind: that of the method
 		// creating it, not of KCC's reference page (v1.instances,

@@ -149,19 +149,55 @@ func (oc *objConv) member(member string) error {
 	return nil
 }
 
-// iamMemberBinding maps DM's virtual.projects.iamMemberBinding: one member
-// of one role on a project.
+// iamMemberBinding maps DM's virtual iamMemberBinding types: one member of
+// one role on a project (virtual.projects, properties.resource the
+// project), a folder (virtual.folders, folders/ID), an organization
+// (virtual.organizations, organizations/ID) or a bucket (virtual.buckets,
+// properties.bucket its name or a reference to it).
 func iamMemberBinding(oc *objConv, props map[string]any) error {
-	project, _ := props["resource"].(string)
+	virtual := oc.it.res.Type[strings.LastIndex(oc.it.res.Type, ":")+1:]
+	kind, key, what := "Project", "resource", "the project"
+	switch virtual {
+	case "virtual.folders.iamMemberBinding":
+		kind, what = "Folder", "the folder, folders/ID"
+	case "virtual.organizations.iamMemberBinding":
+		kind, what = "Organization", "the organization, organizations/ID"
+	case "virtual.buckets.iamMemberBinding":
+		kind, key, what = "StorageBucket", "bucket", "the bucket"
+	}
+	target, _ := props[key].(string)
 	role, _ := props["role"].(string)
 	member, _ := props["member"].(string)
-	if project == "" || role == "" || member == "" {
-		return invalid("virtual.projects.iamMemberBinding needs properties resource (the project), role and member")
+	if target == "" || role == "" || member == "" {
+		return invalid("%s needs properties %s (%s), role and member", virtual, key, what)
 	}
-	if hasRef(project) {
-		return invalid("properties.resource is %s: the project must be known before deploying", project)
+	switch kind {
+	case "Project":
+		if hasRef(target) {
+			return invalid("properties.resource is %s: the project must be known before deploying", target)
+		}
+		oc.spec["resourceRef"] = map[string]any{"kind": "Project", "external": "projects/" + strings.TrimPrefix(target, "projects/")}
+	case "Folder", "Organization":
+		if hasRef(target) {
+			return invalid("properties.resource is %s: the %s must be known before deploying", target, strings.ToLower(kind))
+		}
+		prefix := strings.ToLower(kind) + "s/"
+		oc.spec["resourceRef"] = map[string]any{"kind": kind, "external": prefix + strings.TrimPrefix(target, prefix)}
+	case "StorageBucket":
+		ref, err := oc.ref(target, &field{Path: "resourceRef", Target: kind}, []seg{{key: "spec"}, {key: "resourceRef"}}, key)
+		if err != nil {
+			return err
+		}
+		rm, _ := ref.(map[string]any)
+		if rm == nil {
+			return invalid("properties.bucket is empty: name the bucket")
+		}
+		rm["kind"] = kind
+		if rm["name"] != nil {
+			rm["apiVersion"] = lookupKind(kind).APIVersion
+		}
+		oc.spec["resourceRef"] = rm
 	}
-	oc.spec["resourceRef"] = map[string]any{"kind": "Project", "external": "projects/" + strings.TrimPrefix(project, "projects/")}
 	r, err := oc.fillString(role, "/spec/role")
 	if err != nil {
 		return err
@@ -173,7 +209,7 @@ func iamMemberBinding(oc *objConv, props map[string]any) error {
 	if cond, ok := props["condition"].(map[string]any); ok {
 		oc.spec["condition"] = cond
 	}
-	for _, k := range []string{"resource", "role", "member", "condition"} {
+	for _, k := range []string{key, "role", "member", "condition"} {
 		delete(props, k)
 	}
 	return nil

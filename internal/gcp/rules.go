@@ -3,6 +3,7 @@ package gcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 )
@@ -65,6 +66,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 var partRules = map[string]func(oc *objConv, props map[string]any) error{
 	"ComputeRouterPeer": routerPeerRule,
 	"BigtableGCPolicy":  gcPolicyRule,
+	"DNSRecordSet":      recordSetName,
 }
 
 // handFields are the top-level properties the rules take, beside the
@@ -78,7 +80,7 @@ var handFields = map[string][]string{
 	"StorageBucket":           {"predefinedAcl", "predefinedDefaultObjectAcl", "projection"},
 	"ContainerCluster":        {"cluster", "parent"},
 	"ContainerNodePool":       {"nodePool", "clusterId", "parent"},
-	"DNSRecordSet":            {"name"},
+	"DNSRecordSet":            {"name", "records"},
 	"KMSKeyRing":              {"parent"},
 	"KMSCryptoKey":            {"parent"},
 	"IAMCustomRole":           {"parent"},
@@ -86,7 +88,7 @@ var handFields = map[string][]string{
 	"CloudFunctionsFunction":  {"parent", "location"},
 	"Service":                 {"consumerId", "serviceName"},
 	"BigQueryTable":           {"schema", "datasetId"},
-	"LoggingLogSink":          {"destination", "parent"},
+	"LoggingLogSink":          {"destination", "parent", "folder", "organization"},
 	"SpannerDatabase":         {"parent"},
 	"BigtableInstance":        {"clusters", "parent"},
 	"SecretManagerSecret":     {"parent"},
@@ -154,7 +156,17 @@ var ignored = map[string]map[string]ignoreRule{
 		"config.workerConfig.isPreemptible":          {nil, "output only: Dataproc ignored it (preemptibility says it)"},
 		"config.secondaryWorkerConfig.isPreemptible": {nil, "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
 	},
-	"SQLDatabase": {"kind": {nil, "the REST type marker (sql#database)"}},
+	"SQLDatabase":  {"kind": {nil, "the REST type marker (sql#database)"}},
+	"DNSRecordSet": {"kind": {"dns#resourceRecordSet", "the REST type marker (the Cloud Foundation Toolkit's dns_records schema defaults it)"}},
+	"DNSManagedZone": {
+		"zoneName":                     {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py copies its old zoneName property into the body, and names the zone by name"},
+		"project_id":                   {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py writes the zone's project there, and its project property (the path's project) said where the zone is"},
+		"kind":                         {"dns#managedZone", "the REST type marker (the Cloud Foundation Toolkit's dns_managed_zone schema defaults it)"},
+		"privateVisibilityConfig.kind": {"dns#managedZonePrivateVisibilityConfig", "the REST type marker"},
+		"privateVisibilityConfig.networks[].kind": {"dns#managedZonePrivateVisibilityConfigNetwork", "the REST type marker"},
+		"dnssecConfig.kind":                       {"dns#managedZoneDnsSecConfig", "the REST type marker"},
+		"dnssecConfig.defaultKeySpecs[].kind":     {"dns#dnsKeySpec", "the REST type marker"},
+	},
 	"ContainerCluster": {
 		"cluster.addonsConfig.kubernetesDashboard": {map[string]any{"disabled": true}, "GKE removed the Kubernetes Dashboard add-on: disabled is the only state a cluster has"},
 	},
@@ -723,11 +735,69 @@ func nodePoolRule(oc *objConv, props map[string]any) error {
 
 // recordSetRule: a record set's name is its DNS name, KCC's spec.name; the
 // object takes the DM resource's name.
+//
+// Deployment Manager's gcp-types/dns-v1:resourceRecordSets also took a
+// list of record sets under records, each {type, ttl, rrdatas} and
+// optionally its own name (the DNS name by default): the resource's
+// object is the first, and each other one a DNSRecordSet of its own
+// named after the resource, its type and DNS name, in the same zone.
 func recordSetRule(oc *objConv, props map[string]any) error {
 	v, ok := take(props, "name")
 	if !ok {
 		return invalid("properties.name (the DNS name, www.example.com.) is required")
 	}
+	recs, ok := take(props, "records")
+	if !ok {
+		return oc.setValue(v, "name", nil, "name")
+	}
+	list, _ := recs.([]any)
+	if len(list) == 0 {
+		return invalid("properties.records is %s, not a list of record sets", describe(recs))
+	}
+	for _, f := range []string{"type", "ttl", "rrdatas", "signatureRrdatas", "routingPolicy"} {
+		if _, set := props[f]; set {
+			return invalid("properties.%s is set beside properties.records: give each record set in records", f)
+		}
+	}
+	for i, e := range list {
+		rec, ok := deepCopy(e).(map[string]any)
+		if !ok {
+			return invalid("properties.records[%d] is %s, not a record set", i, describe(e))
+		}
+		name := v
+		if n, given := take(rec, "name"); given {
+			name = n
+		}
+		if i == 0 {
+			maps.Copy(props, rec)
+			if err := oc.setValue(name, "name", nil, "name"); err != nil {
+				return fmt.Errorf("properties.records[0]: %w", err)
+			}
+			continue
+		}
+		rec["name"] = name
+		if z, ok := props["managedZone"]; ok {
+			rec["managedZone"] = deepCopy(z)
+		}
+		dnsName, _ := name.(string)
+		typ, _ := rec["type"].(string)
+		objName := oc.it.objName + "-" + strings.ToLower(typ) + "-" + strings.TrimSuffix(dnsName, ".")
+		if !validObjectName(objName) {
+			objName = sanitize(objName)
+		}
+		x, err := oc.c.partObject(oc, oc.kind, rec, "", objName, nil, nil)
+		if err != nil {
+			return fmt.Errorf("properties.records[%d] (a %s): %w", i, oc.kind.Kind, err)
+		}
+		oc.it.extra = append(oc.it.extra, x)
+	}
+	return nil
+}
+
+// recordSetName is the rule of a record set made of one of the records
+// of another (recordSetRule): its name is its DNS name.
+func recordSetName(oc *objConv, props map[string]any) error {
+	v, _ := take(props, "name")
 	return oc.setValue(v, "name", nil, "name")
 }
 
@@ -991,6 +1061,18 @@ func tableRule(oc *objConv, props map[string]any) error {
 // pubsub.googleapis.com/projects/P/topics/T), KCC's reference to a bucket,
 // dataset or topic.
 func logSinkRule(oc *objConv, props map[string]any) error {
+	// The Cloud Foundation Toolkit's logsink.py also names a folder's or an
+	// organization's sink's parent by its ID in folder or organization:
+	// the same parent, said twice.
+	for key, prefix := range map[string]string{"folder": "folders/", "organization": "organizations/"} {
+		v, ok := take(props, key)
+		if !ok {
+			continue
+		}
+		if parent, _ := props["parent"].(string); parent != prefix+fmt.Sprint(v) {
+			return invalid("properties.%s is %s but properties.parent is %s: a sink's %s is its parent's ID", key, describe(v), describe(props["parent"]), key)
+		}
+	}
 	if v, ok := take(props, "parent"); ok {
 		s, _ := v.(string)
 		switch {

@@ -196,6 +196,17 @@ func TestApplyEverySpelling(t *testing.T) {
 			if c.Properties == nil {
 				c.Properties = map[string]any{}
 			}
+			// The virtual IAM binding types name what they bind on
+			// differently.
+			switch ti.Type[strings.LastIndex(ti.Type, ":")+1:] {
+			case "virtual.buckets.iamMemberBinding":
+				delete(c.Properties, "resource")
+				c.Properties["bucket"] = "dm-samples-bucket"
+			case "virtual.folders.iamMemberBinding":
+				c.Properties["resource"] = "folders/1234567"
+			case "virtual.organizations.iamMemberBinding":
+				c.Properties["resource"] = "organizations/1234567"
+			}
 			// Where the spelling says where the resource is, the body
 			// says which zone or region.
 			switch ti.Scope {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -257,6 +258,14 @@ func (s *Schema) validationError(instance any, err error) error {
 			}
 			return
 		case *kind.Type:
+			if isWholeRef(instanceValue(instance, e.InstanceLocation)) {
+				// $(ref.NAME.FIELD) stands for a value only deployment
+				// knows (the Cloud Foundation Toolkit's cloud_sql.py
+				// takes `dependsOn: $(ref.master.resources)` for an
+				// array): Deployment Manager validated the properties
+				// before resolving references, and let them through.
+				return
+			}
 			out = append(out, Violation{path, fmt.Sprintf("expected %s, got %s", strings.Join(k.Want, " or "), k.Got)})
 			return
 		case *kind.AnyOf:
@@ -283,7 +292,40 @@ func (s *Schema) validationError(instance any, err error) error {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
 	})
 	out = slices.Compact(out)
+	if len(out) == 0 {
+		return nil
+	}
 	return &ValidationError{File: s.File, Violations: out}
+}
+
+// wholeRefRE matches a string that is one value reference, $(ref.NAME.PATH).
+var wholeRefRE = regexp.MustCompile(`^\$\(ref\.[^()\s]+\)$`)
+
+// isWholeRef reports whether v is a string that is one value reference.
+func isWholeRef(v any) bool {
+	s, ok := v.(string)
+	return ok && wholeRefRE.MatchString(s)
+}
+
+// instanceValue is the value at the JSON pointer tokens loc in instance,
+// or nil.
+func instanceValue(instance any, loc []string) any {
+	cur := instance
+	for _, tok := range loc {
+		switch c := cur.(type) {
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil
+			}
+			cur = c[i]
+		case map[string]any:
+			cur = c[tok]
+		default:
+			return nil
+		}
+	}
+	return cur
 }
 
 // instancePath renders a JSON pointer's tokens as `properties.a[0].b`,

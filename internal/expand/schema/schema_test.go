@@ -338,6 +338,11 @@ labels: [a]`,
 			},
 		},
 		{
+			name: "a value reference stands for any type, not for a missing property",
+			in:   "{replicas: $(ref.db.replicas), labels: $(ref.db.labels), debug: \"x $(ref.db.on)\"}",
+			want: []string{`missing required property "image"`, `properties.debug: expected boolean, got string`},
+		},
+		{
 			name: "odd keys are quoted",
 			in:   "{image: x, resources: {memory: 1}}",
 			want: []string{`properties.resources.memory: expected string, got number`},
@@ -528,5 +533,14 @@ func TestUnknown(t *testing.T) {
 	}
 	if _, err := closed.Apply(map[string]any{"b": 1}); err == nil {
 		t.Error("additionalProperties: false accepted an unknown property")
+	}
+}
+
+// A property that is one value reference passes whatever type its schema
+// says, as under Deployment Manager, which validated before resolving.
+func TestApplyValueReference(t *testing.T) {
+	s := mustParse(t, redisSchema)
+	if _, err := s.Apply(props(t, "{image: x, replicas: $(ref.db.replicas), ports: $(ref.db.ports)}")); err != nil {
+		t.Fatal(err)
 	}
 }

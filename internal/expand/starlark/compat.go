@@ -33,6 +33,9 @@ import (
 
 const starMethod = "__dm_method__"
 
+// starImport is the builtin an import inside a block calls (lazyImport).
+const starImport = "__dm_import__"
+
 // pyTypeNames maps the Python names of types to Starlark's type names.
 var pyTypeNames = map[string]string{
 	"dict": "dict", "list": "list", "tuple": "tuple", "str": "string",
@@ -227,6 +230,40 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
 	}
+	d[starImport] = builtin(starImport, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) == 0 || len(kwargs) > 0 || th.Load == nil {
+			return nil, fmt.Errorf("%s: want a module name and the names to import", starImport)
+		}
+		mod, ok := starlark.AsString(args[0])
+		if !ok {
+			return nil, fmt.Errorf("%s: the module name is a %s", starImport, args[0].Type())
+		}
+		d, err := th.Load(th, "mod:"+mod)
+		if err != nil {
+			return nil, err
+		}
+		if len(args) == 1 {
+			return d[moduleExport], nil
+		}
+		out := make(starlark.Tuple, 0, len(args)-1)
+		for _, a := range args[1:] {
+			name, _ := starlark.AsString(a)
+			v, ok := d[name]
+			if !ok {
+				// A module of a package: from pkg import mod.
+				sub, err := th.Load(th, "mod:"+mod+"."+name)
+				if err != nil {
+					return nil, fmt.Errorf("cannot import name %s from %s", name, mod)
+				}
+				v = sub[moduleExport]
+			}
+			out = append(out, v)
+		}
+		if len(out) == 1 {
+			return out[0], nil
+		}
+		return out, nil
+	})
 	d["sum"] = builtin("sum", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var seq starlark.Iterable
 		var start starlark.Value = starlark.MakeInt(0)

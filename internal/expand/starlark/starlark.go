@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.starlark.net/lib/math"
@@ -35,11 +36,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "copy, hashlib, json, math, re, six, yaml"
+const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "copy", "hashlib", "json", "math", "re", "six", "yaml":
+	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "yaml":
 		return true
 	}
 	return false
@@ -75,7 +76,15 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 	for i, l := range lines {
 		t := strings.TrimRight(l, "\r")
 		if m := indentedRE.FindStringSubmatch(t); m != nil {
-			return nil, engine.At(file, i+1, engine.Invalid("imports must be at the top level of the file (dm runs .py templates as Starlark)"))
+			// An import inside a function runs when the function does, as
+			// in Python (the Cloud Foundation Toolkit's cloud_function.py
+			// imports upload only when it uploads).
+			call, ok := lazyImport(t)
+			if !ok {
+				return nil, engine.At(file, i+1, engine.Invalid("cannot read import statement %q: dm runs an import inside a block as `from M import a, b` or `import M` (one module without dots)", strings.TrimSpace(t)))
+			}
+			lines[i] = call
+			continue
 		}
 		if m := importRE.FindStringSubmatch(t); m != nil {
 			for _, part := range strings.Split(m[1], ",") {
@@ -130,6 +139,10 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			}
 			continue
 		}
+		if pop, ok := delAsPop(t); ok {
+			lines[i] = pop
+			continue
+		}
 		if m := unsupported.FindStringSubmatch(t); m != nil && !strings.HasPrefix(strings.TrimSpace(t), "#") {
 			if m[1] == "class" {
 				return nil, engine.At(file, i+1, engine.Invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
@@ -155,6 +168,87 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 		lines[i] = strings.Join(stmts, "; ")
 	}
 	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// lazyImportRE matches an import statement inside a block: its
+// indentation and the statement.
+var lazyImportRE = regexp.MustCompile(`^(\s+)(?:from\s+([\w.]+)\s+import\s+\(?\s*(.+?)\s*\)?|import\s+(\w+)(?:\s+as\s+(\w+))?)\s*(#.*)?$`)
+
+// lazyImport translates an import inside a block (a function's body) into
+// a call of __dm_import__, which loads the module when the statement runs:
+// `from M import a, b as c` is `a, c = __dm_import__("M", "a", "b")`,
+// `import M as N` is `N = __dm_import__("M")`.
+func lazyImport(line string) (string, bool) {
+	m := lazyImportRE.FindStringSubmatch(line)
+	if m == nil {
+		return "", false
+	}
+	if m[4] != "" {
+		local := m[4]
+		if m[5] != "" {
+			local = m[5]
+		}
+		return fmt.Sprintf("%s%s = %s(%q)", m[1], local, starImport, m[4]), true
+	}
+	var locals, names []string
+	for _, part := range strings.Split(m[3], ",") {
+		f := strings.Fields(part)
+		switch {
+		case len(f) == 1 && f[0] != "*":
+			locals, names = append(locals, f[0]), append(names, strconv.Quote(f[0]))
+		case len(f) == 3 && f[1] == "as":
+			locals, names = append(locals, f[2]), append(names, strconv.Quote(f[0]))
+		default:
+			return "", false
+		}
+	}
+	return fmt.Sprintf("%s%s = %s(%q, %s)", m[1], strings.Join(locals, ", "), starImport, m[2], strings.Join(names, ", ")), true
+}
+
+// delRE matches a del statement: its indentation and its target.
+var delRE = regexp.MustCompile(`^(\s*)del\s+(.+?)\s*(#.*)?$`)
+
+// delAsPop translates `del x[key]`, one subscript of a dict or a list, to
+// x.pop(key), which removes the same item (and fails as del does when it
+// is missing); other del statements (a name, a slice, several targets)
+// stay unsupported.
+func delAsPop(line string) (string, bool) {
+	m := delRE.FindStringSubmatch(line)
+	if m == nil || !strings.HasSuffix(m[2], "]") {
+		return "", false
+	}
+	target := m[2]
+	depth, open := 0, -1
+	for i := 0; i < len(target); i++ {
+		switch c := target[i]; c {
+		case '[', '(', '{':
+			if depth == 0 && c == '[' {
+				open = i
+			}
+			depth++
+		case ']', ')', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				return "", false // del a[1], b[2]
+			}
+		case ':':
+			if depth == 1 && open >= 0 {
+				return "", false // a slice
+			}
+		case '"', '\'':
+			// A string literal: skip it, brackets and all.
+			j := strings.IndexByte(target[i+1:], c)
+			if j < 0 || strings.Contains(target[i+1:i+1+j], "\\") {
+				return "", false
+			}
+			i += j + 1
+		}
+	}
+	if open <= 0 || depth != 0 {
+		return "", false
+	}
+	return m[1] + target[:open] + ".pop(" + target[open+1:len(target)-1] + ")", true
 }
 
 // moduleFile returns the file of a dotted module name: relative to the
@@ -288,8 +382,13 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 	sr.loading[module] = true
 	defer delete(sr.loading, module)
 	from := ""
-	if fr := thread.CallFrame(0); fr.Pos.Filename() != "" {
-		from = path.Dir(fr.Pos.Filename())
+	for i := 0; i < thread.CallStackDepth(); i++ {
+		// The importing file: the innermost frame with a position (an
+		// import inside a function calls __dm_import__, a builtin).
+		if fr := thread.CallFrame(i); fr.Pos.Filename() != "" {
+			from = path.Dir(fr.Pos.Filename())
+			break
+		}
 	}
 	var d starlark.StringDict
 	switch {
@@ -329,6 +428,12 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = hashlibModule()
 		case "re":
 			d = reModule()
+		case "collections":
+			d = collectionsModule()
+		case "string":
+			d = stringModule()
+		case "random":
+			d = randomModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
