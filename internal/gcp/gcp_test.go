@@ -545,6 +545,8 @@ func TestErrors(t *testing.T) {
 			[]string{"properties.type is set beside properties.records: give each record set in records"}},
 		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
 			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
+		{"forwarding rule to a bare name", `[{name: fr, type: compute.v1.globalForwardingRule, properties: {target: my-proxy, portRange: "80"}}]`,
+			[]string{`properties.target is "my-proxy": a target named without its kind; write its selfLink`, "takes all-apis or vpc-sc only as googleAPIsBundle"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
 			[]string{"a ComputeTargetPool; Config Connector's ComputeForwardingRule.spec.target takes a"}},
 		{"cluster's subnetwork made by GKE", `[{name: c, type: "gcp-types/container-v1:projects.locations.clusters", properties: {parent: projects/p/locations/europe-west4, cluster: {name: c, ipAllocationPolicy: {useIpAliases: true, createSubnetwork: true, subnetworkName: s}}}}]`,
@@ -824,6 +826,9 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-map
   type: gcp-types/compute-v1:urlMaps
   properties: {defaultService: global/backendBuckets/static}
+- name: psc
+  type: compute.v1.globalForwardingRule
+  properties: {target: all-apis, network: global/networks/default, IPAddress: 10.3.0.5, loadBalancingScheme: ""}
 - name: cft-ic
   type: compute.v1.interconnects
   properties: {name: ic, customerName: Example, interconnectType: DEDICATED, location: global/interconnectLocations/iad-zone1-1, requestedLinkCount: 1}
@@ -889,6 +894,7 @@ func TestDMSampleForms(t *testing.T) {
 		{"ComputeURLMap/cft-map", "spec.defaultService", map[string]any{"backendBucketRef": map[string]any{"external": "global/backendBuckets/static"}}},
 		// interconnect.py's collection spelling; location is the
 		// interconnect's, a field of its body.
+		{"ComputeForwardingRule/psc", "spec.target", map[string]any{"googleAPIsBundle": "all-apis"}}, // Private Service Connect
 		{"ComputeInterconnect/ic", "spec.location", "global/interconnectLocations/iad-zone1-1"},
 		{"ComputeInterconnect/ic", "spec.requestedLinkCount", int64(1)},
 	} {

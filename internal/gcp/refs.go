@@ -376,6 +376,12 @@ func (oc *objConv) union(v any, f *field, path []seg, rp string) (any, error) {
 		}
 	}
 	if member == nil && plain != nil && !strings.Contains(s, "/") {
+		if k := lastSegment(strings.ReplaceAll(plain.Path, ".", "/")); plainValues[k] != nil && !hasRef(s) && !plainValues[k][s] {
+			// A bare name is no bundle: it names a target without its
+			// kind, which only its selfLink says.
+			return nil, invalid("%s is %s: a target named without its kind; write its selfLink (global/targetHttpProxies/NAME, regions/R/targetPools/NAME, ...) or $(ref.NAME.selfLink) (Config Connector's %s.%s takes %s only as %s)",
+				displayPath(rp), describe(s), oc.kind.Kind, dotted(plain.Path), strings.Join(sortedKeys(plainValues[k]), " or "), k)
+		}
 		x, err := oc.fillString(s, pointer(append(path, seg{key: lastSegment(strings.ReplaceAll(plain.Path, ".", "/"))})))
 		if err != nil {
 			return nil, err
@@ -394,6 +400,14 @@ func (oc *objConv) union(v any, f *field, path []seg, rp string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{key: r}, nil
+}
+
+// plainValues are the values a union's plain string member takes, where
+// the API names them: a forwarding rule's target is a Google APIs bundle
+// only as all-apis or vpc-sc (Private Service Connect), and any other
+// bare name is a target whose kind is unknown.
+var plainValues = map[string]map[string]bool{
+	"googleAPIsBundle": {"all-apis": true, "vpc-sc": true},
 }
 
 // propertyAt reads a reference path (a.b[0].c) in properties.
