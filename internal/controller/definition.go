@@ -71,8 +71,9 @@ const definitionRequeue = 2 * time.Second
 // the kind each defines and starts reconciling the kind's instances.
 type DefinitionReconciler struct {
 	client client.Client
-	// crds reads CRDs from the apiserver: they are watched metadata
-	// only, and caching whole CRDs would cost the controller memory.
+	// crds reads CRDs (watched metadata only: caching whole CRDs would
+	// cost the controller memory) and counts instances, from the
+	// apiserver.
 	crds     client.Reader
 	opts     Options
 	log      *slog.Logger
@@ -380,11 +381,14 @@ func definitionCRD(def *v1alpha1.TemplateDefinition, sc *dmschema.Schema) *apiex
 }
 
 // count counts the instances of kind gvk, those being deleted included;
-// 0 when the kind is not served.
+// 0 when the kind is not served. It asks the apiserver, their metadata
+// only: a cached list of a kind no informer watches yet would start one
+// and wait for it to sync, which never happens once the CRD is going, and
+// the one worker of every definition would wait with it.
 func (d *DefinitionReconciler) count(ctx context.Context, gvk schema.GroupVersionKind) (int, error) {
-	l := &unstructured.UnstructuredList{}
+	l := &metav1.PartialObjectMetadataList{}
 	l.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
-	err := d.client.List(ctx, l)
+	err := d.crds.List(ctx, l)
 	if meta.IsNoMatchError(err) || apierrors.IsNotFound(err) {
 		return 0, nil
 	}

@@ -155,7 +155,11 @@ func TestGCPInstance(t *testing.T) {
 		},
 	})
 	gvk := schema.GroupVersionKind{Group: "apps.example.com", Version: "v1alpha1", Kind: "GCPWeb"}
-	must(t, h.c.Create(context.Background(), object(gvk, ns, "site", "deployer", map[string]any{"zone": "us-central1-c"})))
+	site := object(gvk, ns, "site", "deployer", map[string]any{"zone": "us-central1-c"})
+	must(t, h.c.Create(context.Background(), site))
+	// Before the definition's cleanup (last registered, first run): a
+	// definition waits for its instances.
+	t.Cleanup(func() { _ = h.c.Delete(context.Background(), site) })
 	h.readyObject(t, gvk, ns, "site")
 	must(t, h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "site-vm"}, vm))
 	if a := vm.GetAnnotations(); a[gcp.ProjectAnnotation] != "acme-defined" || a[gcp.DeletionPolicyAnnotation] != "abandon" {

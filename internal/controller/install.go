@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -16,7 +17,9 @@ import (
 const crdTimeout = time.Minute
 
 // InstallCRDs creates or updates the controller's CRDs with server-side
-// apply and waits until the apiserver serves them.
+// apply and waits until the apiserver serves them: established, and in
+// its discovery, which the manager's REST mapper reads next (an index on
+// a kind discovery does not list yet fails the start).
 func InstallCRDs(ctx context.Context, c client.Client) error {
 	all, err := crds.Controller()
 	if err != nil {
@@ -37,13 +40,16 @@ func InstallCRDs(ctx context.Context, c client.Client) error {
 			}
 			for _, cond := range crd.Status.Conditions {
 				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					return true, nil
+					// c's mapper asks discovery again on a miss.
+					gk := schema.GroupKind{Group: want.Spec.Group, Kind: want.Spec.Names.Kind}
+					_, err := c.RESTMapper().RESTMapping(gk, want.Spec.Versions[0].Name)
+					return err == nil, nil
 				}
 			}
 			return false, nil
 		})
 		if err != nil {
-			return fmt.Errorf("CRD %s not established after %v: %w", want.Name, crdTimeout, err)
+			return fmt.Errorf("CRD %s not established and discovered after %v: %w", want.Name, crdTimeout, err)
 		}
 	}
 	return nil
