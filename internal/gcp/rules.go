@@ -422,12 +422,8 @@ func instanceTemplateRule(oc *objConv, props map[string]any) error {
 		return nil
 	}
 	dropDefaultEmail(p, "serviceAccounts")
-	if l, ok := take(p, "labels"); ok {
-		labels, err := labelMap(l, "properties.properties.labels")
-		if err != nil {
-			return err
-		}
-		oc.extraLabels = labels
+	if err := oc.takeLabels(p, "labels", "properties.properties.labels"); err != nil {
+		return err
 	}
 	v, ok := take(p, "disks")
 	if !ok {
@@ -515,17 +511,26 @@ func subnetworkRule(oc *objConv, props map[string]any) error {
 	return nil
 }
 
-func sqlInstanceRule(oc *objConv, props map[string]any) error {
-	if st, ok := props["settings"].(map[string]any); ok {
-		if l, ok := take(st, "userLabels"); ok {
-			labels, err := labelMap(l, "properties.settings.userLabels")
-			if err != nil {
-				return err
-			}
-			oc.extraLabels = labels
-		}
+// takeLabels moves m[key], labels a REST body keeps inside itself (an
+// instance template's properties.labels, a Cloud SQL instance's
+// settings.userLabels), to the object's metadata.labels; where names it
+// in errors.
+func (oc *objConv) takeLabels(m map[string]any, key, where string) error {
+	l, ok := take(m, key)
+	if !ok {
+		return nil
 	}
+	labels, err := labelMap(l, where)
+	if err != nil {
+		return err
+	}
+	oc.extraLabels = labels
 	return nil
+}
+
+func sqlInstanceRule(oc *objConv, props map[string]any) error {
+	st, _ := props["settings"].(map[string]any)
+	return oc.takeLabels(st, "userLabels", "properties.settings.userLabels")
 }
 
 // bucketRule: a predefined ACL other than projectPrivate (a new bucket's
@@ -687,12 +692,8 @@ func clusterRule(oc *objConv, props map[string]any) error {
 			}
 		}
 	}
-	if l, ok := take(cl, "resourceLabels"); ok {
-		labels, err := labelMap(l, "properties.cluster.resourceLabels")
-		if err != nil {
-			return err
-		}
-		oc.extraLabels = labels
+	if err := oc.takeLabels(cl, "resourceLabels", "properties.cluster.resourceLabels"); err != nil {
+		return err
 	}
 	return nil
 }
@@ -1121,12 +1122,8 @@ func spannerInstanceRule(oc *objConv, props map[string]any) error {
 		return err
 	}
 	in, _ := props["instance"].(map[string]any)
-	if l, ok := take(in, "labels"); ok {
-		labels, err := labelMap(l, "properties.instance.labels")
-		if err != nil {
-			return err
-		}
-		oc.extraLabels = labels
+	if err := oc.takeLabels(in, "labels", "properties.instance.labels"); err != nil {
+		return err
 	}
 	if c, ok := take(in, "config"); ok {
 		return oc.setValue(shortValue(c), "config", nil, "instance.config")
@@ -1150,12 +1147,8 @@ func bigtableRule(oc *objConv, props map[string]any) error {
 		return err
 	}
 	in, _ := props["instance"].(map[string]any)
-	if l, ok := take(in, "labels"); ok {
-		labels, err := labelMap(l, "properties.instance.labels")
-		if err != nil {
-			return err
-		}
-		oc.extraLabels = labels
+	if err := oc.takeLabels(in, "labels", "properties.instance.labels"); err != nil {
+		return err
 	}
 	v, ok := take(props, "clusters")
 	if !ok {
