@@ -77,6 +77,11 @@ type Result struct {
 	// Deferred are the values the objects can only take from live
 	// objects, in the order of Objects.
 	Deferred []Deferred
+	// Warnings name the properties left out because the API that
+	// Deployment Manager called ignored them too (output only fields,
+	// fields the API lacks where it ignored those), one per property:
+	// "resource NAME, type T: properties.X ...".
+	Warnings []string
 
 	byName map[string]*item
 }
