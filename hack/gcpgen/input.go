@@ -73,8 +73,10 @@ type kindSpec struct {
 	// defaulted when the body left it out (a VM service account's scopes):
 	// the REST path, the value the API took and where that is said.
 	Defaults map[string]defaultSpec `json:"defaults"`
-	// Refuse says why a REST field with no Config Connector field is
-	// refused, where more can be said than that Config Connector lacks it.
+	// Refuse says why a REST field is refused: one with no Config
+	// Connector field, where more can be said than that Config Connector
+	// lacks it, or one whose Config Connector field of the same name takes
+	// another form (it is then refused rather than paired).
 	Refuse map[string]string `json:"refuse"`
 }
 

@@ -80,7 +80,7 @@ func newPairer(k *kccKind) *pairer {
 	for _, f := range k.Spec {
 		p.fields[f.Path] = f
 		parent, name := splitPath(f.Path)
-		if name == "[]" {
+		if name == "[]" || strings.HasSuffix(name, "{}") {
 			continue
 		}
 		p.children[parent] = append(p.children[parent], name)
@@ -134,6 +134,11 @@ func (p *pairer) object(rn *restNode, rest, kcc string) {
 				out.Value = string(b)
 			}
 			p.fates = append(p.fates, out)
+			continue
+		case p.refuse[rp] != "" && p.rename[rp] == "":
+			// Refused although a KCC field of its name exists: the
+			// forms differ (kinds.yaml says how).
+			p.fate(rp, fateRefused, p.refuse[rp])
 			continue
 		case p.parts[rp] != "":
 			p.fate(rp, fatePart, p.parts[rp])

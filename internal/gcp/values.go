@@ -482,6 +482,22 @@ func (oc *objConv) value(v any, f *field, path []seg, rp string) (any, error) {
 		}
 	case tMap, tObject:
 		if m, ok := v.(map[string]any); ok {
+			if item := oc.kind.field(f.Path + "{}"); item != nil && f.Type == tMap {
+				// A map of scalars of one type (a secret's version
+				// aliases, int64 in REST, strings in KCC).
+				out := make(map[string]any, len(m))
+				for _, key := range sortedKeys(m) {
+					if m[key] == nil {
+						continue
+					}
+					x, err := oc.value(m[key], item, append(path[:len(path):len(path)], seg{key: key}), rp+"."+key)
+					if err != nil {
+						return nil, err
+					}
+					out[key] = x
+				}
+				return out, nil
+			}
 			return oc.fillAll(m, pointer(path))
 		}
 	case tAny:
