@@ -147,7 +147,7 @@ func (c *converter) identify(it *item) error {
 		if providerTypeRE().MatchString(r.Type) && !gcpTypesRE().MatchString(r.Type) {
 			return invalid("type %s is a Deployment Manager type provider's type, which Config Connector has no equivalent of: for a Kubernetes API write the object with its own type (apps/v1/Deployment), for another API use its Config Connector kind", r.Type)
 		}
-		if strings.Contains(r.Type, ":") && actionRE().MatchString(r.Type[strings.Index(r.Type, ":")+1:]) {
+		if isAction(r.Type) {
 			return invalid("type %s is a Deployment Manager action (a method call), which Config Connector has no equivalent of: declare the state the call would make as a resource instead (an IAM binding: gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding)", r.Type)
 		}
 		msg := fmt.Sprintf("type %s is not a supported Google Cloud type (dm convert --list-types lists them)", r.Type)
@@ -246,6 +246,24 @@ func unwrap(k *kindInfo, props map[string]any) error {
 		}
 	}
 	return nil
+}
+
+// isAction says whether type t names a method of an API rather than a
+// collection: gcp-types/compute-v1:compute.routers.patch,
+// gcp-types/sqladmin-v1beta4:sql.users.delete (a method's ID begins with
+// its API's name, or a prefix of it), where a collection is
+// projects.locations.instances.
+func isAction(t string) bool {
+	api, coll, ok := strings.Cut(t, ":")
+	if !ok || !actionRE().MatchString(coll) {
+		return false
+	}
+	api = api[strings.LastIndexByte(api, '/')+1:]
+	if i := strings.IndexByte(api, '-'); i > 0 {
+		api = api[:i]
+	}
+	first, _, _ := strings.Cut(coll, ".")
+	return strings.HasPrefix(api, first)
 }
 
 // projectless kinds are above projects: they need no project.

@@ -508,6 +508,10 @@ func TestErrors(t *testing.T) {
 			[]string{"type provider's type", "apps/v1/Deployment"}},
 		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
 			[]string{"action"}},
+		{"action of an API whose methods are named shorter", `[{name: s, type: "gcp-types/sqladmin-v1beta4:sql.users.delete"}]`,
+			[]string{"is a Deployment Manager action (a method call)"}},
+		{"collection of an unmapped API", `[{name: s, type: "gcp-types/tpu-v1alpha1:projects.locations.nodes"}]`,
+			[]string{"type gcp-types/tpu-v1alpha1:projects.locations.nodes is not a supported Google Cloud type"}},
 		// Pub/Sub refused properties its messages lack; Compute Engine
 		// ignored them (TestLeftOut).
 		{"unknown property", `[{name: t, type: gcp-types/pubsub-v1:projects.topics, properties: {topic: t, labelz: {a: b}}}]`,

@@ -871,8 +871,11 @@ func appEngineVersionRule(oc *objConv, props map[string]any) error {
 				}
 				list = append(list, e)
 			}
-			d["files"] = list
-			_ = list
+			// KCC's list of files by name, set here: the REST map is
+			// no pair of it.
+			if err := oc.setPath("deployment.files", list); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -381,6 +381,7 @@ var dmTypes = []dmType{
 	{"gcp-types/pubsub-v1:projects.subscriptions", "PubSubSubscription", ""},
 	{"gcp-types/pubsub-v1:projects.topics", "PubSubTopic", ""},
 	{"gcp-types/redis-v1:projects.locations.instances", "RedisInstance", ""},
+	{"gcp-types/redis-v1beta1:projects.locations.instances", "RedisInstance", ""},
 	{"gcp-types/secretmanager-v1:projects.secrets", "SecretManagerSecret", ""},
 	{"gcp-types/spanner-v1:projects.instances", "SpannerInstance", ""},
 	{"gcp-types/spanner-v1:projects.instances.databases", "SpannerDatabase", ""},
