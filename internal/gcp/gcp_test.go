@@ -1012,3 +1012,42 @@ func TestLeftOut(t *testing.T) {
 		})
 	}
 }
+
+// TestSpecReads: $(ref.X.P) of a field the body left to the API (a
+// forwarding rule's IPAddress, a network's MTU) reads the spec field Config
+// Connector writes the value Google Cloud chose into, on an object annotated
+// state-into-spec: merge.
+func TestSpecReads(t *testing.T) {
+	r, objs := convert(t, `
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: us-central1-a
+    machineType: f1-micro
+    networkInterfaces: [{network: $(ref.net.selfLink)}]
+    metadata:
+      items:
+      - {key: lb, value: "$(ref.fr.IPAddress)"}
+      - {key: mtu, value: "$(ref.net.mtu)"}
+- name: net
+  type: compute.v1.network
+  properties: {autoCreateSubnetworks: true}
+- name: fr
+  type: compute.v1.forwardingRule
+  properties: {region: us-central1, backendService: projects/p/regions/us-central1/backendServices/b, loadBalancingScheme: INTERNAL, network: $(ref.net.selfLink)}
+`, Options{})
+	var got []string
+	for _, d := range r.Deferred {
+		got = append(got, d.Ref+" <- "+d.Kind+" "+d.Path)
+	}
+	slices.Sort(got)
+	want := []string{"$(ref.fr.IPAddress) <- ComputeForwardingRule spec.ipAddress.ip", "$(ref.net.mtu) <- ComputeNetwork spec.mtu"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("deferred %q, want %q", got, want)
+	}
+	for _, o := range []string{"ComputeForwardingRule/fr", "ComputeNetwork/net"} {
+		if a := at(objs[o], "metadata.annotations."+StateIntoSpecAnnotation); a != "merge" {
+			t.Errorf("%s: state-into-spec %v, want merge", o, a)
+		}
+	}
+}

@@ -40,6 +40,14 @@ func lookupRef(it *item, ref, path string) (any, bool, Read, error) {
 	}
 	pattern := indexRE().ReplaceAllString(path, "[]")
 	live := it.kind.live(pattern)
+	if p := it.kind.pair(pattern); live == "" && p != nil && p.Mode == mLeaf {
+		if f := it.kind.field(p.KCC); f != nil && f.Type <= tBoolean {
+			// A field of the body the API fills when the body leaves it
+			// out (a subnetwork's gateway): KCC writes the value Google
+			// Cloud chose into the spec when asked to.
+			live = "spec." + p.KCC
+		}
+	}
 	if live == "" {
 		have := []string{"name"}
 		for _, l := range it.kind.Live {

@@ -3243,6 +3243,7 @@ var kinds = []kindInfo{
 		},
 		IgnoreUnknown: true, UnknownWhy: "Compute Engine's JSON API ignores fields its resources lack: Deployment Manager's own resource snippets, which its team tested (deploymentmanager-samples google/resource-snippets), send an instance's mostDisruptiveAllowedAction (a parameter of instances.update), a disk's machineType and a router's top-level asn, and the samples a backend's name and a legacy health check's proxyHeader", Schema: "compute/beta ForwardingRule",
 		Live: []pair{
+			{"IPAddress", "spec.ipAddress.ip", mLeaf},
 			{"baseForwardingRule", "status.baseForwardingRule", mLeaf},
 			{"creationTimestamp", "status.creationTimestamp", mLeaf},
 			{"labelFingerprint", "status.labelFingerprint", mLeaf},
