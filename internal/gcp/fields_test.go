@@ -3,6 +3,7 @@ package gcp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -159,13 +160,7 @@ func partKinds() map[string]struct {
 // pair, an ignored or refused object), and into the kinds parts make:
 // missing lists the fields the tables give no fate.
 func walkFates(k *kindInfo, n *restField, path string, visit func(k *kindInfo, path string, n *restField, p *pair, f *restFate), missing *[]string) {
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range n.Props {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(n.Props)) {
 		child := n.Props[name]
 		rp := joinREST(path, name)
 		p, f := k.pair(rp), k.fate(rp)
@@ -311,13 +306,7 @@ var genSkip = map[string]bool{
 // fill adds generated values to the REST object m (of REST type n, at
 // path) for every field the sample lacks.
 func (g *bodyGen) fill(k *kindInfo, n *restField, m map[string]any, path string) {
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range n.Props {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(n.Props)) {
 		child := n.Props[name]
 		rp := joinREST(path, name)
 		p, f := k.pair(rp), k.fate(rp)
