@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples dm-public
 
 all: build
 
@@ -226,6 +226,12 @@ bench-controller: testenv
 # one of GoogleCloudPlatform/cloud-foundation-toolkit (cftsamples.yaml).
 dm-samples: testenv
 	DM_SAMPLES_DIR="$(DM_SAMPLES_DIR)" CFT_SAMPLES_DIR="$(CFT_SAMPLES_DIR)" $(GO) test -count=1 -tags dmsamples -run TestDMSamples -v ./internal/manifest
+
+# dm-public converts and applies the public DM configurations of
+# internal/manifest/testdata/dmpublic.yaml, read from DM_PUBLIC_DIR/OWNER/NAME
+# (each repository checked out at the commit its entries name).
+dm-public: testenv
+	DM_PUBLIC_DIR="$(DM_PUBLIC_DIR)" $(GO) test -count=1 -tags dmsamples -run TestDMPublic -v ./internal/manifest
 
 # dmref regenerates the DM corpus goldens with the Python reference
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).

@@ -148,6 +148,7 @@ func trimField(f *discoField) *discoField {
 type restNode struct {
 	Type     string // string, integer, number, boolean, object, array, map, any
 	ReadOnly bool
+	Param    bool // a parameter of the method, not a field of its body
 	Props    map[string]*restNode
 	Items    *restNode // an array's items, a map's values
 }
@@ -169,7 +170,7 @@ func restTree(doc *discoDoc, m string) (*restNode, error) {
 	}
 	for name, p := range meth.Parameters {
 		if _, ok := root.Props[name]; !ok {
-			root.Props[name] = &restNode{Type: scalarType(p)}
+			root.Props[name] = &restNode{Type: scalarType(p), Param: true}
 		}
 	}
 	return root, nil

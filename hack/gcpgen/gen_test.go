@@ -27,6 +27,13 @@ func TestGeneratedUpToDate(t *testing.T) {
 	if !bytes.Equal(have, g.source) {
 		t.Errorf("%s is stale: run go run ./hack/gcpgen (make generate-gcp) and commit it", outFile)
 	}
+	table, err := os.ReadFile(filepath.Join(root, tableFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(table, g.table) {
+		t.Errorf("%s is stale: run go run ./hack/gcpgen (make generate-gcp) and commit it", tableFile)
+	}
 }
 
 // TestVendoredUnchanged checks that the vendored CRDs, service mappings

@@ -15,6 +15,7 @@ import (
 // per kind, the REST fields that pair with nothing (for -report).
 type generated struct {
 	source    []byte
+	table     []byte // docs/gcp-fields.md
 	unmatched map[string][]string
 }
 
@@ -22,8 +23,16 @@ type kindOut struct {
 	spec   kindSpec
 	kcc    *kccKind
 	pairs  []pairOut
+	fates  []fateOut
 	live   []pairOut
 	scopes []string
+	api    apiSpec
+	// schema is the discovery document and schema of the REST body, for
+	// errors and the table.
+	schema string
+	// wrappers are the properties that may hold the resource's ID (a
+	// string) or wrap its body (an object): not fields of the body.
+	wrappers []string
 }
 
 // generate builds zz_generated.go from the vendored inputs under root.
@@ -76,6 +85,7 @@ func generate(root string) (*generated, error) {
 		}
 		p := newPairer(k)
 		p.rename, p.hand, p.names = ks.Rename, map[string]bool{}, map[string]bool{}
+		p.ignore, p.refuse, p.parts = ks.Ignore, ks.Refuse, map[string]string{}
 		names := ks.Name
 		if len(names) == 0 {
 			names = []string{"name"}
@@ -83,11 +93,24 @@ func generate(root string) (*generated, error) {
 		for _, n := range names {
 			p.names[n] = true
 		}
+		// DM's gcp-types also took the resource's ID under the singular
+		// of its collection (function for projects.locations.functions,
+		// metric, sink), and its body wrapped under that name or its
+		// schema's (function: {...} beside parent and functionId):
+		// properties the body does not have.
+		var wrappers []string
+		if ks.Body == "" {
+			for _, w := range wrapperNames(doc, ks.Method) {
+				if rest.Props[w] == nil && !contains(wrappers, w) && !generic[w] && w != "project" {
+					wrappers = append(wrappers, w)
+				}
+			}
+		}
 		for _, h := range ks.Hand {
 			p.hand[h] = true
 		}
 		for _, pt := range ks.Parts {
-			p.hand[pt.REST] = true
+			p.parts[pt.REST] = "objects of kind " + pt.Kind
 			if !kindListed(kf, pt.Kind) {
 				errs = append(errs, fmt.Sprintf("%s: part %s: kind %s is not in kinds.yaml", ks.Kind, pt.REST, pt.Kind))
 			}
@@ -105,6 +128,7 @@ func generate(root string) (*generated, error) {
 			}
 			vp := newPairer(k)
 			vp.rename, vp.hand, vp.names = map[string]string{}, map[string]bool{}, map[string]bool{}
+			vp.ignore, vp.refuse, vp.parts = ks.Ignore, ks.Refuse, map[string]string{}
 			for from, to := range v.Rename {
 				vp.rename[v.Label+":"+from] = to
 			}
@@ -114,6 +138,7 @@ func generate(root string) (*generated, error) {
 			vp.add(v.Label+":", v.KCC, modeObj)
 			vp.object(node, v.Label+":", v.KCC)
 			p.pairs = append(p.pairs, vp.pairs...)
+			p.fates = append(p.fates, vp.fates...)
 			p.unmatched = append(p.unmatched, vp.unmatched...)
 			p.errs = append(p.errs, vp.errs...)
 		}
@@ -123,7 +148,15 @@ func generate(root string) (*generated, error) {
 				errs = append(errs, fmt.Sprintf("%s: rename %s: the REST body has no such field (or it is output only)", ks.Kind, from))
 			}
 		}
+		errs = append(errs, applyDefaults(p, ks, k)...)
+		errs = append(errs, unusedHints(p, ks)...)
 		sort.Slice(p.pairs, func(i, j int) bool { return p.pairs[i].REST < p.pairs[j].REST })
+		sort.Slice(p.fates, func(i, j int) bool { return p.fates[i].REST < p.fates[j].REST })
+		api, _, _ := strings.Cut(ks.API, "/")
+		policy, ok := kf.APIs[api]
+		if !ok {
+			policy = apiSpec{Unknown: "refuse", Why: "what the API did with properties its schema lacks is not known"}
+		}
 		if len(p.unmatched) > 0 {
 			g.unmatched[ks.Kind] = p.unmatched
 		}
@@ -141,7 +174,11 @@ func generate(root string) (*generated, error) {
 			live = setPair(live, from, to)
 		}
 		sort.Slice(live, func(i, j int) bool { return live[i].REST < live[j].REST })
-		outs = append(outs, &kindOut{spec: ks, kcc: k, pairs: p.pairs, live: live})
+		schemaName := ks.API + " " + ks.Method
+		if m := doc.Methods[ks.Method]; m != nil && m.Request != nil {
+			schemaName = ks.API + " " + m.Request.Ref
+		}
+		outs = append(outs, &kindOut{spec: ks, kcc: k, pairs: p.pairs, fates: p.fates, live: live, api: policy, schema: schemaName, wrappers: wrappers})
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s:\n  %s", kindsFile_, strings.Join(errs, "\n  "))
@@ -152,6 +189,7 @@ func generate(root string) (*generated, error) {
 		return nil, err
 	}
 	g.source = src
+	g.table = fieldTable(outs)
 	return g, nil
 }
 
@@ -265,6 +303,9 @@ func emit(kf *kindsFile, outs []*kindOut) ([]byte, error) {
 			names = []string{"name"}
 		}
 		fmt.Fprintf(&b, "\t\tNameFrom: %#v, RESTName: %q,\n", names, o.spec.RESTName)
+		if len(o.wrappers) > 0 {
+			fmt.Fprintf(&b, "\t\tWrappers: %#v,\n", o.wrappers)
+		}
 		if len(o.spec.Parts) > 0 {
 			b.WriteString("\t\tParts: []part{\n")
 			for _, pt := range o.spec.Parts {
@@ -285,7 +326,13 @@ func emit(kf *kindsFile, outs []*kindOut) ([]byte, error) {
 		for _, p := range o.pairs {
 			fmt.Fprintf(&b, "\t\t\t{%q, %q, %s},\n", p.REST, p.KCC, modeConst[p.Mode])
 		}
-		b.WriteString("\t\t},\n\t\tLive: []pair{\n")
+		b.WriteString("\t\t},\n\t\tFates: []restFate{\n")
+		for _, f := range o.fates {
+			fmt.Fprintf(&b, "\t\t\t{%q, %s, %q, %q, %q},\n", f.REST, fateConst[f.Fate], f.KCC, f.Note, f.Value)
+		}
+		b.WriteString("\t\t},\n")
+		fmt.Fprintf(&b, "\t\tIgnoreUnknown: %v, UnknownWhy: %q, Schema: %q,\n", o.api.Unknown == "ignore", o.api.Why, o.schema)
+		b.WriteString("\t\tLive: []pair{\n")
 		for _, p := range o.live {
 			fmt.Fprintf(&b, "\t\t\t{%q, %q, %s},\n", p.REST, p.KCC, modeConst[p.Mode])
 		}

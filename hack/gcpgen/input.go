@@ -64,6 +64,57 @@ type kindSpec struct {
 	// {location}, {zone}, {region} are the resource's.
 	RESTName string `json:"restName"`
 	Note     string `json:"note"`
+	// Ignore lists REST fields Config Connector has no field for whose
+	// value changes nothing Config Connector would do (a deprecated field
+	// the API no longer reads, a type marker): why, and the one value each
+	// may take (none: any).
+	Ignore map[string]ignoreSpec `json:"ignore"`
+	// Defaults fill a field Config Connector requires that the REST API
+	// defaulted when the body left it out (a VM service account's scopes):
+	// the REST path, the value the API took and where that is said.
+	Defaults map[string]defaultSpec `json:"defaults"`
+	// Refuse says why a REST field is refused: one with no Config
+	// Connector field, where more can be said than that Config Connector
+	// lacks it, or one whose Config Connector field of the same name takes
+	// another form (it is then refused rather than paired).
+	Refuse map[string]string `json:"refuse"`
+}
+
+// ignoreSpec is why a REST field is ignored and the value it may take.
+type ignoreSpec struct {
+	Why string `json:"why"`
+	// Value is the only value the field may have; nil, any.
+	Value any `json:"value"`
+}
+
+func (s *ignoreSpec) UnmarshalJSON(b []byte) error {
+	var why string
+	if json.Unmarshal(b, &why) == nil {
+		s.Why = why
+		return nil
+	}
+	type plain ignoreSpec
+	return json.Unmarshal(b, (*plain)(s))
+}
+
+// defaultSpec is the value the REST API gave a field the body left out.
+type defaultSpec struct {
+	Value any `json:"value"`
+	// From names a value of the resource instead: "name", its Google
+	// Cloud name, or "resource", its Deployment Manager name.
+	From string `json:"from"`
+	Why  string `json:"why"`
+}
+
+// apiSpec says what an API did with a property its request schema does
+// not have (a misspelt field, another method's parameter) when Deployment
+// Manager sent it: ignored it (the resource was made without it) or
+// refused the call.
+type apiSpec struct {
+	// Unknown is ignore or refuse.
+	Unknown string `json:"unknown"`
+	// Why says how that is known (documentation, configurations it took).
+	Why string `json:"why"`
 }
 
 type typeSpec struct {
@@ -103,8 +154,11 @@ type unsupportedSpec struct {
 }
 
 type kindsFile struct {
-	Kinds       []kindSpec        `json:"kinds"`
-	Unsupported []unsupportedSpec `json:"unsupported"`
+	// APIs are what each API (a discovery document's name: compute)
+	// did with unknown properties; an API not listed refused them.
+	APIs        map[string]apiSpec `json:"apis"`
+	Kinds       []kindSpec         `json:"kinds"`
+	Unsupported []unsupportedSpec  `json:"unsupported"`
 }
 
 func readKinds(root string) (*kindsFile, error) {
@@ -125,6 +179,21 @@ func readKinds(root string) (*kindsFile, error) {
 			return nil, fmt.Errorf("%s: kind %s is listed twice", kindsFile_, k.Kind)
 		}
 		seen[k.Kind] = true
+		for path, ig := range k.Ignore {
+			if ig.Why == "" {
+				return nil, fmt.Errorf("%s: %s: ignore %s says no why", kindsFile_, k.Kind, path)
+			}
+		}
+		for path, d := range k.Defaults {
+			if d.Why == "" || (d.Value == nil) == (d.From == "") || (d.From != "" && d.From != "name" && d.From != "resource") {
+				return nil, fmt.Errorf("%s: %s: default %s needs why and a value or from (name or resource)", kindsFile_, k.Kind, path)
+			}
+		}
+	}
+	for name, a := range kf.APIs {
+		if (a.Unknown != "ignore" && a.Unknown != "refuse") || a.Why == "" {
+			return nil, fmt.Errorf("%s: api %s: unknown must be ignore or refuse, with why", kindsFile_, name)
+		}
 	}
 	return &kf, nil
 }

@@ -281,6 +281,15 @@ func flattenSpec(s *schema, path string, required bool, out *[]kccField) {
 		if s.Items != nil {
 			flattenSpec(s.Items, path+"[]", true, out)
 		}
+	case "map":
+		// A map of scalars: its values' type, as PATH{} (labels{}), which
+		// the conversion converts values to.
+		if ap, ok := s.AdditionalProperties.(map[string]any); ok {
+			switch t, _ := ap["type"].(string); t {
+			case "string", "integer", "number", "boolean":
+				*out = append(*out, kccField{Path: path + "{}", Type: t})
+			}
+		}
 	case "object":
 		req := map[string]bool{}
 		for _, r := range s.Required {

@@ -37,6 +37,7 @@ import (
 const (
 	kindsFile_    = "internal/gcp/kinds.yaml"
 	outFile       = "internal/gcp/zz_generated.go"
+	tableFile     = "docs/gcp-fields.md"
 	crdDir        = "third_party/kcc/crds"
 	mappingDir    = "third_party/kcc/servicemappings"
 	discoveryDir  = "third_party/googleapis/discovery"
@@ -65,6 +66,9 @@ func main() {
 	}
 	if err == nil {
 		err = os.WriteFile(filepath.Join(root, outFile), g.source, 0o644)
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(root, tableFile), g.table, 0o644)
 	}
 	if err == nil && *report {
 		for _, k := range sortedKeys(g.unmatched) {

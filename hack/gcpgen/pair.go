@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,6 +39,40 @@ type pairer struct {
 	unmatched []string
 	errs      []string
 	used      map[string]string // KCC path -> REST path that fills it
+	// ignore, refuse and parts are kinds.yaml's for the kind (parts: REST
+	// path -> the kind its items become); fates what became of each REST
+	// field that pairs with no KCC field of its own name.
+	ignore map[string]ignoreSpec
+	refuse map[string]string
+	parts  map[string]string
+	fates  []fateOut
+}
+
+// Fates of a REST field beside being paired with a KCC field: what
+// internal/gcp does with it, for the table that names every field.
+const (
+	fateRule    = "rule"    // a rule of internal/gcp maps it (rules.go)
+	fateName    = "name"    // the Google Cloud name: metadata.name or spec.resourceID
+	fateGeneric = "generic" // project or location: the project annotation, spec.location
+	fateLabels  = "labels"  // metadata.labels
+	fatePart    = "part"    // its items are objects of another kind
+	fateOutput  = "output"  // output only: the API ignores it in requests
+	fateIgnored = "ignored" // kinds.yaml's ignore
+	fateDefault = "default" // paired, and filled with the API's default when absent
+	fateRefused = "refused" // Config Connector has no field for it
+)
+
+// fateOut is what becomes of one REST field (LABEL:PATH in a variant).
+type fateOut struct {
+	REST, Fate string
+	// KCC is the field a default fills; Note says why (or where to).
+	KCC, Note string
+	// Value is the value an ignored field may take or a default, as JSON.
+	Value string
+}
+
+func (p *pairer) fate(rest, fate, note string) {
+	p.fates = append(p.fates, fateOut{REST: rest, Fate: fate, Note: note})
 }
 
 func newPairer(k *kccKind) *pairer {
@@ -45,7 +80,7 @@ func newPairer(k *kccKind) *pairer {
 	for _, f := range k.Spec {
 		p.fields[f.Path] = f
 		parent, name := splitPath(f.Path)
-		if name == "[]" {
+		if name == "[]" || strings.HasSuffix(name, "{}") {
 			continue
 		}
 		p.children[parent] = append(p.children[parent], name)
@@ -83,12 +118,46 @@ func (p *pairer) add(rest, kcc, mode string) {
 	}
 }
 
-// object pairs the fields of REST object rn at rest with KCC node kcc.
+// object pairs the fields of REST object rn at rest with KCC node kcc,
+// and records the fate of those that pair with no KCC field of their own.
 func (p *pairer) object(rn *restNode, rest, kcc string) {
 	for _, name := range sortedKeys(rn.Props) {
 		child := rn.Props[name]
 		rp := joinREST(rest, name)
-		if _, renamed := p.rename[rp]; (child.ReadOnly && !renamed) || p.hand[rp] || (rest == "" && generic[name]) || p.names[rp] {
+		_, renamed := p.rename[rp]
+		switch {
+		case p.ignore[rp].Why != "":
+			ig := p.ignore[rp]
+			out := fateOut{REST: rp, Fate: fateIgnored, Note: ig.Why}
+			if ig.Value != nil {
+				b, _ := json.Marshal(ig.Value)
+				out.Value = string(b)
+			}
+			p.fates = append(p.fates, out)
+			continue
+		case p.refuse[rp] != "" && p.rename[rp] == "":
+			// Refused although a KCC field of its name exists: the
+			// forms differ (kinds.yaml says how).
+			p.fate(rp, fateRefused, p.refuse[rp])
+			continue
+		case p.parts[rp] != "":
+			p.fate(rp, fatePart, p.parts[rp])
+			continue
+		case p.hand[rp]:
+			p.fate(rp, fateRule, "")
+			continue
+		case rest == "" && generic[name]:
+			note := "the cnrm.cloud.google.com/project-id annotation, or spec.projectRef"
+			if name != "project" {
+				note = "spec.location, spec." + name + " or the location of the kind's references"
+			}
+			p.fate(rp, fateGeneric, note)
+			continue
+		case p.names[rp]:
+			p.fate(rp, fateName, "metadata.name, or spec.resourceID where it cannot be an object's name")
+			continue
+		case child.ReadOnly && !renamed:
+			p.fate(rp, fateOutput, "output only: the API sets it and ignores it in requests")
 			continue
 		}
 		kp, ok := "", false
@@ -98,7 +167,8 @@ func (p *pairer) object(rn *restNode, rest, kcc string) {
 			case ".":
 				kp = kcc
 			case "-":
-				continue // never in DM bodies (kinds.yaml says why)
+				p.fate(rp, fateRefused, p.refusal(rp, "never in Deployment Manager bodies"))
+				continue
 			default:
 				kp = joinKCC(kcc, target)
 				if _, exists := p.fields[kp]; !exists {
@@ -110,15 +180,66 @@ func (p *pairer) object(rn *restNode, rest, kcc string) {
 			kp, ok = p.match(name, child, kcc)
 		}
 		if !ok {
-			if !(rest == "" && name == "labels" && p.fields["labels"].Type == "") {
-				p.unmatched = append(p.unmatched, rp)
+			if rest == "" && name == "labels" && p.fields["labels"].Type == "" {
+				p.fate(rp, fateLabels, "metadata.labels")
+				continue
 			}
+			if why := serverField(name, child); why != "" {
+				p.fate(rp, fateIgnored, why)
+				continue
+			}
+			p.unmatched = append(p.unmatched, rp)
+			why := ""
+			if child.Param {
+				why = "a request parameter of the method that creates it"
+			}
+			p.fate(rp, fateRefused, p.refusal(rp, why))
 			continue
 		}
 		if !p.pair(child, rp, kp) {
 			p.unmatched = append(p.unmatched, rp+" (types differ: "+child.Type+" vs "+p.typeOf(kp)+")")
+			p.fate(rp, fateRefused, p.refusal(rp, fmt.Sprintf("a REST %s, where Config Connector's nearest field spec.%s is a %s", child.Type, kp, p.typeOf(kp))))
 		}
 	}
+}
+
+// serverField says why a REST field Config Connector has no field for is
+// one the API ignored when a resource was created, by what every Google
+// API means by its name, or "".
+func serverField(name string, n *restNode) string {
+	if n.Param {
+		switch name {
+		case "requestId":
+			return "a request parameter: the API uses it to recognize a retried call; Config Connector sends its own"
+		case "userProject":
+			return "a request parameter: the project billed for the call, not a part of the resource"
+		}
+		return ""
+	}
+	if n.Type != "string" {
+		return ""
+	}
+	switch name {
+	case "kind":
+		return "the REST type marker (TYPE#RESOURCE), the same for every resource of the type"
+	case "etag", "fingerprint", "labelFingerprint":
+		return "a concurrency token the API reads on updates, not when it creates the resource; Config Connector reads its own"
+	case "selfLink":
+		return "the resource's URL, which the API sets"
+	}
+	return ""
+}
+
+// refusal is why field rp is refused: kinds.yaml's reason, else why, else
+// that Config Connector has no field for it.
+func (p *pairer) refusal(rp, why string) string {
+	if r := p.refuse[rp]; r != "" {
+		return r
+	}
+	if why != "" {
+		return why
+	}
+	return "Config Connector's " + p.kind + " has no field for it"
 }
 
 func joinREST(p, k string) string {

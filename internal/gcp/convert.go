@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -32,6 +33,7 @@ type item struct {
 	deferred []Deferred     // Object is filled when ordered
 	merge    bool           // a deferred reference reads its live spec
 	ann      map[string]any // annotations its rule set (IAM members take them too)
+	warnings []string       // properties left out, as the API ignored them
 	err      error
 }
 
@@ -145,7 +147,7 @@ func (c *converter) identify(it *item) error {
 		if providerTypeRE().MatchString(r.Type) && !gcpTypesRE().MatchString(r.Type) {
 			return invalid("type %s is a Deployment Manager type provider's type, which Config Connector has no equivalent of: for a Kubernetes API write the object with its own type (apps/v1/Deployment), for another API use its Config Connector kind", r.Type)
 		}
-		if strings.Contains(r.Type, ":") && actionRE().MatchString(r.Type[strings.Index(r.Type, ":")+1:]) {
+		if isAction(r.Type) {
 			return invalid("type %s is a Deployment Manager action (a method call), which Config Connector has no equivalent of: declare the state the call would make as a resource instead (an IAM binding: gcp-types/cloudresourcemanager-v1:virtual.projects.iamMemberBinding)", r.Type)
 		}
 		msg := fmt.Sprintf("type %s is not a supported Google Cloud type (dm convert --list-types lists them)", r.Type)
@@ -159,6 +161,9 @@ func (c *converter) identify(it *item) error {
 	it.kind = lookupKind(t.Kind)
 	it.scope = t.Scope
 	props := r.Properties
+	if err := unwrap(it.kind, props); err != nil {
+		return err
+	}
 	if it.kind.Kind == "ComputeSSLCertificate" && props["type"] == "MANAGED" {
 		it.kind = lookupKind("ComputeManagedSSLCertificate") // Google-managed
 	}
@@ -222,6 +227,45 @@ func (c *converter) identify(it *item) error {
 	return nil
 }
 
+// unwrap lifts a request body DM's properties wrap in one of the kind's
+// wrappers (function: {...} beside parent and functionId, as the gRPC
+// request names its body) into the properties themselves; a field both
+// inside and beside it with different values is an error.
+func unwrap(k *kindInfo, props map[string]any) error {
+	for _, w := range k.Wrappers {
+		inner, ok := props[w].(map[string]any)
+		if !ok {
+			continue
+		}
+		delete(props, w)
+		for _, key := range sortedKeys(inner) {
+			if prev, dup := props[key]; dup && !reflect.DeepEqual(prev, inner[key]) {
+				return invalid("properties.%s.%s and properties.%s are both set, to %s and %s: properties.%s is the request body, whose fields are the resource's", w, key, key, describe(inner[key]), describe(prev), w)
+			}
+			props[key] = inner[key]
+		}
+	}
+	return nil
+}
+
+// isAction says whether type t names a method of an API rather than a
+// collection: gcp-types/compute-v1:compute.routers.patch,
+// gcp-types/sqladmin-v1beta4:sql.users.delete (a method's ID begins with
+// its API's name, or a prefix of it), where a collection is
+// projects.locations.instances.
+func isAction(t string) bool {
+	api, coll, ok := strings.Cut(t, ":")
+	if !ok || !actionRE().MatchString(coll) {
+		return false
+	}
+	api = api[strings.LastIndexByte(api, '/')+1:]
+	if i := strings.IndexByte(api, '-'); i > 0 {
+		api = api[:i]
+	}
+	first, _, _ := strings.Cut(coll, ".")
+	return strings.HasPrefix(api, first)
+}
+
 // projectless kinds are above projects: they need no project.
 var projectless = map[string]bool{"Project": true, "Folder": true, "AccessContextManagerAccessPolicy": true}
 
@@ -274,6 +318,13 @@ func gcpName(it *item) (string, error) {
 	}
 	if f, ok := defaultNames[it.kind.Kind]; ok {
 		return f(it)
+	}
+	for _, w := range it.kind.Wrappers {
+		// The ID under the collection's singular (function: my-fn), as
+		// Deployment Manager's gcp-types took it.
+		if s, ok := it.res.Properties[w].(string); ok && !hasRef(s) {
+			return lastSegment(s), nil
+		}
 	}
 	return it.res.Name, nil
 }
@@ -365,6 +416,17 @@ func (c *converter) convert(it *item) error {
 	for _, p := range k.NameFrom {
 		deletePath(props, p)
 	}
+	for _, w := range k.Wrappers {
+		if s, ok := props[w].(string); ok {
+			if hasRef(s) {
+				return invalid("properties.%s is %s: a name must be known before deploying", w, s)
+			}
+			if lastSegment(s) != it.gcpName {
+				return invalid("properties.%s names the resource %q, and its other name properties %q", w, lastSegment(s), it.gcpName)
+			}
+			delete(props, w)
+		}
+	}
 	if err := oc.location(props); err != nil {
 		return err
 	}
@@ -392,6 +454,9 @@ func (c *converter) convert(it *item) error {
 	}
 	if k.has("resourceID") && it.objName != it.gcpName && oc.spec["resourceID"] == nil {
 		oc.spec["resourceID"] = it.gcpName
+	}
+	if err := oc.applyDefaults(); err != nil {
+		return err
 	}
 	if err := oc.checkRequired(); err != nil {
 		return err
@@ -561,6 +626,11 @@ func (c *converter) result() (*Result, error) {
 		}
 	}
 	r := &Result{byName: c.byName}
+	for _, it := range c.items {
+		for _, w := range it.warnings {
+			r.Warnings = append(r.Warnings, (&Error{Resource: it.res.Name, Type: it.res.Type, Path: it.res.Path, Err: errors.New(w)}).Error())
+		}
+	}
 	add := func(it *item, obj map[string]any, deferred []Deferred) {
 		n := len(r.Objects)
 		r.Objects = append(r.Objects, obj)
@@ -711,6 +781,9 @@ func (c *converter) partObject(oc *objConv, pk *kindInfo, body map[string]any, n
 		}
 	}
 	if err := poc.walkObject(body, "", nil); err != nil {
+		return extraObject{}, err
+	}
+	if err := poc.applyDefaults(); err != nil {
 		return extraObject{}, err
 	}
 	for _, f := range pk.Spec {

@@ -77,6 +77,11 @@ type Result struct {
 	// Deferred are the values the objects can only take from live
 	// objects, in the order of Objects.
 	Deferred []Deferred
+	// Warnings name the properties left out because the API that
+	// Deployment Manager called ignored them too (output only fields,
+	// fields the API lacks where it ignored those), one per property:
+	// "resource NAME, type T: properties.X ...".
+	Warnings []string
 
 	byName map[string]*item
 }
@@ -155,7 +160,8 @@ var (
 	// PROJECT/PROVIDER:COLLECTION (a type provider's type), PROVIDER
 	// spelt anyhow (a placeholder <cluster-type> left in a sample), so
 	// that it is refused rather than read as a Kubernetes object
-	providerTypeRE = lazyRegexp(`^[a-z][-a-z0-9.:]*[a-z0-9]/[^/\s:]+:\S+$`)
+	// and PROJECT too (YOUR_PROJECT_NAME in a sample)
+	providerTypeRE = lazyRegexp(`^[A-Za-z][-A-Za-z0-9_.:]*[A-Za-z0-9]/[^/\s:]+:\S+$`)
 )
 
 // IsGCPType reports whether t is spelled as a Google Cloud DM type
@@ -165,6 +171,9 @@ var (
 // for, with an object or an error saying why there is none.
 func IsGCPType(t string) bool {
 	if _, ok := lookupType(t); ok {
+		return true
+	}
+	if _, ok := lookupUnsupported(t); ok {
 		return true
 	}
 	return shortTypeRE().MatchString(t) || gcpTypesRE().MatchString(t) || providerTypeRE().MatchString(t)

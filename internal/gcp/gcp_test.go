@@ -3,6 +3,7 @@ package gcp
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"regexp"
 	"slices"
@@ -151,15 +152,17 @@ func TestIsGCPType(t *testing.T) {
 		"gcp-types/foo-v3:bars.bazzes":          true,
 		"deploymentmanager.v2beta.typeProvider": true,
 		"runtimeconfig.v1beta1.waiter":          true,
-		"my-project/my-provider:/apis/apps/v1/namespaces/{namespace}/deployments": true,
-		"my-project/<cluster-type>:/api/v1/namespaces/{namespace}/services":       true,
-		"Service":                            false,
-		"v1/Service":                         false,
-		"apps/v1/Deployment":                 false,
-		"redis:v1":                           false,
-		"github.com/acme/templates/redis:v1": false,
-		"helm":                               false,
-		"x.jinja":                            false,
+		"my-project/my-provider:/apis/apps/v1/namespaces/{namespace}/deployments":       true,
+		"my-project/<cluster-type>:/api/v1/namespaces/{namespace}/services":             true,
+		"YOUR_PROJECT_NAME/header-iam-v1-YOUR_DEPLOYMENT_NAME:projects.serviceAccounts": true,
+		"deploymentmanager.local.typeProvider":                                          true,
+		"Service":                                                                       false,
+		"v1/Service":                                                                    false,
+		"apps/v1/Deployment":                                                            false,
+		"redis:v1":                                                                      false,
+		"github.com/acme/templates/redis:v1":                                            false,
+		"helm":                                                                          false,
+		"x.jinja":                                                                       false,
 	} {
 		if got := IsGCPType(typ); got != want {
 			t.Errorf("IsGCPType(%q) = %v, want %v", typ, got, want)
@@ -507,10 +510,20 @@ func TestErrors(t *testing.T) {
 			[]string{"type provider's type", "apps/v1/Deployment"}},
 		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
 			[]string{"action"}},
-		{"unknown property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowd: []}}]`,
-			[]string{"properties.allowd has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
-		{"unknown nested property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowed: [{protocol: tcp}]}}]`,
-			[]string{"properties.allowed[].protocol has no Config Connector field", "properties.allowed[] takes: IPProtocol, ports"}},
+		{"action of an API whose methods are named shorter", `[{name: s, type: "gcp-types/sqladmin-v1beta4:sql.users.delete"}]`,
+			[]string{"is a Deployment Manager action (a method call)"}},
+		{"collection of an unmapped API", `[{name: s, type: "gcp-types/tpu-v1alpha1:projects.locations.nodes"}]`,
+			[]string{"type gcp-types/tpu-v1alpha1:projects.locations.nodes is not a supported Google Cloud type"}},
+		// Pub/Sub refused properties its messages lack; Compute Engine
+		// ignored them (TestLeftOut).
+		{"unknown property", `[{name: t, type: gcp-types/pubsub-v1:projects.topics, properties: {topic: t, labelz: {a: b}}}]`,
+			[]string{"properties.labelz has no Config Connector field in PubSubTopic", "PubSubTopic takes: kmsKeyName, labels, messageRetentionDuration", "not a field of pubsub/v1 Topic, which refused properties it lacks"}},
+		{"unknown nested property", `[{name: s, type: gcp-types/pubsub-v1:projects.subscriptions, properties: {topic: t, pushConfig: {pushEndpont: "https://x"}}}]`,
+			[]string{"properties.pushConfig.pushEndpont has no Config Connector field", "properties.pushConfig takes: ", "pushEndpoint", "not a field of pubsub/v1 Subscription"}},
+		{"REST field with no KCC field", `[{name: fw, type: compute.v1.firewall, properties: {network: default, params: {resourceManagerTags: {}}}}]`,
+			[]string{"properties.params has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
+		{"REST field refused with a reason", `[{name: s, type: gcp-types/storage-v1:buckets, properties: {enableObjectRetention: true}}]`,
+			[]string{"properties.enableObjectRetention has no Config Connector field in StorageBucket", "a request parameter of the method that creates it"}},
 		{"wrong value type", `[{name: fw, type: compute.v1.firewall, properties: {network: default, priority: high}}]`,
 			[]string{`properties.priority is "high"; Config Connector's ComputeFirewall.spec.priority is a integer`}},
 		{"status lacks field", `[{name: a, type: compute.v1.network}, {name: b, type: compute.v1.firewall, properties: {network: default, description: "$(ref.a.gatewayIPv4x)"}}]`,
@@ -519,8 +532,10 @@ func TestErrors(t *testing.T) {
 			[]string{"cannot bind IAM members to a ComputeNetwork"}},
 		{"deprecated spelling contradicting its successor", `[{name: k, type: container.v1beta1.cluster, properties: {zone: z, cluster: {name: k, privateCluster: true, privateClusterConfig: {enablePrivateNodes: false}}}}]`,
 			[]string{"properties.cluster.privateCluster is true and properties.cluster.privateClusterConfig.enablePrivateNodes false"}},
-		{"an address's resourceType other than addresses", `[{name: a, type: compute.v1.address, properties: {region: r, resourceType: instances}}]`,
-			[]string{"properties.resourceType is \"instances\"", "takes only addresses"}},
+		{"an ignored field's other value", `[{name: b, type: gcp-types/bigtableadmin-v2:projects.instances.tables, properties: {parent: projects/p/instances/i, tableId: t, table: {granularity: MICROS}}}]`,
+			[]string{"properties.table.granularity is \"MICROS\"", "takes only MILLIS"}},
+		{"a wrapped body beside its fields", `[{name: f, type: gcp-types/cloudfunctions-v2beta:projects.locations.functions, properties: {parent: projects/p/locations/us-central1, functionId: f, description: a, function: {description: b}}}]`,
+			[]string{"properties.function.description and properties.description are both set"}},
 		{"duplicate", `[{name: net, type: compute.v1.network}, {name: net, type: compute.v1.network}]`,
 			[]string{"another resource is named net too"}},
 		{"cycle", `[{name: a, type: compute.v1.network, metadata: {dependsOn: [b]}}, {name: b, type: compute.v1.network, metadata: {dependsOn: [a]}}]`,
@@ -543,8 +558,7 @@ func TestErrors(t *testing.T) {
 			[]string{"virtual.buckets.iamMemberBinding needs properties bucket (the bucket), role and member"}},
 		{"a record set's records beside its own type", `[{name: r, type: gcp-types/dns-v1:resourceRecordSets, properties: {name: a.b., managedZone: z, type: A, records: [{type: A, rrdatas: [1.2.3.4]}]}}]`,
 			[]string{"properties.type is set beside properties.records: give each record set in records"}},
-		{"legacy health check's proxy header", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
-			[]string{"properties.proxyHeader is \"PROXY_V1\": Config Connector's ComputeHTTPHealthCheck has no such field and takes only NONE"}},
+
 		{"forwarding rule to a bare name", `[{name: fr, type: compute.v1.globalForwardingRule, properties: {target: my-proxy, portRange: "80"}}]`,
 			[]string{`properties.target is "my-proxy": a target named without its kind; write its selfLink`, "takes all-apis or vpc-sc only as googleAPIsBundle"}},
 		{"forwarding rule to a target pool", `[{name: tp, type: compute.v1.targetPool, properties: {region: r}}, {name: fr, type: compute.v1.forwardingRule, properties: {region: r, target: $(ref.tp.selfLink)}}]`,
@@ -555,7 +569,7 @@ func TestErrors(t *testing.T) {
 			[]string{`properties.cluster.addonsConfig.kubernetesDashboard is {"disabled":false}: Config Connector's ContainerCluster has no such field and takes only {"disabled":true}`}},
 		{"legacy network", `[{name: n, type: compute.v1.network, properties: {IPv4Range: 10.240.0.0/16}}]`,
 			[]string{`properties.IPv4Range is "10.240.0.0/16": a legacy network, which Google Cloud no longer creates`}},
-		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {x: 1}}]`,
+		{"two at once", `[{name: a, type: nope.v1.thing}, {name: b, type: compute.v1.network, properties: {params: {}}}]`,
 			[]string{"2 of 2 resources cannot be converted", "resource a", "resource b"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -711,7 +725,6 @@ func TestScopes(t *testing.T) {
 	for _, c := range []struct {
 		src, want string
 	}{
-		{`[{name: a, type: compute.v1.globalAddress, properties: {region: us-east1}}]`, "properties.region is set, but type compute.v1.globalAddress is global"},
 		{`[{name: a, type: compute.v1.address}]`, "ComputeAddress requires spec.location (from properties.region)"},
 		{`[{name: d, type: compute.v1.disk}]`, "ComputeDisk requires spec.location (from properties.zone)"},
 	} {
@@ -719,6 +732,12 @@ func TestScopes(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.src, err, c.want)
 		}
+	}
+	// Compute Engine's global methods take no region, and ignored the
+	// body's, which is output only.
+	r, byName := convert(t, `[{name: a, type: compute.v1.globalAddress, properties: {region: us-east1}}]`, Options{})
+	if got := at(byName["ComputeAddress/a"], "spec.location"); got != "global" || len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "properties.region is set, but type compute.v1.globalAddress is global") {
+		t.Errorf("a global address with a region: location %v, warnings %q", got, r.Warnings)
 	}
 }
 
@@ -904,5 +923,133 @@ func TestDMSampleForms(t *testing.T) {
 	}
 	if r.Objects[0]["kind"] != "ComputeDisk" {
 		t.Errorf("the boot disk comes after the instance that attaches it: %v first", r.Objects[0]["kind"])
+	}
+}
+
+// TestLeftOut: a property the API that Deployment Manager called ignored
+// (an output only field, a field the REST body lacks where the API ignored
+// those, a field kinds.yaml ignores) is left out with a warning naming it;
+// a field Config Connector requires that the API defaulted takes the
+// API's default, with a warning.
+func TestLeftOut(t *testing.T) {
+	for _, c := range []struct {
+		name, src    string
+		path         string // OBJECT/KIND-NAME path, "" for none
+		want         any
+		wantWarnings []string
+	}{
+		{"misspelt field, Cloud Storage", `[{name: b, type: gcp-types/storage-v1:buckets, properties: {website: {mainPageSuffix: index.html, notFoundpage: 404.html}}}]`,
+			"StorageBucket/b spec.website", map[string]any{"mainPageSuffix": "index.html"},
+			[]string{"resource b (tmpl > b), type gcp-types/storage-v1:buckets: properties.website.notFoundpage is not a field of storage/v1 Bucket, which ignored it"}},
+		{"another method's parameter, Compute Engine", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, mostDisruptiveAllowedAction: RESTART}}]`,
+			"ComputeInstance/vm spec.machineType", "m",
+			[]string{"properties.mostDisruptiveAllowedAction is not a field of compute/beta Instance"}},
+		{"a disk's machineType", `[{name: d, type: compute.v1.disk, properties: {zone: z, sizeGb: 10, machineType: n1-standard-1}}]`,
+			"ComputeDisk/d spec.size", int64(10),
+			[]string{"properties.machineType is not a field of compute/beta Disk"}},
+		{"a router's top-level asn", `[{name: r, type: compute.v1.router, properties: {region: us-central1, network: default, asn: 65001, bgp: {asn: 65001}}}]`,
+			"ComputeRouter/r spec.bgp.asn", int64(65001),
+			[]string{"properties.asn is not a field of compute/beta Router"}},
+		{"output only", `[{name: g, type: compute.v1.globalForwardingRule, properties: {region: us-central1, target: $(ref.p.selfLink), portRange: "80"}}, {name: p, type: compute.v1.targetHttpProxy, properties: {urlMap: global/urlMaps/m}}]`,
+			"ComputeForwardingRule/g spec.location", "global",
+			[]string{"properties.region is set, but type compute.v1.globalForwardingRule is global: its method takes no region"}},
+		{"a bucket ACL's domain", `[{name: a, type: gcp-types/storage-v1:bucketAccessControls, properties: {bucket: b, entity: allUsers, role: READER, domain: example.com}}]`,
+			"StorageBucketAccessControl/a spec.entity", "allUsers",
+			[]string{"properties.domain is left out: not writable"}},
+		{"a deprecated field", `[{name: s, type: gcp-types/logging-v2:projects.sinks, properties: {sink: s, destination: storage.googleapis.com/b, outputVersionFormat: V2}}]`,
+			"LoggingLogSink/s spec.destination.storageBucketRef.external", "b",
+			[]string{"properties.outputVersionFormat is left out: deprecated"}},
+		{"a type marker and a concurrency token", `[{name: db, type: sqladmin.v1beta4.database, properties: {instance: i, kind: "sql#database", etag: x}}]`,
+			"SQLDatabase/db spec.instanceRef.external", "i",
+			[]string{"properties.etag is left out: a concurrency token", "properties.kind is left out: the REST type marker"}},
+		{"a legacy health check's proxyHeader", `[{name: hc, type: compute.v1.httpHealthCheck, properties: {port: 80, proxyHeader: PROXY_V1}}]`,
+			"ComputeHTTPHealthCheck/hc spec.port", int64(80),
+			[]string{"properties.proxyHeader is not a field of compute/beta HttpHealthCheck"}},
+		{"service account without scopes", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, serviceAccounts: [{email: sa@p.iam.gserviceaccount.com}]}}]`,
+			"ComputeInstance/vm spec.serviceAccount", map[string]any{"serviceAccountRef": map[string]any{"external": "sa@p.iam.gserviceaccount.com"}, "scopes": []any{}},
+			[]string{"properties.serviceAccounts[].scopes is not set: spec.serviceAccount.scopes takes [], as the API defaulted it"}},
+		{"service account with scopes", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, serviceAccounts: [{email: default, scopes: [x]}]}}]`,
+			"ComputeInstance/vm spec.serviceAccount", map[string]any{"scopes": []any{"x"}}, nil},
+		{"instance template's service account", `[{name: it, type: compute.v1.instanceTemplate, properties: {properties: {machineType: m, disks: [{boot: true, initializeParams: {sourceImage: i}}], serviceAccounts: [{email: default}]}}}]`,
+			"ComputeInstanceTemplate/it spec.serviceAccount.scopes", []any{},
+			[]string{"properties.properties.serviceAccounts[].scopes is not set"}},
+		{"project without a name", `[{name: p1, type: gcp-types/cloudresourcemanager-v1:projects, properties: {projectId: my-project-1, parent: {type: organization, id: "123"}}}]`,
+			"Project/my-project-1 spec.name", "my-project-1",
+			[]string{"properties.name is not set: spec.name takes \"my-project-1\""}},
+		{"SQL client certificate without a common name", `[{name: cert, type: gcp-types/sqladmin-v1beta4:sslCerts, properties: {instance: db}}]`,
+			"SQLSSLCert/cert spec.commonName", "cert",
+			[]string{"properties.commonName is not set: spec.commonName takes \"cert\""}},
+		{"GKE node auto-provisioning", `[{name: c, type: container.v1.cluster, properties: {zone: us-central1-a, cluster: {initialNodeCount: 1, autoscaling: {enableNodeAutoprovisioning: true, resourceLimits: [{resourceType: cpu, maximum: 10}]}}}}]`,
+			"ContainerCluster/c spec.clusterAutoscaling.enabled", true, nil},
+		{"a function's ID under its collection's singular", `[{name: f, type: gcp-types/cloudfunctions-v2beta:projects.locations.functions, properties: {parent: projects/p/locations/us-central1, function: my-fn, buildConfig: {runtime: go122, entryPoint: F}}}]`,
+			"CloudFunctions2Function/my-fn spec.buildConfig.runtime", "go122", nil},
+		{"a function's body wrapped in function", `[{name: f, type: gcp-types/cloudfunctions-v2beta:projects.locations.functions, properties: {parent: projects/p/locations/us-central1, functionId: my-fn, function: {description: d, buildConfig: {runtime: go122}}}}]`,
+			"CloudFunctions2Function/my-fn spec.description", "d", nil},
+		{"a log metric's ID under metric", `[{name: m, type: gcp-types/logging-v2:projects.metrics, properties: {metric: errors, filter: severity>=ERROR}}]`,
+			"LoggingLogMetric/errors spec.filter", "severity>=ERROR", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r, byName := convert(t, c.src, Options{})
+			if c.path != "" {
+				obj, path, _ := strings.Cut(c.path, " ")
+				if byName[obj] == nil {
+					t.Fatalf("no object %s among %v", obj, slices.Sorted(maps.Keys(byName)))
+				}
+				if got := at(byName[obj], path); !reflect.DeepEqual(got, c.want) {
+					t.Errorf("%s = %#v, want %#v", c.path, got, c.want)
+				}
+			}
+			for _, w := range c.wantWarnings {
+				found := false
+				for _, have := range r.Warnings {
+					found = found || strings.Contains(have, w)
+				}
+				if !found {
+					t.Errorf("no warning contains %q; warnings:\n%s", w, strings.Join(r.Warnings, "\n"))
+				}
+			}
+			if c.wantWarnings == nil && len(r.Warnings) > 0 {
+				t.Errorf("warnings: %q", r.Warnings)
+			}
+		})
+	}
+}
+
+// TestSpecReads: $(ref.X.P) of a field the body left to the API (a
+// forwarding rule's IPAddress, a network's MTU) reads the spec field Config
+// Connector writes the value Google Cloud chose into, on an object annotated
+// state-into-spec: merge.
+func TestSpecReads(t *testing.T) {
+	r, objs := convert(t, `
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: us-central1-a
+    machineType: f1-micro
+    networkInterfaces: [{network: $(ref.net.selfLink)}]
+    metadata:
+      items:
+      - {key: lb, value: "$(ref.fr.IPAddress)"}
+      - {key: mtu, value: "$(ref.net.mtu)"}
+- name: net
+  type: compute.v1.network
+  properties: {autoCreateSubnetworks: true}
+- name: fr
+  type: compute.v1.forwardingRule
+  properties: {region: us-central1, backendService: projects/p/regions/us-central1/backendServices/b, loadBalancingScheme: INTERNAL, network: $(ref.net.selfLink)}
+`, Options{})
+	var got []string
+	for _, d := range r.Deferred {
+		got = append(got, d.Ref+" <- "+d.Kind+" "+d.Path)
+	}
+	slices.Sort(got)
+	want := []string{"$(ref.fr.IPAddress) <- ComputeForwardingRule spec.ipAddress.ip", "$(ref.net.mtu) <- ComputeNetwork spec.mtu"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("deferred %q, want %q", got, want)
+	}
+	for _, o := range []string{"ComputeForwardingRule/fr", "ComputeNetwork/net"} {
+		if a := at(objs[o], "metadata.annotations."+StateIntoSpecAnnotation); a != "merge" {
+			t.Errorf("%s: state-into-spec %v, want merge", o, a)
+		}
 	}
 }

@@ -52,7 +52,14 @@ func (oc *objConv) location(props map[string]any) error {
 		return oc.setPath(field, v)
 	}
 	if oc.it.scope == "global" && k.has("location") && (zone != "" || region != "") {
-		return invalid("properties.%s is set, but type %s is global", map[bool]string{true: "zone", false: "region"}[zone != ""], oc.it.res.Type)
+		key := map[bool]string{true: "zone", false: "region"}[zone != ""]
+		if !k.IgnoreUnknown {
+			return invalid("properties.%s is set, but type %s is global", key, oc.it.res.Type)
+		}
+		// The global method takes no zone or region, and the body's is
+		// output only: the API ignored it.
+		oc.warnf("properties.%s is set, but type %s is global: its method takes no %s and %s ignored it (the body's %s is output only); dm leaves it out", key, oc.it.res.Type, key, oc.kind.Schema, key)
+		zone, region = "", ""
 	}
 	switch {
 	case zone != "" && k.has("zone"):

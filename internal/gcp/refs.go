@@ -1,6 +1,7 @@
 package gcp
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,6 +26,11 @@ func lookupRef(it *item, ref, path string) (any, bool, Read, error) {
 		// A property of the resource, as the engine resolves them.
 		return v, true, Read{}, nil
 	}
+	if slices.Contains(it.kind.NameFrom, path) || slices.Contains(it.kind.Wrappers, path) {
+		// A property that names the resource (an App Engine version's
+		// id) the body left to the resource's name: its Google Cloud name.
+		return it.gcpName, true, Read{}, nil
+	}
 	// The pattern of the path (networkInterfaces[].networkIP) and its
 	// indices, which fill the pattern of the live path in order.
 	var idx []int
@@ -34,15 +40,22 @@ func lookupRef(it *item, ref, path string) (any, bool, Read, error) {
 	}
 	pattern := indexRE().ReplaceAllString(path, "[]")
 	live := it.kind.live(pattern)
+	if p := it.kind.pair(pattern); live == "" && p != nil && p.Mode == mLeaf {
+		if f := it.kind.field(p.KCC); f != nil && f.Type <= tBoolean {
+			// A field of the body the API fills when the body leaves it
+			// out (a subnetwork's gateway): KCC writes the value Google
+			// Cloud chose into the spec when asked to.
+			live = "spec." + p.KCC
+		}
+	}
 	if live == "" {
-		var have []string
+		have := []string{"name"}
 		for _, l := range it.kind.Live {
-			have = append(have, l.REST)
+			if !slices.Contains(have, l.REST) {
+				have = append(have, l.REST)
+			}
 		}
-		msg := "the live " + it.kind.Kind + " carries no " + path
-		if len(have) > 0 {
-			msg += " (it carries: name, " + strings.Join(have, ", ") + ")"
-		}
+		msg := "the live " + it.kind.Kind + " carries no " + path + " (it carries: " + strings.Join(have, ", ") + ")"
 		return nil, false, Read{}, invalid("%s: %s", ref, msg)
 	}
 	var b strings.Builder

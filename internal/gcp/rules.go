@@ -121,78 +121,6 @@ func dropDefaultEmail(props map[string]any, path ...string) {
 	}
 }
 
-// ignored are REST fields that have no KCC field and carry nothing KCC
-// would do differently: the value they may take (or nil for any) and why.
-// Any other value is an error.
-var ignored = map[string]map[string]ignoreRule{
-	"ComputeBackendService": {
-		"port":            {nil, "deprecated by Compute Engine for portName"},
-		"backends[].name": {nil, "not a field of Compute Engine's Backend, which ignored it (DM's samples write it)"},
-	},
-	"SQLInstance": {
-		"backendType":                       {"SECOND_GEN", "the only generation Cloud SQL runs"},
-		"kind":                              {nil, "the REST type marker (sql#instance)"},
-		"settings.kind":                     {nil, "the REST type marker"},
-		"settings.backupConfiguration.kind": {nil, "the REST type marker"},
-		"settings.locationPreference.kind":  {nil, "the REST type marker"},
-		"settings.maintenanceWindow.kind":   {nil, "the REST type marker"},
-		"settings.ipConfiguration.authorizedNetworks[].kind": {nil, "the REST type marker"},
-		"replicaConfiguration.kind":                          {nil, "the REST type marker"},
-	},
-	"ComputeHTTPHealthCheck": {
-		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpHealthCheck, which sends no PROXY header and ignored it (DM's samples write it)"},
-	},
-	"ComputeHTTPSHealthCheck": {
-		"proxyHeader": {"NONE", "not a field of Compute Engine's HttpsHealthCheck, which sends no PROXY header and ignored it"},
-	},
-	"ComputeSharedVPCServiceProject": {
-		"xpnResource.type": {"PROJECT", "the only kind of shared VPC service resource"},
-	},
-	"ComputeAddress": {
-		"resourceType": {"addresses", "not a field of Compute Engine's Address, which ignored it (the Cloud Foundation Toolkit's ip_reservation.py writes it)"},
-	},
-	"DataprocCluster": {
-		"config.masterConfig.isPreemptible":          {nil, "output only: Dataproc ignored it (preemptibility says it)"},
-		"config.workerConfig.isPreemptible":          {nil, "output only: Dataproc ignored it (preemptibility says it)"},
-		"config.secondaryWorkerConfig.isPreemptible": {nil, "output only: Dataproc ignored it (preemptibility says it; secondary workers are preemptible by default)"},
-	},
-	"SQLDatabase":  {"kind": {nil, "the REST type marker (sql#database)"}},
-	"DNSRecordSet": {"kind": {"dns#resourceRecordSet", "the REST type marker (the Cloud Foundation Toolkit's dns_records schema defaults it)"}},
-	"DNSManagedZone": {
-		"zoneName":                     {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py copies its old zoneName property into the body, and names the zone by name"},
-		"project_id":                   {nil, "not a field of Cloud DNS's ManagedZone, which ignored it: the Cloud Foundation Toolkit's dns_managed_zone.py writes the zone's project there, and its project property (the path's project) said where the zone is"},
-		"kind":                         {"dns#managedZone", "the REST type marker (the Cloud Foundation Toolkit's dns_managed_zone schema defaults it)"},
-		"privateVisibilityConfig.kind": {"dns#managedZonePrivateVisibilityConfig", "the REST type marker"},
-		"privateVisibilityConfig.networks[].kind": {"dns#managedZonePrivateVisibilityConfigNetwork", "the REST type marker"},
-		"dnssecConfig.kind":                       {"dns#managedZoneDnsSecConfig", "the REST type marker"},
-		"dnssecConfig.defaultKeySpecs[].kind":     {"dns#dnsKeySpec", "the REST type marker"},
-	},
-	"ContainerCluster": {
-		"cluster.addonsConfig.kubernetesDashboard": {map[string]any{"disabled": true}, "GKE removed the Kubernetes Dashboard add-on: disabled is the only state a cluster has"},
-	},
-	"BigtableTable": {
-		"table.granularity": {"MILLIS", "the only timestamp granularity Bigtable offers, and its default"},
-	},
-	"SQLUser": {"kind": {nil, "the REST type marker (sql#user)"}},
-	"ComputeInstance": {
-		"networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
-		"networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
-	},
-	"ComputeInstanceTemplate": {
-		"properties.networkInterfaces[].accessConfigs[].type": {"ONE_TO_ONE_NAT", "the only type of an IPv4 access config"},
-		"properties.networkInterfaces[].accessConfigs[].name": {nil, "an access config's label; KCC names it"},
-		"properties.networkInterfaces[].name":                 {nil, "output only: Compute Engine names a VM's interfaces nic0, nic1, ... itself"},
-	},
-}
-
-// ignoreRule is the value an ignored field may take (nil: any) and why it
-// is ignored.
-type ignoreRule struct {
-	value any
-	why   string
-}
-
 // nameRules read the Google Cloud name from a name property, where its
 // last path segment is not the name.
 var nameRules = map[string]func(s string) (string, error){}
@@ -943,8 +871,11 @@ func appEngineVersionRule(oc *objConv, props map[string]any) error {
 				}
 				list = append(list, e)
 			}
-			d["files"] = list
-			_ = list
+			// KCC's list of files by name, set here: the REST map is
+			// no pair of it.
+			if err := oc.setPath("deployment.files", list); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

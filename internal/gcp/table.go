@@ -80,6 +80,33 @@ type part struct {
 	REST, Kind, As string
 }
 
+// fate is what becomes of a REST field that pairs with no KCC field of
+// its own (docs/gcp-fields.md lists every field's).
+type fate uint8
+
+const (
+	fRule    fate = iota // a rule of rules.go maps it
+	fName                // the Google Cloud name
+	fGeneric             // the project or the location
+	fLabels              // metadata.labels
+	fPart                // its items are objects of another kind
+	fOutput              // output only: the API ignored it in requests
+	fIgnored             // ignored: Note says why, Value the one value it may take
+	fDefault             // paired with KCC, filled with Value when absent
+	fRefused             // Config Connector has no field for it: Note says why
+)
+
+// restFate is the fate of one REST field (LABEL:PATH in a variant).
+// Value is JSON, or from:name (the Google Cloud name) or from:resource
+// (the DM resource's name) for a default.
+type restFate struct {
+	REST  string
+	Fate  fate
+	KCC   string
+	Note  string
+	Value string
+}
+
 // kindInfo is one Config Connector kind: its CRD's spec and status
 // fields and how a DM body fills them.
 type kindInfo struct {
@@ -96,13 +123,36 @@ type kindInfo struct {
 	// RESTName is what $(ref.X.name) reads, when a path.
 	NameFrom []string
 	RESTName string
+	// Wrappers are properties DM bodies used that the REST body lacks:
+	// the resource's ID as a string (function: my-fn), or the body
+	// wrapped in an object (function: {...} beside parent and
+	// functionId), which is unwrapped.
+	Wrappers []string
 	// Parts are lists of the body whose items are objects of another kind.
 	Parts  []part
 	Spec   []field
 	Status []string
 	Pairs  []pair
+	// Fates are what becomes of the REST fields Pairs do not pair, by
+	// REST path.
+	Fates []restFate
+	// IgnoreUnknown says the API ignored a property its schema lacks (a
+	// misspelt field) rather than refusing the call, UnknownWhy how that
+	// is known; Schema names the REST body (compute/beta Instance).
+	IgnoreUnknown bool
+	UnknownWhy    string
+	Schema        string
 	// Live pairs a REST path with where the live object holds it.
 	Live []pair
+}
+
+// fate returns the fate of REST path rest, or nil.
+func (k *kindInfo) fate(rest string) *restFate {
+	i := sort.Search(len(k.Fates), func(i int) bool { return k.Fates[i].REST >= rest })
+	if i < len(k.Fates) && k.Fates[i].REST == rest {
+		return &k.Fates[i]
+	}
+	return nil
 }
 
 func lookupKind(kind string) *kindInfo {

@@ -181,23 +181,32 @@ func (oc *objConv) walkObject(m map[string]any, rest string, idx []int) error {
 	for _, key := range sortedKeys(m) {
 		rp := joinREST(rest, key)
 		v := m[key]
-		if ig, ok := ignored[oc.kind.Kind][rp]; ok {
-			if ig.value != nil && v != nil && !reflect.DeepEqual(v, ig.value) {
-				got, want := describe(v), ""
-				if b, err := json.Marshal(ig.value); err == nil {
-					want = strings.Trim(string(b), `"`)
+		if f := oc.kind.fate(rp); f != nil && v != nil {
+			switch f.Fate {
+			case fOutput:
+				oc.warnf("%s is output only in %s: the API ignored it, and dm leaves it out", displayPath(rp), oc.kind.Schema)
+				continue
+			case fIgnored:
+				if err := oc.checkIgnored(rp, v, f); err != nil {
+					return err
 				}
-				if _, scalar := ig.value.(string); !scalar {
-					if b, err := json.Marshal(v); err == nil {
-						got = string(b)
-					}
-				}
-				return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), got, oc.kind.Kind, want, ig.why)
+				oc.warnf("%s is left out: %s", displayPath(rp), f.Note)
+				continue
+			case fRefused:
+				return oc.refused(rp, key, rest, f.Note)
 			}
-			continue
 		}
 		p := oc.kind.pair(rp)
 		if p == nil {
+			if oc.kind.fate(rp) == nil && oc.kind.IgnoreUnknown {
+				// Not a field of the REST body at all, which this API
+				// ignored: the resource DM made went without it.
+				oc.warnf("%s is not a field of %s, which ignored it (%s): dm leaves it out", displayPath(rp), oc.kind.Schema, oc.kind.UnknownWhy)
+				continue
+			}
+			if oc.kind.fate(rp) == nil {
+				return oc.refused(rp, key, rest, fmt.Sprintf("not a field of %s, which refused properties it lacks (%s)", oc.kind.Schema, oc.kind.UnknownWhy))
+			}
 			return oc.unknownField(rp, key, rest)
 		}
 		if shortFields[oc.kind.Kind][rp] {
@@ -226,7 +235,70 @@ func displayPath(rest string) string {
 	return "properties." + rest
 }
 
+// checkIgnored fails when an ignored field holds another value than the
+// one it may take.
+func (oc *objConv) checkIgnored(rp string, v any, f *restFate) error {
+	if f.Value == "" {
+		return nil
+	}
+	var want any
+	if err := json.Unmarshal([]byte(f.Value), &want); err != nil {
+		return fmt.Errorf("internal error: %s: ignored value %s: %w", rp, f.Value, err)
+	}
+	if reflect.DeepEqual(deepCopy(v), deepCopy(normalizeJSON(want))) {
+		return nil
+	}
+	got := describe(v)
+	if _, scalar := want.(string); !scalar {
+		if b, err := json.Marshal(v); err == nil {
+			got = string(b)
+		}
+	}
+	return invalid("%s is %s: Config Connector's %s has no such field and takes only %s (%s)", displayPath(rp), got, oc.kind.Kind, strings.Trim(f.Value, `"`), f.Note)
+}
+
+// normalizeJSON turns json.Unmarshal's float64 whole numbers into int64,
+// as the conversion holds them.
+func normalizeJSON(v any) any {
+	switch x := v.(type) {
+	case float64:
+		if n, ok := wholeNumber(x); ok {
+			return n
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = normalizeJSON(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = normalizeJSON(e)
+		}
+	}
+	return v
+}
+
+// warnf records a warning about the resource being converted.
+func (oc *objConv) warnf(format string, a ...any) {
+	oc.it.warnings = append(oc.it.warnings, fmt.Sprintf(format, a...))
+}
+
+// refused is the error of a property Config Connector has no field for,
+// saying why and what the kind takes there.
+func (oc *objConv) refused(rp, key, parent, why string) error {
+	msg := oc.unknownMessage(rp, key, parent)
+	if why != "" && why != "Config Connector's "+oc.kind.Kind+" has no field for it" {
+		msg += ": " + why
+	}
+	return invalid("%s", msg)
+}
+
 func (oc *objConv) unknownField(rp, key, parent string) error {
+	return invalid("%s", oc.unknownMessage(rp, key, parent))
+}
+
+// unknownMessage says that REST field rp has no KCC field, and what the
+// kind takes at its parent.
+func (oc *objConv) unknownMessage(rp, key, parent string) string {
 	fields := oc.kind.restChildren(parent)
 	if parent == "" {
 		fields = append(fields, "name", "project")
@@ -257,7 +329,7 @@ func (oc *objConv) unknownField(rp, key, parent string) error {
 		}
 		msg += " (" + what + " takes: " + strings.Join(fields, ", ") + ")"
 	}
-	return invalid("%s", msg)
+	return msg
 }
 
 func uniqueSorted(s []string) []string {
@@ -410,6 +482,22 @@ func (oc *objConv) value(v any, f *field, path []seg, rp string) (any, error) {
 		}
 	case tMap, tObject:
 		if m, ok := v.(map[string]any); ok {
+			if item := oc.kind.field(f.Path + "{}"); item != nil && f.Type == tMap {
+				// A map of scalars of one type (a secret's version
+				// aliases, int64 in REST, strings in KCC).
+				out := make(map[string]any, len(m))
+				for _, key := range sortedKeys(m) {
+					if m[key] == nil {
+						continue
+					}
+					x, err := oc.value(m[key], item, append(path[:len(path):len(path)], seg{key: key}), rp+"."+key)
+					if err != nil {
+						return nil, err
+					}
+					out[key] = x
+				}
+				return out, nil
+			}
 			return oc.fillAll(m, pointer(path))
 		}
 	case tAny:
@@ -611,6 +699,73 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
+}
+
+// applyDefaults fills the fields Config Connector requires that the body
+// left out and the REST API defaulted (kinds.yaml's defaults): at every
+// place of the spec where the field's parent is and the field is not (a
+// VM's service account without scopes), with a warning naming it.
+func (oc *objConv) applyDefaults() error {
+	for i := range oc.kind.Fates {
+		f := &oc.kind.Fates[i]
+		if f.Fate != fDefault {
+			continue
+		}
+		var v any
+		switch f.Value {
+		case "from:name":
+			v = oc.it.gcpName
+		case "from:resource":
+			v = oc.it.res.Name
+		default:
+			if err := json.Unmarshal([]byte(f.Value), &v); err != nil {
+				return fmt.Errorf("internal error: %s: default %s: %w", oc.kind.Kind, f.Value, err)
+			}
+			v = normalizeJSON(v)
+		}
+		if n := fillDefault(oc.spec, strings.Split(f.KCC, "."), v); n > 0 {
+			oc.warnf("%s is not set: spec.%s takes %s, as the API defaulted it (%s)", displayPath(f.REST), f.KCC, defaultText(v), f.Note)
+		}
+	}
+	return nil
+}
+
+// defaultText shows a default in a warning.
+func defaultText(v any) string {
+	if s, ok := v.(string); ok {
+		return strconv.Quote(s)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// fillDefault sets the field at path (a.b[].c) to a copy of v wherever
+// its parent exists in m and it does not; it returns how many it set.
+func fillDefault(m map[string]any, path []string, v any) int {
+	name := path[0]
+	list := strings.HasSuffix(name, "[]")
+	name = strings.TrimSuffix(name, "[]")
+	if len(path) == 1 {
+		if _, ok := m[name]; ok || list {
+			return 0
+		}
+		m[name] = deepCopy(v)
+		return 1
+	}
+	n := 0
+	switch c := m[name].(type) {
+	case map[string]any:
+		if !list {
+			n += fillDefault(c, path[1:], v)
+		}
+	case []any:
+		for _, e := range c {
+			if em, ok := e.(map[string]any); ok && list {
+				n += fillDefault(em, path[1:], v)
+			}
+		}
+	}
+	return n
 }
 
 // checkRequired reports the required top-level spec fields the body left

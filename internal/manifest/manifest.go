@@ -235,6 +235,9 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 		return nil, errors.Join(errs...)
 	}
 	m := &Manifest{}
+	if conv != nil {
+		m.Warnings = append(m.Warnings, conv.Warnings...)
+	}
 	var err error
 	if m.Objects, err = b.sorted(); err != nil {
 		return nil, err

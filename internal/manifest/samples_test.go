@@ -25,6 +25,14 @@ import (
 // dmSamples is testdata/dmsamples.yaml.
 type dmSamples struct {
 	Samples []struct {
+		// Repo is the repository (OWNER/NAME) of a list of several, read
+		// from $DIR/OWNER/NAME; Commit the commit its files were read at.
+		Repo, Commit string
+		// Deployment is the deployment's name, where the repository says
+		// which to give (its README's gcloud deployment-manager
+		// deployments create NAME): its templates read it. By default,
+		// the configuration's file name.
+		Deployment string
 		Config     string
 		Files      map[string]string
 		Properties map[string]any
@@ -49,13 +57,31 @@ var sampleLists = []struct{ file, env, repo string }{
 // CRDs with strict field validation. A sample expected to fail must fail
 // with the error its entry names.
 func TestDMSamples(t *testing.T) {
+	runSamples(t, sampleLists, "make dm-samples DM_SAMPLES_DIR=DIR CFT_SAMPLES_DIR=DIR")
+}
+
+// publicLists is the corpus of DM configurations from other public
+// repositories: appliance vendors' and partners' deployment templates,
+// projects' install templates, personal repositories.
+var publicLists = []struct{ file, env, repo string }{
+	{"testdata/dmpublic.yaml", "DM_PUBLIC_DIR", "the repositories it names (DIR/OWNER/NAME, at the commit each entry names)"},
+}
+
+// TestDMPublic is TestDMSamples for testdata/dmpublic.yaml: public
+// Deployment Manager configurations of many repositories, each read from
+// $DM_PUBLIC_DIR/OWNER/NAME.
+func TestDMPublic(t *testing.T) {
+	runSamples(t, publicLists, "make dm-public DM_PUBLIC_DIR=DIR")
+}
+
+func runSamples(t *testing.T, lists []struct{ file, env, repo string }, how string) {
 	env := kubetest.Shared(t)
 	crds := kcctest.InstallCRDs(t, env)
 	converted, applied, refused, total := 0, 0, 0, 0
-	for _, l := range sampleLists {
-		root := os.Getenv(l.env)
-		if root == "" {
-			t.Fatalf("%s is not set: it names a checkout of %s (%s); make dm-samples DM_SAMPLES_DIR=DIR CFT_SAMPLES_DIR=DIR", l.env, l.repo, l.file)
+	for _, l := range lists {
+		dir := os.Getenv(l.env)
+		if dir == "" {
+			t.Fatalf("%s is not set: it names a checkout of %s (%s); %s", l.env, l.repo, l.file, how)
 		}
 		b, err := os.ReadFile(l.file)
 		if err != nil {
@@ -67,13 +93,21 @@ func TestDMSamples(t *testing.T) {
 		}
 		total += len(list.Samples)
 		for _, s := range list.Samples {
-			t.Run(sampleName(s.Config), func(t *testing.T) {
+			root, name := dir, sampleName(s.Config)
+			if s.Repo != "" {
+				root, name = filepath.Join(dir, filepath.FromSlash(s.Repo)), s.Repo+"/"+s.Config
+			}
+			t.Run(name, func(t *testing.T) {
 				for f := range s.Files {
 					if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 						t.Fatalf("%s is missing from %s: %v", f, l.env, err)
 					}
 				}
-				objs, err := convertSample(t.Context(), root, s.Config, s.Properties)
+				deployment := s.Deployment
+				if deployment == "" {
+					deployment = dmDeploymentName(s.Config)
+				}
+				objs, err := convertSample(t.Context(), root, s.Config, deployment, s.Properties)
 				if s.Expect != "ok" {
 					if err == nil || !strings.Contains(err.Error(), s.Expect) {
 						t.Fatalf("want an error containing %q, got %v", s.Expect, err)
@@ -129,14 +163,14 @@ func sampleName(config string) string {
 // convertSample expands and converts the configuration at config (a path
 // under root, its import root) as dm convert --project acme-samples does,
 // and fills the references only live objects have with stand-ins.
-func convertSample(ctx context.Context, root, config string, props map[string]any) ([]map[string]any, error) {
+func convertSample(ctx context.Context, root, config, deployment string, props map[string]any) ([]map[string]any, error) {
 	f, err := configfile.Read(filepath.Join(root, config), nil, root)
 	if err != nil {
 		return nil, err
 	}
 	res, err := expand.New(expand.Options{}).Expand(ctx, expand.Request{
 		Config: f.Content, ConfigName: f.Name, Imports: f.Imports, Properties: props,
-		Deployment: dmDeploymentName(config), Namespace: "default",
+		Deployment: deployment, Namespace: "default",
 		Env: map[string]string{"project": "acme-samples"},
 	})
 	if err != nil {
