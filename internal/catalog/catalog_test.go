@@ -173,7 +173,7 @@ func TestPages(t *testing.T) {
 		// required of the caller; the deploy command names what the
 		// template needs.
 		{"/t/gcp/vm:v1", 200, []string{`<code class="yaml">[22, 80]</code>`, "--project PROJECT_ID", "Lint findings"}, []string{"- 22"}},
-		{"/t/common/web:v1.2", 200, []string{"dm deploy github.com/acme/templates/common/web:v1.2.3 --properties image=IMAGE</code>", `<code class="yaml">ClusterIP</code>`, `<code class="yaml">[]</code>`}, nil},
+		{"/t/common/web:v1.2", 200, []string{"dm deploy github.com/acme/templates/common/web:v1.2.3 --properties image=IMAGE</code>", "<code>image</code></td><td>string</td><td></td><td><strong>yes</strong></td>", "<code>replicas</code></td><td>integer</td><td><code class=\"yaml\">2</code></td><td>no</td>", `<code class="yaml">ClusterIP</code>`, `<code class="yaml">[]</code>`}, nil},
 		{"/t/charts/hello:v0.1", 200, []string{"<code>image</code></td><td>object</td>", `class="depth-1"><code>image.tag</code>`, `<code class="yaml">&#34;&#34;</code>`, "Lint findings", "No findings (Helm's lint rules included)."}, nil},
 		{"/t/redis:v1/diff", 400, []string{"?from=VERSION"}, nil},
 		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%", `href="/v1/file?ref=redis%3Av1&amp;path=redis.jinja"`}, nil},
