@@ -77,7 +77,8 @@ apt_install() { # PACKAGE...
 }
 
 setup() {
-  for tool in git gcc; do
+  # patch: the catalog's diffs are applied with GNU patch.
+  for tool in git gcc patch; do
     command -v "$tool" >/dev/null 2>&1 && continue
     # gcc: the race detector needs cgo.
     pkg="$tool"; [ "$tool" = gcc ] && pkg=build-essential

@@ -227,7 +227,7 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 		if !st.IsDir() {
 			return nil, fmt.Errorf("registry %s: %s is not a directory: %w", spec.Prefix, abs, derrors.InvalidArgument)
 		}
-		src, g.Kind, g.Location = fetch.NewLocal(os.DirFS(abs)), KindLocal, abs
+		src, g.Kind, g.Location = fetch.NewLocalDir(abs, setup.Logger), KindLocal, abs
 		// Snapshots persist; blobs are read from the directory.
 		g.CacheDir = dir
 	case spec.FS != nil:

@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,5 +266,66 @@ func TestBrowserChart(t *testing.T) {
 	}
 	if !strings.Contains(text, "kind: Deployment") || !strings.Contains(text, "index.html: typed in chromium") {
 		t.Errorf("preview shows:\n%s", text)
+	}
+}
+
+// pageKinds are one page of each kind the catalog serves, over
+// registry-example: the front page, search, a registry, template pages
+// of each language (a Google Cloud one, a Helm chart, an OpenShift
+// template), a diff, a file and the error page.
+var pageKinds = []struct{ name, path, wait string }{
+	{"home", "/", "#recent"},
+	{"search", "/search?q=web", "ol.results"},
+	{"registry", "/r/github.com/acme/templates", "table"},
+	{"template", "/t/common/web:v1.2", "#versions"},
+	{"template-gcp", "/t/gcp/vm:v1", "#versions"},
+	{"template-chart", "/t/charts/hello:v0.1", "#versions"},
+	{"template-openshift", "/t/postgres:v1.1", "#versions"},
+	{"template-composite", "/t/apps/guestbook:v1.1", "#versions"},
+	{"diff", "/t/redis:v1/diff?from=v1.0.0", "section.diff"},
+	{"file", "/t/common/web:v1.2/-/file/web.gotmpl.schema", "pre"},
+	{"error", "/t/nosuch:v1", "p.error"},
+}
+
+// TestBrowserWidths opens every page kind at a desktop's 1280 px and a
+// phone's 420 px: none may push the page wider than the window (tables
+// and code scroll inside themselves). With DM_ARTIFACTS set (make
+// screenshots), a screenshot of each is written there for review.
+func TestBrowserWidths(t *testing.T) {
+	ctx := browser(t)
+	e := newTestEnv(t)
+	e.settle(t)
+	for _, width := range []int64{1280, 420} {
+		for _, p := range pageKinds {
+			var overflow bool
+			var wide string
+			actions := []chromedp.Action{
+				// Not as a mobile device: a phone's browser zooms out to fit
+				// a page that is too wide, and innerWidth grows with it.
+				emulation.SetDeviceMetricsOverride(width, 900, 1, false),
+				chromedp.Navigate(e.url + p.path),
+				chromedp.WaitVisible(p.wait, chromedp.ByQuery),
+				chromedp.Evaluate(`document.documentElement.scrollWidth > Math.min(window.innerWidth, document.documentElement.clientWidth)`, &overflow),
+				// What sticks out, to say which element to fix.
+				chromedp.Evaluate(`[...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > document.documentElement.clientWidth + 0.5 && !e.closest(".scroll, pre")).slice(0, 5).map(e => e.tagName + (e.className ? "." + e.className : "")).join(", ")`, &wide),
+			}
+			if os.Getenv("DM_ARTIFACTS") != "" {
+				name := fmt.Sprintf("%s-%d.png", p.name, width)
+				actions = append(actions, chromedp.ActionFunc(func(ctx context.Context) error {
+					var buf []byte
+					// Quality 100 is a PNG: what a reviewer looks at.
+					if err := chromedp.FullScreenshot(&buf, 100).Do(ctx); err != nil {
+						return err
+					}
+					return os.WriteFile(filepath.Join(artifacts(t), name), buf, 0o644)
+				}))
+			}
+			if err := chromedp.Run(ctx, actions...); err != nil {
+				t.Fatalf("%s at %d px: %v", p.path, width, err)
+			}
+			if overflow {
+				t.Errorf("%s (%s) scrolls sideways at %d px: %s", p.name, p.path, width, wide)
+			}
+		}
 	}
 }

@@ -131,12 +131,7 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05 UTC")
 	},
-	"since": func(t time.Time) string {
-		if t.IsZero() {
-			return "never"
-		}
-		return time.Since(t).Round(time.Second).String() + " ago"
-	},
+	"since": func(t time.Time) string { return since(t, time.Now()) },
 	"short": func(s string) string {
 		s = strings.TrimPrefix(s, "sha256:")
 		if len(s) > 12 {
@@ -149,6 +144,41 @@ var funcs = template.FuncMap{
 		return "/r/" + name
 	},
 	"query": url.QueryEscape,
+	// plural counts n things: "1 version", "2 versions".
+	"plural": func(n int, thing string) string {
+		if n == 1 {
+			return "1 " + thing
+		}
+		return strconv.Itoa(n) + " " + thing + "s"
+	},
+}
+
+// since says how long before now t was, as people say it: "5 seconds
+// ago", "3 hours ago", "12 days ago"; a date beyond 60 days.
+func since(t, now time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	n, unit := 0, ""
+	switch {
+	case d < 0:
+		return "just now"
+	case d < time.Minute:
+		n, unit = int(d/time.Second), "second"
+	case d < time.Hour:
+		n, unit = int(d/time.Minute), "minute"
+	case d < 48*time.Hour:
+		n, unit = int(d/time.Hour), "hour"
+	case d < 60*24*time.Hour:
+		n, unit = int(d/(24*time.Hour)), "day"
+	default:
+		return "on " + t.UTC().Format("2006-01-02")
+	}
+	if n == 1 {
+		return "1 " + unit + " ago"
+	}
+	return strconv.Itoa(n) + " " + unit + "s ago"
 }
 
 // refPath is the catalog path of a reference; its slashes and colon stay
@@ -193,6 +223,8 @@ type page struct {
 	Title string
 	Query string
 	Data  any
+	// SearchPage leaves the header's search box out: the page has its own.
+	SearchPage bool
 }
 
 // render writes the named page with status.
@@ -208,7 +240,7 @@ func (c *Catalog) render(w http.ResponseWriter, r *http.Request, status int, nam
 // page renders the named page; q is the search box's text.
 func (c *Catalog) page(name, title, q string, data any) ([]byte, error) {
 	var buf bytes.Buffer
-	p := page{Title: title, Data: data, Query: q}
+	p := page{Title: title, Data: data, Query: q, SearchPage: name == "search"}
 	if err := c.pages[name].ExecuteTemplate(&buf, "base.html", p); err != nil {
 		c.log.Error("rendering page", "page", name, "err", err)
 		return nil, err
@@ -265,7 +297,7 @@ type homePage struct {
 
 type recentRow struct {
 	Ref, Title string
-	Seen       time.Time
+	Change
 }
 
 func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
@@ -283,7 +315,7 @@ func (c *Catalog) handleHome(w http.ResponseWriter, r *http.Request) {
 		visible := c.visible(r.Context())
 		p.Counts = c.examples.CountsIn(visible)
 		for _, ch := range c.examples.Recent(visible) {
-			p.Recent = append(p.Recent, recentRow{Ref: ch.Ref, Seen: ch.Seen, Title: c.title(ch.Registry, ch.Ref)})
+			p.Recent = append(p.Recent, recentRow{Ref: ch.Ref, Change: ch, Title: c.title(ch.Registry, ch.Ref)})
 		}
 	}
 	c.render(w, r, http.StatusOK, "home", "Template registries", p)

@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,6 +24,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm/helmlint"
+	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -139,8 +143,12 @@ func TestPages(t *testing.T) {
 		not    []string
 	}{
 		{"/", 200, []string{`<a href="/r/github.com/acme/templates">github.com/acme/templates</a>`, `role="search"`, "Recently changed", "/t/github.com/acme/templates/"}, nil},
-		{"/search?q=redis", 200, []string{`href="/t/github.com/acme/templates/redis"`, `value="redis"`}, nil},
-		{"/search?q=guestbook", 200, []string{`href="/t/github.com/acme/templates/apps/guestbook"`}, []string{"/redis\""}},
+		{"/search?q=redis", 200, []string{`href="/t/github.com/acme/templates/redis"`, `value="redis"`, "2 templates match", "6 versions"}, []string{`class="search" role="search"`, "1 templates"}},
+		// The front page lists each template's highest stable version on
+		// a first index, pre-releases marked, with no time registryd
+		// merely indexed them at.
+		{"/", 200, []string{"/t/github.com/acme/templates/redis:v2.0.0", "changed "}, []string{"redis:v2.1.0-rc.1", "indexed "}},
+		{"/search?q=guestbook", 200, []string{`href="/t/github.com/acme/templates/apps/guestbook"`, "1 template matches", "2 versions"}, []string{"/redis\""}},
 		{"/search?q=", 200, []string{"<h1>Search</h1>"}, nil},
 		{"/r/github.com/acme/templates", 200, []string{"Collection common", "Collection apps", `href="/t/github.com/acme/templates/redis"`, "Redis", "jinja", `test-ok`}, nil},
 		{"/r/github.com/nope/x", 404, []string{"not configured"}, nil},
@@ -160,7 +168,13 @@ func TestPages(t *testing.T) {
 		{"/t/github.com/acme/templates/redis:v1.0.2", 200, []string{"Used by", "/t/github.com/acme/templates/apps/guestbook:"}, nil},
 		{"/t/github.com/acme/templates/apps/guestbook:v1", 200, []string{"Uses", `href="/t/github.com/acme/templates/redis:`, "<code>frontend.replicas</code>", `class="depth-1"`}, nil},
 		{"/t/redis", 200, []string{"github.com/acme/templates/redis:v2.0.0", "no version given"}, nil},
-		{"/t/redis:v1/diff?from=v1.0.0", 200, []string{"v1.0.0 → v1.0.2", "redis.jinja", `class="d del"`, `class="d add"`, "@@ -"}, nil},
+		{"/t/redis:v1/diff?from=v1.0.0", 200, []string{"v1.0.0 → v1.0.2", "redis.jinja", `class="d del"`, `class="d add"`, "@@ -"}, []string{"</span>\n<span", `class="d add">+ `}},
+		// Defaults as YAML; a required property with a default is not
+		// required of the caller; the deploy command names what the
+		// template needs.
+		{"/t/gcp/vm:v1", 200, []string{`<code class="yaml">[22, 80]</code>`, "--project PROJECT_ID", "Lint findings"}, []string{"- 22"}},
+		{"/t/common/web:v1.2", 200, []string{"dm deploy github.com/acme/templates/common/web:v1.2.3 --properties image=IMAGE</code>", "<code>image</code></td><td>string</td><td></td><td><strong>yes</strong></td>", "<code>replicas</code></td><td>integer</td><td><code class=\"yaml\">2</code></td><td>no</td>", `<code class="yaml">ClusterIP</code>`, `<code class="yaml">[]</code>`}, nil},
+		{"/t/charts/hello:v0.1", 200, []string{"<code>image</code></td><td>object</td>", `class="depth-1"><code>image.tag</code>`, `<code class="yaml">&#34;&#34;</code>`, "Lint findings", "No findings (Helm's lint rules included)."}, nil},
 		{"/t/redis:v1/diff", 400, []string{"?from=VERSION"}, nil},
 		{"/t/redis:v1/-/file/redis.jinja", 200, []string{"<h1>redis.jinja</h1>", "{%", `href="/v1/file?ref=redis%3Av1&amp;path=redis.jinja"`}, nil},
 		{"/t/redis:v1/-/file/nope", 404, []string{"no file"}, nil},
@@ -310,10 +324,13 @@ func TestUnified(t *testing.T) {
 		want string
 	}{
 		{"a\nb\nc\n", "a\nb\nc\n", ""},
-		{"a\nb\nc\n", "a\nx\nc\n", "@@ -1 +1 @@| a|-b|+x| c|"},
-		{"", "new\n", "@@ -1 +1 @@|+new|"},
-		{"old\n", "", "@@ -1 +1 @@|-old|"},
-		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "1\n2\n3\n4\n5\n6\n7\n8\n9\nten\n", "@@ -7 +7 @@| 7| 8| 9|-10|+ten|"},
+		{"a\nb\nc\n", "a\nx\nc\n", "@@ -1,3 +1,3 @@| a|-b|+x| c|"},
+		{"", "new\n", "@@ -0,0 +1 @@|+new|"},
+		{"old\n", "", "@@ -1 +0,0 @@|-old|"},
+		{"a\nb\n", "a\n", "@@ -1,2 +1 @@| a|-b|"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n", "1\n2\n3\n4\n5\n6\n7\n8\n9\nten\n", "@@ -7,4 +7,4 @@| 7| 8| 9|-10|+ten|"},
+		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n", "x\n2\n3\n4\n5\n6\n7\n8\n9\n10\ny\n", "@@ -1,4 +1,4 @@|-1|+x| 2| 3| 4|@@ -8,4 +8,4 @@| 8| 9| 10|-11|+y|"},
+		{"a", "b", `@@ -1 +1 @@|-a|\ No newline at end of file|+b|\ No newline at end of file|`},
 	}
 	for _, tt := range tests {
 		lines, _ := unified(tt.a, tt.b, 3)
@@ -470,5 +487,119 @@ func TestPreviewCrossSite(t *testing.T) {
 				t.Errorf("%d expansions for a refused preview", ran)
 			}
 		})
+	}
+}
+
+// TestUnifiedPatch applies unified's diffs of generated files with GNU
+// patch, an applier nobody here wrote: the hunk headers' starts and
+// lengths must be what diff -u would write, or patch refuses or
+// misplaces them.
+func TestUnifiedPatch(t *testing.T) {
+	patchBin, err := exec.LookPath("patch")
+	if err != nil {
+		t.Fatal("GNU patch is missing (Debian's patch package; make test installs it when root)")
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	gen := func() string {
+		var b strings.Builder
+		for range rng.IntN(40) {
+			fmt.Fprintf(&b, "l%d\n", rng.IntN(8))
+		}
+		if rng.IntN(6) == 0 {
+			b.WriteString("tail")
+		}
+		return b.String()
+	}
+	dir := t.TempDir()
+	for i := range 200 {
+		a, b := gen(), gen()
+		if rng.IntN(3) == 0 {
+			b = mutate(rng, a)
+		}
+		lines, note := unified(a, b, rng.IntN(4))
+		if note != "" {
+			t.Fatalf("case %d: %s", i, note)
+		}
+		var p strings.Builder
+		p.WriteString("--- a/f\n+++ b/f\n")
+		for _, l := range lines {
+			if l.Kind == "@" {
+				p.WriteString(l.Text + "\n")
+			} else {
+				p.WriteString(l.Kind + l.Text + "\n")
+			}
+		}
+		f := filepath.Join(dir, "f")
+		if err := os.WriteFile(f, []byte(a), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if a == b {
+			if len(lines) != 0 {
+				t.Fatalf("case %d: equal files got a diff %q", i, p.String())
+			}
+			continue
+		}
+		cmd := exec.Command(patchBin, "--quiet", "--force", "--fuzz=0", "--no-backup-if-mismatch", "-r", "-", f)
+		cmd.Stdin = strings.NewReader(p.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("case %d: patch refused the diff of %q -> %q: %v\n%s\ndiff:\n%s", i, a, b, err, out, p.String())
+		}
+		got, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != b {
+			t.Fatalf("case %d: patched %q -> %q gave %q\ndiff:\n%s", i, a, b, got, p.String())
+		}
+	}
+}
+
+// mutate changes, inserts and deletes a few lines of s.
+func mutate(rng *rand.Rand, s string) string {
+	l := splitLines(s)
+	for range 1 + rng.IntN(3) {
+		switch i := rng.IntN(len(l) + 1); {
+		case i == len(l) || rng.IntN(3) == 0:
+			l = slices.Insert(l, i, fmt.Sprintf("new%d", rng.IntN(100)))
+		case rng.IntN(2) == 0:
+			l = slices.Delete(l, i, i+1)
+		default:
+			l[i] = "changed"
+		}
+	}
+	if len(l) == 0 {
+		return ""
+	}
+	return strings.Join(l, "\n") + "\n"
+}
+
+// TestRecentByCommit: the front page lists versions by when their
+// directories last changed in the registry's git history, not by when
+// registryd indexed them.
+func TestRecentByCommit(t *testing.T) {
+	dir := githubtest.NewRepoFS(t, dm.ExampleRegistry())
+	when := time.Now().Add(-3 * 24 * time.Hour).UTC().Truncate(time.Second)
+	githubtest.CommitAt(t, dir, map[string]string{"postgres/v1.1.0/NOTES.md": "notes\n"}, when)
+	e := serveRegistry(t, api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, Dir: dir}, 0)
+	e.settle(t)
+	var body string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, body = get(t, e.url+"/")
+		if strings.Contains(body, "changed ") || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	i := strings.Index(body, "/t/github.com/acme/templates/postgres:v1.1.0")
+	j := strings.Index(body, "/t/github.com/acme/templates/redis:v2.0.0")
+	if i < 0 || j < 0 || i > j {
+		t.Fatalf("postgres:v1.1.0 (changed 3 days ago) is not listed before redis:v2.0.0 (changed in 2024): %d, %d\n%s", i, j, body)
+	}
+	if !strings.Contains(body, `datetime="`+when.Format("2006-01-02T15:04:05Z")+`"`) || !strings.Contains(body, "changed <time") || !strings.Contains(body, "3 days ago") {
+		t.Errorf("postgres:v1.1.0 is not shown changed 3 days ago at %s\n%s", when, body)
+	}
+	if !strings.Contains(body, "on 2024-01-01") {
+		t.Errorf("the versions of the first commit are not dated 2024-01-01\n%s", body)
 	}
 }

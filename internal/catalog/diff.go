@@ -179,35 +179,70 @@ func unified(a, b string, ctx int) ([]diffLine, string) {
 			}
 		}
 	}
+	// Hunks as diff -u writes them: each run of kept lines gets a header
+	// with the start and length of its lines in each file (the length left
+	// out when it is 1; a start one before the gap when the length is 0),
+	// and no function name.
 	var out []diffLine
-	ai, bi := 1, 1
-	gap := true
-	for i, op := range ops {
-		if keep[i] {
-			if gap {
-				out = append(out, diffLine{Kind: "@", Text: fmt.Sprintf("@@ -%d +%d @@", ai, bi)})
-				gap = false
+	ai, bi := 1, 1 // the line numbers of ops[i] in a and in b
+	for i := 0; i < len(ops); {
+		if !keep[i] {
+			ai, bi = advance(ops[i].Kind, ai, bi)
+			i++
+			continue
+		}
+		j := i
+		for j < len(ops) && keep[j] {
+			j++
+		}
+		var na, nb int
+		for _, op := range ops[i:j] {
+			if op.Kind != "+" {
+				na++
 			}
+			if op.Kind != "-" {
+				nb++
+			}
+		}
+		out = append(out, diffLine{Kind: "@", Text: fmt.Sprintf("@@ -%s +%s @@", hunkRange(ai, na), hunkRange(bi, nb))})
+		for _, op := range ops[i:j] {
 			if text, ok := strings.CutSuffix(op.Text, noEOL); ok {
 				// As diff(1) marks a last line that has no line break.
 				out = append(out, diffLine{op.Kind, text}, diffLine{"@", `\ No newline at end of file`})
 			} else {
 				out = append(out, op)
 			}
-		} else {
-			gap = true
+			ai, bi = advance(op.Kind, ai, bi)
 		}
-		switch op.Kind {
-		case " ":
-			ai++
-			bi++
-		case "-":
-			ai++
-		case "+":
-			bi++
-		}
+		i = j
 	}
 	return out, ""
+}
+
+// advance returns the line numbers in a and b after a line of kind.
+func advance(kind string, ai, bi int) (int, int) {
+	switch kind {
+	case " ":
+		return ai + 1, bi + 1
+	case "-":
+		return ai + 1, bi
+	case "+":
+		return ai, bi + 1
+	}
+	return ai, bi
+}
+
+// hunkRange is one side of a hunk header: start,length, or start alone
+// for one line; an empty side names the line before it (0 for none), as
+// diff -u does.
+func hunkRange(start, n int) string {
+	switch n {
+	case 0:
+		return fmt.Sprintf("%d,0", start-1)
+	case 1:
+		return fmt.Sprint(start)
+	}
+	return fmt.Sprintf("%d,%d", start, n)
 }
 
 // lcsDiff is the line diff of x and y by longest common subsequence, with

@@ -16,6 +16,8 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -129,7 +131,11 @@ type ExampleResult struct {
 	Error string
 	// Uses are the canonical references of the registry templates the
 	// example expanded through, the template itself excluded.
-	Uses   []string
+	Uses []string
+	// GCP says the example made Google Cloud resources (Deployment
+	// Manager types), which dm deploys as Config Connector objects under
+	// a --project.
+	GCP    bool
 	Tested time.Time
 	// held: pending, but not queued until its GitHub registry's index
 	// settles.
@@ -152,7 +158,35 @@ type Change struct {
 	// Registry is the key of the version's registry.
 	Registry string
 	Ref      string
-	Seen     time.Time
+	// Seen is when this process first listed it; Committed, when known,
+	// when its directory last changed in its registry's history (the
+	// commit's time; a local directory's newest file otherwise).
+	Seen, Committed time.Time
+	// Initial: listed by its registry's first index, where Seen says
+	// nothing of when it changed.
+	Initial    bool
+	Prerelease bool
+	dir        string
+}
+
+// When is the time the change is listed by: its commit's, else when it
+// was seen (unknown, zero, for a version of a first index).
+func (c Change) When() time.Time {
+	if !c.Committed.IsZero() || c.Initial {
+		return c.Committed
+	}
+	return c.Seen
+}
+
+// dateJob is what a walk found new in one registry, to be dated (Dater)
+// before it is listed among the recent changes.
+type dateJob struct {
+	g       *index.Registry
+	tree    *fetch.Tree
+	changes []Change
+	// remote: the registry's source spends a request per directory
+	// dated.
+	remote bool
 }
 
 // maxRecent bounds the list of recent changes.
@@ -215,7 +249,9 @@ func (e *Examples) Run(ctx context.Context) {
 	t := time.NewTicker(e.opts.Poll)
 	defer t.Stop()
 	for {
-		e.walk()
+		if jobs := e.walk(); len(jobs) > 0 {
+			e.addRecent(ctx, jobs)
+		}
 		select {
 		case <-ctx.Done():
 			wg.Wait()
@@ -227,8 +263,9 @@ func (e *Examples) Run(ctx context.Context) {
 }
 
 // walk queues the versions of changed snapshots that have no result yet
-// and forgets the results of versions no snapshot holds any more.
-func (e *Examples) walk() {
+// and forgets the results of versions no snapshot holds any more. It
+// returns the new versions to list as recent changes once dated.
+func (e *Examples) walk() (jobs []dateJob) {
 	regs := e.opts.Resolver.Registries()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -264,7 +301,18 @@ func (e *Examples) walk() {
 		}
 		changed = true
 		now := time.Now()
+		job := dateJob{g: g, tree: snap.Tree, remote: g.Kind == api.KindGitHub}
 		for _, t := range snap.AllTemplates() {
+			// On a registry's first index every version is new: list each
+			// template's highest stable version only (its highest
+			// pre-release when it has no other).
+			listed := len(t.Versions) - 1
+			for i := listed; i >= 0; i-- {
+				if !t.Versions[i].Prerelease() {
+					listed = i
+					break
+				}
+			}
 			for i, v := range t.Versions {
 				key := exampleKey{g.Key(), v.Digest}
 				r, ok := e.results[key]
@@ -290,19 +338,17 @@ func (e *Examples) walk() {
 					continue
 				}
 				e.queue = append(e.queue, exampleJob{key: key, g: g, version: v})
-				// On a registry's first index every version is new: list
-				// each template's highest version only.
-				if !first || i == len(t.Versions)-1 {
-					e.recent = append(e.recent, Change{Registry: g.Key(), Ref: v.Ref, Seen: now})
+				if !first || i == listed {
+					job.changes = append(job.changes, Change{Registry: g.Key(), Ref: v.Ref, Seen: now, Initial: first, Prerelease: v.Prerelease(), dir: v.Path})
 				}
 			}
 		}
+		if len(job.changes) > 0 {
+			jobs = append(jobs, job)
+		}
 	}
 	if !changed {
-		return
-	}
-	if n := len(e.recent); n > maxRecent {
-		e.recent = slices.Clone(e.recent[n-maxRecent:])
+		return jobs
 	}
 	live := map[exampleKey]bool{}
 	e.byRef = map[refKey]exampleKey{}
@@ -340,6 +386,43 @@ func (e *Examples) walk() {
 	case e.work <- struct{}{}:
 	default:
 	}
+	return jobs
+}
+
+// addRecent dates what walk found new (Dater: local directories always;
+// a GitHub registry, a request per directory, on its first index only,
+// where the time it was seen says nothing) and lists it among the recent
+// changes, newest first.
+func (e *Examples) addRecent(ctx context.Context, jobs []dateJob) {
+	for _, j := range jobs {
+		if !j.remote || j.changes[0].Initial {
+			dirs := make([]string, len(j.changes))
+			for i, c := range j.changes {
+				dirs[i] = c.dir
+			}
+			dates, err := fetch.DatesOf(ctx, j.g.Source, j.tree, dirs)
+			if err != nil {
+				e.log.Warn("dating new versions", "registry", j.g.Name, "err", err)
+			}
+			for i := range j.changes {
+				j.changes[i].Committed = dates[j.changes[i].dir]
+			}
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, j := range jobs {
+		if _, ok := e.opts.Resolver.ByKey(j.g.Key()); !ok {
+			continue
+		}
+		e.recent = append(e.recent, j.changes...)
+	}
+	// Newest first; what cannot be dated last, in the order seen.
+	slices.SortStableFunc(e.recent, func(a, b Change) int { return b.When().Compare(a.When()) })
+	if len(e.recent) > maxRecent {
+		e.recent = slices.Clone(e.recent[:maxRecent])
+	}
+	e.gen.Add(1)
 }
 
 func (e *Examples) next() (exampleJob, bool) {
@@ -561,6 +644,12 @@ func (e *Examples) test(ctx context.Context, j exampleJob) (r *ExampleResult) {
 		return r
 	}
 	r.Status = StatusOK
+	for _, res := range res.Config.Resources {
+		if gcp.IsGCPType(res.Type) {
+			r.GCP = true
+			break
+		}
+	}
 	self, _, _ := strings.Cut(v.Ref, ":")
 	for _, ref := range res.References {
 		// Other versions of the template itself are not uses.
@@ -668,13 +757,13 @@ func keyNamespace(key string) string {
 }
 
 // Recent returns the latest versions that appeared of the registries
-// visible says the caller may see, newest first.
+// visible says the caller may see, newest first (Change.When).
 func (e *Examples) Recent(visible func(key string) bool) []Change {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var out []Change
-	for i := len(e.recent) - 1; i >= 0; i-- {
-		if c := e.recent[i]; visible(c.Registry) {
+	for _, c := range e.recent {
+		if visible(c.Registry) {
 			out = append(out, c)
 		}
 	}

@@ -3,6 +3,7 @@ package catalog
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -60,8 +61,9 @@ func (v versionRow) Pinned() string { return v.Ref + "@" + v.Digest }
 // propRow is one row of the properties table; nested properties follow
 // their parent with a deeper Depth.
 type propRow struct {
+	// Default is the default as YAML (yamlFlow), when HasDefault.
 	Path, Type, Description, Default string
-	Required                         bool
+	Required, HasDefault             bool
 	Depth                            int
 }
 
@@ -193,9 +195,25 @@ func describe(tv *api.TemplateVersion) ([]propRow, []field) {
 		// chart's values by dotted path) or nothing: flat.
 		var rows []propRow
 		var fields []field
+		seen := map[string]bool{}
 		for _, p := range tv.Properties {
-			rows = append(rows, propRow{Path: p.Name, Type: p.Type, Description: p.Description, Default: show(p.Default), Required: p.Required, Depth: strings.Count(p.Name, ".")})
-			fields = append(fields, newField(p.Name, p.Type, p.Description, p.Default, nil, p.Required))
+			// Values by dotted path (a chart's image.tag): each nested one
+			// sits under a row of its parent, as a schema's do.
+			parts := strings.Split(p.Name, ".")
+			for i := 1; i < len(parts); i++ {
+				if parent := strings.Join(parts[:i], "."); !seen[parent] {
+					seen[parent] = true
+					rows = append(rows, propRow{Path: parent, Type: "object", Depth: i - 1})
+				}
+			}
+			seen[p.Name] = true
+			required := (p.Required || slices.Contains(tv.Required, p.Name)) && p.Default == nil
+			row := propRow{Path: p.Name, Type: p.Type, Description: p.Description, Required: required, Depth: len(parts) - 1}
+			if p.Default != nil {
+				row.Default, row.HasDefault = yamlFlow(p.Default), true
+			}
+			rows = append(rows, row)
+			fields = append(fields, newField(p.Name, p.Type, p.Description, p.Default, nil, required))
 		}
 		return rows, fields
 	}
@@ -215,9 +233,12 @@ func describe(tv *api.TemplateVersion) ([]propRow, []field) {
 		desc, _ := m["description"].(string)
 		desc = strings.TrimSpace(desc)
 		def, hasDef := m["default"]
+		// A required property with a default is filled by it: the caller
+		// need not give it.
+		required = required && !hasDef
 		row := propRow{Path: p, Type: typ, Description: desc, Required: required, Depth: depth}
 		if hasDef {
-			row.Default = show(def)
+			row.Default, row.HasDefault = yamlFlow(def), true
 		}
 		rows = append(rows, row)
 		sub, _ := m["properties"].(map[string]any)
@@ -294,21 +315,68 @@ func newField(name, typ, desc string, def any, enum []string, required bool) fie
 	return f
 }
 
-// show formats a default or enum value for display.
+// show formats a default or enum value for a form: a string as it is
+// typed, anything else as YAML in flow style.
 func show(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return ""
 	case string:
 		return v
-	case map[string]any, []any:
-		b, err := yamlMarshal(v)
-		if err != nil {
-			return fmt.Sprint(v)
+	}
+	return yamlFlow(v)
+}
+
+// yamlFlow formats v as YAML on one line: lists and maps in flow style
+// ([22, 80], {tier: web}), keys in order, strings quoted only where YAML
+// would read them as something else ("80", "yes", "").
+func yamlFlow(v any) string {
+	var b strings.Builder
+	writeFlow(&b, v)
+	return b.String()
+}
+
+func writeFlow(b *strings.Builder, v any) {
+	switch v := v.(type) {
+	case []any:
+		b.WriteByte('[')
+		for i, e := range v {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeFlow(b, e)
 		}
-		return strings.TrimSpace(string(b))
+		b.WriteByte(']')
+	case map[string]any:
+		b.WriteByte('{')
+		for i, k := range sortedKeys(v) {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			writeFlow(b, k)
+			b.WriteString(": ")
+			writeFlow(b, v[k])
+		}
+		b.WriteByte('}')
+	case string:
+		// A scalar's text as the YAML encoder writes it, unless flow
+		// style needs it quoted (its indicators).
+		out, err := yamlMarshal(v)
+		text := strings.TrimSuffix(string(out), "\n")
+		if err != nil || strings.ContainsAny(text, "\n,[]{}") || strings.HasPrefix(text, "|") || strings.HasPrefix(text, ">") {
+			q, _ := json.Marshal(v)
+			text = string(q)
+		}
+		b.WriteString(text)
+	case nil:
+		b.WriteString("null")
 	default:
-		return fmt.Sprint(v)
+		q, err := json.Marshal(v)
+		if err != nil {
+			fmt.Fprint(b, v)
+			return
+		}
+		b.Write(q)
 	}
 }
 
@@ -371,6 +439,43 @@ func (c *Catalog) renderVersion(w http.ResponseWriter, r *http.Request, status i
 		vp.rendered.Store(&renderedPage{gen: gen, note: note, body: body})
 	}
 	c.write(w, status, body)
+}
+
+// DeployCommand is the dm deploy command to copy: the version's
+// reference, a --properties placeholder for each property the caller
+// must give (required, no default), and --project when the example
+// made Google Cloud resources, which need one.
+func (v versionView) DeployCommand() string {
+	var b strings.Builder
+	b.WriteString(v.Deploy)
+	if v.Example != nil && v.Example.GCP {
+		b.WriteString(" --project PROJECT_ID")
+	}
+	for _, p := range v.Props {
+		if p.Required {
+			fmt.Fprintf(&b, " --properties %s=%s", p.Path, placeholder(p.Path))
+		}
+	}
+	return b.String()
+}
+
+// placeholder is the value to fill in for property path in a command:
+// its last name in capitals (image.tag -> TAG).
+func placeholder(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		path = path[i+1:]
+	}
+	var b strings.Builder
+	for i, r := range path {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		if r == '-' {
+			r = '_'
+		}
+		b.WriteString(strings.ToUpper(string(r)))
+	}
+	return b.String()
 }
 
 // FileLink is the link to a file of the version.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2/simplelru"
 )
@@ -166,4 +167,10 @@ func WriteFileAtomic(name string, b []byte) (err error) {
 		return err
 	}
 	return errors.Join(os.Rename(f.Name(), name))
+}
+
+// Dates is the underlying Source's (Dater), which caches nothing: dates
+// are asked once per new version.
+func (c *Cache) Dates(ctx context.Context, t *Tree, dirs []string) (map[string]time.Time, error) {
+	return DatesOf(ctx, c.src, t, dirs)
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
+	"os"
 	"path"
 	"sort"
 	"sync"
@@ -23,6 +25,10 @@ const MaxLocalFileSize = 8 << 20
 // not part of the registry.
 type Local struct {
 	fsys fs.FS
+	// dir is the directory fsys reads, when it is one: its git history
+	// dates versions (Dates).
+	dir string
+	log *slog.Logger
 
 	mu    sync.Mutex
 	paths map[string]string // blob SHA -> path, from the last listing
@@ -31,6 +37,18 @@ type Local struct {
 // NewLocal returns a Source over fsys.
 func NewLocal(fsys fs.FS) *Local {
 	return &Local{fsys: fsys}
+}
+
+// NewLocalDir returns a Source over the directory dir, which Dates dates
+// by the history of the git work tree holding it, if any. log may be nil.
+func NewLocalDir(dir string, log *slog.Logger) *Local {
+	return &Local{fsys: os.DirFS(dir), dir: dir, log: log}
+}
+
+func (l *Local) logf(format string, args ...any) {
+	if l.log != nil {
+		l.log.Warn(fmt.Sprintf(format, args...), "dir", l.dir)
+	}
 }
 
 // Tree lists every regular file of the directory with its git blob SHA.

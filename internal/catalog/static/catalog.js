@@ -6,8 +6,12 @@ document.addEventListener("DOMContentLoaded", () => {
   for (const b of document.querySelectorAll("[data-copy]")) {
     b.addEventListener("click", () => {
       const el = document.getElementById(b.dataset.copy);
-      el.select();
-      if (navigator.clipboard) navigator.clipboard.writeText(el.value);
+      const range = document.createRange();
+      range.selectNodeContents(el);
+      const sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(range);
+      if (navigator.clipboard) navigator.clipboard.writeText(el.textContent);
     });
   }
   const form = document.querySelector("form[data-live]");

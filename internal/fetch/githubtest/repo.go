@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // gitEnv isolates git from the user's and system configuration and makes
@@ -102,6 +103,13 @@ func NewRepoFS(t testing.TB, fsys fs.FS) string {
 // current branch, returning the new commit SHA.
 func Commit(t testing.TB, repoDir string, files map[string]string) string {
 	t.Helper()
+	return CommitAt(t, repoDir, files, time.Time{})
+}
+
+// CommitAt is Commit with the commit's author and committer date when
+// (the fixed date of every other commit if zero).
+func CommitAt(t testing.TB, repoDir string, files map[string]string, when time.Time) string {
+	t.Helper()
 	for p, content := range files {
 		name := filepath.Join(repoDir, filepath.FromSlash(p))
 		if content == "" {
@@ -117,7 +125,17 @@ func Commit(t testing.TB, repoDir string, files map[string]string) string {
 	mustGit(t, repoDir, "add", "--all")
 	// Fixed dates keep SHAs reproducible; the parent still makes each commit
 	// distinct, and --allow-empty lets tests make a new commit of the same tree.
-	mustGit(t, repoDir, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "update")
+	if when.IsZero() {
+		mustGit(t, repoDir, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "update")
+	} else {
+		date := when.UTC().Format(time.RFC3339)
+		cmd := exec.Command("git", "-C", repoDir, "commit", "--quiet", "--allow-empty", "--no-gpg-sign", "-m", "update")
+		// The last of a name in Env wins.
+		cmd.Env = append(gitEnv(), "GIT_AUTHOR_DATE="+date, "GIT_COMMITTER_DATE="+date)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git commit: %v: %s", err, out)
+		}
+	}
 	return mustGit(t, repoDir, "rev-parse", "HEAD")
 }
 

@@ -93,6 +93,7 @@ func New(repos map[string]string) *Server {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /repos/{owner}/{repo}", s.handleRepo)
+	mux.HandleFunc("GET /repos/{owner}/{repo}/commits", s.handleCommits)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/commits/{ref...}", s.handleCommit)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/git/trees/{sha...}", s.handleTree)
 	mux.HandleFunc("GET /repos/{owner}/{repo}/git/blobs/{sha}", s.handleBlob)
@@ -484,10 +485,63 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 		serve(w, r, "application/vnd.github.sha; charset=utf-8", `"`+sha+`"`, []byte(sha))
 		return
 	}
-	out, err := git(r.Context(), dir, "show", "-s", "--format=%T%n%P%n%an%n%ae%n%aI%n%cn%n%ce%n%cI%n%B", sha)
+	c, err := s.commitJSON(r.Context(), name, dir, sha)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
+	}
+	serveJSON(w, r, c)
+}
+
+// handleCommits lists commits as GitHub's GET /repos/O/R/commits does:
+// from sha (default the default branch), those that changed path if
+// given, newest first, per_page of them (default 30, at most 100).
+func (s *Server) handleCommits(w http.ResponseWriter, r *http.Request) {
+	name, dir, ok := s.repo(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query()
+	from := q.Get("sha")
+	if from == "" {
+		from = "HEAD"
+	}
+	sha, ok := resolve(r.Context(), dir, from, "commit")
+	if !ok {
+		notFound(w)
+		return
+	}
+	n, err := strconv.Atoi(q.Get("per_page"))
+	if err != nil || n <= 0 {
+		n = 30
+	}
+	args := []string{"log", "--format=%H", "-n", strconv.Itoa(min(n, 100)), sha}
+	if p := strings.Trim(q.Get("path"), "/"); p != "" {
+		args = append(args, "--", p)
+	}
+	out, err := git(r.Context(), dir, args...)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	list := []map[string]any{}
+	for _, c := range strings.Fields(string(out)) {
+		m, err := s.commitJSON(r.Context(), name, dir, c)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		list = append(list, m)
+	}
+	serveJSON(w, r, list)
+}
+
+// commitJSON is commit sha of repository name (in dir) as GitHub's API
+// describes one.
+func (s *Server) commitJSON(ctx context.Context, name, dir, sha string) (map[string]any, error) {
+	out, err := git(ctx, dir, "show", "-s", "--format=%T%n%P%n%an%n%ae%n%aI%n%cn%n%ce%n%cI%n%B", sha)
+	if err != nil {
+		return nil, err
 	}
 	lines := strings.SplitN(string(out), "\n", 9)
 	for len(lines) < 9 {
@@ -497,7 +551,7 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 	for _, p := range strings.Fields(lines[1]) {
 		parents = append(parents, map[string]string{"sha": p, "url": s.apiURL("repos/%s/commits/%s", name, p)})
 	}
-	serveJSON(w, r, map[string]any{
+	return map[string]any{
 		"sha":      sha,
 		"node_id":  "C_" + sha,
 		"url":      s.apiURL("repos/%s/commits/%s", name, sha),
@@ -510,7 +564,7 @@ func (s *Server) handleCommit(w http.ResponseWriter, r *http.Request) {
 			"url":       s.apiURL("repos/%s/git/commits/%s", name, sha),
 		},
 		"parents": parents,
-	})
+	}, nil
 }
 
 type treeEntry struct {
