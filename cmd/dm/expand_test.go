@@ -240,6 +240,10 @@ properties:
 }
 
 func TestExpandErrors(t *testing.T) {
+	cli := filepath.Join(t.TempDir(), "cli.yaml")
+	if err := os.WriteFile(cli, []byte("resources:\n- name: cli\n  type: common/web:v1.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -250,6 +254,12 @@ func TestExpandErrors(t *testing.T) {
 		// with their descriptions (TestPrompt has the terminal).
 		{[]string{"expand", "apps/gitea:v1"}, "1 required property without a value (give them with --properties KEY=VALUE or --values FILE, or run on a terminal to be asked):\n  domain (string): Host name Gitea is served at"},
 		{[]string{"expand", "redis:v1", "--properties", "nokey"}, "want KEY=VALUE"},
+		{[]string{"expand", "redis:v1", "--properties", "zone:europe-west1-b"}, `"zone:europe-west1-b": want KEY=VALUE: dm takes zone=europe-west1-b where gcloud took zone:europe-west1-b`},
+		// A configuration's properties are keyed by resource: a key that
+		// names none is the mistake, not the property left without one.
+		{[]string{"expand", cli, "--properties", "image=busybox"}, `--properties "image": the configuration has no resource "image"; with a configuration, --properties and --values are keyed by resource name (--properties cli.image=VALUE sets property image of resource cli; resources: cli)`},
+		{[]string{"--github-api", "http://127.0.0.1:1/", "expand", "github.com/acme/templatez/redis:v1"}, "did you mean github.com/acme/templates/redis:v1, of a configured registry?"},
+		{[]string{"expand", "commn/web:v1.2"}, `has no collection "commn" (collections: (root), apps, charts, common, gcp); did you mean github.com/acme/templates/common/web:v1.2?`},
 		{[]string{"expand", "redis:v1", "--values", "/nonexistent.yaml"}, "--values"},
 	}
 	for _, tt := range tests {
@@ -481,7 +491,7 @@ func TestInitScaffoldsLintClean(t *testing.T) {
 		{[]string{"init", "--dir", dir, "--lang", "ruby", "x"}, 2, "--lang"},
 		{[]string{"init", "--dir", dir, "Bad_Name"}, 2, "not a valid name"},
 		{[]string{"init", "--dir", dir, "a/b/c"}, 2, "COLLECTION/TEMPLATE"},
-		{[]string{"init"}, 2, "accepts 1 arg"},
+		{[]string{"init"}, 2, "init needs [COLLECTION/]TEMPLATE (usage: dm init [COLLECTION/]TEMPLATE)"},
 	} {
 		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)

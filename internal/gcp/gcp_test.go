@@ -300,6 +300,12 @@ func TestProjectAndLocation(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no project") || !errors.Is(err, derrors.InvalidArgument) {
 		t.Errorf("no project: %v", err)
 	}
+	// Said once for every resource it leaves without a project, beside
+	// the other errors.
+	_, err = Convert(resources(t, `[{name: net, type: compute.v1.network}, {name: ip, type: compute.v1.address, properties: {region: r}}, {name: x, type: compute.v1.nosuch}]`), Options{})
+	if err == nil || strings.Count(err.Error(), "no project") != 1 || !strings.Contains(err.Error(), "no project: the properties of resources net, ip name none; give --project PROJECT_ID") || !strings.Contains(err.Error(), "resource x") {
+		t.Errorf("no project of two resources: %v", err)
+	}
 }
 
 func TestDeletionPolicy(t *testing.T) {
@@ -508,9 +514,13 @@ func TestErrors(t *testing.T) {
 		{"action", `[{name: s, type: "gcp-types/cloudresourcemanager-v1:cloudresourcemanager.projects.setIamPolicy"}]`,
 			[]string{"action"}},
 		{"unknown property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowd: []}}]`,
-			[]string{"properties.allowd has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
+			[]string{"properties.allowd has no Config Connector field in ComputeFirewall; did you mean properties.allowed?"}},
+		{"unknown property near none", `[{name: fw, type: compute.v1.firewall, properties: {network: default, zzzzzz: []}}]`,
+			[]string{"properties.zzzzzz has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
 		{"unknown nested property", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowed: [{protocol: tcp}]}}]`,
-			[]string{"properties.allowed[].protocol has no Config Connector field", "properties.allowed[] takes: IPProtocol, ports"}},
+			[]string{"properties.allowed[].protocol has no Config Connector field in ComputeFirewall; did you mean properties.allowed[].IPProtocol?"}},
+		{"unknown nested property near none", `[{name: fw, type: compute.v1.firewall, properties: {network: default, allowed: [{zzzzzz: tcp}]}}]`,
+			[]string{"properties.allowed[].zzzzzz has no Config Connector field", "properties.allowed[] takes: IPProtocol, ports"}},
 		{"wrong value type", `[{name: fw, type: compute.v1.firewall, properties: {network: default, priority: high}}]`,
 			[]string{`properties.priority is "high"; Config Connector's ComputeFirewall.spec.priority is a integer`}},
 		{"status lacks field", `[{name: a, type: compute.v1.network}, {name: b, type: compute.v1.firewall, properties: {network: default, description: "$(ref.a.gatewayIPv4x)"}}]`,

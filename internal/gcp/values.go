@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/dmhq/dm/internal/derrors"
 )
 
 // objConv converts one resource's properties into its object's spec.
@@ -250,6 +252,13 @@ func (oc *objConv) unknownField(rp, key, parent string) error {
 	}
 	fields = uniqueSorted(fields)
 	msg := fmt.Sprintf("%s has no Config Connector field in %s", displayPath(rp), oc.kind.Kind)
+	if near := derrors.Near(key, fields); len(near) > 0 {
+		// A typo: the field meant, not the whole list.
+		for i, n := range near {
+			near[i] = displayPath(joinREST(parent, n))
+		}
+		return invalid("%s; did you mean %s?", msg, strings.Join(near, " or "))
+	}
 	if len(fields) > 0 {
 		what := oc.kind.Kind
 		if parent != "" && !strings.HasSuffix(parent, ":") {
