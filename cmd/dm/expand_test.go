@@ -680,3 +680,30 @@ func TestExpandEmptyConfig(t *testing.T) {
 		t.Errorf("keyed --properties: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestInitNextStep: dm init says what to run next, and that command
+// works; the example's expand without --registry-dir, run in the version
+// directory, says how to name the registry.
+func TestInitNextStep(t *testing.T) {
+	dir := t.TempDir()
+	r := dmRun(t, nil, "init", "shop/web", "--dir", dir)
+	if r.code != 0 {
+		t.Fatalf("dm init: exit %d: %s", r.code, r.stderr)
+	}
+	example := filepath.Join(dir, "shop", "web", "v0.1.0", "example.yaml")
+	next := "dm --registry-dir github.com/example/templates=" + dir + " expand " + example
+	if !strings.Contains(r.stdout, "Next, expand the example and lint the registry:\n  "+next+"\n  dm lint --expand "+dir+"\n") {
+		t.Fatalf("dm init printed %q, want the next commands", r.stdout)
+	}
+	if r := dmRun(t, nil, strings.Fields(next)[1:]...); r.code != 0 {
+		t.Errorf("%s: exit %d: %s", next, r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "lint", "--expand", dir); r.code != 0 {
+		t.Errorf("dm lint --expand: exit %d: %s", r.code, r.stderr)
+	}
+	r = dmRun(t, nil, "expand", example)
+	root, _ := filepath.Rel(mustGetwd(), dir)
+	if want := "is an example of the registry directory " + root + ": name it, and its templates resolve there: dm --registry-dir github.com/example/templates=" + root + " expand " + example; r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("expand of the example without --registry-dir: exit %d, %q; want %q", r.code, r.stderr, want)
+	}
+}
