@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -117,6 +118,10 @@ type localBackend struct {
 	specs    []api.RegistrySpec
 	byPrefix map[string]bool
 	def      resolve.Registry
+	// near holds, for a registry a full reference added, the reference
+	// under the configured registries whose names are near its own: what
+	// to suggest when it cannot be read (a typo in a prefix).
+	near map[string][]string
 
 	svc *api.Service
 	// expanding is set by Expand before the service is made, so that
@@ -132,6 +137,14 @@ func (b *localBackend) need(ref string) {
 	spec, ok := b.choice.ForReference(ref)
 	if !ok || b.byPrefix[spec.Prefix] {
 		return
+	}
+	if r, err := resolve.Parse(ref); err == nil {
+		if near := resolve.NearRegistries(r, slices.Collect(maps.Keys(b.byPrefix))); len(near) > 0 {
+			if b.near == nil {
+				b.near = map[string][]string{}
+			}
+			b.near[spec.Prefix] = near
+		}
 	}
 	b.specs = append(b.specs, spec)
 	b.byPrefix[spec.Prefix] = true
@@ -178,6 +191,11 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		fmt.Fprintf(b.g.stderr, "dm: warning: %v; using the cached index of %s\n", err, reg.Name)
 	})
 	if err != nil {
+		for prefix, near := range b.near {
+			if strings.Contains(err.Error(), prefix) {
+				return nil, fmt.Errorf("%w; did you mean %s, of a configured registry?", err, strings.Join(near, " or "))
+			}
+		}
 		return nil, err
 	}
 	b.svc = api.NewService(resolver, expand.Options{AllowURLs: b.g.allowURLs, Logger: log, Engines: b.g.engines(), Charts: b.g.chartFetcher()})

@@ -320,10 +320,18 @@ func cmdLint(ctx context.Context, g *globals, p *printer, dir string, f *lintFla
 		for _, f := range res.Findings {
 			fmt.Fprintln(p.w, f)
 		}
-		fmt.Fprintf(g.stderr, "dm lint: %s: %d templates, %d versions, %d errors, %d warnings\n", dir, rep.Templates, rep.Versions, res.Errors, res.Warnings)
+		fmt.Fprintf(g.stderr, "dm lint: %s: %s, %s, %s, %s\n", dir, count(rep.Templates, "template"), count(rep.Versions, "version"), count(res.Errors, "error"), count(res.Warnings, "warning"))
 	}
 	if res.Errors > 0 {
 		return &lintFailed{res.Errors}
 	}
 	return nil
+}
+
+// count counts n things: "1 version", "2 versions".
+func count(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }

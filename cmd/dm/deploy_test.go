@@ -24,12 +24,12 @@ func TestDeployUsageErrors(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"deploy"}, 2, "accepts 1 arg"},
+		{[]string{"deploy"}, 2, "deploy needs REF|CONFIG.yaml|template:NAMESPACE/NAME (usage: dm deploy"},
 		{[]string{"deploy", "redis:v1", "--dry-run=bogus"}, 2, `--dry-run="bogus": want client or server`},
 		{[]string{"rollback", "cache", "two"}, 2, `revision "two": want a positive number`},
 		{[]string{"rollback", "cache", "0"}, 2, `revision "0"`},
-		{[]string{"update"}, 2, "accepts between 1 and 2 arg"},
-		{[]string{"get", "a", "b"}, 2, "accepts 1 arg"},
+		{[]string{"update"}, 2, "update needs NAME (usage: dm update NAME [REF|CONFIG.yaml])"},
+		{[]string{"get", "a", "b"}, 2, `get takes NAME; "b" is one argument too many (usage: dm get NAME)`},
 		{[]string{"--kubeconfig", missing, "list"}, 1, "kubeconfig"},
 		{[]string{"--kubeconfig", missing, "deploy", "nosuch.yaml"}, 1, "configuration file"},
 	} {

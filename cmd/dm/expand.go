@@ -22,7 +22,9 @@ import (
 	"github.com/dmhq/dm/internal/expand/configfile"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // expandFlags are dm expand's own flags (and dm convert's).
@@ -64,7 +66,7 @@ func (f *configFlags) templateEnv() (map[string]string, error) {
 	for _, kv := range f.env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || k == "" {
-			return nil, &usageError{fmt.Errorf("--env %q: want KEY=VALUE", kv)}
+			return nil, &usageError{fmt.Errorf("--env %w", expand.BadPair(kv))}
 		}
 		env[k] = v
 	}
@@ -147,10 +149,62 @@ func expandArg(ctx context.Context, g *globals, arg string, f *expandFlags, stdi
 	}
 	res, err := b.Expand(ctx, req)
 	if err != nil {
+		if root, ok := versionDirRoot(arg, req.Config); ok && len(g.dirs) == 0 && errors.Is(err, derrors.NotFound) {
+			return nil, fmt.Errorf("%w\n%s is an example of the registry directory %s: name it, and its templates resolve there: dm --registry-dir %s=%s expand %s", err, arg, root, examplePrefix, root, arg)
+		}
 		return nil, err
 	}
 	g.warn(res.Warnings)
 	return res, nil
+}
+
+// examplePrefix is the reference prefix dm's hints mount a registry
+// directory under: any prefix serves short references (the only
+// registry is the default one).
+const examplePrefix = "github.com/example/templates"
+
+// versionDirRoot tells whether the configuration file path lies in a
+// template version directory of a registry ([COLLECTION/]TEMPLATE/vX.Y.Z/,
+// as dm init writes one) and returns that registry's root: the
+// directory above the version as many levels as its first registry
+// reference's path has names (common/web:v1 -> three).
+func versionDirRoot(path, config string) (string, bool) {
+	if path == "-" {
+		return "", false
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", false
+	}
+	vdir := filepath.Dir(abs)
+	if _, ok := index.ParseSemver(filepath.Base(vdir)); !ok {
+		return "", false
+	}
+	cfg, err := expand.ParseConfig([]byte(config), path)
+	if err != nil {
+		return "", false
+	}
+	for _, r := range cfg.Resources {
+		ref, err := resolve.Parse(r.Type)
+		if err != nil || ref.Version == "" || ref.Host != "" {
+			continue
+		}
+		root := filepath.Dir(vdir)
+		if ref.Collection != "" {
+			root = filepath.Dir(root)
+		}
+		root = filepath.Dir(root)
+		if rel, err := filepath.Rel(mustGetwd(), root); err == nil {
+			root = rel
+		}
+		return root, true
+	}
+	return "", false
+}
+
+func mustGetwd() string {
+	wd, _ := os.Getwd()
+	return wd
 }
 
 // printObjects prints objects, in order, as a "---"-separated YAML stream

@@ -240,6 +240,10 @@ properties:
 }
 
 func TestExpandErrors(t *testing.T) {
+	cli := filepath.Join(t.TempDir(), "cli.yaml")
+	if err := os.WriteFile(cli, []byte("resources:\n- name: cli\n  type: common/web:v1.2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		want string
@@ -250,6 +254,12 @@ func TestExpandErrors(t *testing.T) {
 		// with their descriptions (TestPrompt has the terminal).
 		{[]string{"expand", "apps/gitea:v1"}, "1 required property without a value (give them with --properties KEY=VALUE or --values FILE, or run on a terminal to be asked):\n  domain (string): Host name Gitea is served at"},
 		{[]string{"expand", "redis:v1", "--properties", "nokey"}, "want KEY=VALUE"},
+		{[]string{"expand", "redis:v1", "--properties", "zone:europe-west1-b"}, `"zone:europe-west1-b": want KEY=VALUE: dm takes zone=europe-west1-b where gcloud took zone:europe-west1-b`},
+		// A configuration's properties are keyed by resource: a key that
+		// names none is the mistake, not the property left without one.
+		{[]string{"expand", cli, "--properties", "image=busybox"}, `--properties "image": the configuration has no resource "image"; with a configuration, --properties and --values are keyed by resource name (--properties cli.image=VALUE sets property image of resource cli; resources: cli)`},
+		{[]string{"--github-api", "http://127.0.0.1:1/", "expand", "github.com/acme/templatez/redis:v1"}, "did you mean github.com/acme/templates/redis:v1, of a configured registry?"},
+		{[]string{"expand", "commn/web:v1.2"}, `has no collection "commn" (collections: (root), apps, charts, common, gcp); did you mean github.com/acme/templates/common/web:v1.2?`},
 		{[]string{"expand", "redis:v1", "--values", "/nonexistent.yaml"}, "--values"},
 	}
 	for _, tt := range tests {
@@ -481,7 +491,7 @@ func TestInitScaffoldsLintClean(t *testing.T) {
 		{[]string{"init", "--dir", dir, "--lang", "ruby", "x"}, 2, "--lang"},
 		{[]string{"init", "--dir", dir, "Bad_Name"}, 2, "not a valid name"},
 		{[]string{"init", "--dir", dir, "a/b/c"}, 2, "COLLECTION/TEMPLATE"},
-		{[]string{"init"}, 2, "accepts 1 arg"},
+		{[]string{"init"}, 2, "init needs [COLLECTION/]TEMPLATE (usage: dm init [COLLECTION/]TEMPLATE)"},
 	} {
 		if r := dmRun(t, nil, tt.args...); r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
 			t.Errorf("dm %v = %d %q, want %d and %q", tt.args, r.code, r.stderr, tt.code, tt.want)
@@ -668,5 +678,32 @@ func TestExpandEmptyConfig(t *testing.T) {
 	r := dmRun(t, nil, "expand", p, "--properties", "web.data.b=2")
 	if r.code != 0 || !strings.Contains(r.stdout, "b: 2") {
 		t.Errorf("keyed --properties: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestInitNextStep: dm init says what to run next, and that command
+// works; the example's expand without --registry-dir, run in the version
+// directory, says how to name the registry.
+func TestInitNextStep(t *testing.T) {
+	dir := t.TempDir()
+	r := dmRun(t, nil, "init", "shop/web", "--dir", dir)
+	if r.code != 0 {
+		t.Fatalf("dm init: exit %d: %s", r.code, r.stderr)
+	}
+	example := filepath.Join(dir, "shop", "web", "v0.1.0", "example.yaml")
+	next := "dm --registry-dir github.com/example/templates=" + dir + " expand " + example
+	if !strings.Contains(r.stdout, "Next, expand the example and lint the registry:\n  "+next+"\n  dm lint --expand "+dir+"\n") {
+		t.Fatalf("dm init printed %q, want the next commands", r.stdout)
+	}
+	if r := dmRun(t, nil, strings.Fields(next)[1:]...); r.code != 0 {
+		t.Errorf("%s: exit %d: %s", next, r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "lint", "--expand", dir); r.code != 0 {
+		t.Errorf("dm lint --expand: exit %d: %s", r.code, r.stderr)
+	}
+	r = dmRun(t, nil, "expand", example)
+	root, _ := filepath.Rel(mustGetwd(), dir)
+	if want := "is an example of the registry directory " + root + ": name it, and its templates resolve there: dm --registry-dir github.com/example/templates=" + root + " expand " + example; r.code != 1 || !strings.Contains(r.stderr, want) {
+		t.Errorf("expand of the example without --registry-dir: exit %d, %q; want %q", r.code, r.stderr, want)
 	}
 }

@@ -19,7 +19,7 @@ func TestExportUsage(t *testing.T) {
 		{[]string{"export", "--param", "NOEQUALS"}, 2, "want NAME=JSONPATH"},
 		{[]string{"export", "--param", "X=.a[b]"}, 2, "neither an index nor a quoted key"},
 		{[]string{"export", "-o", "table"}, 2, "want yaml or json"},
-		{[]string{"export", "extra"}, 2, "unknown command"},
+		{[]string{"export", "extra"}, 2, `export takes no arguments, got "extra"`},
 		{[]string{"--kubeconfig", missing, "-n", "shop", "export"}, 1, "nope.kubeconfig"},
 	} {
 		r := dmRun(t, nil, tt.args...)

@@ -111,8 +111,8 @@ func TestConvert(t *testing.T) {
 		{[]string{"convert", filepath.Join(bad, "config.yaml"), "--project", "p"}, 1, []string{"type compute.v1.subnetworkz", "resource net-sub (net > net-sub)", "did you mean compute.v1.subnetwork"}},
 		{[]string{"convert", cfg}, 1, []string{"no project", "--project"}},
 		{[]string{"convert", cfg, "--deletion-policy", "keep"}, 2, []string{`--deletion-policy "keep"`}},
-		{[]string{"convert"}, 2, []string{"accepts 1 arg"}},
-		{[]string{"convert", cfg, "--list-types"}, 2, []string{"unknown command"}},
+		{[]string{"convert"}, 2, []string{"convert needs CONFIG.yaml|REF"}},
+		{[]string{"convert", cfg, "--list-types"}, 2, []string{"convert takes no arguments"}},
 	} {
 		r := dmRun(t, nil, tc.args...)
 		if r.code != tc.code {

@@ -20,11 +20,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
@@ -301,7 +303,7 @@ func newSearchCommand(g *globals, p *printer) *cobra.Command {
 	return &cobra.Command{
 		Use:   "search TEXT",
 		Short: "Find templates by name, title, collection, tags, property names, description or file paths, best match first",
-		Args:  cobra.MinimumNArgs(1),
+		Args:  minArgs(1),
 		RunE:  func(cmd *cobra.Command, args []string) error { return cmdSearch(cmd.Context(), g, p, args) },
 	}
 }
@@ -360,20 +362,77 @@ func optional(args []string) string {
 	return args[0]
 }
 
-func noArgs(cmd *cobra.Command, args []string) error {
-	return wrapUsage(cobra.NoArgs(cmd, args))
+func noArgs(cmd *cobra.Command, args []string) error { return argsBetween(0, 0)(cmd, args) }
+
+func maxArgs(n int) cobra.PositionalArgs { return argsBetween(0, n) }
+
+func rangeArgs(lo, hi int) cobra.PositionalArgs { return argsBetween(lo, hi) }
+
+func exactArgs(n int) cobra.PositionalArgs { return argsBetween(n, n) }
+
+func minArgs(n int) cobra.PositionalArgs { return argsBetween(n, -1) }
+
+// argsBetween checks that a command got lo to hi arguments (no upper
+// bound when hi < 0). Its usage error names what is missing or extra by
+// the words of the command's Use line (REF, CONFIG.yaml|REF), and an
+// unknown command the nearest ones.
+func argsBetween(lo, hi int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= lo && (hi < 0 || len(args) <= hi) {
+			return nil
+		}
+		return &usageError{argsError(cmd, args, lo, hi)}
+	}
 }
 
-func maxArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.MaximumNArgs(n)(cmd, args)) }
-}
-
-func rangeArgs(lo, hi int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.RangeArgs(lo, hi)(cmd, args)) }
-}
-
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error { return wrapUsage(cobra.ExactArgs(n)(cmd, args)) }
+func argsError(cmd *cobra.Command, args []string, lo, hi int) error {
+	usage := "usage: " + strings.TrimSuffix(cmd.UseLine(), " [flags]")
+	if hi == 0 && cmd.HasAvailableSubCommands() {
+		var names []string
+		for _, c := range cmd.Commands() {
+			if c.IsAvailableCommand() {
+				names = append(names, c.Name())
+				names = append(names, c.Aliases...)
+			}
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if near := derrors.Near(args[0], names); len(near) > 0 {
+			return fmt.Errorf("%s; did you mean %s?", msg, strings.Join(near, " or "))
+		}
+		return fmt.Errorf("%s (dm --help lists them)", msg)
+	}
+	// dm's own name leads every message already.
+	name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+	words := strings.Fields(cmd.Use)[1:]
+	if len(args) < lo {
+		var missing []string
+		for i := len(args); i < lo && i < len(words); i++ {
+			w := words[i]
+			if strings.HasPrefix(w, "[") && strings.HasSuffix(w, "]") && strings.Count(w, "[") == 1 {
+				w = w[1 : len(w)-1]
+			}
+			missing = append(missing, w)
+		}
+		if len(missing) == 0 {
+			return fmt.Errorf("%s needs %d arguments, got %d (%s)", name, lo, len(args), usage)
+		}
+		return fmt.Errorf("%s needs %s (%s)", name, strings.Join(missing, " and "), usage)
+	}
+	extra := make([]string, len(args)-hi)
+	for i, a := range args[hi:] {
+		extra[i] = strconv.Quote(a)
+	}
+	if hi == 0 {
+		return fmt.Errorf("%s takes no arguments, got %s (%s)", name, strings.Join(extra, " "), usage)
+	}
+	takes := fmt.Sprintf("%d arguments", hi)
+	if hi <= len(words) {
+		takes = strings.Join(words[:hi], " ")
+	}
+	if len(extra) == 1 {
+		return fmt.Errorf("%s takes %s; %s is one argument too many (%s)", name, takes, extra[0], usage)
+	}
+	return fmt.Errorf("%s takes %s; %s are %d arguments too many (%s)", name, takes, strings.Join(extra, " "), len(extra), usage)
 }
 
 func wrapUsage(err error) error {

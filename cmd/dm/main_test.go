@@ -130,10 +130,11 @@ func TestResolve(t *testing.T) {
 		{"server down", nil, []string{"--server", "http://127.0.0.1:1", "resolve", "redis:v1.2"}, 1, "", "dm: ", false},
 		{"embedded", nil, []string{"resolve", "redis"}, 0, "", "", false},
 		{"json", nil, append(local, "-o", "json", "resolve", "redis:v1.0"), 0, "", "", true},
-		{"no argument", nil, []string{"resolve"}, 2, "", "accepts 1 arg", false},
+		{"no argument", nil, []string{"resolve"}, 2, "", "resolve needs REF (usage: dm resolve REF)", false},
 		{"bad output", nil, []string{"-o", "xml", "resolve", "x"}, 2, "", "want table, json or yaml", false},
 		{"bad flag", nil, []string{"resolve", "--nope", "x"}, 2, "", "unknown flag", false},
 		{"unknown command", nil, []string{"nope"}, 2, "", "unknown command", false},
+		{"misspelt command", nil, []string{"exapnd"}, 2, "", `unknown command "exapnd" for "dm"; did you mean expand?`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/dmhq/dm/internal/expand/scaffold"
 )
@@ -39,5 +40,18 @@ func cmdInit(w io.Writer, dir, name, lang string) error {
 	if err := scaffold.CheckName(name); err != nil {
 		return &usageError{err}
 	}
-	return scaffold.Write(dir, name, lang, func(path string) { fmt.Fprintln(w, path) })
+	var example string
+	err := scaffold.Write(dir, name, lang, func(path string) {
+		fmt.Fprintln(w, path)
+		if filepath.Base(path) == "example.yaml" {
+			example = path
+		}
+	})
+	if err != nil || example == "" {
+		return err
+	}
+	// What to run next, from where the user stands: the registry is the
+	// directory written under.
+	fmt.Fprintf(w, "\nNext, expand the example and lint the registry:\n  dm --registry-dir %s=%s expand %s\n  dm lint --expand %s\n", examplePrefix, dir, example, dir)
+	return nil
 }

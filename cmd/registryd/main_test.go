@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -262,6 +263,11 @@ registries:
 }
 
 func TestBadConfiguration(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
 	dir := t.TempDir()
 	writeTree(t, dir, map[string]string{
 		"unknown.yaml":   "listen: x\nregistries:\n- dir: .\n  prefix: a/b\n  colour: blue\n",
@@ -295,7 +301,8 @@ func TestBadConfiguration(t *testing.T) {
 		{"bad flag", []string{"--nope"}, "unknown flag"},
 		{"arguments", []string{"serve"}, "unknown command"},
 		{"bad log level", []string{"--log-level", "loud"}, "log-level"},
-		{"address taken", []string{"--addr", "256.0.0.1:1"}, "listening"},
+		{"bad address", []string{"--addr", "256.0.0.1:1"}, "listening"},
+		{"address in use", []string{"--addr", taken.Addr().String()}, "listening on " + taken.Addr().String() + ": another program serves that address already (a registryd still running?): give another with --addr HOST:PORT (make run ADDR=127.0.0.1:8081)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/dmhq/dm/internal/api"
@@ -64,6 +65,9 @@ func serve(ctx context.Context, s *settings, e env) error {
 
 	// Bind first, so that a taken address fails at once.
 	l, err := net.Listen("tcp", s.addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("listening on %s: another program serves that address already (a registryd still running?): give another with --addr HOST:PORT (make run ADDR=127.0.0.1:8081): %w", s.addr, err)
+	}
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", s.addr, err)
 	}

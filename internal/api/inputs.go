@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"slices"
 
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
@@ -57,6 +58,15 @@ func MissingConfigInputs(ctx context.Context, b Backend, registry string, req *E
 	cfg, err := expand.ParseConfig([]byte(req.Config), req.ConfigName)
 	if err != nil {
 		return nil
+	}
+	// A value keyed by no resource (--properties image=x where the
+	// configuration's resource is cli) is the mistake to report, and the
+	// expansion reports it with the keyed form: asking for cli.image first
+	// would hide it.
+	for k := range values {
+		if !slices.ContainsFunc(cfg.Resources, func(r expand.Resource) bool { return r.Name == k }) {
+			return nil
+		}
 	}
 	imports := make(map[string][]byte, len(req.Imports))
 	for k, v := range req.Imports {

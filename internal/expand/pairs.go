@@ -7,6 +7,16 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 )
 
+// BadPair is the error of a pair that is not KEY=VALUE. gcloud's
+// --properties took KEY:VALUE, which Deployment Manager's users type
+// still: such a pair is shown as dm takes it.
+func BadPair(pair string) error {
+	if k, v, ok := strings.Cut(pair, ":"); ok && !strings.Contains(pair, "=") && strings.TrimSpace(k) != "" {
+		return derrors.Errorf(derrors.InvalidArgument, "%q: want KEY=VALUE: dm takes %s=%s where gcloud took %s", pair, strings.TrimSpace(k), v, pair)
+	}
+	return derrors.Errorf(derrors.InvalidArgument, "%q: want KEY=VALUE", pair)
+}
+
 // ParsePairs parses KEY=VALUE pairs, comma-separated as dm's
 // --properties and --set-string take them, into a nested mapping. VALUE
 // is typed as YAML types it (replicas=3 is a number, on=true a boolean, ports=[80,443] a
@@ -23,7 +33,7 @@ func ParsePairs(s string, asString bool, text map[string]string) (map[string]any
 		k, v, ok := strings.Cut(pair, "=")
 		k = strings.TrimSpace(k)
 		if !ok || k == "" {
-			return nil, derrors.Errorf(derrors.InvalidArgument, "%q: want KEY=VALUE", pair)
+			return nil, BadPair(pair)
 		}
 		var val any = v
 		if !asString {

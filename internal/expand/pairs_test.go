@@ -21,6 +21,7 @@ func TestParsePairs(t *testing.T) {
 		{"empty=", map[string]any{"empty": ""}, ""},
 		{"ratio=0.5", map[string]any{"ratio": 0.5}, ""},
 		{"novalue", nil, "want KEY=VALUE"},
+		{"zone:europe-west1-b", nil, `"zone:europe-west1-b": want KEY=VALUE: dm takes zone=europe-west1-b where gcloud took zone:europe-west1-b`},
 		{"=3", nil, "want KEY=VALUE"},
 		{"a..b=3", nil, "empty key segment"},
 		// A path through a value is refused rather than dropping it.

@@ -39,7 +39,12 @@ type defaulter interface {
 
 // SkipSchemaHint says, in every schema violation's error, how to expand
 // regardless: published templates exist whose schema and code disagree.
-const SkipSchemaHint = "--skip-schema-validation (API: skip_schema_validation) expands without validating"
+// It names dm's flag; registryd's JSON API answers with SkipSchemaHintAPI
+// in its place.
+const SkipSchemaHint = "--skip-schema-validation expands without validating"
+
+// SkipSchemaHintAPI is SkipSchemaHint in the words of POST /v1/expand.
+const SkipSchemaHintAPI = `"skip_schema_validation": true expands without validating`
 
 // applySchema validates and defaults props with the schema file of b, and
 // lists the properties it does not define and the schema's own warnings.

@@ -116,10 +116,24 @@ func Convert(res []Resource, opts Options) (*Result, error) {
 		}
 	}
 	var errs []error
+	// One missing --project is said once, naming the resources it leaves
+	// without a project, not once for each.
+	var noProject []string
 	for _, it := range c.items {
-		if it.err != nil {
+		switch {
+		case it.err == errNoProject:
+			noProject = append(noProject, it.res.Name)
+			if len(noProject) > 1 {
+				continue
+			}
+			fallthrough
+		case it.err != nil:
 			errs = append(errs, &Error{Resource: it.res.Name, Type: it.res.Type, Path: it.res.Path, Err: it.err})
 		}
+	}
+	if len(noProject) > 1 {
+		errs = slices.DeleteFunc(errs, func(err error) bool { return errors.Is(err, errNoProject) })
+		errs = append([]error{invalid("no project: the properties of %s name none; give --project PROJECT_ID (templates read it as env.project)", plural(noProject, "resource"))}, errs...)
 	}
 	if len(errs) > 0 {
 		if len(errs) == 1 {
@@ -131,6 +145,18 @@ func Convert(res []Resource, opts Options) (*Result, error) {
 }
 
 // invalid is an error wrapping derrors.InvalidArgument.
+// errNoProject marks a resource whose properties name no project while
+// none was given: Convert says so once for all of them.
+var errNoProject = invalid("no project: its properties name none; give --project PROJECT_ID (templates read it as env.project)")
+
+// plural names things: "resource vm", "resources vm, net".
+func plural(names []string, thing string) string {
+	if len(names) == 1 {
+		return thing + " " + names[0]
+	}
+	return thing + "s " + strings.Join(names, ", ")
+}
+
 func invalid(format string, a ...any) error {
 	return derrors.Errorf(derrors.InvalidArgument, format, a...)
 }
@@ -202,7 +228,7 @@ func (c *converter) identify(it *item) error {
 		}
 	}
 	if it.project == "" && !projectless[it.kind.Kind] {
-		return invalid("no project: the properties name none and none was given (--project)")
+		return errNoProject
 	}
 	// Location.
 	for _, key := range []string{"zone", "region", "location"} {

@@ -303,6 +303,12 @@ func TestProjectAndLocation(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no project") || !errors.Is(err, derrors.InvalidArgument) {
 		t.Errorf("no project: %v", err)
 	}
+	// Said once for every resource it leaves without a project, beside
+	// the other errors.
+	_, err = Convert(resources(t, `[{name: net, type: compute.v1.network}, {name: ip, type: compute.v1.address, properties: {region: r}}, {name: x, type: compute.v1.nosuch}]`), Options{})
+	if err == nil || strings.Count(err.Error(), "no project") != 1 || !strings.Contains(err.Error(), "no project: the properties of resources net, ip name none; give --project PROJECT_ID") || !strings.Contains(err.Error(), "resource x") {
+		t.Errorf("no project of two resources: %v", err)
+	}
 }
 
 func TestDeletionPolicy(t *testing.T) {
@@ -516,10 +522,15 @@ func TestErrors(t *testing.T) {
 			[]string{"type gcp-types/tpu-v1alpha1:projects.locations.nodes is not a supported Google Cloud type"}},
 		// Pub/Sub refused properties its messages lack; Compute Engine
 		// ignored them (TestLeftOut).
+		// A typo gets the field meant; a name near none the list.
 		{"unknown property", `[{name: t, type: gcp-types/pubsub-v1:projects.topics, properties: {topic: t, labelz: {a: b}}}]`,
-			[]string{"properties.labelz has no Config Connector field in PubSubTopic", "PubSubTopic takes: kmsKeyName, labels, messageRetentionDuration", "not a field of pubsub/v1 Topic, which refused properties it lacks"}},
+			[]string{"properties.labelz has no Config Connector field in PubSubTopic; did you mean properties.labels?", "not a field of pubsub/v1 Topic, which refused properties it lacks"}},
+		{"unknown property near none", `[{name: t, type: gcp-types/pubsub-v1:projects.topics, properties: {topic: t, zzzzzz: {a: b}}}]`,
+			[]string{"properties.zzzzzz has no Config Connector field in PubSubTopic", "PubSubTopic takes: kmsKeyName, labels, messageRetentionDuration", "not a field of pubsub/v1 Topic, which refused properties it lacks"}},
 		{"unknown nested property", `[{name: s, type: gcp-types/pubsub-v1:projects.subscriptions, properties: {topic: t, pushConfig: {pushEndpont: "https://x"}}}]`,
-			[]string{"properties.pushConfig.pushEndpont has no Config Connector field", "properties.pushConfig takes: ", "pushEndpoint", "not a field of pubsub/v1 Subscription"}},
+			[]string{"properties.pushConfig.pushEndpont has no Config Connector field", "did you mean properties.pushConfig.pushEndpoint?", "not a field of pubsub/v1 Subscription"}},
+		{"unknown nested property near none", `[{name: s, type: gcp-types/pubsub-v1:projects.subscriptions, properties: {topic: t, pushConfig: {zzzzzzzz: "https://x"}}}]`,
+			[]string{"properties.pushConfig.zzzzzzzz has no Config Connector field", "properties.pushConfig takes: ", "pushEndpoint", "not a field of pubsub/v1 Subscription"}},
 		{"REST field with no KCC field", `[{name: fw, type: compute.v1.firewall, properties: {network: default, params: {resourceManagerTags: {}}}}]`,
 			[]string{"properties.params has no Config Connector field in ComputeFirewall", "ComputeFirewall takes: allowed, denied, description"}},
 		{"REST field refused with a reason", `[{name: s, type: gcp-types/storage-v1:buckets, properties: {enableObjectRetention: true}}]`,
@@ -941,6 +952,9 @@ func TestLeftOut(t *testing.T) {
 		{"misspelt field, Cloud Storage", `[{name: b, type: gcp-types/storage-v1:buckets, properties: {website: {mainPageSuffix: index.html, notFoundpage: 404.html}}}]`,
 			"StorageBucket/b spec.website", map[string]any{"mainPageSuffix": "index.html"},
 			[]string{"resource b (tmpl > b), type gcp-types/storage-v1:buckets: properties.website.notFoundpage is not a field of storage/v1 Bucket, which ignored it"}},
+		{"misspelt field, Compute Engine", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, canIpForwrd: true}}]`,
+			"ComputeInstance/vm spec.canIpForward", nil,
+			[]string{"properties.canIpForwrd is not a field of compute/beta Instance, which ignored it", "dm leaves it out; did you mean properties.canIpForward?"}},
 		{"another method's parameter, Compute Engine", `[{name: vm, type: compute.v1.instance, properties: {zone: z, machineType: m, mostDisruptiveAllowedAction: RESTART}}]`,
 			"ComputeInstance/vm spec.machineType", "m",
 			[]string{"properties.mostDisruptiveAllowedAction is not a field of compute/beta Instance"}},

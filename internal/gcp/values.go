@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/dmhq/dm/internal/derrors"
 )
 
 // objConv converts one resource's properties into its object's spec.
@@ -201,7 +203,7 @@ func (oc *objConv) walkObject(m map[string]any, rest string, idx []int) error {
 			if oc.kind.fate(rp) == nil && oc.kind.IgnoreUnknown {
 				// Not a field of the REST body at all, which this API
 				// ignored: the resource DM made went without it.
-				oc.warnf("%s is not a field of %s, which ignored it (%s): dm leaves it out", displayPath(rp), oc.kind.Schema, oc.kind.UnknownWhy)
+				oc.warnf("%s is not a field of %s, which ignored it (%s): dm leaves it out%s", displayPath(rp), oc.kind.Schema, oc.kind.UnknownWhy, didYouMean(key, rest, oc.fieldsAt(rest)))
 				continue
 			}
 			if oc.kind.fate(rp) == nil {
@@ -299,6 +301,38 @@ func (oc *objConv) unknownField(rp, key, parent string) error {
 // unknownMessage says that REST field rp has no KCC field, and what the
 // kind takes at its parent.
 func (oc *objConv) unknownMessage(rp, key, parent string) string {
+	fields := oc.fieldsAt(parent)
+	msg := fmt.Sprintf("%s has no Config Connector field in %s", displayPath(rp), oc.kind.Kind)
+	if near := didYouMean(key, parent, fields); near != "" {
+		// A typo: the field meant, not the whole list.
+		return msg + near
+	}
+	if len(fields) > 0 {
+		what := oc.kind.Kind
+		if parent != "" && !strings.HasSuffix(parent, ":") {
+			what = displayPath(parent)
+		}
+		msg += " (" + what + " takes: " + strings.Join(fields, ", ") + ")"
+	}
+	return msg
+}
+
+// didYouMean suggests the fields at parent nearest key (derrors.Near):
+// "; did you mean properties.canIpForward?", or "".
+func didYouMean(key, parent string, fields []string) string {
+	near := derrors.Near(key, fields)
+	if len(near) == 0 {
+		return ""
+	}
+	for i, n := range near {
+		near[i] = displayPath(joinREST(parent, n))
+	}
+	return "; did you mean " + strings.Join(near, " or ") + "?"
+}
+
+// fieldsAt lists the fields the kind takes at REST path parent ("" the
+// body's top level), as people write them.
+func (oc *objConv) fieldsAt(parent string) []string {
 	fields := oc.kind.restChildren(parent)
 	if parent == "" {
 		fields = append(fields, "name", "project")
@@ -320,16 +354,7 @@ func (oc *objConv) unknownMessage(rp, key, parent string) string {
 			fields = append(fields, h)
 		}
 	}
-	fields = uniqueSorted(fields)
-	msg := fmt.Sprintf("%s has no Config Connector field in %s", displayPath(rp), oc.kind.Kind)
-	if len(fields) > 0 {
-		what := oc.kind.Kind
-		if parent != "" && !strings.HasSuffix(parent, ":") {
-			what = displayPath(parent)
-		}
-		msg += " (" + what + " takes: " + strings.Join(fields, ", ") + ")"
-	}
-	return msg
+	return uniqueSorted(fields)
 }
 
 func uniqueSorted(s []string) []string {

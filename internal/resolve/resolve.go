@@ -262,7 +262,12 @@ func (r *Resolver) lookup(ctx context.Context, ref *Ref, def Registry) (*index.R
 	if !ok {
 		// Only what the caller may see is named: a namespace's registry
 		// it may not read answers as one that does not exist.
-		return nil, nil, fmt.Errorf("%s: registry %s is not configured (configured: %s): %w", q, q.Registry(), strings.Join(r.names(ctx), ", "), derrors.NotFound)
+		names := r.names(ctx)
+		msg := fmt.Sprintf("%s: registry %s is not configured (configured: %s)", q, q.Registry(), strings.Join(names, ", "))
+		if near := NearRegistries(q, names); len(near) > 0 {
+			return nil, nil, derrors.Errorf(derrors.NotFound, "%s; did you mean %s?", msg, strings.Join(near, " or "))
+		}
+		return nil, nil, fmt.Errorf("%s: %w", msg, derrors.NotFound)
 	}
 	snap := reg.Snapshot()
 	if snap == nil {
@@ -295,6 +300,32 @@ func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Reso
 	return &Resolution{Ref: canon, Registry: reg, Version: v, Template: t, Note: note}, nil
 }
 
+// NearRegistries returns ref as it would read under each of registries
+// (reference prefixes) whose name is near ref's registry (derrors.Near):
+// github.com/acme/templatez/redis:v1 -> github.com/acme/templates/redis:v1.
+func NearRegistries(ref Ref, registries []string) []string {
+	// OWNER/REPO of the registries of ref's host: a third of the letters
+	// of a whole prefix would let through names that only share a host.
+	byName := map[string]Registry{}
+	var names []string
+	for _, name := range registries {
+		g, err := ParseRegistry(name)
+		if err != nil || g.Host != ref.Host {
+			continue
+		}
+		byName[g.Owner+"/"+g.Repo] = g
+		names = append(names, g.Owner+"/"+g.Repo)
+	}
+	var out []string
+	for _, name := range derrors.Near(ref.Owner+"/"+ref.Repo, names) {
+		alt := byName[name]
+		r := ref
+		r.Host, r.Owner, r.Repo = alt.Host, alt.Owner, alt.Repo
+		out = append(out, r.String())
+	}
+	return out
+}
+
 // names lists the names of the registries ctx's caller may see.
 func (r *Resolver) names(ctx context.Context) []string {
 	var names []string
@@ -309,7 +340,17 @@ func notFoundTemplate(snap *index.Snapshot, ref Ref) error {
 	if ref.Collection != "" {
 		where = fmt.Sprintf("collection %q", ref.Collection)
 		if _, ok := snap.Collections[ref.Collection]; !ok {
-			return fmt.Errorf("%s: %s has no collection %q (collections: %s): %w", ref, snap.Registry, ref.Collection, quoteList(snap.CollectionNames()), derrors.NotFound)
+			msg := fmt.Sprintf("%s: %s has no collection %q (collections: %s)", ref, snap.Registry, ref.Collection, quoteList(snap.CollectionNames()))
+			var near []string
+			for _, c := range derrors.Near(ref.Collection, snap.CollectionNames()) {
+				alt := ref
+				alt.Collection = c
+				near = append(near, alt.String())
+			}
+			if len(near) > 0 {
+				return derrors.Errorf(derrors.NotFound, "%s; did you mean %s?", msg, strings.Join(near, " or "))
+			}
+			return fmt.Errorf("%s: %w", msg, derrors.NotFound)
 		}
 	}
 	var elsewhere []string

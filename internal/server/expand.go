@@ -14,6 +14,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
 )
@@ -68,8 +69,21 @@ func (s *Server) handleExpand(w http.ResponseWriter, r *http.Request) {
 	if errors.Is(err, context.DeadlineExceeded) {
 		err = fmt.Errorf("expansion took longer than %s: %w", expandTimeout, derrors.LimitExceeded)
 	}
+	if err != nil && strings.Contains(err.Error(), expand.SkipSchemaHint) {
+		err = apiWords{err}
+	}
 	s.answer(w, r, res, err)
 }
+
+// apiWords is an expansion's error as the JSON API says it: the request
+// field that skips schema validation in place of dm's flag.
+type apiWords struct{ err error }
+
+func (e apiWords) Error() string {
+	return strings.ReplaceAll(e.err.Error(), expand.SkipSchemaHint, expand.SkipSchemaHintAPI)
+}
+
+func (e apiWords) Unwrap() error { return e.err }
 
 // handleProcessedTemplates serves POST /processedTemplates (seed 000): a
 // Template in (JSON or YAML, parameter values set in it), the processed

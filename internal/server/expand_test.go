@@ -59,7 +59,7 @@ func TestExpandRoute(t *testing.T) {
 		{"reference", `{"ref":"redis:v1","properties":{"port":7000},"deployment":"d"}`, 200, `"resolved":"github.com/acme/templates/redis:v1.0.2"`},
 		{"configuration", `{"config":"resources:\n- name: c\n  type: common/configmap:v1\n  properties: {data: {a: b}}\n"}`, 200, `"type":"ConfigMap"`},
 		{"template given directly", `{"config":"kind: Template\napiVersion: v1\nparameters: [{name: NAME, value: x}]\nobjects: [{apiVersion: v1, kind: ConfigMap, metadata: {name: '${NAME}'}}]\n"}`, 200, `"name":"x"`},
-		{"schema violation", `{"ref":"redis:v1","properties":{"port":"x"}}`, 400, "properties.port: expected integer, got string; --skip-schema-validation (API: skip_schema_validation)"},
+		{"schema violation", `{"ref":"redis:v1","properties":{"port":"x"}}`, 400, "properties.port: expected integer, got string; \\\"skip_schema_validation\\\": true expands without validating"},
 		{"schema not validated", `{"ref":"redis:v1","properties":{"port":"x"},"skip_schema_validation":true}`, 200, `"warnings":["redis (github.com/acme/templates/redis:v1.0.2): not validated (--skip-schema-validation): redis.jinja.schema: invalid properties: properties.port`},
 		{"unknown version", `{"ref":"redis:v1.9"}`, 404, "v1.9 not found"},
 		{"neither", `{}`, 400, "give either config or ref"},

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -160,15 +162,25 @@ func TestStaleDiskCacheReadOnceByConcurrentMisses(t *testing.T) {
 }
 
 func TestNewWithoutKubeconfig(t *testing.T) {
-	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	none := filepath.Join(t.TempDir(), "none")
+	t.Setenv("KUBECONFIG", none)
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	_, err := New(context.Background(), Config{})
-	if err == nil || !strings.Contains(err.Error(), "no cluster configured: pass --kubeconfig") {
-		t.Errorf("New without a kubeconfig: %v", err)
+	want := "no cluster configured: $KUBECONFIG: " + none + " does not exist; pass --kubeconfig FILE or set $KUBECONFIG to a kubeconfig file"
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "KUBERNETES_MASTER") {
+		t.Errorf("New with $KUBECONFIG naming no file: %v\nwant %q", err, want)
 	}
-	_, err = New(context.Background(), Config{Kubeconfig: filepath.Join(t.TempDir(), "missing")})
-	if err == nil || !strings.Contains(err.Error(), "missing") {
-		t.Errorf("New with a missing --kubeconfig: %v", err)
+	t.Setenv("KUBECONFIG", "")
+	_, err = New(context.Background(), Config{})
+	// client-go reads $HOME once, when it starts.
+	want = "no cluster configured: ~/.kube/config: " + clientcmd.RecommendedHomeFile + " "
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New without a kubeconfig: %v\nwant %q", err, want)
+	}
+	missing := filepath.Join(t.TempDir(), "missing")
+	_, err = New(context.Background(), Config{Kubeconfig: missing})
+	if want := "--kubeconfig " + missing + ": no such file or directory"; err == nil || err.Error() != want {
+		t.Errorf("New with a missing --kubeconfig: %v, want %q", err, want)
 	}
 }

@@ -147,10 +147,17 @@ func restConfig(cfg Config) (*rest.Config, string, error) {
 	}
 	overrides := &clientcmd.ConfigOverrides{CurrentContext: cfg.Context}
 	overrides.Context.Namespace = cfg.Namespace
+	if cfg.Kubeconfig != "" {
+		if _, err := os.Stat(cfg.Kubeconfig); err != nil {
+			return nil, "", fmt.Errorf("--kubeconfig %s: %w", cfg.Kubeconfig, errors.Unwrap(err))
+		}
+	}
 	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides)
 	rc, err := loader.ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
-		return nil, "", fmt.Errorf("no cluster configured: pass --kubeconfig, set $KUBECONFIG or write ~/.kube/config (make dev-cluster starts a local apiserver and prints the line to use): %w", err)
+		// client-go's own words ("try setting KUBERNETES_MASTER") point
+		// at what dm does not read: say which files were tried instead.
+		return nil, "", &noClusterError{tried: triedKubeconfigs(rules)}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
@@ -160,6 +167,35 @@ func restConfig(cfg Config) (*rest.Config, string, error) {
 		return nil, "", fmt.Errorf("kubeconfig: %w", err)
 	}
 	return rc, ns, nil
+}
+
+// noClusterError says that no kubeconfig file had a cluster, naming the
+// files looked at.
+type noClusterError struct{ tried string }
+
+func (e *noClusterError) Error() string {
+	return "no cluster configured: " + e.tried + "; pass --kubeconfig FILE or set $KUBECONFIG to a kubeconfig file (any cluster works: kind, minikube, GKE; make dev-cluster starts a local one and prints the line to use)"
+}
+
+// triedKubeconfigs describes the files rules read: $KUBECONFIG's, else
+// ~/.kube/config, each with whether it exists.
+func triedKubeconfigs(rules *clientcmd.ClientConfigLoadingRules) string {
+	var parts []string
+	for _, f := range rules.Precedence {
+		state := "has no cluster"
+		if _, err := os.Stat(f); err != nil {
+			state = "does not exist"
+		}
+		parts = append(parts, f+" "+state)
+	}
+	if len(parts) == 0 {
+		return "no kubeconfig file was named"
+	}
+	from := "~/.kube/config: "
+	if os.Getenv(clientcmd.RecommendedConfigPathEnvVar) != "" {
+		from = "$KUBECONFIG: "
+	}
+	return from + strings.Join(parts, ", ")
 }
 
 // Namespace returns the namespace objects without one are put in: -n, else
