@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -195,6 +196,39 @@ cm: {{ resources.cm.data.plain | tojson }}
 `,
 	} {
 		if err := os.WriteFile(filepath.Join(leaky, name), []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	// A template whose outputs and status template transform a property
+	// that comes from a Secret (TestOutputsRedactTransformed).
+	for name, content := range map[string]string{
+		"leakout.jinja": `{% set tok = properties.token %}
+resources:
+- name: cm
+  type: ConfigMap
+  properties:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: "{{ env['deployment'] }}"}
+    data:
+      reversed: {{ (tok | reverse | join('')) | tojson }}
+      plain: {{ properties.plain | tojson }}
+outputs:
+- {name: token, value: {{ tok | tojson }}}
+- {name: reversed, value: {{ (tok | reverse | join('')) | tojson }}}
+- {name: replaced, value: {{ tok | replace('&', 'and') | tojson }}}
+- {name: sliced, value: {{ tok[1:] | tojson }}}
+- {name: upper, value: {{ tok | upper | tojson }}}
+- {name: escaped, value: {{ tok | e | string | tojson }}}
+- {name: plain, value: {{ properties.plain | tojson }}}
+`,
+		"leakout.status.jinja": "cm: {{ resources.cm.data | tojson }}\nlength: {{ properties.token | length }}\n",
+	} {
+		p := filepath.Join(dir, "leakout", "v1.0.0", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 			return nil, err
 		}
 	}
@@ -729,6 +763,48 @@ func TestStatusRedacts(t *testing.T) {
 	// The rendered objects hold the real values: only the status
 	// template's view is redacted.
 	h.configMap(t, ns, "leaky", "plain", "visible")
+}
+
+// TestOutputsRedactTransformed: a Secret value holding what JSON escapes
+// (& < >), passed through propertiesFrom, never reaches status.outputs,
+// however the template's outputs or its status template transform it;
+// what does not depend on it reads as it is.
+func TestOutputsRedactTransformed(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	const token = `t0k&en<with>"quotes"&amps`
+	must(t, h.c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data:       map[string][]byte{"values.yaml": []byte("token: '" + token + "'\n")},
+	}))
+	h.instance(t, ns, "out", v1alpha1.TemplateInstanceSpec{
+		Template: "leakout:v1", ServiceAccountName: "deployer", Properties: props(t, `{"plain":"visible"}`),
+		PropertiesFrom: []v1alpha1.PropertiesSource{{SecretRef: &v1alpha1.KeyReference{Name: "values", Key: "values.yaml"}}},
+	})
+	ti := h.condition(t, ns, "out", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	// length: the status template measures "(redacted)", not the token.
+	want := `{"cm":{"plain":"visible","reversed":"(redacted)"},"escaped":"(redacted)","length":10,"plain":"visible","replaced":"(redacted)","reversed":"(redacted)","sliced":"(redacted)","token":"(redacted)","upper":"(redacted)"}`
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != want {
+		t.Errorf("status.outputs = %s\nwant %s", outputsOf(ti), want)
+	}
+	// Nothing of it anywhere in the instance as any reader gets it.
+	raw, err := json.Marshal(ti)
+	must(t, err)
+	for _, form := range []string{"t0k", "spma", "T0K", `t0k\u0026en`, "t0k&amp;"} {
+		if strings.Contains(string(raw), form) {
+			t.Errorf("the instance holds %q: %s", form, raw)
+		}
+	}
+	// The ConfigMap holds the real value: only what status says is redacted.
+	h.configMap(t, ns, "out", "plain", "visible")
+}
+
+func outputsOf(ti *v1alpha1.TemplateInstance) string {
+	if ti.Status.Outputs == nil {
+		return "none"
+	}
+	return string(ti.Status.Outputs.Raw)
 }
 
 // TestChartInstance: an instance whose template is a Helm chart is

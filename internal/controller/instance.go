@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -54,6 +55,9 @@ type InstanceReconciler struct {
 	// secretPaths caches, by version, the paths of the properties its
 	// schema marks secret (schemaSecrets); nil caches nothing.
 	secretPaths *lru.Cache[string, [][]string]
+	// taints caches what of an expansion depends on a secret (taintOf);
+	// nil caches nothing.
+	taints *taints
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
@@ -127,6 +131,20 @@ type applied struct {
 	props map[string]any
 	// secret are the paths of props that came from Secrets.
 	secret [][]string
+	// rendering is the expansion applied, for taintOf.
+	rendering *rendering
+
+	taintOnce sync.Once
+	taint     *taint
+	taintErr  error
+}
+
+// tainted returns what of the expansion applied depends on a marked
+// value, computed once (blind runs) and only when asked: by the outputs,
+// or by a status template.
+func (r *InstanceReconciler) tainted(ctx context.Context, a *applied, resolved, digest string) (*taint, error) {
+	a.taintOnce.Do(func() { a.taint, a.taintErr = r.taintOf(ctx, a, resolved, digest) })
+	return a.taint, a.taintErr
 }
 
 // user is the Kubernetes user the instance applies as.
@@ -168,15 +186,23 @@ func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateIn
 func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateInstance, log *slog.Logger) (*applied, error) {
 	pinned := ""
 	var cluster *engine.Cluster
+	// The real expansion is kept for the blind runs that tell what of it
+	// depends on a secret (taintOf).
+	rd := &rendering{}
 	cfg, err := r.config(ctx, ti, deploy.ExpandFunc(func(ctx context.Context, src deploy.Source) (*expand.Result, error) {
-		return r.expand(ctx, src, pinned, cluster)
+		x, err := r.expand(ctx, src, pinned, cluster)
+		rd.src, rd.x, rd.pinned = src, x, pinned
+		return x, err
 	}))
 	if err != nil {
 		return nil, err
 	}
-	user, _ := r.user(ti) // config checked it
-	if cluster, err = r.cluster(user); err != nil {
+	rd.user, _ = r.user(ti) // config checked it
+	if cluster, err = r.cluster(rd.user); err != nil {
 		return nil, err
+	}
+	if cluster.Lookup != nil {
+		cluster.Lookup = &secretLookup{inner: cluster.Lookup, read: &rd.secrets}
 	}
 	props, secret, err := r.properties(ctx, ti, cfg.Cluster)
 	if err != nil {
@@ -207,14 +233,14 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			ReferenceTimeout: referenceWait},
 	})
 	if err != nil {
-		return nil, err
+		return nil, r.scrubbed(ctx, ti.Spec.Template, rd, props, secret, err)
 	}
 	if res.Unchanged {
 		log.Debug("unchanged", "revision", res.Record.Revision)
 	} else {
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
-	return &applied{res: res, cfg: cfg, props: props, secret: secret}, nil
+	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd}, nil
 }
 
 // gcpProject is the instance's spec.gcp.project.
@@ -293,7 +319,7 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
 		Ref: ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Env: src.Env, Strict: src.Strict, Cluster: cluster,
+		Env: src.Env, Strict: src.Strict, SkipSchemaValidation: src.SkipSchemaValidation, Cluster: cluster,
 	})
 	if err != nil {
 		return nil, err
@@ -404,7 +430,7 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
 		return unreadyRequeue
 	}
-	st, err := r.runStatus(ctx, ti, a.cfg, rec, ti.Status.Resolved, ti.Status.Digest, a.props, a.secret)
+	st, err := r.runStatus(ctx, ti, a, ti.Status.Resolved, ti.Status.Digest)
 	if err != nil {
 		msg := truncate(err.Error(), maxMessage)
 		setCondition(ti, v1alpha1.ConditionStalled, metav1.ConditionTrue, "StatusTemplateError", msg)

@@ -51,6 +51,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		kind:    templateInstances{client: mgr.GetClient()},
 	}
 	r.secretPaths, _ = lru.New[string, [][]string](1024) // fails only for size <= 0
+	r.taints = newTaints()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.TemplateInstance{}, sourceIndex, sourcesOf); err != nil {
 		return fmt.Errorf("controller: indexing propertiesFrom: %w", err)
 	}
