@@ -58,12 +58,20 @@ type InstanceReconciler struct {
 	// taints caches what of an expansion depends on a secret (taintOf);
 	// nil caches nothing.
 	taints *taints
+	// accounts watches, as instances' accounts, what the controller's own
+	// account does not read; nil watches nothing so.
+	accounts *accountWatches
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ti := &v1alpha1.TemplateInstance{}
 	if err := r.client.Get(ctx, req.NamespacedName, ti); err != nil {
+		if apierrors.IsNotFound(err) && r.accounts != nil {
+			// Gone: what it watched is no longer needed for it.
+			ti.Namespace, ti.Name = req.Namespace, req.Name
+			r.accounts.release(r.kind.controllerName(ti))
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.reconcile(ctx, ti)
@@ -198,6 +206,11 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 		return nil, err
 	}
 	rd.user, _ = r.user(ti) // config checked it
+	if r.accounts != nil {
+		// Held even when this reconcile fails: a Secret that is created
+		// or fixed later reconciles it.
+		r.accounts.hold(ctx, r.kind.controllerName(ti), "sources", r.secretSources(rd.user, ti))
+	}
 	if cluster, err = r.cluster(rd.user); err != nil {
 		return nil, err
 	}
@@ -416,7 +429,8 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		refs = append(refs, kube.ObjectRef{Group: gv[0], Version: gv[1], Kind: res.Kind, Namespace: res.Namespace, Name: res.Name})
 	}
 	ti.Status.Inventory = inv
-	r.drift.watch(ctx, refs)
+	user, _ := r.user(ti) // apply checked it
+	r.drift.watch(ctx, r.kind.controllerName(ti), user, refs)
 
 	meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionStalled)
 	sts, err := a.cfg.Statuses(ctx, rec)
@@ -643,6 +657,9 @@ func (r *InstanceReconciler) finalize(ctx context.Context, ti *v1alpha1.Template
 		log.Info("deleted; pruned what it rendered")
 	} else {
 		log.Info("deleted; its objects are orphaned")
+	}
+	if r.accounts != nil {
+		r.accounts.release(r.kind.controllerName(ti))
 	}
 	return client.IgnoreNotFound(r.kind.setFinalizer(ctx, ti, false))
 }
