@@ -313,7 +313,7 @@ data:
 		InstallCRDs:     true,
 		MetricsAddr:     "0",
 		HealthAddr:      "0",
-		Options: controller.Options{Logger: log, DMVersion: "test", DefinitionGroups: groups},
+		Options:         controller.Options{Logger: log, DMVersion: "test", DefinitionGroups: groups},
 	}
 	go func() {
 		if err := controller.Run(context.Background(), cfg); err != nil {
