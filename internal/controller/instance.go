@@ -205,18 +205,19 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	if err != nil {
 		return nil, err
 	}
-	rd.user, _ = r.user(ti) // config checked it
+	user, _ := r.user(ti) // config checked it
 	if r.accounts != nil {
 		// Held even when this reconcile fails: a Secret that is created
 		// or fixed later reconciles it.
-		r.accounts.hold(ctx, r.kind.controllerName(ti), "sources", r.secretSources(rd.user, ti))
+		r.accounts.hold(ctx, r.kind.controllerName(ti), "sources", r.secretSources(user, ti))
 	}
-	if cluster, err = r.cluster(rd.user); err != nil {
+	if cluster, err = r.cluster(user); err != nil {
 		return nil, err
 	}
-	if cluster.Lookup != nil {
+	if rd.lookup = cluster.Lookup; cluster.Lookup != nil {
 		cluster.Lookup = &secretLookup{inner: cluster.Lookup, read: &rd.secrets}
 	}
+	rd.cluster = cluster
 	props, secret, err := r.properties(ctx, ti, cfg.Cluster)
 	if err != nil {
 		return nil, err

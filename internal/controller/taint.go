@@ -572,9 +572,11 @@ type rendering struct {
 	src    deploy.Source
 	x      *expand.Result
 	pinned string
-	// user is the account the instance applies as, whose lookups the
-	// blind runs read with too.
-	user string
+	// cluster is what the real run's charts saw of the cluster; lookup its
+	// Lookup (as the instance's account), which the blind runs read with
+	// too, their Secrets' data replaced.
+	cluster *engine.Cluster
+	lookup  engine.Lookup
 	// secrets records the Secrets a chart looked up.
 	secrets lookedUp
 }
@@ -618,12 +620,13 @@ func (r *InstanceReconciler) taintOf(ctx context.Context, a *applied, resolved, 
 		}
 	}
 	render := func(ctx context.Context, props map[string]any, s *standIns) (*manifest.Manifest, error) {
-		cluster, err := r.cluster(rd.user)
-		if err != nil {
-			return nil, err
-		}
-		if cluster.Lookup != nil {
-			cluster.Lookup = &secretLookup{inner: cluster.Lookup, blind: s}
+		var cluster *engine.Cluster
+		if rd.cluster != nil {
+			c := *rd.cluster
+			if rd.lookup != nil {
+				c.Lookup = &secretLookup{inner: rd.lookup, blind: s}
+			}
+			cluster = &c
 		}
 		src := rd.src
 		src.Properties = props

@@ -17,6 +17,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/deploy"
+	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/manifest"
 	"github.com/dmhq/dm/internal/resolve"
@@ -324,4 +326,92 @@ func FuzzRedaction(f *testing.F) {
 			t.Errorf("secret %q: status.outputs depend on it:\n%s\nbaseline\n%s", secret, got, baseline)
 		}
 	})
+}
+
+// BenchmarkTaint is what redaction by construction costs an instance with
+// a marked value: the real render, and with blind=true the two blind ones
+// and their comparison (cached by the reconciler for a resync).
+func BenchmarkTaint(b *testing.B) {
+	exp := newTestExpander()
+	ctx := context.Background()
+	props := map[string]any{"secret": "s3cret-&<>", "plain": "visible-value"}
+	render := func(ctx context.Context, props map[string]any, _ *standIns) (*manifest.Manifest, error) {
+		req, err := leakyConfig(props)
+		if err != nil {
+			return nil, err
+		}
+		x, err := exp.Expand(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return manifest.Of(x, manifest.Options{})
+	}
+	for _, blind := range []bool{false, true} {
+		b.Run(fmt.Sprintf("blind=%v", blind), func(b *testing.B) {
+			for b.Loop() {
+				real, err := render(ctx, props, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if blind {
+					if t := taintOf(ctx, real, props, [][]string{{"secret"}}, render); t.all {
+						b.Fatal("a blind run failed")
+					}
+				}
+			}
+		})
+	}
+}
+
+// expanderFunc adapts a function to api.Expander.
+type expanderFunc func(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error)
+
+func (f expanderFunc) Expand(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+	return f(ctx, req)
+}
+
+// TestTaintCached: the blind renders run once for a rendering; a resync
+// of the same inputs renders no more, other inputs render again.
+func TestTaintCached(t *testing.T) {
+	exp := newTestExpander()
+	renders := 0
+	r := &InstanceReconciler{taints: newTaints(), opts: Options{Expander: expanderFunc(func(ctx context.Context, req *api.ExpandRequest) (*api.ExpandResult, error) {
+		renders++
+		lr, err := leakyConfig(req.Properties)
+		if err != nil {
+			return nil, err
+		}
+		return exp.Expand(ctx, lr)
+	})}}
+	ctx := context.Background()
+	applied := func(secret string) *applied {
+		props := map[string]any{"secret": secret, "plain": "visible-value"}
+		src := deploy.Source{Input: release.Input{Ref: "leaky:v1"}, Properties: props, Name: "app"}
+		x, err := r.expand(ctx, src, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &applied{props: props, secret: [][]string{{"secret"}}, rendering: &rendering{src: src, x: x}}
+	}
+	for i, tt := range []struct {
+		secret string
+		want   int // blind renders
+	}{{"first-secret", 2}, {"first-secret", 0}, {"second-secret", 2}} {
+		a := applied(tt.secret)
+		renders = 0
+		tn, err := r.tainted(ctx, a, "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if renders != tt.want || tn == nil || tn.outputs["app"] != outputRedacted {
+			t.Errorf("%d: %d blind renders (want %d), taint %+v", i, renders, tt.want, tn)
+		}
+	}
+	// Nothing marked: no blind render, no taint.
+	a := applied("x")
+	a.secret = nil
+	renders = 0
+	if tn, err := r.tainted(ctx, a, "", ""); err != nil || tn != nil || renders != 0 {
+		t.Errorf("nothing marked: taint %v, %v after %d renders", tn, err, renders)
+	}
 }
