@@ -41,6 +41,10 @@ type accountWatches struct {
 	mapper  meta.RESTMapper
 	own     *ownAccess
 	log     *slog.Logger
+	// maxWatches and maxPerNamespace bound the informers running, in all
+	// and of one namespace (MaxAccountWatches and
+	// MaxAccountWatchesPerNamespace).
+	maxWatches, maxPerNamespace int
 	// ctx ends the informers; Start cancels it when the manager stops.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -77,9 +81,21 @@ type accountWatch struct {
 // is not asked again.
 const deniedRetry = time.Minute
 
+// Bounds of the impersonated watches: each is a watch connection to the
+// apiserver, so that a namespace that makes many accounts and instances
+// cannot make the controller hold as many. Past a bound, the drift of
+// what the watch would have seen is restored at the interval.
+const (
+	// MaxAccountWatches bounds them all.
+	MaxAccountWatches = 1024
+	// MaxAccountWatchesPerNamespace bounds those of one namespace.
+	MaxAccountWatchesPerNamespace = 32
+)
+
 func newAccountWatches(c *clients, mapper meta.RESTMapper, own *ownAccess, log *slog.Logger) *accountWatches {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &accountWatches{clients: c, mapper: mapper, own: own, log: log, ctx: ctx, cancel: cancel,
+		maxWatches: MaxAccountWatches, maxPerNamespace: MaxAccountWatchesPerNamespace,
 		holders: map[string]map[string][]watchKey{}, refs: map[watchKey]int{},
 		running: map[watchKey]*accountWatch{}, denied: map[watchKey]time.Time{}}
 }
@@ -262,6 +278,18 @@ func (w *accountWatches) start(ctx context.Context, k watchKey) {
 	if w.running[k] != nil || w.refs[k] == 0 {
 		return // started meanwhile, or no longer needed
 	}
+	inNamespace := 0
+	for r := range w.running {
+		if r.namespace == k.namespace {
+			inNamespace++
+		}
+	}
+	if len(w.running) >= w.maxWatches || inNamespace >= w.maxPerNamespace {
+		w.denied[k] = time.Now().Add(deniedRetry)
+		w.log.Warn("not watching a rendered kind: too many impersonated watches; drift is restored at the interval",
+			"watch", k.String(), "MaxAccountWatches", MaxAccountWatches, "MaxAccountWatchesPerNamespace", MaxAccountWatchesPerNamespace)
+		return
+	}
 	aw := &accountWatch{stop: make(chan struct{})}
 	w.running[k] = aw
 	stop := make(chan struct{})
@@ -344,28 +372,41 @@ func mayListWatchWith(ctx context.Context, cs kubernetes.Interface, namespace st
 }
 
 // ownAccess remembers whether the controller's own account may list and
-// watch a resource in every namespace.
+// watch a resource in every namespace, for ownAccessTTL: a role changed
+// later is seen then.
 type ownAccess struct {
 	cs kubernetes.Interface
 	mu sync.Mutex
-	m  map[schema.GroupVersionResource]bool
+	m  map[schema.GroupVersionResource]ownAnswer
 }
 
-// may asks once per resource; a failed review answers no, and is asked
-// again next time.
+type ownAnswer struct {
+	may bool
+	at  time.Time
+}
+
+// ownAccessTTL is how long an answer of ownAccess holds.
+const ownAccessTTL = 10 * time.Minute
+
+func newOwnAccess(cs kubernetes.Interface) *ownAccess {
+	return &ownAccess{cs: cs, m: map[schema.GroupVersionResource]ownAnswer{}}
+}
+
+// may asks once per resource and ownAccessTTL; a failed review answers
+// no, and is asked again next time.
 func (o *ownAccess) may(ctx context.Context, namespace string, gvr schema.GroupVersionResource) bool {
 	o.mu.Lock()
-	v, ok := o.m[gvr]
+	a, ok := o.m[gvr]
 	o.mu.Unlock()
-	if ok {
-		return v
+	if ok && time.Since(a.at) < ownAccessTTL {
+		return a.may
 	}
 	may, err := mayListWatchWith(ctx, o.cs, namespace, gvr)
 	if err != nil {
 		return false
 	}
 	o.mu.Lock()
-	o.m[gvr] = may
+	o.m[gvr] = ownAnswer{may: may, at: time.Now()}
 	o.mu.Unlock()
 	return may
 }

@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -39,7 +38,7 @@ func TestAccountWatches(t *testing.T) {
 		}
 	}
 	if _, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "watch"},
-		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"secrets", "configmaps"}, Verbs: []string{"list", "watch"}}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "watch"},
@@ -55,7 +54,7 @@ func TestAccountWatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := newAccountWatches(newClients(rc), mapper, &ownAccess{cs: cs, m: map[schema.GroupVersionResource]bool{}}, slog.New(slog.DiscardHandler))
+	w := newAccountWatches(newClients(rc), mapper, newOwnAccess(cs), slog.New(slog.DiscardHandler))
 	t.Cleanup(w.cancel)
 	sink := make(chan event.GenericEvent, 64)
 	w.subscribe(sink)
@@ -114,6 +113,26 @@ func TestAccountWatches(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("no event for a Secret created in a watched namespace")
 	}
+
+	// Past the bound of a namespace, no more watches: a namespace that
+	// makes many accounts gets no more of the controller.
+	w.maxPerNamespace = 1
+	other, _ := w.key("system:serviceaccount:"+ns+":watcher", ns, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	w.hold(ctx, "TemplateInstance d", "drift", []watchKey{other})
+	if n := running(); n != 1 {
+		t.Fatalf("%d informers in a namespace bounded to 1", n)
+	}
+	w.release("TemplateInstance d")
+	// Within the bound, the account's ConfigMaps are watched.
+	w.maxPerNamespace = MaxAccountWatchesPerNamespace
+	w.mu.Lock()
+	delete(w.denied, other)
+	w.mu.Unlock()
+	w.hold(ctx, "TemplateInstance d", "drift", []watchKey{other})
+	if n := running(); n != 2 {
+		t.Fatalf("%d informers within the bound, want 2", n)
+	}
+	w.release("TemplateInstance d")
 
 	// One holder lets go: the other keeps it; then none needs it.
 	w.release("TemplateInstance a")

@@ -69,7 +69,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	if err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
-	r.accounts = newAccountWatches(r.clients, mgr.GetRESTMapper(), &ownAccess{cs: cs, m: map[schema.GroupVersionResource]bool{}}, log)
+	r.accounts = newAccountWatches(r.clients, mgr.GetRESTMapper(), newOwnAccess(cs), log)
 	if err := mgr.Add(r.accounts); err != nil {
 		return fmt.Errorf("controller: %w", err)
 	}
