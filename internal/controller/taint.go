@@ -303,6 +303,10 @@ func keyOf(mo *manifest.Object) objectKey {
 	return objectKey{path: strings.Join(mo.Path, "/"), apiVersion: av, kind: k, name: s}
 }
 
+func isSecret(mo manifest.Object) bool {
+	return mo.Object["apiVersion"] == "v1" && mo.Object["kind"] == "Secret"
+}
+
 // blindRender renders the template again with props in place of the
 // real properties (and with secretLookup's stand-ins for looked-up
 // Secrets), as the objects and outputs of a manifest.
@@ -598,13 +602,17 @@ func (r *InstanceReconciler) taintOf(ctx context.Context, a *applied, resolved, 
 			marks = append(marks, p)
 		}
 	}
-	if looked, _ := rd.secrets.read(); len(marks) == 0 && !looked {
-		return nil, nil
-	}
 	opts := manifest.Options{Project: rd.src.Env["project"], DeletionPolicy: rd.src.DeletionPolicy}
 	real, err := manifest.Of(rd.x, opts)
 	if err != nil {
 		return &taint{all: true}, nil
+	}
+	// A Secret among the objects marks what the template made of it
+	// differently at each render (a random password): the blind renders
+	// then differ there even with nothing else marked.
+	looked, _ := rd.secrets.read()
+	if len(marks) == 0 && !looked && !slices.ContainsFunc(real.Objects, isSecret) {
+		return nil, nil
 	}
 	pinned := rd.pinned
 	for _, ref := range rd.x.References {

@@ -407,11 +407,58 @@ func TestTaintCached(t *testing.T) {
 			t.Errorf("%d: %d blind renders (want %d), taint %+v", i, renders, tt.want, tn)
 		}
 	}
-	// Nothing marked: no blind render, no taint.
+	// Nothing marked but a Secret rendered: blind renders, which find
+	// nothing the template made differently.
 	a := applied("x")
 	a.secret = nil
 	renders = 0
-	if tn, err := r.tainted(ctx, a, "", ""); err != nil || tn != nil || renders != 0 {
-		t.Errorf("nothing marked: taint %v, %v after %d renders", tn, err, renders)
+	if tn, err := r.tainted(ctx, a, "", ""); err != nil || tn == nil || tn.all || len(tn.outputs) != 0 || len(tn.objects) != 0 || renders != 2 {
+		t.Errorf("nothing marked: taint %+v, %v after %d renders", tn, err, renders)
+	}
+}
+
+// TestTaintRandomSecret: with nothing marked, a password a template makes
+// at random for the Secret it renders, and also outputs, is redacted: the
+// blind renders make another.
+func TestTaintRandomSecret(t *testing.T) {
+	exp := newTestExpander()
+	const tmpl = `{{- $p := randAlphaNum 24 -}}
+resources:
+- name: s
+  type: Secret
+  properties: {apiVersion: v1, kind: Secret, metadata: {name: s}, stringData: {password: {{ $p | toJson }}}}
+- name: cm
+  type: ConfigMap
+  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: cm}, data: {password: {{ $p | toJson }}, plain: "visible"}}
+outputs:
+- {name: password, value: {{ $p | toJson }}}
+- {name: plain, value: visible}
+`
+	const config = `imports: [r.gotmpl]
+resources:
+- {name: app, type: r.gotmpl}
+outputs:
+- {name: password, value: $(ref.app.password)}
+- {name: plain, value: $(ref.app.plain)}
+`
+	r := &InstanceReconciler{opts: Options{Expander: expanderFunc(func(ctx context.Context, _ *api.ExpandRequest) (*api.ExpandResult, error) {
+		return exp.Expand(ctx, &api.ExpandRequest{ConfigName: "c.yaml", Config: config, Imports: map[string]string{"r.gotmpl": tmpl}})
+	})}}
+	ctx := context.Background()
+	src := deploy.Source{Input: release.Input{Ref: "r:v1"}, Name: "app"}
+	x, err := r.expand(ctx, src, "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, err := r.tainted(ctx, &applied{props: map[string]any{}, rendering: &rendering{src: src, x: x}}, "", "")
+	if err != nil || tn == nil {
+		t.Fatalf("taint %v, %v", tn, err)
+	}
+	if tn.outputs["password"] != outputRedacted || tn.outputs["plain"] != 0 {
+		t.Errorf("outputs' taint %v; want password redacted, plain not", tn.outputs)
+	}
+	cm := tn.objects[objectKey{path: "app/cm", apiVersion: "v1", kind: "ConfigMap", name: "cm"}]
+	if len(cm) != 1 || cm[0][0].key != "data" || cm[0][1].key != "password" {
+		t.Errorf("ConfigMap's tainted fields %+v; want data.password", cm)
 	}
 }
