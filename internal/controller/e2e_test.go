@@ -99,6 +99,8 @@ func writeVersion(t *testing.T, dir, name, version string) {
 type harness struct {
 	env *kubetest.Env
 	rc  *rest.Config
+	// ctrl is the controller's connection: its ServiceAccount's token.
+	ctrl *rest.Config
 	c   client.Client
 	dir string
 }
@@ -334,7 +336,7 @@ data:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return &harness{env: env, rc: rc, c: c, dir: dir}, nil
+	return &harness{env: env, rc: rc, ctrl: ctrlRC, c: c, dir: dir}, nil
 }
 
 // controllerNamespace and controllerName are the tests' controller's
@@ -993,6 +995,21 @@ func TestControllerRights(t *testing.T) {
 		if got, _, _ = strings.Cut(got, "\n"); got != tt.want {
 			t.Errorf("kubectl auth can-i %s as the controller = %q, want %q", strings.Join(tt.args, " "), got, tt.want)
 		}
+	}
+	// With its own token, as the audit used it: no Secret of any
+	// namespace, not even one named.
+	must(t, h.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"},
+		StringData: map[string]string{"token": "team-a-token"}}))
+	own, err := kubernetes.NewForConfig(h.ctrl)
+	must(t, err)
+	if _, err := own.CoreV1().Secrets(ns).Get(context.Background(), "github", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's token gets a namespace's Secret: %v", err)
+	}
+	if _, err := own.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's token lists every Secret: %v", err)
+	}
+	if _, err := own.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the controller's token lists no ConfigMaps: %v", err)
 	}
 	crd := func(group string) string {
 		return `apiVersion: apiextensions.k8s.io/v1
