@@ -101,8 +101,8 @@ type harness struct {
 	rc  *rest.Config
 	// ctrl is the controller's connection: its ServiceAccount's token.
 	ctrl *rest.Config
-	c   client.Client
-	dir string
+	c    client.Client
+	dir  string
 }
 
 var (
