@@ -651,7 +651,9 @@ func (r *InstanceReconciler) taintOf(ctx context.Context, a *applied, resolved, 
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if r.taints != nil && key != "" {
+	// A blind render that failed may have failed for a while (the
+	// registry unreachable): it is tried again at the next reconcile.
+	if r.taints != nil && key != "" && !t.all {
 		r.taints.cache.Add(key, t)
 	}
 	return t, nil
