@@ -20,6 +20,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/manifest"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -460,5 +461,62 @@ outputs:
 	cm := tn.objects[objectKey{path: "app/cm", apiVersion: "v1", kind: "ConfigMap", name: "cm"}]
 	if len(cm) != 1 || cm[0][0].key != "data" || cm[0][1].key != "password" {
 		t.Errorf("ConfigMap's tainted fields %+v; want data.password", cm)
+	}
+}
+
+// lookupFunc adapts a function to engine.Lookup.
+type lookupFunc func(ctx context.Context, q engine.LookupQuery) (map[string]any, error)
+
+func (f lookupFunc) Lookup(ctx context.Context, q engine.LookupQuery) (map[string]any, error) {
+	return f(ctx, q)
+}
+
+// TestSecretLookup: a real render records the Secrets a chart looks up;
+// a blind one reads stand-ins for their data (valid base64, none the
+// real value), without the last-applied annotation; other kinds pass.
+func TestSecretLookup(t *testing.T) {
+	secret := func(v string) map[string]any {
+		return map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "s", "annotations": map[string]any{"kubectl.kubernetes.io/last-applied-configuration": v}},
+			"data":     map[string]any{"k": base64.StdEncoding.EncodeToString([]byte(v))}, "stringData": map[string]any{"p": v}}
+	}
+	inner := lookupFunc(func(_ context.Context, q engine.LookupQuery) (map[string]any, error) {
+		switch {
+		case q.Kind == "ConfigMap":
+			return map[string]any{"kind": "ConfigMap", "data": map[string]any{"k": "plain"}}, nil
+		case q.Name == "":
+			return map[string]any{"kind": "SecretList", "items": []any{secret("listed-secret")}}, nil
+		}
+		return secret("the-real-secret"), nil
+	})
+	ctx := context.Background()
+	var seen lookedUp
+	real := &secretLookup{inner: inner, read: &seen}
+	if obj, _ := real.Lookup(ctx, engine.LookupQuery{APIVersion: "v1", Kind: "Secret", Name: "s"}); obj["stringData"].(map[string]any)["p"] != "the-real-secret" {
+		t.Errorf("the real render read %v", obj)
+	}
+	_, _ = real.Lookup(ctx, engine.LookupQuery{APIVersion: "v1", Kind: "Secret"})
+	if any, values := seen.read(); !any || !slices.Contains(values, "the-real-secret") || !slices.Contains(values, "listed-secret") {
+		t.Errorf("recorded %v %v", any, values)
+	}
+	blind := &secretLookup{inner: inner, blind: &standIns{set: blindA}}
+	for _, q := range []engine.LookupQuery{{APIVersion: "v1", Kind: "Secret", Name: "s"}, {APIVersion: "v1", Kind: "Secret"}} {
+		obj, err := blind.Lookup(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(obj)
+		for _, real := range []string{"the-real-secret", "listed-secret", base64.StdEncoding.EncodeToString([]byte("the-real-secret")), "last-applied"} {
+			if strings.Contains(string(b), real) {
+				t.Errorf("a blind lookup holds %q: %s", real, b)
+			}
+		}
+	}
+	obj, _ := blind.Lookup(ctx, engine.LookupQuery{APIVersion: "v1", Kind: "Secret", Name: "s"})
+	if d, err := base64.StdEncoding.DecodeString(obj["data"].(map[string]any)["k"].(string)); err != nil || !strings.HasPrefix(string(d), "blinda") {
+		t.Errorf("blind data %q, %v; want a stand-in in base64", d, err)
+	}
+	if obj, _ := blind.Lookup(ctx, engine.LookupQuery{APIVersion: "v1", Kind: "ConfigMap", Name: "c"}); obj["data"].(map[string]any)["k"] != "plain" {
+		t.Errorf("a ConfigMap changed: %v", obj)
 	}
 }
