@@ -128,17 +128,9 @@ func leakyConfig(props map[string]any) (*api.ExpandRequest, error) {
 	}, nil
 }
 
-// leak is what the controller would write of an instance of the leaky
-// templates whose secret property is secret (marked): status.outputs
-// (the templates' outputs, then the status template's over the live
-// objects, here the rendered ones) and the condition and log of an error
-// quoting it.
-func leak(t testing.TB, exp api.Expander, secret string) (outputs string, logs string) {
-	t.Helper()
-	ctx := context.Background()
-	props := map[string]any{"secret": secret, "plain": "visible-value"}
-	marks := [][]string{{"secret"}}
-	render := func(ctx context.Context, props map[string]any, _ *standIns) (*manifest.Manifest, error) {
+// leakyRender renders leakyConfig with props.
+func leakyRender(exp api.Expander) blindRender {
+	return func(ctx context.Context, props map[string]any, _ *standIns) (*manifest.Manifest, error) {
 		req, err := leakyConfig(props)
 		if err != nil {
 			return nil, err
@@ -149,6 +141,19 @@ func leak(t testing.TB, exp api.Expander, secret string) (outputs string, logs s
 		}
 		return manifest.Of(x, manifest.Options{})
 	}
+}
+
+// leak is what the controller would write of an instance of the leaky
+// templates whose secret property is secret (marked): status.outputs
+// (the templates' outputs, then the status template's over the live
+// objects, here the rendered ones) and the condition and log of an error
+// quoting it.
+func leak(t testing.TB, exp api.Expander, secret string) (outputs string, logs string) {
+	t.Helper()
+	ctx := context.Background()
+	props := map[string]any{"secret": secret, "plain": "visible-value"}
+	marks := [][]string{{"secret"}}
+	render := leakyRender(exp)
 	real, err := render(ctx, props, nil)
 	if err != nil {
 		// The value breaks the template (YAML it cannot hold): what is
@@ -336,17 +341,7 @@ func BenchmarkTaint(b *testing.B) {
 	exp := newTestExpander()
 	ctx := context.Background()
 	props := map[string]any{"secret": "s3cret-&<>", "plain": "visible-value"}
-	render := func(ctx context.Context, props map[string]any, _ *standIns) (*manifest.Manifest, error) {
-		req, err := leakyConfig(props)
-		if err != nil {
-			return nil, err
-		}
-		x, err := exp.Expand(ctx, req)
-		if err != nil {
-			return nil, err
-		}
-		return manifest.Of(x, manifest.Options{})
-	}
+	render := leakyRender(exp)
 	for _, blind := range []bool{false, true} {
 		b.Run(fmt.Sprintf("blind=%v", blind), func(b *testing.B) {
 			for b.Loop() {
