@@ -119,7 +119,8 @@ FUZZ_TARGETS := \
 	./internal/expand/helm:FuzzSortManifests:2000x \
 	./internal/expand/value:FuzzMarshalYAML:5000x \
 	./internal/server:FuzzParseScope:20000x \
-	./internal/gcp:FuzzConvert:5000x
+	./internal/gcp:FuzzConvert:5000x \
+	./internal/controller:FuzzRedaction:2000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

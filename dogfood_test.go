@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,10 +62,27 @@ func TestDogfoodControllerTemplate(t *testing.T) {
 	for _, r := range role.Rules {
 		rules += strings.Join(r.Resources, ",") + ":" + strings.Join(r.Verbs, ",") + " "
 	}
-	for _, want := range []string{"serviceaccounts:impersonate", "leases:create", "templateinstances/status", "*:get,list,watch"} {
+	for _, want := range []string{"serviceaccounts:impersonate", "leases:get", "templateinstances/status", "configmaps,", "customresourcedefinitions:get,list,watch,create"} {
 		if !strings.Contains(rules, want) {
 			t.Errorf("ClusterRole rules %q lack %q", rules, want)
 		}
+	}
+	// No Secret, and no "every kind": RBAC cannot except Secrets from one.
+	for _, r := range role.Rules {
+		for _, g := range r.APIGroups {
+			if (g == "" || g == "*") && (slices.Contains(r.Resources, "*") || slices.Contains(r.Resources, "secrets")) {
+				t.Errorf("ClusterRole rule %+v grants Secrets", r)
+			}
+		}
+	}
+	var policy struct {
+		Spec struct {
+			Validations []struct{ Expression string } `json:"validations"`
+		} `json:"spec"`
+	}
+	get("/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/dm-controller-crds", &policy)
+	if len(policy.Spec.Validations) != 1 || !strings.Contains(policy.Spec.Validations[0].Expression, "object.spec.group in") {
+		t.Errorf("CRD policy validations %+v, want one on object.spec.group", policy.Spec.Validations)
 	}
 	var dep struct {
 		Spec struct {
@@ -95,12 +113,12 @@ func TestDogfoodControllerTemplate(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
-	// dm knows it as an ordinary deployment of 6 objects.
+	// dm knows it as an ordinary deployment of 8 objects.
 	var got struct {
 		Resources []struct{ Kind string } `json:"resources"`
 	}
 	d.json(&got, "get", "dm-controller")
-	if len(got.Resources) != 6 {
-		t.Errorf("dm get dm-controller: %d objects, want 6", len(got.Resources))
+	if len(got.Resources) != 8 {
+		t.Errorf("dm get dm-controller: %d objects, want 8", len(got.Resources))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -54,6 +55,7 @@ func (k *definedKinds) start(gvk schema.GroupVersionKind, base *InstanceReconcil
 		return nil
 	}
 	events := make(chan event.GenericEvent, 64)
+	drifted := make(chan event.GenericEvent, 1024)
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	kr := &kindReconciler{base: base, gvk: gvk, client: k.mgr.GetClient()}
@@ -62,6 +64,8 @@ func (k *definedKinds) start(gvk schema.GroupVersionKind, base *InstanceReconcil
 		// Status writes (the controller's own) do not reconcile again.
 		For(u, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
+		// What the impersonated watches see of what its instances rendered.
+		WatchesRawSource(source.Channel(drifted, handler.EnqueueRequestsFromMapFunc(instanceOf))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: base.opts.Concurrency, SkipNameValidation: ptr(true)}).
 		Build(kr)
 	if err != nil {
@@ -69,7 +73,10 @@ func (k *definedKinds) start(gvk schema.GroupVersionKind, base *InstanceReconcil
 	}
 	// Drift of what its instances rendered maps back to them through
 	// this kind's own controller.
-	kr.drift = &driftWatcher{ctrl: c, cache: k.mgr.GetCache(), log: base.log, watched: map[schema.GroupVersionKind]bool{}}
+	kr.drift = &driftWatcher{ctrl: c, cache: k.mgr.GetCache(), accounts: base.accounts, log: base.log, watched: map[schema.GroupVersionKind]bool{}}
+	if base.accounts != nil {
+		base.accounts.subscribe(drifted)
+	}
 	k.started[gvk] = events
 	return nil
 }
@@ -99,6 +106,10 @@ func (k *kindReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k.gvk)
 	if err := k.client.Get(ctx, req.NamespacedName, u); err != nil {
+		if apierrors.IsNotFound(err) && k.base.accounts != nil {
+			// Gone: what it watched is no longer needed for it.
+			k.base.accounts.release(k.gvk.Kind + " " + req.Namespace + "/" + req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ti, err := asInstance(u, def)

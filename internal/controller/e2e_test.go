@@ -2,35 +2,44 @@ package controller_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/helm"
+	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 )
 
@@ -90,8 +99,10 @@ func writeVersion(t *testing.T, dir, name, version string) {
 type harness struct {
 	env *kubetest.Env
 	rc  *rest.Config
-	c   client.Client
-	dir string
+	// ctrl is the controller's connection: its ServiceAccount's token.
+	ctrl *rest.Config
+	c    client.Client
+	dir  string
 }
 
 var (
@@ -198,6 +209,39 @@ cm: {{ resources.cm.data.plain | tojson }}
 			return nil, err
 		}
 	}
+	// A template whose outputs and status template transform a property
+	// that comes from a Secret (TestOutputsRedactTransformed).
+	for name, content := range map[string]string{
+		"leakout.jinja": `{% set tok = properties.token %}
+resources:
+- name: cm
+  type: ConfigMap
+  properties:
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: "{{ env['deployment'] }}"}
+    data:
+      reversed: {{ (tok | reverse | join('')) | tojson }}
+      plain: {{ properties.plain | tojson }}
+outputs:
+- {name: token, value: {{ tok | tojson }}}
+- {name: reversed, value: {{ (tok | reverse | join('')) | tojson }}}
+- {name: replaced, value: {{ tok | replace('&', 'and') | tojson }}}
+- {name: sliced, value: {{ tok[1:] | tojson }}}
+- {name: upper, value: {{ tok | upper | tojson }}}
+- {name: escaped, value: {{ tok | e | string | tojson }}}
+- {name: plain, value: {{ properties.plain | tojson }}}
+`,
+		"leakout.status.jinja": "cm: {{ resources.cm.data | tojson }}\nlength: {{ properties.token | length }}\n",
+	} {
+		p := filepath.Join(dir, "leakout", "v1.0.0", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			return nil, err
+		}
+	}
 	// A Helm chart: a ConfigMap named after the release.
 	for name, content := range map[string]string{
 		"Chart.yaml":        "apiVersion: v2\nname: chart\nversion: 1.0.0\n",
@@ -253,8 +297,17 @@ data:
 		return nil, err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	// dm.io too: TestTemplateDefinitionConflict's definition must meet
+	// dm's own CRD, not the group rule.
+	groups := []string{"apps.example.com", "dm.io"}
+	// The controller runs as the account registry-example's template
+	// makes, with the rights it grants and nothing more.
+	ctrlRC, err := controllerAccount(env, rc, c, groups)
+	if err != nil {
+		return nil, err
+	}
 	cfg := controller.RunConfig{
-		REST:            rc,
+		REST:            ctrlRC,
 		Registries:      []api.RegistrySpec{{Prefix: registryPrefix, Dir: dir}},
 		DefaultRegistry: registryPrefix,
 		Refresh:         time.Hour, // the directory is watched
@@ -262,9 +315,7 @@ data:
 		InstallCRDs:     true,
 		MetricsAddr:     "0",
 		HealthAddr:      "0",
-		// dm.io too: TestTemplateDefinitionConflict's definition must
-		// meet dm's own CRD, not the group rule.
-		Options: controller.Options{Logger: log, DMVersion: "test", DefinitionGroups: []string{"apps.example.com", "dm.io"}},
+		Options:         controller.Options{Logger: log, DMVersion: "test", DefinitionGroups: groups},
 	}
 	go func() {
 		if err := controller.Run(context.Background(), cfg); err != nil {
@@ -285,7 +336,87 @@ data:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return &harness{env: env, rc: rc, c: c, dir: dir}, nil
+	return &harness{env: env, rc: rc, ctrl: ctrlRC, c: c, dir: dir}, nil
+}
+
+// controllerNamespace and controllerName are the tests' controller's
+// ServiceAccount.
+const (
+	controllerNamespace = "dm-system"
+	controllerName      = "dm-controller"
+)
+
+// controllerAccount applies what registry-example's dm-controller template
+// (with definitionGroups groups) makes of the controller's identity and
+// rights (its ServiceAccount, ClusterRole and binding, the policy on its
+// CRD writes) and returns a connection with that account's token.
+func controllerAccount(env *kubetest.Env, rc *rest.Config, c client.Client, groups []string) (*rest.Config, error) {
+	ctx := context.Background()
+	spec := api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()}
+	g, err := api.OpenRegistry(spec, api.Setup{})
+	if err != nil {
+		return nil, err
+	}
+	if err := g.Refresh(ctx); err != nil {
+		return nil, err
+	}
+	def, err := api.DefaultRegistry([]api.RegistrySpec{spec}, "")
+	if err != nil {
+		return nil, err
+	}
+	x, err := api.NewService(resolve.New(def, g), expand.Options{}).Expand(ctx, &api.ExpandRequest{
+		Ref: "dm-controller:v1", Name: controllerName, Deployment: controllerName, Namespace: controllerNamespace,
+		Properties: map[string]any{"definitionGroups": anyList(groups)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expanding dm-controller:v1: %w", err)
+	}
+	m, err := manifest.Of(x, manifest.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if err := env.CreateNamespace(ctx, controllerNamespace); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	applied := 0
+	for _, mo := range m.Objects {
+		u := &unstructured.Unstructured{Object: mo.Object}
+		switch u.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		default:
+			continue // the CRDs are the controller's to install; no pod runs here
+		}
+		if u.GetKind() == "ServiceAccount" {
+			u.SetNamespace(controllerNamespace)
+		}
+		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
+			return nil, fmt.Errorf("applying %s %s: %w", u.GetKind(), u.GetName(), err)
+		}
+		applied++
+	}
+	if applied != 5 {
+		return nil, fmt.Errorf("dm-controller:v1 made %d of the 5 objects of its identity and rights", applied)
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := cs.CoreV1().ServiceAccounts(controllerNamespace).CreateToken(ctx, controllerName,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(12 * 3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("a token of %s/%s: %w", controllerNamespace, controllerName, err)
+	}
+	out := rest.AnonymousClientConfig(rc)
+	out.BearerToken = tok.Status.Token
+	return out, nil
+}
+
+func anyList(l []string) []any {
+	out := make([]any, len(l))
+	for i, s := range l {
+		out[i] = s
+	}
+	return out
 }
 
 // account makes ServiceAccount name in ns, allowed to do anything with
@@ -309,7 +440,9 @@ func (h *harness) allow(t *testing.T, ns, name string) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Rules: []rbacv1.PolicyRule{
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"*"}},
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "create", "patch", "delete"}},
+			// watch: the controller watches the Secrets an instance
+			// renders, or its propertiesFrom names, as its account.
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		},
 	}))
 	must(t, h.c.Create(ctx, &rbacv1.RoleBinding{
@@ -729,6 +862,184 @@ func TestStatusRedacts(t *testing.T) {
 	// The rendered objects hold the real values: only the status
 	// template's view is redacted.
 	h.configMap(t, ns, "leaky", "plain", "visible")
+}
+
+// TestOutputsRedactTransformed: a Secret value holding what JSON escapes
+// (& < >), passed through propertiesFrom, never reaches status.outputs,
+// however the template's outputs or its status template transform it;
+// what does not depend on it reads as it is.
+func TestOutputsRedactTransformed(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	const token = `t0k&en<with>"quotes"&amps`
+	must(t, h.c.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values"},
+		Data:       map[string][]byte{"values.yaml": []byte("token: '" + token + "'\n")},
+	}))
+	h.instance(t, ns, "out", v1alpha1.TemplateInstanceSpec{
+		Template: "leakout:v1", ServiceAccountName: "deployer", Properties: props(t, `{"plain":"visible"}`),
+		PropertiesFrom: []v1alpha1.PropertiesSource{{SecretRef: &v1alpha1.KeyReference{Name: "values", Key: "values.yaml"}}},
+	})
+	ti := h.condition(t, ns, "out", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	// length: the status template measures "(redacted)", not the token.
+	want := `{"cm":{"plain":"visible","reversed":"(redacted)"},"escaped":"(redacted)","length":10,"plain":"visible","replaced":"(redacted)","reversed":"(redacted)","sliced":"(redacted)","token":"(redacted)","upper":"(redacted)"}`
+	if ti.Status.Outputs == nil || string(ti.Status.Outputs.Raw) != want {
+		t.Errorf("status.outputs = %s\nwant %s", outputsOf(ti), want)
+	}
+	// Nothing of it anywhere in the instance as any reader gets it.
+	raw, err := json.Marshal(ti)
+	must(t, err)
+	for _, form := range []string{"t0k", "spma", "T0K", `t0k\u0026en`, "t0k&amp;"} {
+		if strings.Contains(string(raw), form) {
+			t.Errorf("the instance holds %q: %s", form, raw)
+		}
+	}
+	// The ConfigMap holds the real value: only what status says is redacted.
+	h.configMap(t, ns, "out", "plain", "visible")
+}
+
+func outputsOf(ti *v1alpha1.TemplateInstance) string {
+	if ti.Status.Outputs == nil {
+		return "none"
+	}
+	return string(ti.Status.Outputs.Raw)
+}
+
+// TestSecretDrift: the controller's own account may not read Secrets,
+// yet a Secret an instance renders is watched (as the instance's account)
+// and its drift restored at once, not at the interval; once the instance
+// is gone, so is the watch's reason, and the controller still runs.
+func TestSecretDrift(t *testing.T) {
+	h := setup(t)
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	h.instance(t, ns, "sec", v1alpha1.TemplateInstanceSpec{
+		Template: "leaky:v1", ServiceAccountName: "deployer",
+		Properties: props(t, `{"password":"p4ssword","pin":"1234","plain":"visible"}`),
+	})
+	h.condition(t, ns, "sec", v1alpha1.ConditionReady, metav1.ConditionTrue)
+	secret := func() string {
+		s := &corev1.Secret{}
+		if err := h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sec"}, s); err != nil {
+			return err.Error()
+		}
+		return string(s.Data["password"])
+	}
+	if got := secret(); got != "p4ssword" {
+		t.Fatalf("Secret password %q, want p4ssword", got)
+	}
+	// The reconciles the instance's own first writes queued end first.
+	time.Sleep(3 * time.Second)
+	s := &corev1.Secret{}
+	must(t, h.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "sec"}, s))
+	s.Data["password"] = []byte("edited")
+	must(t, h.c.Update(context.Background(), s))
+	eventually(t, "the Secret's drift restored", func() error {
+		if got := secret(); got != "p4ssword" {
+			return fmt.Errorf("password %q", got)
+		}
+		return nil
+	})
+	must(t, h.c.Delete(context.Background(), h.get(t, ns, "sec")))
+	eventually(t, "the Secret pruned", func() error {
+		if got := secret(); !strings.Contains(got, "not found") {
+			return fmt.Errorf("password %q", got)
+		}
+		return nil
+	})
+}
+
+// TestControllerRights: registry-example's dm-controller template, which
+// the tests' controller runs under, gives its account no right on any
+// Secret anywhere, and the policy it installs lets it write the CRDs of
+// its definitionGroups (and its own) and no other.
+func TestControllerRights(t *testing.T) {
+	h := setup(t)
+	if h.env.Kubectl == "" {
+		t.Fatal("kubectl is not in .testenv/bin: make testenv builds it (make test does)")
+	}
+	ns := h.env.Namespace(t)
+	as := "--as=system:serviceaccount:" + controllerNamespace + ":" + controllerName
+	// kubectl returns what kubectl printed, its warnings (stderr) after.
+	kubectl := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(h.env.Kubectl, append([]string{"--kubeconfig", h.env.Kubeconfig, as}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out) + "\n" + stderr.String()), err
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "secrets", "-A"}, "no"},
+		{[]string{"list", "secrets", "-A"}, "no"},
+		{[]string{"watch", "secrets", "-A"}, "no"},
+		{[]string{"get", "secrets", "-n", ns}, "no"},
+		{[]string{"list", "secrets", "-n", ns}, "no"},
+		{[]string{"watch", "secrets", "-n", ns}, "no"},
+		{[]string{"get", "secrets", "-n", controllerNamespace}, "no"},
+		{[]string{"create", "secrets", "-n", ns}, "no"},
+		// What it does need.
+		{[]string{"watch", "configmaps", "-A"}, "yes"},
+		{[]string{"watch", "deployments.apps", "-A"}, "yes"},
+		{[]string{"impersonate", "serviceaccounts", "-n", ns}, "yes"},
+		{[]string{"patch", "templateinstances.dm.io/status", "-n", ns}, "yes"},
+		{[]string{"create", "customresourcedefinitions"}, "yes"}, // RBAC says yes; the policy decides
+		// Nothing of a custom resource outside its groups.
+		{[]string{"list", "widgets.other.example.com", "-A"}, "no"},
+	} {
+		got, _ := kubectl("", append([]string{"auth", "can-i"}, tt.args...)...)
+		if got, _, _ = strings.Cut(got, "\n"); got != tt.want {
+			t.Errorf("kubectl auth can-i %s as the controller = %q, want %q", strings.Join(tt.args, " "), got, tt.want)
+		}
+	}
+	// With its own token, as the audit used it: no Secret of any
+	// namespace, not even one named.
+	must(t, h.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "github"},
+		StringData: map[string]string{"token": "team-a-token"}}))
+	own, err := kubernetes.NewForConfig(h.ctrl)
+	must(t, err)
+	if _, err := own.CoreV1().Secrets(ns).Get(context.Background(), "github", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's token gets a namespace's Secret: %v", err)
+	}
+	if _, err := own.CoreV1().Secrets("").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the controller's token lists every Secret: %v", err)
+	}
+	if _, err := own.CoreV1().ConfigMaps("").List(context.Background(), metav1.ListOptions{Limit: 1}); err != nil {
+		t.Errorf("the controller's token lists no ConfigMaps: %v", err)
+	}
+	crd := func(group string) string {
+		return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.` + group + `}
+spec:
+  group: ` + group + `
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`
+	}
+	// The policy is loaded by the apiserver a moment after it is made.
+	eventually(t, "a CRD of another group refused", func() error {
+		out, err := kubectl(crd("other.example.com"), "create", "--dry-run=server", "-f", "-")
+		if err == nil {
+			return fmt.Errorf("accepted: %s", out)
+		}
+		if !strings.Contains(out, "definitionGroups") || !strings.Contains(out, "other.example.com") {
+			return fmt.Errorf("refused, but not by the policy: %s", out)
+		}
+		return nil
+	})
+	if out, err := kubectl(crd("apps.example.com"), "create", "--dry-run=server", "-f", "-"); err != nil {
+		t.Errorf("a CRD of a definition group refused: %v: %s", err, out)
+	}
 }
 
 // TestChartInstance: an instance whose template is a Helm chart is

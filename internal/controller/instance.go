@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"maps"
 	"strings"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -54,12 +55,23 @@ type InstanceReconciler struct {
 	// secretPaths caches, by version, the paths of the properties its
 	// schema marks secret (schemaSecrets); nil caches nothing.
 	secretPaths *lru.Cache[string, [][]string]
+	// taints caches what of an expansion depends on a secret (taintOf);
+	// nil caches nothing.
+	taints *taints
+	// accounts watches, as instances' accounts, what the controller's own
+	// account does not read; nil watches nothing so.
+	accounts *accountWatches
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
 func (r *InstanceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	ti := &v1alpha1.TemplateInstance{}
 	if err := r.client.Get(ctx, req.NamespacedName, ti); err != nil {
+		if apierrors.IsNotFound(err) && r.accounts != nil {
+			// Gone: what it watched is no longer needed for it.
+			ti.Namespace, ti.Name = req.Namespace, req.Name
+			r.accounts.release(r.kind.controllerName(ti))
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	return r.reconcile(ctx, ti)
@@ -127,6 +139,20 @@ type applied struct {
 	props map[string]any
 	// secret are the paths of props that came from Secrets.
 	secret [][]string
+	// rendering is the expansion applied, for taintOf.
+	rendering *rendering
+
+	taintOnce sync.Once
+	taint     *taint
+	taintErr  error
+}
+
+// tainted returns what of the expansion applied depends on a marked
+// value, computed once (blind runs) and only when asked: by the outputs,
+// or by a status template.
+func (r *InstanceReconciler) tainted(ctx context.Context, a *applied, resolved, digest string) (*taint, error) {
+	a.taintOnce.Do(func() { a.taint, a.taintErr = r.taintOf(ctx, a, resolved, digest) })
+	return a.taint, a.taintErr
 }
 
 // user is the Kubernetes user the instance applies as.
@@ -168,16 +194,30 @@ func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateIn
 func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateInstance, log *slog.Logger) (*applied, error) {
 	pinned := ""
 	var cluster *engine.Cluster
+	// The real expansion is kept for the blind runs that tell what of it
+	// depends on a secret (taintOf).
+	rd := &rendering{}
 	cfg, err := r.config(ctx, ti, deploy.ExpandFunc(func(ctx context.Context, src deploy.Source) (*expand.Result, error) {
-		return r.expand(ctx, src, pinned, cluster)
+		x, err := r.expand(ctx, src, pinned, cluster)
+		rd.src, rd.x, rd.pinned = src, x, pinned
+		return x, err
 	}))
 	if err != nil {
 		return nil, err
 	}
 	user, _ := r.user(ti) // config checked it
+	if r.accounts != nil {
+		// Held even when this reconcile fails: a Secret that is created
+		// or fixed later reconciles it.
+		r.accounts.hold(ctx, r.kind.controllerName(ti), "sources", r.secretSources(user, ti))
+	}
 	if cluster, err = r.cluster(user); err != nil {
 		return nil, err
 	}
+	if rd.lookup = cluster.Lookup; cluster.Lookup != nil {
+		cluster.Lookup = &secretLookup{inner: cluster.Lookup, read: &rd.secrets}
+	}
+	rd.cluster = cluster
 	props, secret, err := r.properties(ctx, ti, cfg.Cluster)
 	if err != nil {
 		return nil, err
@@ -207,14 +247,14 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			ReferenceTimeout: referenceWait},
 	})
 	if err != nil {
-		return nil, err
+		return nil, r.scrubbed(ctx, ti.Spec.Template, rd, props, secret, err)
 	}
 	if res.Unchanged {
 		log.Debug("unchanged", "revision", res.Record.Revision)
 	} else {
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
-	return &applied{res: res, cfg: cfg, props: props, secret: secret}, nil
+	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd}, nil
 }
 
 // gcpProject is the instance's spec.gcp.project.
@@ -293,7 +333,7 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 	x, err := r.opts.Expander.Expand(ctx, &api.ExpandRequest{
 		Ref: ref, Properties: src.Properties, Name: src.Name,
 		Deployment: src.Deployment, Namespace: src.Namespace, Registry: src.Input.Registry,
-		Env: src.Env, Strict: src.Strict, Cluster: cluster,
+		Env: src.Env, Strict: src.Strict, SkipSchemaValidation: src.SkipSchemaValidation, Cluster: cluster,
 	})
 	if err != nil {
 		return nil, err
@@ -390,7 +430,8 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		refs = append(refs, kube.ObjectRef{Group: gv[0], Version: gv[1], Kind: res.Kind, Namespace: res.Namespace, Name: res.Name})
 	}
 	ti.Status.Inventory = inv
-	r.drift.watch(ctx, refs)
+	user, _ := r.user(ti) // apply checked it
+	r.drift.watch(ctx, r.kind.controllerName(ti), user, refs)
 
 	meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionStalled)
 	sts, err := a.cfg.Statuses(ctx, rec)
@@ -404,7 +445,7 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionFalse, "Progressing", msg)
 		return unreadyRequeue
 	}
-	st, err := r.runStatus(ctx, ti, a.cfg, rec, ti.Status.Resolved, ti.Status.Digest, a.props, a.secret)
+	st, err := r.runStatus(ctx, ti, a, ti.Status.Resolved, ti.Status.Digest)
 	if err != nil {
 		msg := truncate(err.Error(), maxMessage)
 		setCondition(ti, v1alpha1.ConditionStalled, metav1.ConditionTrue, "StatusTemplateError", msg)
@@ -617,6 +658,9 @@ func (r *InstanceReconciler) finalize(ctx context.Context, ti *v1alpha1.Template
 		log.Info("deleted; pruned what it rendered")
 	} else {
 		log.Info("deleted; its objects are orphaned")
+	}
+	if r.accounts != nil {
+		r.accounts.release(r.kind.controllerName(ti))
 	}
 	return client.IgnoreNotFound(r.kind.setFinalizer(ctx, ti, false))
 }

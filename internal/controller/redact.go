@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"html"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dmhq/dm/internal/expand/schema"
@@ -104,6 +107,42 @@ func redactSecret(obj map[string]any) map[string]any {
 	return out
 }
 
+// statusView is the live object obj as a status template reads it: a
+// Secret's data Redacted (redactSecret), and every field t says depends
+// on a marked value (the object's key k) Redacted, with what would carry
+// those fields again (the last-applied annotation, managedFields, which
+// name a mapping's keys).
+func statusView(obj map[string]any, t *taint, k objectKey) map[string]any {
+	obj = redactSecret(obj)
+	if t == nil {
+		return obj
+	}
+	paths := t.objects[k]
+	if t.all {
+		paths = renderedLeaves(obj)
+		// What names it stays, and what the cluster reports.
+		paths = slices.DeleteFunc(paths, func(p taintPath) bool { return p[0].key == "status" })
+	}
+	if len(paths) == 0 {
+		return obj
+	}
+	obj = redactTainted(obj, paths)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		delete(md, "managedFields")
+		if ann, ok := md["annotations"].(map[string]any); ok {
+			if _, has := ann["kubectl.kubernetes.io/last-applied-configuration"]; has {
+				ann = maps.Clone(ann)
+				ann["kubectl.kubernetes.io/last-applied-configuration"] = Redacted
+				md["annotations"] = ann
+			}
+		}
+		obj = maps.Clone(obj)
+		obj["metadata"] = md
+	}
+	return obj
+}
+
 // sensitivePaths returns the paths of the properties sc marks writeOnly
 // or format: password, nested properties of objects included.
 func sensitivePaths(sc *schema.Schema) [][]string {
@@ -163,10 +202,11 @@ func (r *InstanceReconciler) schemaSecrets(ctx context.Context, resolved, digest
 }
 
 // outputs are the template's outputs (DM's outputs: [{name, value}]) read
-// from the live objects, for status.outputs. An output that reads a Secret,
-// or whose value holds a property value a status template would not see
-// (from a Secret through propertiesFrom, or marked writeOnly or format:
-// password by the schema), is Redacted.
+// from the live objects, for status.outputs. An output that reads a
+// Secret, or whose value depends on a marked value (taintOf: a property
+// from a Secret through propertiesFrom or marked writeOnly or format:
+// password by the schema, a Secret a chart looked up), however
+// transformed, is Redacted; one whose name depends on one is left out.
 func (r *InstanceReconciler) outputs(ctx context.Context, a *applied, resolved, digest string) (map[string]any, error) {
 	rec := a.res.Record
 	if len(rec.Outputs) == 0 {
@@ -176,17 +216,9 @@ func (r *InstanceReconciler) outputs(ctx context.Context, a *applied, resolved, 
 	if err != nil {
 		return nil, err
 	}
-	marked, err := r.schemaSecrets(ctx, resolved, digest)
+	t, err := r.tainted(ctx, a, resolved, digest)
 	if err != nil {
 		return nil, err
-	}
-	var secrets []string
-	for _, p := range append(slices.Clip(a.secret), marked...) {
-		if v, ok := valueAt(a.props, p); ok {
-			if s := fmt.Sprint(v); len(s) >= minSecretLen {
-				secrets = append(secrets, s)
-			}
-		}
 	}
 	for _, o := range rec.Outputs {
 		for _, rd := range o.Reads {
@@ -194,19 +226,142 @@ func (r *InstanceReconciler) outputs(ctx context.Context, a *applied, resolved, 
 				out[o.Name] = Redacted
 			}
 		}
-		b, _ := json.Marshal(out[o.Name])
-		for _, s := range secrets {
-			if strings.Contains(string(b), s) {
-				out[o.Name] = Redacted
-			}
+		switch {
+		case t == nil:
+		case t.all, t.outputs[o.Name] == outputRedacted:
+			out[o.Name] = Redacted
+		case t.outputs[o.Name] == outputDropped:
+			delete(out, o.Name)
 		}
 	}
 	return out, nil
 }
 
-// minSecretLen is the shortest secret value outputs are searched for: a
-// shorter one ("1", "on") would redact outputs that merely share it.
+// minSecretLen is the shortest secret value error messages are cleaned
+// of: a shorter one ("1", "on") would rewrite messages that merely share
+// it.
 const minSecretLen = 4
+
+// secretStrings are the leaves of the values at marks in props, as text.
+func secretStrings(props map[string]any, marks [][]string) []string {
+	var out []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for _, e := range x {
+				walk(e)
+			}
+		case []any:
+			for _, e := range x {
+				walk(e)
+			}
+		case nil:
+		default:
+			out = append(out, fmt.Sprint(x))
+		}
+	}
+	for _, p := range marks {
+		if v, ok := valueAt(props, p); ok {
+			walk(v)
+		}
+	}
+	return out
+}
+
+// secretForms are the forms a secret value takes in a message that quotes
+// it: as it is, escaped as a JSON or Go string, for HTML, and in base64.
+// An error is the words of whatever failed (a template engine, a schema
+// validator, the apiserver), which quote what they refuse but transform
+// nothing: unlike outputs, its message can only be cleaned after the fact.
+func secretForms(s string) []string {
+	forms := []string{s, html.EscapeString(s), base64.StdEncoding.EncodeToString([]byte(s)),
+		base64.RawStdEncoding.EncodeToString([]byte(s)), base64.URLEncoding.EncodeToString([]byte(s))}
+	if b, err := json.Marshal(s); err == nil {
+		forms = append(forms, string(b[1:len(b)-1]))
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) == nil {
+		t := strings.TrimSpace(buf.String())
+		forms = append(forms, t[1:len(t)-1])
+	}
+	q := strconv.Quote(s)
+	forms = append(forms, q[1:len(q)-1])
+	q = strconv.QuoteToASCII(s)
+	forms = append(forms, q[1:len(q)-1])
+	return forms
+}
+
+// scrubbedError is an error whose message has secret values taken out;
+// errors.Is and errors.As see the error it was.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrub returns err with every form of each of values (secretForms) in
+// its message replaced by Redacted; err itself when none is there.
+func scrub(err error, values []string) error {
+	if err == nil {
+		return nil
+	}
+	var forms []string
+	for _, v := range values {
+		if len(v) >= minSecretLen {
+			forms = append(forms, secretForms(v)...)
+		}
+	}
+	if len(forms) == 0 {
+		return err
+	}
+	// The longest first: a form inside another goes with it.
+	slices.SortFunc(forms, func(a, b string) int { return len(b) - len(a) })
+	msg := err.Error()
+	clean := msg
+	for _, f := range forms {
+		clean = strings.ReplaceAll(clean, f, Redacted)
+	}
+	if clean == msg {
+		return err
+	}
+	return &scrubbedError{msg: clean, err: err}
+}
+
+// scrubbed returns err (of applying the instance) without the values
+// marked secret: props' at secret and at the paths the schema marks, and
+// those of the Secrets a chart looked up.
+func (r *InstanceReconciler) scrubbed(ctx context.Context, ref string, rd *rendering, props map[string]any, secret [][]string, err error) error {
+	marks := slices.Clone(secret)
+	resolved, digest := "", ""
+	if rd.x != nil {
+		for _, x := range rd.x.References {
+			if x.Ref == rd.src.Input.Ref {
+				resolved, digest = x.Resolved, x.Digest
+			}
+		}
+	}
+	switch {
+	case digest != "":
+		if m, e := r.schemaSecrets(ctx, resolved, digest); e == nil {
+			marks = append(marks, m...)
+		}
+	case r.opts.Templates != nil:
+		// The expansion failed before it resolved: the version it would
+		// have, for its schema.
+		if tv, e := r.opts.Templates.Template(ctx, ref, r.opts.DefaultRegistry); e == nil && tv.SchemaContent != "" {
+			if sc, e := schema.Parse([]byte(tv.SchemaContent), tv.Schema); e == nil {
+				marks = append(marks, sensitivePaths(sc)...)
+			}
+		}
+	}
+	_, looked := rd.secrets.read()
+	return scrub(err, slices.Concat(secretStrings(props, marks), looked))
+}
 
 // valueAt returns the value at path p of v.
 func valueAt(v map[string]any, p []string) (any, bool) {

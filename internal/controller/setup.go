@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -51,18 +52,29 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		kind:    templateInstances{client: mgr.GetClient()},
 	}
 	r.secretPaths, _ = lru.New[string, [][]string](1024) // fails only for size <= 0
+	r.taints = newTaints()
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.TemplateInstance{}, sourceIndex, sourcesOf); err != nil {
 		return fmt.Errorf("controller: indexing propertiesFrom: %w", err)
 	}
-	// The propertiesFrom sources' informers exist before the manager
-	// starts, so that /readyz (the cache synced) waits for them too.
-	for _, kind := range []string{"Secret", "ConfigMap"} {
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-		if _, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false)); err != nil {
-			return fmt.Errorf("controller: watching %ss: %w", kind, err)
-		}
+	// The ConfigMap sources' informer exists before the manager starts,
+	// so that /readyz (the cache synced) waits for it too. Secrets are
+	// never read with the controller's own account: those propertiesFrom
+	// names are watched as the instance's account (accountWatches).
+	m := &metav1.PartialObjectMetadata{}
+	m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if _, err := mgr.GetCache().GetInformer(context.Background(), m, cache.BlockUntilSynced(false)); err != nil {
+		return fmt.Errorf("controller: watching ConfigMaps: %w", err)
 	}
+	cs, err := kubernetes.NewForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	r.accounts = newAccountWatches(r.clients, mgr.GetRESTMapper(), newOwnAccess(cs), log)
+	if err := mgr.Add(r.accounts); err != nil {
+		return fmt.Errorf("controller: %w", err)
+	}
+	accountEvents := make(chan event.GenericEvent, 1024)
+	r.accounts.subscribe(accountEvents)
 	if err := watchCRDs(mgr, r.caps); err != nil {
 		return err
 	}
@@ -74,8 +86,10 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		WatchesRawSource(source.Channel(events, &handler.EnqueueRequestForObject{})).
 		// A propertiesFrom source changed: its instances apply anew.
 		// Metadata only: the controller caches no Secret's content.
-		WatchesMetadata(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(readersOf(mgr.GetClient(), "Secret"))).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(readersOf(mgr.GetClient(), "ConfigMap"))).
+		// What the impersonated watches see: drift, and the Secrets
+		// propertiesFrom names.
+		WatchesRawSource(source.Channel(accountEvents, handler.EnqueueRequestsFromMapFunc(driftOrSource(mgr.GetClient())))).
 		// Names are unique per process, not per manager: tests run two
 		// controllers (leader election) in one process.
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.Concurrency, SkipNameValidation: ptr(true)}).
@@ -87,7 +101,7 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 	if err := setupDefinitions(mgr, r, n); err != nil {
 		return err
 	}
-	r.drift = &driftWatcher{ctrl: c, cache: mgr.GetCache(), log: log, watched: map[schema.GroupVersionKind]bool{}}
+	r.drift = &driftWatcher{ctrl: c, cache: mgr.GetCache(), accounts: r.accounts, log: log, watched: map[schema.GroupVersionKind]bool{}}
 	if n != nil {
 		err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 			n.run(ctx, mgr.GetClient(), events, log)
@@ -163,6 +177,31 @@ func readersOf(c client.Reader, kind string) handler.MapFunc {
 		}
 		return reqs
 	}
+}
+
+// driftOrSource maps an object an impersonated watch saw to the instances
+// it concerns: the one that rendered it, and for a Secret those whose
+// propertiesFrom names it.
+func driftOrSource(c client.Reader) handler.MapFunc {
+	sources := readersOf(c, "Secret")
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		reqs := instanceOf(ctx, o)
+		if o.GetObjectKind().GroupVersionKind() == secretKind {
+			reqs = append(reqs, sources(ctx, o)...)
+		}
+		return reqs
+	}
+}
+
+// secretSources are the watches of the Secrets ti's propertiesFrom names,
+// as user.
+func (r *InstanceReconciler) secretSources(user string, ti *v1alpha1.TemplateInstance) []watchKey {
+	for _, s := range ti.Spec.PropertiesFrom {
+		if s.SecretRef != nil {
+			return []watchKey{{user: user, namespace: ti.Namespace, gvk: secretKind}}
+		}
+	}
+	return nil
 }
 
 // CacheSynced is a readiness check: it answers once the manager's caches

@@ -12,9 +12,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
-	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/kube"
-	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -82,9 +80,12 @@ func statusLanguageNames() string {
 // runStatus renders the instance's status template over the live objects:
 // the one its kind gives inline, else the one shipped next to its template
 // (<template>.status.jinja, else .status.gotmpl); nil when there is none.
-// Secrets' data, and the properties that came from Secrets or that the
-// schema marks secret, read Redacted.
-func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, cfg *deploy.Config, rec *release.Record, resolved, digest string, props map[string]any, secret [][]string) (*statusOutcome, error) {
+// Secrets' data, the properties that came from Secrets or that the
+// schema marks secret, and every field of a rendered object that depends
+// on one of those (taintOf) read Redacted: the template runs over no
+// secret, so nothing it outputs can hold one.
+func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.TemplateInstance, a *applied, resolved, digest string) (*statusOutcome, error) {
+	cfg, rec := a.cfg, a.res.Record
 	file, src, err := r.kind.inlineStatus(ti)
 	if err != nil {
 		return nil, err
@@ -96,6 +97,10 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 	}
 	form := statusFormFor(file)
 	prefix, suffix := form.Prefix, form.Suffix
+	t, err := r.tainted(ctx, a, resolved, digest)
+	if err != nil {
+		return nil, fmt.Errorf("status template %s: %w", file, err)
+	}
 	live := map[string]any{}
 	for _, res := range rec.Resources {
 		gv, _ := parseAPIVersion(res.APIVersion)
@@ -104,14 +109,14 @@ func (r *InstanceReconciler) runStatus(ctx context.Context, ti *v1alpha1.Templat
 			return nil, fmt.Errorf("status template %s: reading %s %s: %w", file, res.Kind, res.Name, err)
 		}
 		if u != nil {
-			live[path.Base(res.Path)] = redactSecret(u.Object)
+			live[path.Base(res.Path)] = statusView(u.Object, t, objectKey{path: res.Path, apiVersion: res.APIVersion, kind: res.Kind, name: res.Name})
 		}
 	}
 	marked, err := r.schemaSecrets(ctx, resolved, digest)
 	if err != nil {
 		return nil, fmt.Errorf("status template %s: %w", file, err)
 	}
-	props = redactPaths(props, append(slices.Clip(secret), marked...))
+	props := redactPaths(a.props, slices.Concat(a.secret, marked))
 	inst, err := r.kind.instance(ti)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 
@@ -25,34 +26,56 @@ import (
 // driftWatcher watches the kinds instances rendered, metadata only, and
 // maps a change of an object dm applied back to its instance, so that drift
 // is restored (and readiness seen) without waiting for the interval.
+//
+// A kind the controller's own account may list and watch in every
+// namespace (and that is not Secrets) is watched once, by the manager's
+// cache; any other is watched as the account the instance applies as,
+// in the objects' namespace (accountWatches).
 type driftWatcher struct {
-	ctrl  controller.Controller
-	cache cache.Cache
-	log   *slog.Logger
+	ctrl     controller.Controller
+	cache    cache.Cache
+	accounts *accountWatches
+	log      *slog.Logger
 
 	mu      sync.Mutex
 	watched map[schema.GroupVersionKind]bool
 }
 
-// watch makes sure every kind of refs is watched.
-func (d *driftWatcher) watch(ctx context.Context, refs []kube.ObjectRef) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+// watch makes sure every kind of refs, the objects holder (an instance's
+// controller name) applied as user, is watched.
+func (d *driftWatcher) watch(ctx context.Context, holder, user string, refs []kube.ObjectRef) {
+	var keys []watchKey
 	for _, ref := range refs {
 		gvk := ref.GroupVersionKind()
-		if d.watched[gvk] {
+		if d.accounts != nil && !d.accounts.ownKind(ctx, gvk) {
+			if k, ok := d.accounts.key(user, ref.Namespace, gvk); ok && !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
 			continue
 		}
-		obj := &metav1.PartialObjectMetadata{}
-		obj.SetGroupVersionKind(gvk)
-		src := source.Kind[client.Object](d.cache, obj, handler.EnqueueRequestsFromMapFunc(instanceOf))
-		if err := d.ctrl.Watch(src); err != nil {
-			// Drift of this kind is then restored at the interval.
-			d.log.Warn("not watching a rendered kind", "kind", gvk.String(), "err", err)
-			continue
-		}
-		d.watched[gvk] = true
+		d.watchOwn(gvk)
 	}
+	if d.accounts != nil {
+		d.accounts.hold(ctx, holder, "drift", keys)
+	}
+}
+
+// watchOwn watches gvk with the manager's cache, once.
+func (d *driftWatcher) watchOwn(gvk schema.GroupVersionKind) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.watched[gvk] {
+		return
+	}
+	obj := &metav1.PartialObjectMetadata{}
+	obj.SetGroupVersionKind(gvk)
+	src := source.Kind[client.Object](d.cache, obj, handler.EnqueueRequestsFromMapFunc(instanceOf))
+	if err := d.ctrl.Watch(src); err != nil {
+		// Drift of this kind is then restored at the interval.
+		d.log.Warn("not watching a rendered kind", "kind", gvk.String(), "err", err)
+		return
+	}
+	d.watched[gvk] = true
 }
 
 // instanceOf maps an object dm applied to the instance that rendered it:
