@@ -119,7 +119,10 @@ FUZZ_TARGETS := \
 	./internal/expand/helm:FuzzSortManifests:2000x \
 	./internal/expand/value:FuzzMarshalYAML:5000x \
 	./internal/server:FuzzParseScope:20000x \
-	./internal/gcp:FuzzConvert:5000x
+	./internal/gcp:FuzzConvert:5000x \
+	./internal/fetch/oci/artifact:FuzzParseManifest:10000x \
+	./internal/fetch/oci/artifact:FuzzParseConfig:10000x \
+	./internal/fetch/oci/artifact:FuzzUnpack:5000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
