@@ -510,10 +510,12 @@ func (g *GitHub) blob(ctx context.Context, sha string) ([]byte, error) {
 	return content, nil
 }
 
-// RetryError is returned when GitHub asks us to wait (rate limit, 429, 5xx,
+// RetryError is returned when GitHub (or another source) asks us to wait (rate limit, 429, 5xx,
 // timeouts): the caller should keep what it has and try again After.
 // errors.Is(err, derrors.Unavailable) holds for it.
 type RetryError struct {
+	// Service names what is unavailable; "" is GitHub.
+	Service string
 	// After is how long to wait before the next request.
 	After time.Duration
 	// Reason says why, for logs and metrics.
@@ -524,7 +526,11 @@ type RetryError struct {
 
 // Error says why and how long to wait, then what failed.
 func (e *RetryError) Error() string {
-	msg := fmt.Sprintf("GitHub unavailable (%s), retry in %s", e.Reason, e.After.Round(time.Second))
+	service := e.Service
+	if service == "" {
+		service = "GitHub"
+	}
+	msg := fmt.Sprintf("%s unavailable (%s), retry in %s", service, e.Reason, e.After.Round(time.Second))
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}

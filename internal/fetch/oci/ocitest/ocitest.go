@@ -1,0 +1,131 @@
+// Package ocitest runs an OCI registry on loopback for tests and
+// benchmarks: go-containerregistry's implementation of the distribution
+// API (pkg/registry), in-process, with the referrers API on or off, the
+// catalog API on or off, basic authentication, and a count of requests
+// by endpoint.
+package ocitest
+
+import (
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	ggcr "github.com/google/go-containerregistry/pkg/registry"
+)
+
+// Options configure a Registry.
+type Options struct {
+	// NoReferrers turns the referrers API off: clients fall back to the
+	// sha256-<hex> tag scheme.
+	NoReferrers bool
+	// NoCatalog answers the catalog API 404, as ghcr.io and ECR do.
+	NoCatalog bool
+	// Username and Password, if set, are required (HTTP basic
+	// authentication, as distribution's htpasswd does).
+	Username, Password string
+}
+
+// Registry is a running registry.
+type Registry struct {
+	// Host is its 127.0.0.1:PORT.
+	Host string
+	// URL is oci://Host.
+	URL string
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	requests map[string]int
+	total    int
+	// fail, if set, answers a request instead of the registry.
+	fail func(w http.ResponseWriter, r *http.Request) bool
+}
+
+// New starts a registry on loopback, stopped when t ends.
+func New(t testing.TB, opts Options) *Registry {
+	t.Helper()
+	reg := ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)), ggcr.WithReferrersSupport(!opts.NoReferrers))
+	r := &Registry{requests: map[string]int{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r.mu.Lock()
+		r.requests[Endpoint(req)]++
+		r.total++
+		fail := r.fail
+		r.mu.Unlock()
+		if fail != nil && fail(w, req) {
+			return
+		}
+		if opts.Username != "" {
+			u, p, ok := req.BasicAuth()
+			if !ok || u != opts.Username || p != opts.Password {
+				w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+				return
+			}
+		}
+		if opts.NoCatalog && strings.HasSuffix(req.URL.Path, "/_catalog") {
+			http.Error(w, `{"errors":[{"code":"UNSUPPORTED","message":"catalog is not served"}]}`, http.StatusNotFound)
+			return
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	t.Cleanup(r.srv.Close)
+	u, _ := url.Parse(r.srv.URL)
+	r.Host = u.Host
+	r.URL = "oci://" + u.Host
+	return r
+}
+
+// Fail makes f answer requests first: it returns true when it answered.
+// nil restores the registry.
+func (r *Registry) Fail(f func(w http.ResponseWriter, req *http.Request) bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fail = f
+}
+
+// Requests returns the requests so far by endpoint ("ping", "catalog",
+// "tags", "manifest", "blob", "referrers", "upload", "other") and in all.
+func (r *Registry) Requests() (map[string]int, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, len(r.requests))
+	for k, v := range r.requests {
+		out[k] = v
+	}
+	return out, r.total
+}
+
+// Reset zeroes the counts.
+func (r *Registry) Reset() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.requests = map[string]int{}
+	r.total = 0
+}
+
+// Endpoint names the distribution API endpoint of a request.
+func Endpoint(req *http.Request) string {
+	p := req.URL.Path
+	switch {
+	case p == "/v2/" || p == "/v2":
+		return "ping"
+	case strings.HasSuffix(p, "/_catalog"):
+		return "catalog"
+	case strings.HasSuffix(p, "/tags/list"):
+		return "tags"
+	case strings.Contains(p, "/manifests/"):
+		return "manifest"
+	case strings.Contains(p, "/blobs/uploads"):
+		return "upload"
+	case strings.Contains(p, "/blobs/"):
+		return "blob"
+	case strings.Contains(p, "/referrers/"):
+		return "referrers"
+	}
+	return "other"
+}
