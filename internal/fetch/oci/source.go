@@ -293,8 +293,8 @@ const maxCatalog = 100_000
 // errCatalogUnsupported marks a catalog the registry does not serve.
 type errCatalogUnsupported struct{ err error }
 
-func (e *errCatalogUnsupported) Error() string      { return e.err.Error() }
-func (e *errCatalogUnsupported) Unwrap() error      { return e.err }
+func (e *errCatalogUnsupported) Error() string       { return e.err.Error() }
+func (e *errCatalogUnsupported) Unwrap() error       { return e.err }
 func (e *errCatalogUnsupported) catalogUnsupported() {}
 
 // catalog lists the registry's repositories, page by page.
