@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/cli/cli/config"
 	"github.com/docker/cli/cli/config/configfile"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -462,6 +463,33 @@ func DockerConfigAuth(b []byte, host string) (authn.Authenticator, error) {
 		return authn.FromConfig(authn.AuthConfig{Username: ac.Username, Password: ac.Password, IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}), nil
 	}
 	return authn.Anonymous, nil
+}
+
+// DockerKeychain returns the keychain of Docker's configuration in dir
+// (config.json, with its credential helpers and credsStore, as docker
+// login writes them); "" is Docker's own default ($DOCKER_CONFIG, else
+// ~/.docker). A registry it holds nothing for is read anonymously.
+func DockerKeychain(dir string) authn.Keychain { return dockerKeychain{dir: dir} }
+
+type dockerKeychain struct{ dir string }
+
+func (k dockerKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
+	cf, err := config.Load(k.dir)
+	if err != nil {
+		return nil, fmt.Errorf("reading Docker's configuration: %w", err)
+	}
+	key := r.RegistryStr()
+	if key == name.DefaultRegistry {
+		key = authn.DefaultAuthKey
+	}
+	ac, err := cf.GetAuthConfig(key)
+	if err != nil {
+		return nil, fmt.Errorf("reading the credential of %s from Docker's configuration: %w", r.RegistryStr(), err)
+	}
+	if ac.Username == "" && ac.Password == "" && ac.IdentityToken == "" && ac.RegistryToken == "" {
+		return authn.Anonymous, nil
+	}
+	return authn.FromConfig(authn.AuthConfig{Username: ac.Username, Password: ac.Password, IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}), nil
 }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.

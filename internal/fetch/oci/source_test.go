@@ -281,7 +281,7 @@ func TestAuth(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "config.json"), cfg, 0o600)
 	t.Setenv("HOME", t.TempDir())
 	t.Setenv("DOCKER_CONFIG", dir)
-	withFile := newSource(t, url, func(o *oci.SourceOptions) { o.Keychain = nil })
+	withFile := newSource(t, url, func(o *oci.SourceOptions) { o.Keychain = oci.DockerKeychain(dir) })
 	if _, err := withFile.Tree(t.Context(), nil); err != nil {
 		t.Fatalf("with Docker's configuration file: %v", err)
 	}
