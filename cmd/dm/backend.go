@@ -27,7 +27,7 @@ type globals struct {
 	// plainHTTP lets OCI registries named on the command line be read
 	// and written over plain HTTP (--plain-http).
 	plainHTTP bool
-	server   string   // --server URL, or DM_SERVER
+	server    string // --server URL, or DM_SERVER
 	// serverToken is --server-token, or DM_SERVER_TOKEN: the bearer
 	// token sent to the server instead of the kubeconfig's.
 	serverToken string

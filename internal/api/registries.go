@@ -245,8 +245,8 @@ type Hooks struct {
 	// GitHubRequest and CacheLookup return the hook for one registry.
 	GitHubRequest func(registry string) func(endpoint string, status int)
 	// OCIRequest is GitHubRequest for OCI registries' requests.
-	OCIRequest func(registry string) func(endpoint string, status int)
-	CacheLookup   func(registry string) func(where string)
+	OCIRequest  func(registry string) func(endpoint string, status int)
+	CacheLookup func(registry string) func(where string)
 }
 
 // Setup is what every registry of a process shares.
