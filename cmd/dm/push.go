@@ -68,7 +68,7 @@ func (g *globals) pusher(target string) (*oci.Pusher, error) {
 	if !strings.HasPrefix(target, oci.Scheme) {
 		return nil, &usageError{fmt.Errorf("target %q: want oci://HOST/PATH", target)}
 	}
-	p, err := oci.NewPusher(oci.Options{URL: target, PlainHTTP: g.plainHTTP, Keychain: oci.DockerKeychain(g.dockerConfigDir())})
+	p, err := api.NewPusher(api.OCISpec{URL: target, PlainHTTP: g.plainHTTP, DockerConfigDir: g.dockerConfigDir()}, nil)
 	if err != nil {
 		return nil, &usageError{err}
 	}
@@ -113,8 +113,7 @@ func cmdPush(ctx context.Context, g *globals, p *printer, ref, target string) er
 	if tv.Note != "" {
 		fmt.Fprintln(g.stderr, "dm:", tv.Note)
 	}
-	src := sourceInfo(ctx, g, b, tv.Registry)
-	meta, files, err := readVersion(ctx, b, tv, src)
+	meta, files, err := api.ReadVersion(ctx, b, tv, publishing(ctx, g, b, tv.Registry))
 	if err != nil {
 		return err
 	}
@@ -150,58 +149,17 @@ func joinTemplate(coll, name string) string {
 	return coll + "/" + name
 }
 
-// source says where a registry's versions were published from, for the
-// artifact's source and revision annotations.
-type source struct {
-	url, revision string
-	created       time.Time
-}
-
-// sourceInfo returns the source of the registry named prefix: a GitHub
-// repository's URL and indexed commit. Others have none.
-//
-// The time of the commit is SOURCE_DATE_EPOCH's, when the environment
-// sets it (as reproducible builds do): a push is reproducible, so never
-// the clock's.
-func sourceInfo(ctx context.Context, g *globals, b api.Backend, prefix string) source {
-	var s source
+// publishing returns the PublishInfo of the registry named prefix, its
+// time SOURCE_DATE_EPOCH's when the environment sets it (as
+// reproducible builds do): never the clock's.
+func publishing(ctx context.Context, g *globals, b api.Backend, prefix string) api.PublishInfo {
+	var created time.Time
 	if e := g.getenv("SOURCE_DATE_EPOCH"); e != "" {
 		if n, err := strconv.ParseInt(e, 10, 64); err == nil {
-			s.created = time.Unix(n, 0).UTC()
+			created = time.Unix(n, 0).UTC()
 		}
 	}
-	list, err := b.Registries(ctx)
-	if err != nil {
-		return s
-	}
-	for _, r := range list.Registries {
-		if r.Name != prefix || r.Kind != api.KindGitHub {
-			continue
-		}
-		s.revision = r.Version
-		if host, rest, _ := strings.Cut(prefix, "/"); host == resolve.DefaultHost {
-			s.url = "https://" + host + "/" + rest
-		}
-		return s
-	}
-	return s
-}
-
-// readVersion reads a version's files, pinned by its digest so that what
-// is read is what was listed, and the metadata to push them with.
-func readVersion(ctx context.Context, b api.Backend, tv *api.TemplateVersion, src source) (artifact.Metadata, []artifact.Content, error) {
-	meta := artifact.Metadata{Name: tv.Template, Collection: tv.Collection, Version: tv.Version,
-		Title: tv.Title, Description: tv.Description, Source: src.url, Revision: src.revision, Created: src.created}
-	pinned := tv.Resolved + "@" + tv.Digest
-	files := make([]artifact.Content, 0, len(tv.Files))
-	for _, f := range tv.Files {
-		data, err := b.ReadFile(ctx, pinned, "", f.Path)
-		if err != nil {
-			return meta, nil, err
-		}
-		files = append(files, artifact.Content{Path: f.Path, Data: data})
-	}
-	return meta, files, nil
+	return api.Publishing(ctx, b, prefix, created)
 }
 
 // mirrorResult is what dm mirror prints with -o json.
@@ -231,40 +189,12 @@ func cmdMirror(ctx context.Context, g *globals, p *printer, sourceArg, target st
 	if err != nil {
 		return err
 	}
-	list, err := b.Templates(ctx, api.TemplateQuery{Registry: prefix})
+	cands, notes, err := api.MirrorCandidates(ctx, b, prefix, publishing(ctx, g, b, prefix))
 	if err != nil {
 		return err
 	}
-	src := sourceInfo(ctx, g, b, prefix)
-	var cands []oci.Candidate
-	for _, t := range list.Templates {
-		seen := map[string]int{}
-		for _, v := range t.Versions {
-			seen[v.Version]++
-		}
-		for _, v := range t.Versions {
-			switch {
-			case v.Problem != "":
-				fmt.Fprintf(g.stderr, "dm: skipping %s: %s\n", v.Ref, v.Problem)
-				continue
-			case seen[v.Version] > 1:
-				fmt.Fprintf(g.stderr, "dm: skipping %s: several version directories hold %s (dm lint)\n", v.Ref, v.Version)
-				continue
-			}
-			ref := v.Ref + "@" + v.Digest
-			cands = append(cands, oci.Candidate{
-				Ref:    v.Ref,
-				Meta:   artifact.Metadata{Name: t.Name, Collection: t.Collection, Version: v.Version},
-				Digest: v.Digest,
-				Read: func(ctx context.Context) (artifact.Metadata, []artifact.Content, error) {
-					tv, err := b.TemplateInputs(ctx, ref, "")
-					if err != nil {
-						return artifact.Metadata{}, nil, err
-					}
-					return readVersion(ctx, b, tv, src)
-				},
-			})
-		}
+	for _, n := range notes {
+		fmt.Fprintln(g.stderr, "dm:", n)
 	}
 	prog := newProgress(g.stderr)
 	out := mirrorResult{Source: prefix, Target: target, Pushed: []string{}}

@@ -77,6 +77,28 @@ func serve(ctx context.Context, s *settings, e env) error {
 		stopBg()
 		wg.Wait()
 	}()
+	// Mirrors push after their registry's refreshes: hooked before
+	// the registries are kept indexed.
+	if len(s.mirrors) > 0 {
+		svc := api.NewService(resolver, expand.Options{Logger: log})
+		for _, g := range regs {
+			t, ok := s.mirrors[g.Name]
+			if !ok {
+				continue
+			}
+			p, err := api.NewPusher(t, log)
+			if err != nil {
+				return fmt.Errorf("mirror of %s: %w", g.Name, err)
+			}
+			log.Info("mirroring", "registry", g.Name, "to", t.String())
+			api.KeepMirrored(bg, &wg, g, svc, p, log, nil)
+		}
+		for prefix := range s.mirrors {
+			if _, ok := resolver.ByKey(prefix); !ok {
+				return derrors.Errorf(derrors.InvalidArgument, "--mirror-to %s: no such registry is configured", prefix)
+			}
+		}
+	}
 	var pending []<-chan struct{}
 	for _, g := range regs {
 		loaded := false
