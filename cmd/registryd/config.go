@@ -73,7 +73,7 @@ type Config struct {
 // RegistryConfig is one registry of the configuration file: github, dir
 // or oci.
 type RegistryConfig struct {
-	GitHub   string `json:"github,omitempty"`
+	GitHub string `json:"github,omitempty"`
 	// OCI is oci://HOST/PATH; PlainHTTP lets registryd speak plain HTTP
 	// to its host; DockerConfig is a Docker configuration file holding
 	// its credential (and the mirror's).
@@ -84,11 +84,11 @@ type RegistryConfig struct {
 	// after each refresh; MirrorPlainHTTP lets it be plain HTTP.
 	MirrorTo        string `json:"mirror_to,omitempty"`
 	MirrorPlainHTTP bool   `json:"mirror_plain_http,omitempty"`
-	Branch   string `json:"branch,omitempty"`
-	TokenEnv string `json:"token_env,omitempty"`
-	APIURL   string `json:"api_url,omitempty"`
-	Dir      string `json:"dir,omitempty"`
-	Prefix   string `json:"prefix,omitempty"`
+	Branch          string `json:"branch,omitempty"`
+	TokenEnv        string `json:"token_env,omitempty"`
+	APIURL          string `json:"api_url,omitempty"`
+	Dir             string `json:"dir,omitempty"`
+	Prefix          string `json:"prefix,omitempty"`
 	// WebhookSecretEnv names the environment variable holding this
 	// registry's own webhook secret.
 	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
