@@ -284,6 +284,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&kube.namespace, "namespace", "", "registryd's own `namespace`, for --watch-registries: its Lease and the Secrets ClusterRegistries name (default: the pod's namespace)")
 	f.DurationVar(&kube.lease, "lease-duration", 60*time.Second, "how long registryd's Lease lasts without renewal: a replica takes over the status writing within this of the holder's death")
 	f.StringArrayVar(&kube.allowedAPIs, "allowed-github-api", nil, "GitHub API `URL` that Registry and ClusterRegistry objects may name in spec.github.apiURL (repeatable; default: the --github-api URL alone); an object naming another is Stalled (APINotAllowed) and sent nothing")
+	f.StringArrayVar(&kube.allowedOCIHosts, "allowed-oci-host", nil, "OCI registry `HOST[:PORT]` that Registry and ClusterRegistry objects may name in spec.oci and spec.mirror (repeatable; default none); an object naming another is Stalled (HostNotAllowed) and sent nothing")
 	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
@@ -300,9 +301,11 @@ type kubeFlags struct {
 	namespace   string
 	lease       time.Duration
 	allowedAPIs []string
-	minRefresh  time.Duration
-	maxEntries  int
-	maxBytes    string
+	// allowedOCIHosts are the OCI hosts objects may name.
+	allowedOCIHosts []string
+	minRefresh      time.Duration
+	maxEntries      int
+	maxBytes        string
 	// maxRegistryBytes is maxBytes parsed.
 	maxRegistryBytes int64
 }

@@ -258,7 +258,7 @@ func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks 
 	return kubereg.New(kubereg.Options{
 		Config: cfg, Namespace: s.kube.namespace, Resolver: resolver, Setup: setup,
 		GitHubAPI: s.githubAPI, Refresh: s.refresh, Static: static, StaticWebhooks: hooks,
-		AllowedAPIs: s.kube.allowedAPIs, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
+		AllowedAPIs: s.kube.allowedAPIs, AllowedOCIHosts: s.kube.allowedOCIHosts, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
 		MaxTreeEntries: s.kube.maxEntries, MaxRegistryBytes: s.kube.maxRegistryBytes,
 		Forget:        metrics.Forget,
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,
