@@ -20,43 +20,9 @@ import (
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/fetch/oci"
-	"github.com/dmhq/dm/internal/fetch/oci/artifact"
 	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
 	"github.com/dmhq/dm/internal/index"
 )
-
-// pushFixture pushes every version of a registry of files to p and
-// returns its index.
-func pushFixture(t testing.TB, p *oci.Pusher, files map[string]string) *index.Snapshot {
-	t.Helper()
-	fsys := mapFS(t, files)
-	tree, err := fetch.NewLocal(fsys).Tree(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := index.Build("x.io/a/b", tree, []byte(files[index.MetadataFile]))
-	var names []string
-	for _, tm := range snap.AllTemplates() {
-		for _, v := range tm.Versions {
-			var cs []artifact.Content
-			for _, f := range v.Files {
-				cs = append(cs, artifact.Content{Path: f.Path, Data: []byte(files[v.Path+"/"+f.Path])})
-			}
-			packed, err := artifact.Pack(artifact.Metadata{Name: tm.Name, Collection: tm.Collection, Version: v.Semver}, cs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := p.Push(context.Background(), packed, tm.Collection, tm.Name, v.Semver); err != nil {
-				t.Fatal(err)
-			}
-		}
-		names = append(names, strings.TrimPrefix(tm.Collection+"/"+tm.Name, "/"))
-	}
-	if _, err := p.AddToIndex(context.Background(), names...); err != nil {
-		t.Fatal(err)
-	}
-	return snap
-}
 
 // TestOCIRegistryObjects: a namespace's Registry with spec.oci is served
 // from an OCI registry that wants credentials, read with its own
@@ -76,7 +42,7 @@ func TestOCIRegistryObjects(t *testing.T) {
 	must(t, err)
 	p, err := oci.NewPusher(oci.Options{URL: private.URL + "/acme/private", PlainHTTP: true, Auth: auth})
 	must(t, err)
-	pushFixture(t, p, fixture)
+	ocitest.PushFS(t, p, mapFS(t, fixture))
 	mirror := ocitest.New(t, ocitest.Options{})
 	evil := ocitest.New(t, ocitest.Options{})
 

@@ -6,7 +6,9 @@
 package ocitest
 
 import (
+	"context"
 	"io"
+	"io/fs"
 	"log"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +18,11 @@ import (
 	"testing"
 
 	ggcr "github.com/google/go-containerregistry/pkg/registry"
+
+	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/fetch/oci"
+	"github.com/dmhq/dm/internal/fetch/oci/artifact"
+	"github.com/dmhq/dm/internal/index"
 )
 
 // Options configure a Registry.
@@ -128,4 +135,50 @@ func Endpoint(req *http.Request) string {
 		return "referrers"
 	}
 	return "other"
+}
+
+// PushFS pushes every version of the registry directory fsys with p, as
+// dm mirror would (version directories naming one version twice, v1
+// beside v1.0.0, are pushed once), lists its templates in the index
+// artifact, and returns the registry's index. Versions without a
+// template file are left out.
+func PushFS(t testing.TB, p *oci.Pusher, fsys fs.FS) *index.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	tree, err := fetch.NewLocal(fsys).Tree(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _ := fs.ReadFile(fsys, index.MetadataFile)
+	snap := index.Build("x.io/a/b", tree, meta)
+	var names []string
+	for _, tm := range snap.AllTemplates() {
+		pushed := map[string]bool{}
+		for _, v := range tm.Versions {
+			if v.Problem != "" || pushed[v.Semver] {
+				continue
+			}
+			pushed[v.Semver] = true
+			var cs []artifact.Content
+			for _, f := range v.Files {
+				b, err := fs.ReadFile(fsys, v.Path+"/"+f.Path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, artifact.Content{Path: f.Path, Data: b})
+			}
+			packed, err := artifact.Pack(artifact.Metadata{Name: tm.Name, Collection: tm.Collection, Version: v.Semver}, cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := p.Push(ctx, packed, tm.Collection, tm.Name, v.Semver); err != nil {
+				t.Fatal(err)
+			}
+		}
+		names = append(names, strings.TrimPrefix(tm.Collection+"/"+tm.Name, "/"))
+	}
+	if _, err := p.AddToIndex(ctx, names...); err != nil {
+		t.Fatal(err)
+	}
+	return snap
 }
