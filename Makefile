@@ -163,9 +163,10 @@ bench-scale:
 # into .testenv/bin; a stamp makes a second run do nothing. kubectl is for
 # the documentation's kubectl lines, which the README test runs, and for
 # people; it shares most of its packages with the others. helm (from
-# hack/helm) is for the chart parity test of internal/expand/helm.
+# hack/helm) is for the chart parity test of internal/expand/helm, oras (from
+# hack/oras) for the OCI interoperability test of internal/fetch/oci.
 testenv:
-	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd kubectl helm
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd kubectl helm oras
 
 kubectl:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin kubectl

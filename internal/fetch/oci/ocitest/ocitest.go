@@ -13,6 +13,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +183,45 @@ func PushFS(t testing.TB, p *oci.Pusher, fsys fs.FS) *index.Snapshot {
 		t.Fatal(err)
 	}
 	return snap
+}
+
+// Oras returns the oras command that hack/kube/build.sh builds (make
+// testenv): $DM_ORAS, else oras in $DM_KUBE_BIN, else the repository's
+// .testenv/bin. It fails the test when there is none; with -short it
+// skips it instead.
+func Oras(t testing.TB) string {
+	t.Helper()
+	var cands []string
+	if p := os.Getenv("DM_ORAS"); p != "" {
+		cands = append(cands, p)
+	}
+	if d := os.Getenv("DM_KUBE_BIN"); d != "" {
+		cands = append(cands, filepath.Join(d, "oras"))
+	}
+	if dir, err := os.Getwd(); err == nil {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil && filepath.Base(dir) != "oras" {
+				if _, err := os.Stat(filepath.Join(dir, ".testenv")); err == nil {
+					cands = append(cands, filepath.Join(dir, ".testenv", "bin", "oras"))
+					break
+				}
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+	}
+	for _, c := range cands {
+		if fi, err := os.Stat(c); err == nil && !fi.IsDir() {
+			p, _ := filepath.Abs(c)
+			return p
+		}
+	}
+	if testing.Short() {
+		t.Skip("oras is not built (make testenv builds it); -short skips the interoperability test")
+	}
+	t.Fatalf("the OCI interoperability test needs oras: none at %v (build it with make testenv, or hack/kube/build.sh .testenv/bin oras)", cands)
+	return ""
 }
