@@ -285,6 +285,18 @@ func TestAuth(t *testing.T) {
 	if _, err := withFile.Tree(t.Context(), nil); err != nil {
 		t.Fatalf("with Docker's configuration file: %v", err)
 	}
+	// A credential helper, as docker-credential-gcr or -ecr-login are:
+	// Docker's configuration names it, and it answers on standard output.
+	bin := t.TempDir()
+	helper := "#!/bin/sh\nread server\n[ \"$1\" = get ] && echo '{\"ServerURL\":\"'$server'\",\"Username\":\"alice\",\"Secret\":\"s3cret\"}'\n"
+	os.WriteFile(filepath.Join(bin, "docker-credential-dmtest"), []byte(helper), 0o755)
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	helperDir := t.TempDir()
+	os.WriteFile(filepath.Join(helperDir, "config.json"), []byte(`{"credHelpers":{"`+reg.Host+`":"dmtest"}}`), 0o600)
+	withHelper := newSource(t, url, func(o *oci.SourceOptions) { o.Keychain = oci.DockerKeychain(helperDir) })
+	if _, err := withHelper.Tree(t.Context(), nil); err != nil {
+		t.Fatalf("with a credential helper: %v", err)
+	}
 	if strings.Contains((oci.Options{URL: url, Auth: auth}).String(), "s3cret") {
 		t.Error("options print the credential")
 	}
