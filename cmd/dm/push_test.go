@@ -119,6 +119,16 @@ func TestMirror(t *testing.T) {
 		}
 	}
 
+	// An OCI registry mirrors to another; a path of one segment needs a
+	// prefix of its own, and says so.
+	if r := dmRun(t, nil, "--plain-http", "mirror", target, reg.URL+"/second"); r.code != 2 || !strings.Contains(r.stderr, "--registry-oci PREFIX=") {
+		t.Errorf("mirror of oci://HOST/PATH: %d %s", r.code, r.stderr)
+	}
+	r = dmRun(t, nil, "--plain-http", "--registry-oci", "github.com/acme/tpl="+target, "mirror", "github.com/acme/tpl", reg.URL+"/second")
+	if r.code != 0 || !strings.Contains(r.stdout, "pushed 6 versions") {
+		t.Fatalf("OCI to OCI: %d %q %s", r.code, r.stdout, r.stderr)
+	}
+
 	// A version that changed under the same number.
 	if err := os.WriteFile(filepath.Join(dir, "redis/v1.0.3/redis.jinja"), []byte("kind: changed\n"), 0o644); err != nil {
 		t.Fatal(err)
