@@ -73,7 +73,15 @@ type Config struct {
 // RegistryConfig is one registry of the configuration file: github, dir
 // or oci.
 type RegistryConfig struct {
-	GitHub string `json:"github,omitempty"`
+	GitHub   string `json:"github,omitempty"`
+	Branch   string `json:"branch,omitempty"`
+	TokenEnv string `json:"token_env,omitempty"`
+	APIURL   string `json:"api_url,omitempty"`
+	Dir      string `json:"dir,omitempty"`
+	Prefix   string `json:"prefix,omitempty"`
+	// WebhookSecretEnv names the environment variable holding this
+	// registry's own webhook secret.
+	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
 	// OCI is oci://HOST/PATH; PlainHTTP lets registryd speak plain HTTP
 	// to its host; DockerConfig is a Docker configuration file holding
 	// its credential (and the mirror's).
@@ -84,14 +92,6 @@ type RegistryConfig struct {
 	// after each refresh; MirrorPlainHTTP lets it be plain HTTP.
 	MirrorTo        string `json:"mirror_to,omitempty"`
 	MirrorPlainHTTP bool   `json:"mirror_plain_http,omitempty"`
-	Branch          string `json:"branch,omitempty"`
-	TokenEnv        string `json:"token_env,omitempty"`
-	APIURL          string `json:"api_url,omitempty"`
-	Dir             string `json:"dir,omitempty"`
-	Prefix          string `json:"prefix,omitempty"`
-	// WebhookSecretEnv names the environment variable holding this
-	// registry's own webhook secret.
-	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
 }
 
 // loadConfig reads a configuration file; relative directories in it are
@@ -240,12 +240,6 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 	var out []api.RegistrySpec
 	for i, r := range c.Registries {
 		where := fmt.Sprintf("registries[%d]", i)
-		n := 0
-		for _, set := range []bool{r.GitHub != "", r.Dir != "", r.OCI != ""} {
-			if set {
-				n++
-			}
-		}
 		var dockerConfig []byte
 		if r.DockerConfig != "" {
 			b, err := os.ReadFile(r.DockerConfig)
@@ -255,8 +249,10 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 			dockerConfig = b
 		}
 		switch {
-		case n > 1:
-			return nil, fmt.Errorf("%s: set one of github, dir and oci: %w", where, derrors.InvalidArgument)
+		case r.GitHub != "" && r.Dir != "":
+			return nil, fmt.Errorf("%s: set either github or dir, not both: %w", where, derrors.InvalidArgument)
+		case r.OCI != "" && (r.GitHub != "" || r.Dir != ""):
+			return nil, fmt.Errorf("%s: set oci alone, not with github or dir: %w", where, derrors.InvalidArgument)
 		case r.OCI != "":
 			if r.Prefix == "" {
 				return nil, fmt.Errorf("%s: oci %s needs a prefix, such as github.com/acme/templates: %w", where, r.OCI, derrors.InvalidArgument)
