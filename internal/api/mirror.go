@@ -112,17 +112,9 @@ func MirrorCandidates(ctx context.Context, b Backend, prefix string, info Publis
 // from DockerConfig, else from Docker's configuration in
 // DockerConfigDir.
 func NewPusher(o OCISpec, log *slog.Logger) (*oci.Pusher, error) {
-	opts := oci.Options{URL: o.URL, PlainHTTP: o.PlainHTTP, Logger: log}
-	if o.DockerConfig != nil {
-		loc, err := oci.ParseURL(o.URL)
-		if err != nil {
-			return nil, err
-		}
-		if opts.Auth, err = oci.DockerConfigAuth(o.DockerConfig, loc.Host); err != nil {
-			return nil, fmt.Errorf("%s: credentials: %w", o.URL, err)
-		}
-	} else {
-		opts.Keychain = oci.DockerKeychain(o.DockerConfigDir)
+	opts, err := o.options(log)
+	if err != nil {
+		return nil, err
 	}
 	return oci.NewPusher(opts)
 }

@@ -122,6 +122,24 @@ func (o OCISpec) GoString() string { return o.String() }
 // LogValue is String, so that slog does not print the credential either.
 func (o OCISpec) LogValue() slog.Value { return slog.StringValue(o.String()) }
 
+// options are the client options of o: its credential from
+// DockerConfig, else from Docker's configuration in DockerConfigDir.
+func (o OCISpec) options(log *slog.Logger) (oci.Options, error) {
+	opts := oci.Options{URL: o.URL, PlainHTTP: o.PlainHTTP, Logger: log}
+	if o.DockerConfig == nil {
+		opts.Keychain = oci.DockerKeychain(o.DockerConfigDir)
+		return opts, nil
+	}
+	loc, err := oci.ParseURL(o.URL)
+	if err != nil {
+		return opts, err
+	}
+	if opts.Auth, err = oci.DockerConfigAuth(o.DockerConfig, loc.Host); err != nil {
+		return opts, fmt.Errorf("%s: credentials: %w", o.URL, err)
+	}
+	return opts, nil
+}
+
 // ParseOCISpec parses PREFIX=oci://HOST/PATH, as given to
 // --registry-oci.
 func ParseOCISpec(s string) (RegistrySpec, error) {
@@ -297,21 +315,11 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 		g.CacheDir, blobDir = dir, dir
 	case spec.OCI != nil:
 		o := spec.OCI
-		opts := oci.SourceOptions{Options: oci.Options{URL: o.URL, PlainHTTP: o.PlainHTTP, Logger: log},
-			MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, CacheDir: dir, MemoryBytes: mem}
-		if o.DockerConfig != nil {
-			loc, err := oci.ParseURL(o.URL)
-			if err != nil {
-				return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
-			}
-			auth, err := oci.DockerConfigAuth(o.DockerConfig, loc.Host)
-			if err != nil {
-				return nil, fmt.Errorf("registry %s: credentials: %w", spec.Prefix, err)
-			}
-			opts.Auth = auth
-		} else {
-			opts.Keychain = oci.DockerKeychain(o.DockerConfigDir)
+		co, err := o.options(log)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
 		}
+		opts := oci.SourceOptions{Options: co, MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, CacheDir: dir, MemoryBytes: mem}
 		if setup.Hooks.OCIRequest != nil {
 			opts.OnRequest = setup.Hooks.OCIRequest(g.Key())
 		}

@@ -436,6 +436,11 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 	return entries, nil
 }
 
+// FirstError returns the first error of requests run side by side,
+// preferring one other than the cancellations a failure causes in the
+// requests running beside it; nil when there is none.
+func FirstError(errs []error) error { return firstError(errs) }
+
 // firstError prefers an error other than the cancellations a failure causes
 // in the requests running beside it.
 func firstError(errs []error) error {
@@ -619,6 +624,10 @@ func (g *GitHub) mapError(what string, err error) error {
 	}
 	return wrapped
 }
+
+// RetryAfter parses a Retry-After header, seconds or an HTTP date, as
+// every HTTP source reads it.
+func RetryAfter(h http.Header) (time.Duration, bool) { return retryAfter(h) }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.
 func retryAfter(h http.Header) (time.Duration, bool) {

@@ -24,7 +24,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -312,7 +311,7 @@ func (c *client) statusError(what string, resp *http.Response) error {
 	err := c.mapError(what, transport.CheckError(resp, http.StatusOK))
 	var re *fetch.RetryError
 	if errors.As(err, &re) {
-		if after, ok := retryAfter(resp.Header); ok && after > 0 {
+		if after, ok := fetch.RetryAfter(resp.Header); ok && after > 0 {
 			re.After = after
 		}
 	}
@@ -408,7 +407,7 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		status = resp.StatusCode
 	}
-	ep := endpointOf(req)
+	ep := Endpoint(req)
 	if t.onRequest != nil {
 		t.onRequest(ep, status)
 	}
@@ -418,7 +417,10 @@ func (t *guardTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-func endpointOf(req *http.Request) string {
+// Endpoint names the distribution API endpoint of a request: "ping",
+// "catalog", "tags", "manifest", "upload", "blob", "referrers", "token"
+// or "other".
+func Endpoint(req *http.Request) string {
 	p := req.URL.Path
 	switch {
 	case p == "/v2/" || p == "/v2":
@@ -490,19 +492,4 @@ func (k dockerKeychain) Resolve(r authn.Resource) (authn.Authenticator, error) {
 		return authn.Anonymous, nil
 	}
 	return authn.FromConfig(authn.AuthConfig{Username: ac.Username, Password: ac.Password, IdentityToken: ac.IdentityToken, RegistryToken: ac.RegistryToken}), nil
-}
-
-// retryAfter parses a Retry-After header: seconds or an HTTP date.
-func retryAfter(h http.Header) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return time.Until(t), true
-	}
-	return 0, false
 }

@@ -657,20 +657,8 @@ func parallel(ctx context.Context, n int, f func(ctx context.Context, i int) err
 		}()
 	}
 	wg.Wait()
-	var first error
-	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		if !errors.Is(err, context.Canceled) {
-			return err
-		}
-		if first == nil {
-			first = err
-		}
+	if err := fetch.FirstError(errs); err != nil {
+		return err
 	}
-	if first == nil {
-		return ctx.Err()
-	}
-	return first
+	return ctx.Err()
 }

@@ -430,7 +430,7 @@ func CheckListing(files []File) error {
 		if i > 0 && files[i-1].Path >= f.Path {
 			return derrors.Errorf(derrors.InvalidArgument, "files: %q after %q: want sorted, unique paths", f.Path, files[i-1].Path)
 		}
-		if !validSHA(f.SHA) {
+		if !fetch.ValidSHA(f.SHA) {
 			return derrors.Errorf(derrors.InvalidArgument, "file %s: sha %q is not a git blob SHA-1", f.Path, f.SHA)
 		}
 		if f.Size < 0 || f.Size > MaxFileBytes {
@@ -438,17 +438,4 @@ func CheckListing(files []File) error {
 		}
 	}
 	return nil
-}
-
-func validSHA(s string) bool {
-	if len(s) != 40 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
 }

@@ -61,7 +61,7 @@ func New(t testing.TB, opts Options) *Registry {
 	r := &Registry{requests: map[string]int{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
-		r.requests[Endpoint(req)]++
+		r.requests[oci.Endpoint(req)]++
 		r.total++
 		fail := r.fail
 		r.mu.Unlock()
@@ -115,28 +115,6 @@ func (r *Registry) Reset() {
 	defer r.mu.Unlock()
 	r.requests = map[string]int{}
 	r.total = 0
-}
-
-// Endpoint names the distribution API endpoint of a request.
-func Endpoint(req *http.Request) string {
-	p := req.URL.Path
-	switch {
-	case p == "/v2/" || p == "/v2":
-		return "ping"
-	case strings.HasSuffix(p, "/_catalog"):
-		return "catalog"
-	case strings.HasSuffix(p, "/tags/list"):
-		return "tags"
-	case strings.Contains(p, "/manifests/"):
-		return "manifest"
-	case strings.Contains(p, "/blobs/uploads"):
-		return "upload"
-	case strings.Contains(p, "/blobs/"):
-		return "blob"
-	case strings.Contains(p, "/referrers/"):
-		return "referrers"
-	}
-	return "other"
 }
 
 // PushFS pushes every version of the registry directory fsys with p, as
