@@ -183,7 +183,11 @@ type client struct {
 	log       *slog.Logger
 
 	mu sync.Mutex
-	rt http.RoundTripper // authenticated, made on first use
+	// authn and challenge are resolved and pinged on first use; rts are
+	// the authenticated transports by scope.
+	authn     authn.Authenticator
+	challenge *transport.Challenge
+	rts       map[string]http.RoundTripper
 }
 
 func newClient(opts Options) (*client, error) {
@@ -224,31 +228,79 @@ func plainHost(plain bool, host string) string {
 	return ""
 }
 
-// transport returns the authenticated transport, made on first use: one
-// ping and, for a token-authenticated registry, one token for the
-// catalog; the scopes of each repository are added as the registry asks
-// for them.
-func (c *client) transport(ctx context.Context) (http.RoundTripper, error) {
+// transport returns the authenticated transport for scope (a
+// repository's "repository:NAME:pull" or "...:pull,push", or the
+// catalog's "registry:catalog:*"), made on first use. The registry is
+// pinged once per client; a token-authenticated registry gets a token of
+// its own for each scope (one request, no ping), as docker and oras ask
+// for them, so no token request grows with the registry's repositories.
+// Each transport asks for a new token when the registry answers with a
+// challenge (an expired token, a scope it lacks).
+func (c *client) transport(ctx context.Context, scope string) (http.RoundTripper, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.rt != nil {
-		return c.rt, nil
+	if rt, ok := c.rts[scope]; ok {
+		return rt, nil
 	}
-	auth := c.auth
-	if auth == nil {
-		a, err := authn.Resolve(ctx, c.keychain, c.reg)
-		if err != nil {
-			return nil, fmt.Errorf("%s: reading credentials: %w", c.loc, err)
+	if c.authn == nil {
+		auth := c.auth
+		if auth == nil {
+			a, err := authn.Resolve(ctx, c.keychain, c.reg)
+			if err != nil {
+				return nil, fmt.Errorf("%s: reading credentials: %w", c.loc, err)
+			}
+			auth = a
 		}
-		auth = a
+		pr, err := transport.Ping(ctx, c.reg, c.base)
+		if err != nil {
+			return nil, c.mapError(fmt.Sprintf("%s: connecting", c.loc), err)
+		}
+		c.authn, c.challenge = auth, pr
+		c.rts = map[string]http.RoundTripper{}
 	}
-	scopes := []string{c.reg.Scope("")}
-	rt, err := transport.NewWithContext(ctx, c.reg, auth, c.base, scopes)
+	tok := &transport.Token{}
+	if strings.EqualFold(c.challenge.Scheme, "bearer") {
+		t, err := transport.Exchange(ctx, c.reg, c.authn, c.base, []string{scope}, c.challenge)
+		if err != nil {
+			return nil, c.mapError(fmt.Sprintf("%s: getting a token for %s", c.loc, scope), err)
+		}
+		tok = t
+	}
+	rt, err := transport.FromToken(c.reg, c.authn, c.base, c.challenge, tok)
 	if err != nil {
 		return nil, c.mapError(fmt.Sprintf("%s: connecting", c.loc), err)
 	}
-	c.rt = rt
+	// Bounded: a listing reads at most its bound of repositories.
+	if len(c.rts) >= maxTransports {
+		clear(c.rts)
+	}
+	c.rts[scope] = rt
 	return rt, nil
+}
+
+// maxTransports bounds the scopes a client keeps a transport for.
+const maxTransports = 10_000
+
+// scopeOf returns the token scope a request of path needs.
+func scopeOf(path string, push bool) string {
+	if strings.HasPrefix(path, "/v2/_catalog") {
+		return "registry:catalog:*"
+	}
+	repo := strings.TrimPrefix(path, "/v2/")
+	for _, marker := range []string{"/manifests/", "/blobs/", "/tags/", "/referrers/"} {
+		if i := strings.LastIndex(repo, marker); i >= 0 {
+			repo = repo[:i]
+			break
+		}
+	}
+	return repoScope(repo, push)
+}
+
+func repoScope(repo string, push bool) string {
+	if push {
+		return "repository:" + repo + ":pull,push"
+	}
+	return "repository:" + repo + ":pull"
 }
 
 // url returns the URL of a distribution API path. The scheme is https;
@@ -261,9 +313,9 @@ func (c *client) url(path string) string {
 	return scheme + "://" + c.loc.Host + path
 }
 
-// do sends a request through the authenticated transport.
+// do sends a request through the authenticated transport of its path.
 func (c *client) do(ctx context.Context, req *http.Request) (*http.Response, error) {
-	rt, err := c.transport(ctx)
+	rt, err := c.transport(ctx, scopeOf(req.URL.Path, false))
 	if err != nil {
 		return nil, err
 	}

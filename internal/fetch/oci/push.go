@@ -222,8 +222,8 @@ type rawManifest struct {
 func (r rawManifest) RawManifest() ([]byte, error)        { return r.b, nil }
 func (r rawManifest) MediaType() (types.MediaType, error) { return types.MediaType(r.mt), nil }
 
-func (p *Pusher) remoteOptions(ctx context.Context) ([]remote.Option, error) {
-	rt, err := p.c.transport(ctx)
+func (p *Pusher) remoteOptions(ctx context.Context, repo string) ([]remote.Option, error) {
+	rt, err := p.c.transport(ctx, repoScope(repo, true))
 	if err != nil {
 		return nil, err
 	}
@@ -243,7 +243,7 @@ func (p *Pusher) repoName(repo string) (name.Repository, error) {
 }
 
 func (p *Pusher) writeBlobs(ctx context.Context, repo, ref string, manifest []byte, mediaType string, blobs []layer) error {
-	opts, err := p.remoteOptions(ctx)
+	opts, err := p.remoteOptions(ctx, repo)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/authn"
@@ -396,3 +397,81 @@ func TestHostileRegistry(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestBearer: a registry with token authentication (as ghcr.io and Docker
+// Hub have it) is read and written with a token per repository, each of
+// one scope, however many repositories there are; bad credentials and
+// none are refused, naming the registry.
+func TestBearer(t *testing.T) {
+	reg := ocitest.New(t, ocitest.Options{Bearer: true, Username: "alice", Password: "s3cret"})
+	url := reg.URL + "/acme/templates"
+	auth := authn.FromConfig(authn.AuthConfig{Username: "alice", Password: "s3cret"})
+	p, err := oci.NewPusher(oci.Options{URL: url, PlainHTTP: true, Auth: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := pushAll(t, p, exampleIndex(t))
+	src := newSource(t, url, func(o *oci.SourceOptions) { o.Auth = auth })
+	before := len(reg.Tokens())
+	tree, err := src.Tree(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := index.Build("x.io/a/b", tree, nil).Versions; got != n {
+		t.Errorf("listed %d of %d versions", got, n)
+	}
+	if _, err := src.Blob(t.Context(), tree.Entries[0].SHA); err != nil {
+		t.Fatal(err)
+	}
+	toks := reg.Tokens()
+	for i, scopes := range toks {
+		if len(scopes) != 1 {
+			t.Errorf("token %d asked for %v: a token's scopes grow with the repositories", i+1, scopes)
+		}
+	}
+	// One for the catalog, one per template repository.
+	if got, want := len(toks)-before, 1+len(exampleIndex(t).AllTemplates()); got != want {
+		t.Errorf("listing asked for %d tokens, want %d", got, want)
+	}
+	for _, a := range []authn.Authenticator{authn.Anonymous, authn.FromConfig(authn.AuthConfig{Username: "alice", Password: "wrong"})} {
+		_, err := newSource(t, url, func(o *oci.SourceOptions) { o.Auth = a }).Tree(t.Context(), nil)
+		if !errors.Is(err, derrors.Unauthorized) || !strings.Contains(err.Error(), reg.Host) {
+			t.Errorf("refused credentials: %v", err)
+		}
+	}
+}
+
+// TestETags: against a registry that honours If-None-Match, an unchanged
+// refresh reads no manifest body: each tag is answered 304.
+func TestETags(t *testing.T) {
+	reg := ocitest.New(t, ocitest.Options{ETags: true})
+	url := reg.URL + "/acme/templates"
+	p, _ := oci.NewPusher(oci.Options{URL: url, PlainHTTP: true, Keychain: authn.NewMultiKeychain()})
+	n := pushAll(t, p, exampleIndex(t))
+	var mu sync.Mutex
+	status := map[int]int{}
+	src := newSource(t, url, func(o *oci.SourceOptions) {
+		o.OnRequest = func(endpoint string, code int) {
+			if endpoint == "manifest" {
+				mu.Lock()
+				status[code]++
+				mu.Unlock()
+			}
+		}
+	})
+	tree, err := src.Tree(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	clear(status)
+	mu.Unlock()
+	if _, err := src.Tree(t.Context(), tree); !errors.Is(err, derrors.NotModified) {
+		t.Fatalf("refresh: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if status[304] != n || status[200] != 0 {
+		t.Errorf("refresh's manifest answers %v, want %d 304s", status, n)
+	}
+}

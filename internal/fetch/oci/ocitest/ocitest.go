@@ -7,6 +7,7 @@ package ocitest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
 	"log"
@@ -37,6 +38,15 @@ type Options struct {
 	// Username and Password, if set, are required (HTTP basic
 	// authentication, as distribution's htpasswd does).
 	Username, Password string
+	// Bearer turns on token authentication, as ghcr.io, Docker Hub and
+	// distribution's token auth have it: the registry challenges with a
+	// realm (its own /token), the token service checks Username and
+	// Password (if set) and grants the scopes asked for, and every
+	// request needs a token of a scope that covers it.
+	Bearer bool
+	// ETags answers a manifest GET whose If-None-Match names the
+	// manifest's digest 304, as distribution does.
+	ETags bool
 }
 
 // Registry is a running registry.
@@ -52,13 +62,15 @@ type Registry struct {
 	total    int
 	// fail, if set, answers a request instead of the registry.
 	fail func(w http.ResponseWriter, r *http.Request) bool
+	// tokens are the scopes granted by token, with Bearer.
+	tokens map[string][]string
 }
 
 // New starts a registry on loopback, stopped when t ends.
 func New(t testing.TB, opts Options) *Registry {
 	t.Helper()
 	reg := ggcr.New(ggcr.Logger(log.New(io.Discard, "", 0)), ggcr.WithReferrersSupport(!opts.NoReferrers))
-	r := &Registry{requests: map[string]int{}}
+	r := &Registry{requests: map[string]int{}, tokens: map[string][]string{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		r.mu.Lock()
 		r.requests[oci.Endpoint(req)]++
@@ -68,7 +80,21 @@ func New(t testing.TB, opts Options) *Registry {
 		if fail != nil && fail(w, req) {
 			return
 		}
-		if opts.Username != "" {
+		if opts.Bearer && !r.bearer(w, req, opts) {
+			return
+		}
+		if opts.ETags && req.Method == http.MethodGet && strings.Contains(req.URL.Path, "/manifests/") && req.Header.Get("If-None-Match") != "" {
+			head := httptest.NewRecorder()
+			hreq := req.Clone(req.Context())
+			hreq.Method = http.MethodHead
+			reg.ServeHTTP(head, hreq)
+			if d := head.Header().Get("Docker-Content-Digest"); head.Code == http.StatusOK && strings.Trim(req.Header.Get("If-None-Match"), `"`) == d {
+				w.Header().Set("ETag", `"`+d+`"`)
+				w.WriteHeader(http.StatusNotModified)
+				return
+			}
+		}
+		if opts.Username != "" && !opts.Bearer {
 			u, p, ok := req.BasicAuth()
 			if !ok || u != opts.Username || p != opts.Password {
 				w.Header().Set("WWW-Authenticate", `Basic realm="ocitest"`)
@@ -87,6 +113,93 @@ func New(t testing.TB, opts Options) *Registry {
 	r.Host = u.Host
 	r.URL = "oci://" + u.Host
 	return r
+}
+
+// bearer answers the token service and checks a request's token; it
+// reports whether the request may go on to the registry.
+func (r *Registry) bearer(w http.ResponseWriter, req *http.Request, opts Options) bool {
+	if req.URL.Path == "/token" {
+		if opts.Username != "" {
+			u, p, ok := req.BasicAuth()
+			if !ok || u != opts.Username || p != opts.Password {
+				http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"bad credentials"}]}`, http.StatusUnauthorized)
+				return false
+			}
+		}
+		r.mu.Lock()
+		tok := fmt.Sprintf("tok-%d", len(r.tokens)+1)
+		r.tokens[tok] = req.URL.Query()["scope"]
+		r.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"token":%q,"expires_in":300}`, tok)
+		return false
+	}
+	need := ""
+	switch p := req.URL.Path; {
+	case p == "/v2/" || p == "/v2":
+	case strings.HasSuffix(p, "/_catalog"):
+		need = "registry:catalog:*"
+	default:
+		repo := strings.TrimPrefix(p, "/v2/")
+		for _, m := range []string{"/manifests/", "/blobs/", "/tags/", "/referrers/"} {
+			if i := strings.LastIndex(repo, m); i >= 0 {
+				repo = repo[:i]
+				break
+			}
+		}
+		action := "pull"
+		if req.Method != http.MethodGet && req.Method != http.MethodHead {
+			action = "push"
+		}
+		need = "repository:" + repo + ":" + action
+	}
+	tok, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
+	r.mu.Lock()
+	granted, known := r.tokens[tok]
+	r.mu.Unlock()
+	if known && (need == "" || covers(granted, need)) {
+		return true
+	}
+	challenge := fmt.Sprintf(`Bearer realm="http://%s/token",service="ocitest"`, req.Host)
+	if need != "" {
+		scope := need
+		if strings.HasSuffix(need, ":push") {
+			scope = strings.TrimSuffix(need, ":push") + ":pull,push"
+		}
+		challenge += fmt.Sprintf(`,scope=%q`, scope)
+	}
+	w.Header().Set("WWW-Authenticate", challenge)
+	http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+	return false
+}
+
+// covers reports whether granted scopes allow need (TYPE:NAME:ACTION).
+func covers(granted []string, need string) bool {
+	i := strings.LastIndexByte(need, ':')
+	res, action := need[:i], need[i+1:]
+	for _, g := range granted {
+		j := strings.LastIndexByte(g, ':')
+		if j < 0 || g[:j] != res {
+			continue
+		}
+		for _, a := range strings.Split(g[j+1:], ",") {
+			if a == action || a == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Tokens returns the scopes each token was granted, in the order asked.
+func (r *Registry) Tokens() [][]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([][]string, 0, len(r.tokens))
+	for i := 1; i <= len(r.tokens); i++ {
+		out = append(out, r.tokens[fmt.Sprintf("tok-%d", i)])
+	}
+	return out
 }
 
 // Fail makes f answer requests first: it returns true when it answered.
