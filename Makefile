@@ -122,7 +122,8 @@ FUZZ_TARGETS := \
 	./internal/gcp:FuzzConvert:5000x \
 	./internal/fetch/oci/artifact:FuzzParseManifest:10000x \
 	./internal/fetch/oci/artifact:FuzzParseConfig:10000x \
-	./internal/fetch/oci/artifact:FuzzUnpack:5000x
+	./internal/fetch/oci/artifact:FuzzUnpack:5000x \
+	./internal/fetch/oci:FuzzParseURL:20000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -24,6 +24,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -109,25 +110,16 @@ func checkRepository(repo string) error {
 	return nil
 }
 
+// componentRE is a path component of the distribution spec's repository
+// names.
+var componentRE = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*$`)
+
 func checkComponent(c string) error {
-	if c == "" {
+	switch {
+	case c == "":
 		return errors.New("empty")
-	}
-	alnum := func(b byte) bool { return 'a' <= b && b <= 'z' || '0' <= b && b <= '9' }
-	if !alnum(c[0]) || !alnum(c[len(c)-1]) {
-		return errors.New("must start and end with a lower-case letter or digit")
-	}
-	for i := 0; i < len(c); i++ {
-		b := c[i]
-		switch {
-		case alnum(b), b == '-':
-		case b == '.' || b == '_':
-			if i+1 < len(c) && c[i+1] == '.' || b == '.' && c[i-1] == '_' || b == '_' && i+2 < len(c) && c[i+1] == '_' && c[i+2] == '_' {
-				return errors.New("separators may not repeat")
-			}
-		default:
-			return fmt.Errorf("character %q is not allowed", b)
-		}
+	case !componentRE.MatchString(c):
+		return errors.New("not lower-case letters and digits separated by '.', '_', '__' or '-'")
 	}
 	return nil
 }
