@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,6 +75,18 @@ func TestMirrorTo(t *testing.T) {
 		}
 		if a.Resolved != b.Resolved || a.Digest != b.Digest || a.Digest == "" {
 			t.Errorf("%s: source %s %s, mirror %s %s", ref, a.Resolved, a.Digest, b.Resolved, b.Digest)
+		}
+	}
+	resp, err := http.Get(m.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`registryd_oci_requests_total{code="200",endpoint="manifest",registry="github.com/acme/tpl"}`,
+		`registryd_oci_requests_total{code="200",endpoint="catalog",registry="github.com/acme/tpl"} `} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("/metrics lacks %s", want)
 		}
 	}
 	var reglist api.RegistryList

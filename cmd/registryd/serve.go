@@ -50,6 +50,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		Hooks: api.Hooks{
 			OnIndex:       metrics.ObserveIndex,
 			GitHubRequest: metrics.GitHubRequestFunc,
+			OCIRequest:    metrics.OCIRequestFunc,
 			CacheLookup:   metrics.CacheLookupFunc,
 		},
 	}
