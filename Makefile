@@ -120,7 +120,11 @@ FUZZ_TARGETS := \
 	./internal/expand/value:FuzzMarshalYAML:5000x \
 	./internal/server:FuzzParseScope:20000x \
 	./internal/gcp:FuzzConvert:5000x \
-	./internal/controller:FuzzRedaction:2000x
+	./internal/controller:FuzzRedaction:2000x \
+	./internal/fetch/oci/artifact:FuzzParseManifest:10000x \
+	./internal/fetch/oci/artifact:FuzzParseConfig:10000x \
+	./internal/fetch/oci/artifact:FuzzUnpack:5000x \
+	./internal/fetch/oci:FuzzParseURL:20000x
 
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
@@ -161,9 +165,10 @@ bench-scale:
 # into .testenv/bin; a stamp makes a second run do nothing. kubectl is for
 # the documentation's kubectl lines, which the README test runs, and for
 # people; it shares most of its packages with the others. helm (from
-# hack/helm) is for the chart parity test of internal/expand/helm.
+# hack/helm) is for the chart parity test of internal/expand/helm, oras (from
+# hack/oras) for the OCI interoperability test of internal/fetch/oci.
 testenv:
-	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd kubectl helm
+	./hack/kube/build.sh $(CURDIR)/.testenv/bin kube-apiserver kube-controller-manager etcd kubectl helm oras
 
 kubectl:
 	./hack/kube/build.sh $(CURDIR)/.testenv/bin kubectl

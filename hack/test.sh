@@ -89,8 +89,8 @@ setup() {
     fi
   done
   step "testenv"
-  ./hack/kube/build.sh "$PWD/.testenv/bin" kube-apiserver kube-controller-manager etcd kubectl helm ||
-    setup_failed "building kube-apiserver, kube-controller-manager, etcd, kubectl and helm into .testenv/bin failed (make testenv)"
+  ./hack/kube/build.sh "$PWD/.testenv/bin" kube-apiserver kube-controller-manager etcd kubectl helm oras ||
+    setup_failed "building kube-apiserver, kube-controller-manager, etcd, kubectl, helm and oras into .testenv/bin failed (make testenv)"
   if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     if as_root; then
       apt_install chromium || setup_failed "apt-get install chromium failed"

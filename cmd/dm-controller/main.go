@@ -7,7 +7,7 @@
 // Usage:
 //
 //	dm-controller [--kubeconfig FILE] [--context NAME]
-//	              (--server URL | --registry-dir PREFIX=DIR ... | --github OWNER/REPO[@BRANCH] ...)
+//	              (--server URL | --registry-dir PREFIX=DIR ... | --github OWNER/REPO[@BRANCH] ... | --registry-oci PREFIX=oci://HOST/PATH ...)
 //	              [--default-registry [HOST/]OWNER/REPO[/COLLECTION]]
 //	              [--default-service-account NAME] [--concurrency N]
 //	              [--leader-elect] [--metrics-addr ADDR] [--health-addr ADDR]
@@ -68,7 +68,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	var (
 		kubeconfig, kubeContext string
 		cfg                     controller.RunConfig
-		dirs, githubs           []string
+		dirs, githubs, ocis     []string
+		plainHTTP               bool
 		githubAPI, logLevel     string
 		memory                  string
 	)
@@ -88,6 +89,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			specs, err := api.FlagSpecs(dirs, githubs, githubAPI, getenv("GITHUB_TOKEN"))
 			if err != nil {
 				return err
+			}
+			for _, o := range ocis {
+				spec, err := api.ParseOCISpec(o)
+				if err != nil {
+					return fmt.Errorf("--registry-oci: %w", err)
+				}
+				spec.OCI.PlainHTTP = plainHTTP
+				specs = append(specs, spec)
 			}
 			cfg.Registries = specs
 			if (cfg.Server != "") == (len(specs) > 0) {
@@ -116,6 +125,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	f.StringVar(&cfg.Server, "server", "", "registryd `URL` that resolves and expands templates")
 	f.StringArrayVar(&dirs, "registry-dir", nil, "index local directory DIR as registry PREFIX, watched for changes (`PREFIX=DIR`, repeatable)")
 	f.StringArrayVar(&githubs, "github", nil, "index a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable), with GITHUB_TOKEN as token")
+	f.StringArrayVar(&ocis, "registry-oci", nil, "index an OCI registry (`PREFIX=oci://HOST/PATH`, repeatable), with Docker's configuration ($DOCKER_CONFIG) for credentials")
+	f.BoolVar(&plainHTTP, "plain-http", false, "speak plain HTTP to the hosts of --registry-oci (a loopback or in-cluster registry)")
 	f.StringVar(&githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL`")
 	f.StringVar(&cfg.DefaultRegistry, "default-registry", "", "registry short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
 	f.StringVar(&cfg.CacheDir, "cache-dir", "", "`directory` for persisted snapshots of GitHub registries (default: none)")

@@ -24,7 +24,11 @@ import (
 type globals struct {
 	registry string   // --registry [host/]owner/repo[/collection]
 	dirs     []string // --registry-dir PREFIX=DIR
-	server   string   // --server URL, or DM_SERVER
+	oci      []string // --registry-oci PREFIX=oci://HOST/PATH
+	// plainHTTP lets OCI registries named on the command line be read
+	// and written over plain HTTP (--plain-http).
+	plainHTTP bool
+	server    string // --server URL, or DM_SERVER
 	// serverToken is --server-token, or DM_SERVER_TOKEN: the bearer
 	// token sent to the server instead of the kubeconfig's.
 	serverToken string
@@ -90,7 +94,7 @@ func (g *globals) backend() (api.Backend, error) {
 // neither the embedded example registry.
 func (g *globals) local() (*localBackend, error) {
 	b := &localBackend{g: g, byPrefix: map[string]bool{}, choice: api.LocalChoice{
-		Dirs: g.dirs, Registry: g.registry,
+		Dirs: g.dirs, Registry: g.registry, OCI: g.oci, PlainHTTP: g.plainHTTP,
 		GitHub:  api.GitHubSpec{APIURL: g.githubAPI, Token: g.getenv("GITHUB_TOKEN")},
 		Example: api.RegistrySpec{Prefix: dm.ExampleRegistryPrefix, FS: dm.ExampleRegistry()},
 	}}
@@ -103,10 +107,17 @@ func (g *globals) local() (*localBackend, error) {
 		return nil, err
 	}
 	for _, spec := range specs {
+		if spec.OCI != nil {
+			spec.OCI.DockerConfigDir = g.dockerConfigDir()
+		}
 		b.specs = append(b.specs, spec)
 		b.byPrefix[spec.Prefix] = true
 	}
 	b.def = def
+	if strings.HasPrefix(g.registry, "oci://") {
+		// Commands name the registry by its prefix from here on.
+		g.registry = def.String()
+	}
 	return b, nil
 }
 
@@ -168,7 +179,7 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 		return nil, err
 	}
 	for _, reg := range regs {
-		if reg.Kind != api.KindGitHub {
+		if reg.Kind != api.KindGitHub && reg.Kind != api.KindOCI {
 			// Listing a directory is quicker than loading a snapshot,
 			// and dm leaves no snapshots of directories behind.
 			reg.CacheDir = ""
@@ -203,10 +214,10 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 }
 
 // sandboxed tells whether expansions run in a worker process: when a
-// GitHub registry is configured (its templates are other people's code)
-// and --no-sandbox is not given.
+// GitHub or OCI registry is configured (its templates are other people's
+// code) and --no-sandbox is not given.
 func (b *localBackend) sandboxed() bool {
-	return b.expanding && !b.g.noSandbox && slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil })
+	return b.expanding && !b.g.noSandbox && slices.ContainsFunc(b.specs, func(s api.RegistrySpec) bool { return s.GitHub != nil || s.OCI != nil })
 }
 
 var _ api.Backend = (*localBackend)(nil)

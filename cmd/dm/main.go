@@ -111,8 +111,10 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	}
 	root.SetVersionTemplate("dm {{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`)")
+	pf.StringVar(&g.registry, "registry", "", "registry (and collection) short references resolve against (`[github.com/]OWNER/REPO[/COLLECTION]`, or oci://HOST/OWNER/REPO)")
 	pf.StringArrayVar(&g.dirs, "registry-dir", nil, "read local directory DIR as the registry with reference prefix PREFIX (`PREFIX=DIR`, repeatable; one alone is the default registry)")
+	pf.StringArrayVar(&g.oci, "registry-oci", nil, "read OCI registry oci://HOST/PATH as the registry with reference prefix PREFIX (`PREFIX=oci://HOST/PATH`, repeatable)")
+	pf.BoolVar(&g.plainHTTP, "plain-http", false, "speak plain HTTP to the OCI registries named on the command line (a loopback or in-cluster registry); others stay HTTPS")
 	pf.StringVar(&g.server, "server", "", "registryd `URL` to ask instead of reading registries in-process (default $DM_SERVER)")
 	pf.StringVar(&g.serverToken, "server-token", "", "bearer `token` for --server, which shows a namespace's registries to accounts that may get them (default $DM_SERVER_TOKEN, else the kubeconfig context's token, sent over HTTPS or to loopback only)")
 	pf.StringVar(&g.githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` for in-process GitHub registries")
@@ -139,6 +141,8 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		newSearchCommand(g, p),
 		newLintCommand(g, p),
 		newExportCmd(g, stdout),
+		newPushCommand(g, p),
+		newMirrorCommand(g, p),
 		newInstallCmd(g, stdout),
 		newShowCommand(g, stdout),
 		initCmd(stdout),

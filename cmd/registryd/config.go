@@ -17,6 +17,7 @@ import (
 	dm "github.com/dmhq/dm"
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 )
@@ -37,8 +38,14 @@ import (
 //	  api_url: https://ghe.example.com/api/v3/  # optional; default: github_api
 //	  prefix: github.com/acme/templates         # optional reference prefix
 //	  webhook_secret_env: ACME_WEBHOOK_SECRET   # optional: this registry's own webhook secret
+//	  mirror_to: oci://registry.internal/acme/templates  # optional: push every new version there after each refresh
+//	  mirror_plain_http: false      # optional: the mirror speaks plain HTTP
 //	- dir: ./registry-example       # a local directory, relative to the config file
 //	  prefix: github.com/acme/mirror  # required for dir: the prefix it answers to
+//	- oci: oci://ghcr.io/acme/templates  # an OCI registry: HOST/PATH/[COLLECTION/]TEMPLATE:VERSION
+//	  prefix: github.com/acme/templates  # required for oci: the prefix it answers to
+//	  plain_http: false             # optional: speak plain HTTP to its host
+//	  docker_config: /etc/registryd/docker/config.json  # optional: credentials (default Docker's configuration, $DOCKER_CONFIG)
 //
 // Flags override the file: a flag given on the command line wins over the
 // file's setting, and --registry-dir or --github flags replace the file's
@@ -63,8 +70,8 @@ type Config struct {
 	Registries []RegistryConfig `json:"registries,omitempty"`
 }
 
-// RegistryConfig is one registry of the configuration file: either github
-// or dir.
+// RegistryConfig is one registry of the configuration file: github, dir
+// or oci.
 type RegistryConfig struct {
 	GitHub   string `json:"github,omitempty"`
 	Branch   string `json:"branch,omitempty"`
@@ -75,6 +82,16 @@ type RegistryConfig struct {
 	// WebhookSecretEnv names the environment variable holding this
 	// registry's own webhook secret.
 	WebhookSecretEnv string `json:"webhook_secret_env,omitempty"`
+	// OCI is oci://HOST/PATH; PlainHTTP lets registryd speak plain HTTP
+	// to its host; DockerConfig is a Docker configuration file holding
+	// its credential (and the mirror's).
+	OCI          string `json:"oci,omitempty"`
+	PlainHTTP    bool   `json:"plain_http,omitempty"`
+	DockerConfig string `json:"docker_config,omitempty"`
+	// MirrorTo is an OCI registry the registry's versions are pushed to
+	// after each refresh; MirrorPlainHTTP lets it be plain HTTP.
+	MirrorTo        string `json:"mirror_to,omitempty"`
+	MirrorPlainHTTP bool   `json:"mirror_plain_http,omitempty"`
 }
 
 // loadConfig reads a configuration file; relative directories in it are
@@ -92,6 +109,9 @@ func loadConfig(name string) (*Config, error) {
 	for i := range c.Registries {
 		if d := c.Registries[i].Dir; d != "" && !filepath.IsAbs(d) {
 			c.Registries[i].Dir = filepath.Join(base, d)
+		}
+		if d := c.Registries[i].DockerConfig; d != "" && !filepath.IsAbs(d) {
+			c.Registries[i].DockerConfig = filepath.Join(base, d)
 		}
 	}
 	return c, nil
@@ -203,6 +223,9 @@ type settings struct {
 	hookSecrets   map[string]string
 	// webhookMaxBody is WebhookOptions.MaxBody.
 	webhookMaxBody int64
+	// mirrors are the registries' mirrors, by prefix (--mirror-to,
+	// mirror_to).
+	mirrors map[string]api.OCISpec
 	// kube configures --watch-registries; githubAPI is the API URL of
 	// its objects without one.
 	kube      kubeFlags
@@ -217,9 +240,30 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 	var out []api.RegistrySpec
 	for i, r := range c.Registries {
 		where := fmt.Sprintf("registries[%d]", i)
+		var dockerConfig []byte
+		if r.DockerConfig != "" {
+			b, err := os.ReadFile(r.DockerConfig)
+			if err != nil {
+				return nil, fmt.Errorf("%s: docker_config: %w", where, err)
+			}
+			dockerConfig = b
+		}
 		switch {
 		case r.GitHub != "" && r.Dir != "":
 			return nil, fmt.Errorf("%s: set either github or dir, not both: %w", where, derrors.InvalidArgument)
+		case r.OCI != "" && (r.GitHub != "" || r.Dir != ""):
+			return nil, fmt.Errorf("%s: set oci alone, not with github or dir: %w", where, derrors.InvalidArgument)
+		case r.OCI != "":
+			if r.Prefix == "" {
+				return nil, fmt.Errorf("%s: oci %s needs a prefix, such as github.com/acme/templates: %w", where, r.OCI, derrors.InvalidArgument)
+			}
+			spec, err := api.ParseOCISpec(r.Prefix + "=" + r.OCI)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			spec.OCI.PlainHTTP = r.PlainHTTP
+			spec.OCI.DockerConfig = dockerConfig
+			out = append(out, spec)
 		case r.GitHub != "":
 			spec, err := api.ParseGitHubSpec(r.GitHub)
 			if err != nil {
@@ -263,10 +307,57 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 			}
 			out = append(out, api.RegistrySpec{Prefix: p, Dir: r.Dir})
 		default:
-			return nil, fmt.Errorf("%s: set github or dir: %w", where, derrors.InvalidArgument)
+			return nil, fmt.Errorf("%s: set github, dir or oci: %w", where, derrors.InvalidArgument)
 		}
 	}
 	return out, nil
+}
+
+// mirrorTargets returns the mirrors of the configured registries, by
+// prefix; specs are what specs made of them, in their order.
+func (c *Config) mirrorTargets(specs []api.RegistrySpec) (map[string]api.OCISpec, error) {
+	out := map[string]api.OCISpec{}
+	for i, r := range c.Registries {
+		if r.MirrorTo == "" || i >= len(specs) {
+			continue
+		}
+		where := fmt.Sprintf("registries[%d]", i)
+		if err := checkMirror(r.MirrorTo); err != nil {
+			return nil, fmt.Errorf("%s: mirror_to: %w", where, err)
+		}
+		t := api.OCISpec{URL: r.MirrorTo, PlainHTTP: r.MirrorPlainHTTP}
+		if r.DockerConfig != "" {
+			b, err := os.ReadFile(r.DockerConfig)
+			if err != nil {
+				return nil, fmt.Errorf("%s: docker_config: %w", where, err)
+			}
+			t.DockerConfig = b
+		}
+		out[specs[i].Prefix] = t
+	}
+	return out, nil
+}
+
+// checkMirror checks a mirror's target URL.
+func checkMirror(u string) error {
+	_, err := oci.ParseURL(u)
+	return err
+}
+
+// parseMirrorFlag parses --mirror-to PREFIX=oci://HOST/PATH.
+func parseMirrorFlag(s string) (string, string, error) {
+	prefix, u, ok := strings.Cut(s, "=")
+	if !ok || prefix == "" || u == "" {
+		return "", "", derrors.Errorf(derrors.InvalidArgument, "--mirror-to %q: want PREFIX=oci://HOST/PATH", s)
+	}
+	p, err := api.ParsePrefix(prefix)
+	if err != nil {
+		return "", "", fmt.Errorf("--mirror-to: %w", err)
+	}
+	if err := checkMirror(u); err != nil {
+		return "", "", fmt.Errorf("--mirror-to: %w", err)
+	}
+	return p, u, nil
 }
 
 // finish checks the registries and picks the default: the configured one,

@@ -91,6 +91,9 @@ func newCommand(e env, s *settings) *cobra.Command {
 		configFile string
 		dirs       []string
 		githubs    []string
+		ocis       []string
+		mirrorTo   []string
+		plainHTTP  bool
 		githubAPI  string
 		defaultReg string
 		adminToken string
@@ -149,11 +152,20 @@ func newCommand(e env, s *settings) *cobra.Command {
 				}
 				s.refresh = d
 			}
-			if len(dirs) > 0 || len(githubs) > 0 {
+			s.mirrors = map[string]api.OCISpec{}
+			if len(dirs) > 0 || len(githubs) > 0 || len(ocis) > 0 {
 				cfg.Registries = nil
 				specs, err := api.FlagSpecs(dirs, githubs, cfg.GitHubAPI, e.getenv("GITHUB_TOKEN"))
 				if err != nil {
 					return err
+				}
+				for _, o := range ocis {
+					spec, err := api.ParseOCISpec(o)
+					if err != nil {
+						return fmt.Errorf("--registry-oci: %w", err)
+					}
+					spec.OCI.PlainHTTP = plainHTTP
+					specs = append(specs, spec)
 				}
 				s.registries = specs
 			} else {
@@ -163,6 +175,16 @@ func newCommand(e env, s *settings) *cobra.Command {
 					return err
 				}
 				s.registries = specs
+				if s.mirrors, err = cfg.mirrorTargets(specs); err != nil {
+					return err
+				}
+			}
+			for _, m := range mirrorTo {
+				prefix, u, err := parseMirrorFlag(m)
+				if err != nil {
+					return err
+				}
+				s.mirrors[prefix] = api.OCISpec{URL: u, PlainHTTP: plainHTTP}
 			}
 			s.addr = cfg.Listen
 			s.readyWait = readyWait
@@ -237,6 +259,9 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "`address` to listen on")
 	f.StringArrayVar(&dirs, "registry-dir", nil, "serve local directory DIR under reference prefix PREFIX, such as github.com/acme/templates=./registry-example (`PREFIX=DIR`, repeatable)")
 	f.StringArrayVar(&githubs, "github", nil, "serve a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable) as registry github.com/OWNER/REPO, with GITHUB_TOKEN as token")
+	f.StringArrayVar(&ocis, "registry-oci", nil, "serve OCI registry oci://HOST/PATH (templates at HOST/PATH/[COLLECTION/]TEMPLATE, tags their versions) under reference prefix PREFIX (`PREFIX=oci://HOST/PATH`, repeatable); credentials from Docker's configuration ($DOCKER_CONFIG)")
+	f.StringArrayVar(&mirrorTo, "mirror-to", nil, "after each refresh of registry PREFIX, push its versions that OCI registry HOST/PATH lacks (`PREFIX=oci://HOST/PATH`, repeatable)")
+	f.BoolVar(&plainHTTP, "plain-http", false, "speak plain HTTP to the hosts of --registry-oci and --mirror-to (a loopback or in-cluster registry)")
 	f.StringVar(&githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL` (GitHub Enterprise: https://HOST/api/v3/)")
 	f.DurationVar(&refresh, "refresh", 5*time.Minute, "refresh every registry this often (0: index once)")
 	f.StringArrayVar(&chartRepos, "chart-repo", nil, "chart repository or OCI registry `URL` whose host type: helm resources may fetch charts from (repeatable; none by default)")
@@ -259,6 +284,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringVar(&kube.namespace, "namespace", "", "registryd's own `namespace`, for --watch-registries: its Lease and the Secrets ClusterRegistries name (default: the pod's namespace)")
 	f.DurationVar(&kube.lease, "lease-duration", 60*time.Second, "how long registryd's Lease lasts without renewal: a replica takes over the status writing within this of the holder's death")
 	f.StringArrayVar(&kube.allowedAPIs, "allowed-github-api", nil, "GitHub API `URL` that Registry and ClusterRegistry objects may name in spec.github.apiURL (repeatable; default: the --github-api URL alone); an object naming another is Stalled (APINotAllowed) and sent nothing")
+	f.StringArrayVar(&kube.allowedOCIHosts, "allowed-oci-host", nil, "OCI registry `HOST[:PORT]` that Registry and ClusterRegistry objects may name in spec.oci and spec.mirror (repeatable; default none); an object naming another is Stalled (HostNotAllowed) and sent nothing")
 	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
@@ -275,9 +301,11 @@ type kubeFlags struct {
 	namespace   string
 	lease       time.Duration
 	allowedAPIs []string
-	minRefresh  time.Duration
-	maxEntries  int
-	maxBytes    string
+	// allowedOCIHosts are the OCI hosts objects may name.
+	allowedOCIHosts []string
+	minRefresh      time.Duration
+	maxEntries      int
+	maxBytes        string
 	// maxRegistryBytes is maxBytes parsed.
 	maxRegistryBytes int64
 }

@@ -51,6 +51,7 @@ func serve(ctx context.Context, s *settings, e env) error {
 		Hooks: api.Hooks{
 			OnIndex:       metrics.ObserveIndex,
 			GitHubRequest: metrics.GitHubRequestFunc,
+			OCIRequest:    metrics.OCIRequestFunc,
 			CacheLookup:   metrics.CacheLookupFunc,
 		},
 	}
@@ -81,6 +82,28 @@ func serve(ctx context.Context, s *settings, e env) error {
 		stopBg()
 		wg.Wait()
 	}()
+	// Mirrors push after their registry's refreshes: hooked before
+	// the registries are kept indexed.
+	if len(s.mirrors) > 0 {
+		svc := api.NewService(resolver, expand.Options{Logger: log})
+		for _, g := range regs {
+			t, ok := s.mirrors[g.Name]
+			if !ok {
+				continue
+			}
+			p, err := api.NewPusher(t, log)
+			if err != nil {
+				return fmt.Errorf("mirror of %s: %w", g.Name, err)
+			}
+			log.Info("mirroring", "registry", g.Name, "to", t.String())
+			api.KeepMirrored(bg, &wg, g, svc, p, log, nil)
+		}
+		for prefix := range s.mirrors {
+			if _, ok := resolver.ByKey(prefix); !ok {
+				return derrors.Errorf(derrors.InvalidArgument, "--mirror-to %s: no such registry is configured", prefix)
+			}
+		}
+	}
 	var pending []<-chan struct{}
 	for _, g := range regs {
 		loaded := false
@@ -240,7 +263,7 @@ func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks 
 	return kubereg.New(kubereg.Options{
 		Config: cfg, Namespace: s.kube.namespace, Resolver: resolver, Setup: setup,
 		GitHubAPI: s.githubAPI, Refresh: s.refresh, Static: static, StaticWebhooks: hooks,
-		AllowedAPIs: s.kube.allowedAPIs, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
+		AllowedAPIs: s.kube.allowedAPIs, AllowedOCIHosts: s.kube.allowedOCIHosts, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
 		MaxTreeEntries: s.kube.maxEntries, MaxRegistryBytes: s.kube.maxRegistryBytes,
 		Forget:        metrics.Forget,
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,

@@ -2,8 +2,9 @@
 # build.sh [DIR [PROGRAM...]] builds the cluster programs from this tools
 # module into DIR (default .testenv/bin of the repository). PROGRAMs are
 # among kube-apiserver, kube-controller-manager, etcd (the default set: what
-# the tests run), kubectl (for people and make bench-deploy) and helm (from
-# the tools module hack/helm, for the chart parity test). Each is
+# the tests run), kubectl (for people and make bench-deploy), helm (from
+# the tools module hack/helm, for the chart parity test) and oras (from
+# hack/oras, for the OCI interoperability test). Each is
 # built once: a stamp beside it records the Kubernetes version, the hash of
 # go.sum, the Go version and the flags, and a later run finding the same
 # stamp does nothing for it. Everything comes from the Go module proxy; no
@@ -34,6 +35,7 @@ stamp="$version $(sha256sum "$here/go.sum" | cut -d' ' -f1) $(go env GOVERSION) 
 stamp_of() {
   case "$1" in
   helm) echo "$stamp $(sha256sum "$here/../helm/go.sum" | cut -d' ' -f1)" ;;
+  oras) echo "$stamp $(sha256sum "$here/../oras/go.sum" | cut -d' ' -f1)" ;;
   kube-controller-manager) echo "$stamp $(sha256sum "$here/trimkcm/main.go" | cut -d' ' -f1)" ;;
   *) echo "$stamp" ;;
   esac
@@ -50,6 +52,7 @@ for b in "${want[@]}"; do
   kube-controller-manager) pkg="./kube-controller-manager" ;;
   etcd) pkg="" ;; # built on its own below
   helm) pkg="" ;; # from hack/helm, below: for the chart parity test
+  oras) pkg="" ;; # from hack/oras, below: for the OCI interoperability test
   *) echo "build.sh: unknown program $b" >&2; exit 2 ;;
   esac
   if [ -x "$dir/$b" ] && [ "$(cat "$dir/.stamp-$b" 2>/dev/null)" = "$(stamp_of "$b")" ]; then
@@ -124,6 +127,11 @@ for b in "${todo[@]}"; do
     (cd "$here/../helm" && go build -trimpath -gcflags "$gcflags" -ldflags "-s -w -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$minor" -o "$tmp/helm" helm.sh/helm/v3/cmd/helm) &
     pids+=($!)
   fi
+  if [ "$b" = oras ]; then
+    # Its own module too: oras's requirements never move the main module's.
+    (cd "$here/../oras" && go build -trimpath -gcflags "$gcflags" -ldflags "-s -w" -o "$tmp/oras" oras.land/oras/cmd/oras) &
+    pids+=($!)
+  fi
 done
 status=0
 overlay=()
@@ -146,6 +154,7 @@ for b in "${todo[@]}"; do
   case "$b" in
   kubectl) v="$("$dir/$b" version --client)" ;;
   helm) v="$("$dir/$b" version --short)" ;;
+  oras) v="oras $("$dir/$b" version)" ;;
   *) v="$("$dir/$b" --version)" ;;
   esac
   echo "${v%%$'\n'*}"

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/fetch"
@@ -15,8 +16,13 @@ import (
 type LocalChoice struct {
 	// Dirs are local directories, PREFIX=DIR (--registry-dir).
 	Dirs []string
+	// OCI are OCI registries, PREFIX=oci://HOST/PATH (--registry-oci);
+	// PlainHTTP lets dm speak plain HTTP to their hosts and to that of an
+	// oci:// Registry (--plain-http).
+	OCI       []string
+	PlainHTTP bool
 	// Registry is the default registry, [host/]owner/repo[/collection]
-	// (--registry). When no directory serves it, it is Example when no
+	// or oci://HOST/OWNER/REPO (--registry). When no directory serves it, it is Example when no
 	// directory is given and it names Example, else a GitHub repository.
 	Registry string
 	// GitHub says how GitHub registries are read: APIURL ("" or
@@ -54,8 +60,30 @@ func (c LocalChoice) Choose() ([]RegistrySpec, resolve.Registry, error) {
 		specs = append(specs, spec)
 		served[spec.Prefix] = true
 	}
+	for _, o := range c.OCI {
+		spec, err := ParseOCISpec(o)
+		if err != nil {
+			return nil, resolve.Registry{}, &ChoiceError{"registry-oci", err}
+		}
+		if served[spec.Prefix] {
+			return nil, resolve.Registry{}, &ChoiceError{"registry-oci", fmt.Errorf("registry %s is given twice: %w", spec.Prefix, derrors.InvalidArgument)}
+		}
+		spec.OCI.PlainHTTP = c.PlainHTTP
+		specs = append(specs, spec)
+		served[spec.Prefix] = true
+	}
 	var def resolve.Registry
-	if c.Registry != "" {
+	if strings.HasPrefix(c.Registry, "oci://") {
+		prefix, err := OCIPrefix(c.Registry)
+		if err != nil {
+			return nil, resolve.Registry{}, &ChoiceError{"registry", err}
+		}
+		def, _ = resolve.ParseRegistry(prefix)
+		if !served[prefix] {
+			specs = append(specs, RegistrySpec{Prefix: prefix, OCI: &OCISpec{URL: c.Registry, PlainHTTP: c.PlainHTTP}})
+			served[prefix] = true
+		}
+	} else if c.Registry != "" {
 		var err error
 		if def, err = resolve.ParseRegistry(c.Registry); err != nil {
 			return nil, resolve.Registry{}, &ChoiceError{"registry", err}
@@ -75,7 +103,7 @@ func (c LocalChoice) Choose() ([]RegistrySpec, resolve.Registry, error) {
 	case len(specs) == 0:
 		specs = append(specs, c.Example)
 		def, _ = resolve.ParseRegistry(c.Example.Prefix)
-	case def.IsZero() && len(c.Dirs) == 1:
+	case def.IsZero() && len(specs) == 1:
 		// One directory and no default: short references mean it.
 		def, _ = resolve.ParseRegistry(specs[0].Prefix)
 	}

@@ -37,6 +37,15 @@ func TestLocalChoose(t *testing.T) {
 		{name: "bad directory", c: LocalChoice{Dirs: []string{"foo"}}, wantFlag: "registry-dir"},
 		{name: "directory twice", c: LocalChoice{Dirs: []string{"a/b=./d", "github.com/a/b=./e"}}, wantFlag: "registry-dir"},
 		{name: "bad registry", c: LocalChoice{Registry: "a/b/c/d/e"}, wantFlag: "registry"},
+		{name: "an OCI registry", c: LocalChoice{OCI: []string{"acme/templates=oci://127.0.0.1:5000/acme/t"}}, want: []string{"github.com/acme/templates=oci://127.0.0.1:5000/acme/t"}, def: "github.com/acme/templates"},
+		{name: "plain HTTP", c: LocalChoice{OCI: []string{"acme/templates=oci://127.0.0.1:5000/acme/t"}, PlainHTTP: true}, want: []string{"github.com/acme/templates=oci://127.0.0.1:5000/acme/t (plain HTTP)"}, def: "github.com/acme/templates"},
+		{name: "--registry oci://", c: LocalChoice{Registry: "oci://ghcr.io/acme/templates"}, want: []string{"ghcr.io/acme/templates=oci://ghcr.io/acme/templates"}, def: "ghcr.io/acme/templates"},
+		{name: "--registry oci:// with a port", c: LocalChoice{Registry: "oci://127.0.0.1:5000/acme/templates"}, want: []string{"127.0.0.1/acme/templates=oci://127.0.0.1:5000/acme/templates"}, def: "127.0.0.1/acme/templates"},
+		{name: "--registry oci:// of another depth", c: LocalChoice{Registry: "oci://ghcr.io/acme"}, wantFlag: "registry"},
+		{name: "OCI beside a directory", c: LocalChoice{Dirs: []string{"a/b=./d"}, OCI: []string{"c/d=oci://ghcr.io/c/d"}, Registry: "c/d"}, want: []string{"github.com/a/b=./d", "github.com/c/d=oci://ghcr.io/c/d"}, def: "github.com/c/d"},
+		{name: "OCI twice", c: LocalChoice{Dirs: []string{"a/b=./d"}, OCI: []string{"a/b=oci://ghcr.io/c/d"}}, wantFlag: "registry-oci"},
+		{name: "bad OCI URL", c: LocalChoice{OCI: []string{"a/b=https://ghcr.io/c/d"}}, wantFlag: "registry-oci"},
+		{name: "upper case OCI path", c: LocalChoice{OCI: []string{"a/b=oci://ghcr.io/Acme/d"}}, wantFlag: "registry-oci"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
@@ -24,6 +26,7 @@ const (
 	KindGitHub   = "github"
 	KindLocal    = "local"
 	KindEmbedded = "embedded"
+	KindOCI      = "oci"
 )
 
 // RegistrySpec says where one registry is read; registryd and dm build
@@ -33,10 +36,11 @@ type RegistrySpec struct {
 	// (github.com/owner/repo).
 	Prefix string
 	// Exactly one of Dir (a local directory), FS (an in-memory or embedded
-	// file system) and GitHub is set.
+	// file system), GitHub and OCI is set.
 	Dir    string
 	FS     fs.FS
 	GitHub *GitHubSpec
+	OCI    *OCISpec
 	// Namespace confines the registry to one Kubernetes namespace: that of
 	// the Registry object that configures it (registryd
 	// --watch-registries). "" is visible everywhere. Object is the name of
@@ -65,6 +69,9 @@ func (s RegistrySpec) Identity() string {
 		}
 		tok := sha256.Sum256([]byte(gh.Token))
 		fmt.Fprintf(h, "github\x00%s\x00%s\x00%s\x00%s\x00%x", strings.TrimSuffix(api, "/"), gh.Owner, gh.Repo, gh.Branch, tok)
+	case s.OCI != nil:
+		cred := sha256.Sum256(s.OCI.DockerConfig)
+		fmt.Fprintf(h, "oci\x00%s\x00%t\x00%t\x00%x\x00%s", s.OCI.URL, s.OCI.PlainHTTP, s.OCI.DockerConfig != nil, cred, s.OCI.DockerConfigDir)
 	case s.Dir != "":
 		abs, _ := filepath.Abs(s.Dir)
 		fmt.Fprintf(h, "dir\x00%s", abs)
@@ -83,11 +90,100 @@ type GitHubSpec struct {
 	Token string
 }
 
+// OCISpec names an OCI repository prefix and how to reach it.
+type OCISpec struct {
+	// URL is oci://HOST[:PORT]/PATH.
+	URL string
+	// PlainHTTP lets dm speak plain HTTP to the host of URL.
+	PlainHTTP bool
+	// DockerConfig, if set, is a Docker configuration (a Secret's
+	// .dockerconfigjson) holding the registry's credential; nil reads
+	// Docker's configuration file and credential helpers. It is never
+	// logged.
+	DockerConfig []byte
+	// DockerConfigDir is the directory of Docker's configuration file
+	// when DockerConfig is nil; "" is Docker's default ($DOCKER_CONFIG,
+	// else ~/.docker).
+	DockerConfigDir string
+}
+
+// String describes the spec without the credential.
+func (o OCISpec) String() string {
+	s := o.URL
+	if o.PlainHTTP {
+		s += " (plain HTTP)"
+	}
+	return s
+}
+
+// GoString is String, so that %#v does not print the credential either.
+func (o OCISpec) GoString() string { return o.String() }
+
+// LogValue is String, so that slog does not print the credential either.
+func (o OCISpec) LogValue() slog.Value { return slog.StringValue(o.String()) }
+
+// options are the client options of o: its credential from
+// DockerConfig, else from Docker's configuration in DockerConfigDir.
+func (o OCISpec) options(log *slog.Logger) (oci.Options, error) {
+	opts := oci.Options{URL: o.URL, PlainHTTP: o.PlainHTTP, Logger: log}
+	if o.DockerConfig == nil {
+		opts.Keychain = oci.DockerKeychain(o.DockerConfigDir)
+		return opts, nil
+	}
+	loc, err := oci.ParseURL(o.URL)
+	if err != nil {
+		return opts, err
+	}
+	if opts.Auth, err = oci.DockerConfigAuth(o.DockerConfig, loc.Host); err != nil {
+		return opts, fmt.Errorf("%s: credentials: %w", o.URL, err)
+	}
+	return opts, nil
+}
+
+// ParseOCISpec parses PREFIX=oci://HOST/PATH, as given to
+// --registry-oci.
+func ParseOCISpec(s string) (RegistrySpec, error) {
+	prefix, u, ok := strings.Cut(s, "=")
+	if !ok || prefix == "" || u == "" {
+		return RegistrySpec{}, derrors.Errorf(derrors.InvalidArgument, "OCI registry %q: want PREFIX=oci://HOST/PATH, such as github.com/acme/templates=oci://ghcr.io/acme/templates", s)
+	}
+	p, err := ParsePrefix(prefix)
+	if err != nil {
+		return RegistrySpec{}, err
+	}
+	if _, err := oci.ParseURL(u); err != nil {
+		return RegistrySpec{}, err
+	}
+	return RegistrySpec{Prefix: p, OCI: &OCISpec{URL: u}}, nil
+}
+
+// OCIPrefix returns the reference prefix of oci://HOST[:PORT]/OWNER/REPO
+// named alone (dm --registry oci://...): HOST/OWNER/REPO, references
+// naming no port. Another depth of path needs a prefix of its own
+// (--registry-oci PREFIX=URL).
+func OCIPrefix(u string) (string, error) {
+	loc, err := oci.ParseURL(u)
+	if err != nil {
+		return "", err
+	}
+	host := loc.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	parts := strings.Split(loc.Path, "/")
+	if loc.Path == "" || len(parts) != 2 || !strings.Contains(host, ".") {
+		return "", derrors.Errorf(derrors.InvalidArgument, "OCI registry %s: only oci://HOST/OWNER/REPO (a host with a dot) answers to a prefix of its own; give one with --registry-oci PREFIX=%s", u, u)
+	}
+	return ParsePrefix(host + "/" + loc.Path)
+}
+
 // String describes the spec without secrets.
 func (s RegistrySpec) String() string {
 	switch {
 	case s.GitHub != nil:
 		return s.Prefix + "=" + s.GitHub.location()
+	case s.OCI != nil:
+		return s.Prefix + "=" + s.OCI.String()
 	case s.Dir != "":
 		return s.Prefix + "=" + s.Dir
 	default:
@@ -166,7 +262,9 @@ type Hooks struct {
 	OnIndex func(registry, result string, d time.Duration)
 	// GitHubRequest and CacheLookup return the hook for one registry.
 	GitHubRequest func(registry string) func(endpoint string, status int)
-	CacheLookup   func(registry string) func(where string)
+	// OCIRequest is GitHubRequest for OCI registries' requests.
+	OCIRequest  func(registry string) func(endpoint string, status int)
+	CacheLookup func(registry string) func(where string)
 }
 
 // Setup is what every registry of a process shares.
@@ -214,6 +312,22 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
 		}
 		src, g.Kind, g.Location = s, KindGitHub, gh.location()
+		g.CacheDir, blobDir = dir, dir
+	case spec.OCI != nil:
+		o := spec.OCI
+		co, err := o.options(log)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
+		}
+		opts := oci.SourceOptions{Options: co, MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, CacheDir: dir, MemoryBytes: mem}
+		if setup.Hooks.OCIRequest != nil {
+			opts.OnRequest = setup.Hooks.OCIRequest(g.Key())
+		}
+		s, err := oci.NewSource(opts)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: %w", spec.Prefix, err)
+		}
+		src, g.Kind, g.Location = s, KindOCI, o.String()
 		g.CacheDir, blobDir = dir, dir
 	case spec.Dir != "":
 		abs, err := filepath.Abs(spec.Dir)

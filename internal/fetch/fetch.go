@@ -94,6 +94,11 @@ func BlobSHA(content []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// ValidSHA reports whether s is a git blob SHA-1 in lower-case hex, as
+// every source names content: other sources' formats check their hashes
+// with it.
+func ValidSHA(s string) bool { return validSHA(s) }
+
 // validSHA reports whether s looks like a hex SHA-1, so that a caller's
 // string never reaches a file path or URL unchecked.
 func validSHA(s string) bool {

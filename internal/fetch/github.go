@@ -436,6 +436,11 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 	return entries, nil
 }
 
+// FirstError returns the first error of requests run side by side,
+// preferring one other than the cancellations a failure causes in the
+// requests running beside it; nil when there is none.
+func FirstError(errs []error) error { return firstError(errs) }
+
 // firstError prefers an error other than the cancellations a failure causes
 // in the requests running beside it.
 func firstError(errs []error) error {
@@ -510,10 +515,12 @@ func (g *GitHub) blob(ctx context.Context, sha string) ([]byte, error) {
 	return content, nil
 }
 
-// RetryError is returned when GitHub asks us to wait (rate limit, 429, 5xx,
+// RetryError is returned when GitHub (or another source) asks us to wait (rate limit, 429, 5xx,
 // timeouts): the caller should keep what it has and try again After.
 // errors.Is(err, derrors.Unavailable) holds for it.
 type RetryError struct {
+	// Service names what is unavailable; "" is GitHub.
+	Service string
 	// After is how long to wait before the next request.
 	After time.Duration
 	// Reason says why, for logs and metrics.
@@ -524,7 +531,11 @@ type RetryError struct {
 
 // Error says why and how long to wait, then what failed.
 func (e *RetryError) Error() string {
-	msg := fmt.Sprintf("GitHub unavailable (%s), retry in %s", e.Reason, e.After.Round(time.Second))
+	service := e.Service
+	if service == "" {
+		service = "GitHub"
+	}
+	msg := fmt.Sprintf("%s unavailable (%s), retry in %s", service, e.Reason, e.After.Round(time.Second))
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
 	}
@@ -613,6 +624,10 @@ func (g *GitHub) mapError(what string, err error) error {
 	}
 	return wrapped
 }
+
+// RetryAfter parses a Retry-After header, seconds or an HTTP date, as
+// every HTTP source reads it.
+func RetryAfter(h http.Header) (time.Duration, bool) { return retryAfter(h) }
 
 // retryAfter parses a Retry-After header: seconds or an HTTP date.
 func retryAfter(h http.Header) (time.Duration, bool) {

@@ -78,6 +78,11 @@ type Options struct {
 	// (APINotAllowed) and registryd sends it nothing. Empty means
 	// GitHubAPI alone.
 	AllowedAPIs []string
+	// AllowedOCIHosts are the OCI registry hosts (HOST[:PORT]) objects may
+	// name in spec.oci and spec.mirror; an object naming another is
+	// Stalled (HostNotAllowed) and registryd sends it nothing. Empty
+	// means none.
+	AllowedOCIHosts []string
 	// MinRefresh is the shortest refresh interval an object gets: a
 	// shorter spec.refreshInterval is raised to it, and the Ready
 	// condition says so. Zero means none.

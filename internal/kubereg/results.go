@@ -197,10 +197,7 @@ func (w *Watcher) collectResults(ctx context.Context, regs, cregs, results tools
 		named[p] = true
 	}
 	for _, o := range objects(regs, cregs) {
-		prefix := o.spec.Prefix
-		if prefix == "" {
-			prefix = o.spec.GitHub.Owner + "/" + o.spec.GitHub.Repo
-		}
+		prefix := objectPrefix(o.spec)
 		if p, err := api.ParsePrefix(prefix); err == nil {
 			named[index.Key(o.namespace, p)] = true
 		}

@@ -1,6 +1,7 @@
 package kubereg
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,6 +20,8 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/expand"
+	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/server"
 )
@@ -46,6 +49,8 @@ type desired struct {
 	hookSecret string
 	// note is said in the Ready condition: a setting registryd changed.
 	note string
+	// mirror is spec.mirror's target, with its credential.
+	mirror *api.OCISpec
 }
 
 // key is the served registry's key (index.Registry.Key).
@@ -55,7 +60,31 @@ func (d desired) key() string { return index.Key(d.spec.Namespace, d.prefix) }
 // registry is opened anew (a rotated token, another branch, an object
 // made again under the same name).
 func (d desired) same(e desired) bool {
-	return d.prefix == e.prefix && d.spec.UID == e.spec.UID && *d.spec.GitHub == *e.spec.GitHub && d.refresh == e.refresh && d.suspend == e.suspend
+	return d.prefix == e.prefix && d.spec.UID == e.spec.UID && sameSpec(d.spec, e.spec, true) && d.refresh == e.refresh && d.suspend == e.suspend &&
+		sameOCI(d.mirror, e.mirror, true)
+}
+
+// sameSpec reports whether a and b read the same source, with the same
+// credential when cred is set.
+func sameSpec(a, b api.RegistrySpec, cred bool) bool {
+	switch {
+	case a.GitHub != nil && b.GitHub != nil:
+		x, y := *a.GitHub, *b.GitHub
+		if !cred {
+			x.Token, y.Token = "", ""
+		}
+		return x == y
+	case a.OCI != nil || b.OCI != nil:
+		return sameOCI(a.OCI, b.OCI, cred)
+	}
+	return false
+}
+
+func sameOCI(a, b *api.OCISpec, cred bool) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.URL == b.URL && a.PlainHTTP == b.PlainHTTP && (!cred || bytes.Equal(a.DockerConfig, b.DockerConfig))
 }
 
 // sameSource reports whether d and e are the same object reading the same
@@ -64,9 +93,7 @@ func (d desired) same(e desired) bool {
 // index until it has read the new one. An object made again (another
 // uid) starts from nothing.
 func (d desired) sameSource(e desired) bool {
-	a, b := *d.spec.GitHub, *e.spec.GitHub
-	a.Token, b.Token = "", ""
-	return d.key() == e.key() && d.spec.UID == e.spec.UID && a == b
+	return d.key() == e.key() && d.spec.UID == e.spec.UID && sameSpec(d.spec, e.spec, false)
 }
 
 // running is an object's registry being served.
@@ -129,10 +156,15 @@ func (w *Watcher) secretNamespace(o object) string {
 // needed receives the Secrets it names.
 func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bool) (desired, *problem) {
 	gh := o.spec.GitHub
-	prefix := o.spec.Prefix
-	if prefix == "" {
-		prefix = gh.Owner + "/" + gh.Repo
+	switch {
+	case o.spec.OCI != nil && !gh.IsZero():
+		return desired{}, &problem{true, "InvalidSpec", "set spec.github or spec.oci, not both"}
+	case o.spec.OCI == nil && (gh.Owner == "" || gh.Repo == ""):
+		return desired{}, &problem{true, "InvalidSpec", "set spec.github (owner and repo) or spec.oci"}
+	case o.spec.OCI != nil && o.spec.Prefix == "":
+		return desired{}, &problem{true, "InvalidSpec", "spec.prefix is required with spec.oci: the prefix references to the registry name, such as github.com/acme/templates"}
 	}
+	prefix := objectPrefix(o.spec)
 	p, err := api.ParsePrefix(prefix)
 	if err != nil {
 		return desired{}, &problem{true, "InvalidSpec", "spec.prefix: " + err.Error()}
@@ -155,29 +187,6 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 		return desired{}, &problem{true, "PrefixConflict", fmt.Sprintf("prefix %s is served in namespace %s for %s, created earlier", p, o.namespace, other)}
 	}
 	claimed[own] = o.key
-	apiURL := gh.APIURL
-	if apiURL == "" {
-		apiURL = w.opts.GitHubAPI
-	}
-	if !w.apiAllowed(apiURL) {
-		// Nothing is sent to a server registryd was not told to trust:
-		// an object is not a way to make it send requests anywhere.
-		return desired{}, &problem{true, "APINotAllowed", fmt.Sprintf("spec.github.apiURL %s is not among the GitHub APIs registryd may reach (its --allowed-github-api flags)", apiURL)}
-	}
-	d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend,
-		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
-			MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes,
-			GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
-	if ri := o.spec.RefreshInterval; ri != nil {
-		d.refresh = ri.Duration
-		if m := w.opts.MinRefresh; m > 0 && d.refresh < m {
-			// Clamped, not refused: the registry stays served, and the
-			// condition says so. A tight interval would spend the rate
-			// limit every tokenless registry shares.
-			d.note = fmt.Sprintf("; spec.refreshInterval %s is below registryd's --min-refresh-interval: refreshing every %s", ri.Duration, m)
-			d.refresh = m
-		}
-	}
 	ns := w.secretNamespace(o)
 	read := func(field string, ref *v1alpha1.SecretKeyReference) (string, *problem) {
 		if ref == nil {
@@ -194,6 +203,38 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 		}
 		return strings.TrimSpace(v), nil
 	}
+	var mirror *api.OCISpec
+	if m := o.spec.Mirror; m != nil {
+		var pr *problem
+		if mirror, pr = w.ociSpec("spec.mirror", m, read); pr != nil {
+			return desired{}, pr
+		}
+	}
+	if o.spec.OCI != nil {
+		d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend, mirror: mirror,
+			spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
+				MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes}}
+		var pr *problem
+		if d.spec.OCI, pr = w.ociSpec("spec.oci", o.spec.OCI, read); pr != nil {
+			return d, pr
+		}
+		w.refreshInterval(o, &d)
+		return d, nil
+	}
+	apiURL := gh.APIURL
+	if apiURL == "" {
+		apiURL = w.opts.GitHubAPI
+	}
+	if !w.apiAllowed(apiURL) {
+		// Nothing is sent to a server registryd was not told to trust:
+		// an object is not a way to make it send requests anywhere.
+		return desired{}, &problem{true, "APINotAllowed", fmt.Sprintf("spec.github.apiURL %s is not among the GitHub APIs registryd may reach (its --allowed-github-api flags)", apiURL)}
+	}
+	d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend, mirror: mirror,
+		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
+			MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes,
+			GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
+	w.refreshInterval(o, &d)
 	tok, pr := read("spec.tokenSecretRef", o.spec.TokenSecretRef)
 	if pr != nil {
 		return d, pr
@@ -203,6 +244,56 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 		return d, pr
 	}
 	return d, nil
+}
+
+// refreshInterval applies spec.refreshInterval to d.
+func (w *Watcher) refreshInterval(o object, d *desired) {
+	if ri := o.spec.RefreshInterval; ri != nil {
+		d.refresh = ri.Duration
+		if m := w.opts.MinRefresh; m > 0 && d.refresh < m {
+			// Clamped, not refused: the registry stays served, and the
+			// condition says so. A tight interval would spend the rate
+			// limit every tokenless registry shares.
+			d.note = fmt.Sprintf("; spec.refreshInterval %s is below registryd's --min-refresh-interval: refreshing every %s", ri.Duration, m)
+			d.refresh = m
+		}
+	}
+}
+
+// ociSpec checks an object's OCI registry (spec.oci or spec.mirror)
+// against the hosts registryd may reach, and reads its credential from
+// the object's own Secrets' namespace.
+func (w *Watcher) ociSpec(field string, o *v1alpha1.RegistryOCI, read func(string, *v1alpha1.SecretKeyReference) (string, *problem)) (*api.OCISpec, *problem) {
+	loc, err := oci.ParseURL(o.URL)
+	if err != nil {
+		return nil, &problem{true, "InvalidSpec", field + ".url: " + err.Error()}
+	}
+	if !slices.ContainsFunc(w.opts.AllowedOCIHosts, func(h string) bool { return strings.EqualFold(h, loc.Host) }) {
+		// Nothing is sent to a host registryd was not told to trust: an
+		// object is not a way to make it send requests anywhere.
+		return nil, &problem{true, "HostNotAllowed", fmt.Sprintf("%s.url: host %s is not among the OCI registries registryd may reach (its --allowed-oci-host flags)", field, loc.Host)}
+	}
+	spec := &api.OCISpec{URL: o.URL, PlainHTTP: o.PlainHTTP}
+	if ref := o.CredentialsSecretRef; ref != nil {
+		v, pr := read(field+".credentialsSecretRef", &v1alpha1.SecretKeyReference{Name: ref.Name, Key: corev1.DockerConfigJsonKey})
+		if pr != nil {
+			return nil, pr
+		}
+		spec.DockerConfig = []byte(v)
+	} else {
+		// Anonymous: never registryd's own Docker configuration.
+		spec.DockerConfig = []byte("{}")
+	}
+	return spec, nil
+}
+
+// objectPrefix is an object's reference prefix as written: spec.prefix,
+// else a GitHub repository's github.com/OWNER/REPO.
+func objectPrefix(spec v1alpha1.RegistrySpec) string {
+	if spec.Prefix != "" || spec.OCI != nil {
+		return spec.Prefix
+	}
+	return spec.GitHub.Owner + "/" + spec.GitHub.Repo
 }
 
 // sync brings the served registries in step with the objects.
@@ -259,7 +350,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 			w.running[key] = nr
 			w.byRegistry[d.key()] = key
 			r = nr
-			w.log.Info("serving registry from the cluster", "object", key, "registry", d.prefix, "location", d.spec.GitHub.String(), "suspended", d.suspend)
+			w.log.Info("serving registry from the cluster", "object", key, "registry", d.prefix, "location", d.spec.String(), "suspended", d.suspend)
 		}
 		r.hookSecret, r.note = d.hookSecret, d.note
 		if p := pushed[key]; p != "" && p != r.pushed {
@@ -269,8 +360,7 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 				w.srv.RequestRefresh(d.key(), p)
 			}
 		}
-		if !d.suspend {
-			gh := d.spec.GitHub
+		if gh := d.spec.GitHub; !d.suspend && gh != nil {
 			hooks = append(hooks, server.WebhookRegistry{Registry: d.key(), Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, Secret: d.hookSecret})
 		}
 	}
@@ -296,6 +386,14 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	rctx, cancel := context.WithCancel(ctx)
 	if !d.suspend {
 		var wg sync.WaitGroup
+		if d.mirror != nil {
+			p, err := api.NewPusher(*d.mirror, w.log)
+			if err != nil {
+				cancel()
+				return nil, fmt.Errorf("spec.mirror: %w", err)
+			}
+			api.KeepMirrored(rctx, &wg, g, api.NewService(w.opts.Resolver, expand.Options{Logger: w.log}), p, w.log.With("object", d.spec.Object, "namespace", d.spec.Namespace), nil)
+		}
 		api.KeepIndexed(rctx, &wg, g, d.refresh, w.log)
 	}
 	w.opts.Resolver.Put(g)

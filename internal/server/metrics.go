@@ -26,6 +26,7 @@ type Metrics struct {
 	indexDuration   *prometheus.HistogramVec
 	indexResults    *prometheus.CounterVec
 	githubRequests  *prometheus.CounterVec
+	ociRequests     *prometheus.CounterVec
 	cacheLookups    *prometheus.CounterVec
 	resolveDuration prometheus.Histogram
 	httpRequests    *prometheus.CounterVec
@@ -62,6 +63,11 @@ func NewMetrics() *Metrics {
 			Name:      "github_requests_total",
 			Help:      "Requests to the GitHub API by registry, endpoint (commit, tree, blob, other) and status code (0: no answer).",
 		}, []string{"registry", "endpoint", "code"}),
+		ociRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "oci_requests_total",
+			Help:      "HTTP requests to OCI registries by registry, endpoint (ping, token, catalog, tags, manifest, blob, upload, referrers, other) and status code (0: no answer).",
+		}, []string{"registry", "endpoint", "code"}),
 		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "blob_cache_lookups_total",
@@ -97,7 +103,7 @@ func NewMetrics() *Metrics {
 		examples:   &exampleCollector{},
 	}
 	m.reg.MustRegister(
-		m.indexDuration, m.indexResults, m.githubRequests, m.cacheLookups,
+		m.indexDuration, m.indexResults, m.githubRequests, m.ociRequests, m.cacheLookups,
 		m.resolveDuration, m.httpRequests, m.workerExits, m.adminFailures, m.shed, m.registries, m.examples,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -112,6 +118,7 @@ func (m *Metrics) Forget(key string) {
 	m.indexDuration.DeletePartialMatch(l)
 	m.indexResults.DeletePartialMatch(l)
 	m.githubRequests.DeletePartialMatch(l)
+	m.ociRequests.DeletePartialMatch(l)
 	m.cacheLookups.DeletePartialMatch(l)
 }
 
@@ -130,6 +137,14 @@ func (m *Metrics) ObserveIndex(registry, result string, d time.Duration) {
 func (m *Metrics) GitHubRequestFunc(registry string) func(endpoint string, status int) {
 	return func(endpoint string, status int) {
 		m.githubRequests.WithLabelValues(registry, endpoint, strconv.Itoa(status)).Inc()
+	}
+}
+
+// OCIRequestFunc returns a hook for oci.Options.OnRequest that counts
+// one registry's requests to its OCI registry.
+func (m *Metrics) OCIRequestFunc(registry string) func(endpoint string, status int) {
+	return func(endpoint string, status int) {
+		m.ociRequests.WithLabelValues(registry, endpoint, strconv.Itoa(status)).Inc()
 	}
 }
 

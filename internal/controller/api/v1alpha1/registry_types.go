@@ -8,10 +8,12 @@ import (
 type RegistryGitHub struct {
 	// Owner is the repository's owner (user or organisation).
 	// +kubebuilder:validation:MinLength=1
-	Owner string `json:"owner"`
+	// +optional
+	Owner string `json:"owner,omitempty"`
 	// Repo is the repository's name.
 	// +kubebuilder:validation:MinLength=1
-	Repo string `json:"repo"`
+	// +optional
+	Repo string `json:"repo,omitempty"`
 	// Branch is the tracked branch; default the repository's default
 	// branch.
 	// +optional
@@ -31,10 +33,48 @@ type SecretKeyReference struct {
 	Key string `json:"key"`
 }
 
+// IsZero reports whether no repository is named.
+func (g RegistryGitHub) IsZero() bool { return g == RegistryGitHub{} }
+
+// LocalSecretReference names a Secret: in the Registry's namespace, or
+// for a ClusterRegistry in registryd's namespace.
+type LocalSecretReference struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// RegistryOCI names an OCI registry: templates at
+// HOST/PATH/[COLLECTION/]TEMPLATE, tagged with their versions.
+type RegistryOCI struct {
+	// URL is oci://HOST[:PORT]/PATH.
+	// +kubebuilder:validation:Pattern=`^oci://[^/?#@]+(/[a-z0-9._/-]*)?$`
+	URL string `json:"url"`
+	// PlainHTTP speaks plain HTTP to the registry's host (an in-cluster
+	// registry).
+	// +optional
+	PlainHTTP bool `json:"plainHTTP,omitempty"`
+	// CredentialsSecretRef names a kubernetes.io/dockerconfigjson Secret
+	// (its .dockerconfigjson key) holding the registry's credential;
+	// default anonymous.
+	// +optional
+	CredentialsSecretRef *LocalSecretReference `json:"credentialsSecretRef,omitempty"`
+}
+
 // RegistrySpec says where a registry's templates are read and how.
 type RegistrySpec struct {
-	// GitHub is the repository the registry is read from.
-	GitHub RegistryGitHub `json:"github"`
+	// GitHub is the repository the registry is read from; set it or oci.
+	// +optional
+	GitHub RegistryGitHub `json:"github,omitempty"`
+	// OCI is the OCI registry the registry is read from; set it or
+	// github. spec.prefix is required with it.
+	// +optional
+	OCI *RegistryOCI `json:"oci,omitempty"`
+	// Mirror is an OCI registry registryd pushes every version missing
+	// there to, after each refresh that changed the index: an OCI copy
+	// that air-gapped clusters resolve from. A tag holding other content
+	// is never overwritten.
+	// +optional
+	Mirror *RegistryOCI `json:"mirror,omitempty"`
 	// Prefix is the reference prefix the registry answers to; default
 	// github.com/OWNER/REPO.
 	// +optional

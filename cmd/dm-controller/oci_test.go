@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+	"testing/fstest"
+
+	"github.com/dmhq/dm/internal/deploy/kubetest"
+	"github.com/dmhq/dm/internal/fetch/oci"
+	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
+)
+
+// TestOCIRegistry: dm-controller reads templates from an OCI registry
+// (--registry-oci) and applies an instance of one, as it does a
+// directory's.
+func TestOCIRegistry(t *testing.T) {
+	env := kubetest.Shared(t)
+	ns := env.Namespace(t)
+	deployer(t, env, ns)
+	reg := ocitest.New(t, ocitest.Options{})
+	p, err := oci.NewPusher(oci.Options{URL: reg.URL + "/acme/t", PlainHTTP: true, Keychain: oci.DockerKeychain(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := "resources:\n- name: cm\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"{{ env['deployment'] }}\"}, data: {from: oci}}\n"
+	ocitest.PushFS(t, p, fstest.MapFS{"cm/v1.0.0/cm.jinja": {Data: []byte(tmpl)}, "cm/v1.0.0/example.yaml": {Data: []byte("resources: []\n")}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	health := freeAddr(t)
+	go func() {
+		done <- run(ctx, []string{"--kubeconfig", env.Kubeconfig, "--registry-oci", "github.com/acme/t=" + reg.URL + "/acme/t", "--plain-http",
+			"--health-addr", health, "--metrics-addr", "0", "--expand-workers", "1", "--default-service-account", "deployer"},
+			logs, logs, func(string) string { return "" })
+	}()
+	// Its CRDs are installed once it is ready.
+	waitLogged(t, logs, "/readyz 200", func() bool {
+		resp, err := http.Get("http://" + health + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	ti := map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
+		"metadata": map[string]any{"name": "x"}, "spec": map[string]any{"template": "cm:v1"}}
+	if code, body, err := env.Do(context.Background(), env.AdminToken, http.MethodPost, "/apis/dm.io/v1alpha1/namespaces/"+ns+"/templateinstances", ti); err != nil || code/100 != 2 {
+		t.Fatalf("creating the instance: %d %s %v", code, body, err)
+	}
+	waitLogged(t, logs, "the instance's ConfigMap", func() bool {
+		code, body, err := env.Do(context.Background(), env.AdminToken, http.MethodGet, "/api/v1/namespaces/"+ns+"/configmaps/x", nil)
+		if err != nil || code != http.StatusOK {
+			return false
+		}
+		var cm struct {
+			Data map[string]string `json:"data"`
+		}
+		return json.Unmarshal(body, &cm) == nil && cm.Data["from"] == "oci"
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("dm-controller: %v\n%s", err, logs.String())
+	}
+}
