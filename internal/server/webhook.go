@@ -98,8 +98,12 @@ type webhooks struct {
 	// seen holds the IDs of recent deliveries with a good signature.
 	seen *lru.Cache[string, struct{}]
 
-	mu      sync.Mutex
-	pending map[string]*hookRefresh // registry -> its scheduled or running refresh
+	mu sync.Mutex
+	// pending holds each registry's scheduled or running refresh, keyed
+	// by the registry itself: never by its name (a prefix), which
+	// registries of two namespaces share, nor by its key, which a
+	// registry opened anew (a rotated token, a recreated object) keeps.
+	pending map[*index.Registry]*hookRefresh
 }
 
 func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, shed *prometheus.CounterVec) *webhooks {
@@ -122,7 +126,7 @@ func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, she
 		opts.Deliveries = 4096
 	}
 	seen, _ := lru.New[string, struct{}](opts.Deliveries)
-	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[string]*hookRefresh{},
+	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[*index.Registry]*hookRefresh{},
 		reads: make(chan struct{}, opts.MaxReads), seen: seen}
 	h.setRegistries(opts.Registries)
 	return h
@@ -364,10 +368,10 @@ func (h *webhooks) request(g *index.Registry, commit string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	p, ok := h.pending[g.Name]
+	p, ok := h.pending[g]
 	if !ok {
 		p = &hookRefresh{}
-		h.pending[g.Name] = p
+		h.pending[g] = p
 	}
 	if commit == "" {
 		p.head = true
@@ -410,7 +414,7 @@ func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
 	if err := g.RefreshAt(ctx, commit); err != nil {
-		h.log.Warn("refresh after a push failed", "registry", g.Name, "err", err)
+		h.log.Warn("refresh after a push failed", "registry", g.Key(), "err", err)
 	}
 	cancel()
 
@@ -418,7 +422,7 @@ func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
 	defer h.mu.Unlock()
 	p.running = false
 	if !p.queued {
-		delete(h.pending, g.Name)
+		delete(h.pending, g)
 		return
 	}
 	p.queued = false

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -414,5 +416,44 @@ func TestRequestRefreshAtCommit(t *testing.T) {
 	}
 	if e.srv.RequestRefresh("github.com/acme/unknown", head) {
 		t.Error("RequestRefresh of an unknown registry reported it served")
+	}
+}
+
+// TestWebhookPendingPerRegistry: two namespaces' registries of one prefix,
+// each with its own secret, both pushed within one window: both refresh.
+// Pending refreshes are kept per registry, so that team-b's push does not
+// take the place of team-a's.
+func TestWebhookPendingPerRegistry(t *testing.T) {
+	gh, repo, _ := githubFixture(t)
+	open := func(ns string) *index.Registry {
+		g, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, Namespace: ns, Object: "tpl",
+			GitHub: &api.GitHubSpec{Owner: "acme", Repo: "tpl", Branch: "main", APIURL: gh.URL}}, api.Setup{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	a, b := open("team-a"), open("team-b")
+	s := New(Options{Resolver: resolve.New(resolve.Registry{}, a, b), Webhooks: WebhookOptions{Window: 100 * time.Millisecond,
+		Registries: []WebhookRegistry{
+			{Registry: a.Key(), Owner: "acme", Repo: "tpl", Branch: "main", Secret: "secret-a"},
+			{Registry: b.Key(), Owner: "acme", Repo: "tpl", Branch: "main", Secret: "secret-b"},
+		}}})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	e := &hookEnv{gh: gh, repo: repo, http: hs, srv: s}
+	head := githubtest.Commit(t, repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+	push := pushBody("acme/tpl", "refs/heads/main", head)
+	for _, secret := range []string{"secret-b", "secret-a"} {
+		if code, body := e.post(t, "push", sign(secret, push), push); code != http.StatusAccepted || !strings.Contains(body, "refresh scheduled") {
+			t.Fatalf("push signed with %s: %d %s", secret, code, body)
+		}
+	}
+	for _, g := range []*index.Registry{a, b} {
+		e.reg = g
+		e.waitVersion(t, head)
 	}
 }
