@@ -41,6 +41,7 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/kubereg"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
 )
@@ -206,6 +207,9 @@ func newCommand(e env, s *settings) *cobra.Command {
 				if kube.maxEntries <= 0 {
 					return derrors.Errorf(derrors.InvalidArgument, "--max-tree-entries %d: want a positive number", kube.maxEntries)
 				}
+				if kube.reviewRate <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--token-review-rate %g: want a positive number of reviews a second", kube.reviewRate)
+				}
 			}
 			s.exampleSettle = settle
 			if settle == 0 {
@@ -262,6 +266,10 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
+	f.StringArrayVar(&kube.tokenIssuers, "token-issuer", nil, "issuer (`URL`) whose JWT bearer tokens are reviewed, besides the apiserver's service-account issuer and kubernetes/serviceaccount (repeatable: the apiserver's OIDC issuers); JWTs of others are refused without a TokenReview")
+	f.StringArrayVar(&kube.tokenAudiences, "token-audience", nil, "audience a JWT bearer token must name to be reviewed (repeatable; default: the audiences of registryd's own ServiceAccount token in a pod, none checked outside one)")
+	f.BoolVar(&kube.refuseOpaque, "refuse-opaque-tokens", false, "refuse bearer tokens that are not JWTs (a cloud's webhook tokens, static or bootstrap tokens) without a TokenReview")
+	f.Float64Var(&kube.reviewRate, "token-review-rate", kubereg.DefaultClientRate, "TokenReviews a second one client address may cause with tokens the apiserver has not authenticated lately (bursts of 5 times as many); past it 429")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
@@ -280,6 +288,11 @@ type kubeFlags struct {
 	maxBytes    string
 	// maxRegistryBytes is maxBytes parsed.
 	maxRegistryBytes int64
+	// tokenIssuers, tokenAudiences, refuseOpaque and reviewRate bound
+	// the reviews of callers' bearer tokens (kubereg.AuthorizerOptions).
+	tokenIssuers, tokenAudiences []string
+	refuseOpaque                 bool
+	reviewRate                   float64
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

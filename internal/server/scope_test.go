@@ -6,10 +6,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch"
@@ -66,17 +69,50 @@ func FuzzParseScope(f *testing.F) {
 	})
 }
 
-// fakeAuthorizer allows token "team-a-token" to get Registry team-a/private
-// and token "metrics" to get /metrics, and counts what it is asked.
-type fakeAuthorizer struct{ asked atomic.Int64 }
+// fakeAuthorizer knows tokens "team-a-token", "team-b-token" and
+// "metrics", allows the first to get Registry team-a/private and the last
+// to get /metrics, throttles token "flood", and counts and records what
+// it is asked.
+type fakeAuthorizer struct {
+	asked atomic.Int64
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *fakeAuthorizer) record(call string) {
+	a.asked.Add(1)
+	a.mu.Lock()
+	a.calls = append(a.calls, call)
+	a.mu.Unlock()
+}
+
+// took returns the calls recorded since the last took.
+func (a *fakeAuthorizer) took() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.calls
+	a.calls = nil
+	return c
+}
+
+func (a *fakeAuthorizer) Authenticate(_ context.Context, c Caller) error {
+	a.record("authenticate")
+	switch c.Token {
+	case "team-a-token", "team-b-token", "metrics":
+		return nil
+	case "flood":
+		return &ThrottledError{After: 3 * time.Second, Reason: "a test"}
+	}
+	return ErrUnauthenticated
+}
 
 func (a *fakeAuthorizer) AllowedRegistry(_ context.Context, c Caller, ns, name string) bool {
-	a.asked.Add(1)
+	a.record("registry " + ns + "/" + name)
 	return c.Token == "team-a-token" && c.Sum == NewCaller("team-a-token").Sum && ns == "team-a" && name == "private"
 }
 
 func (a *fakeAuthorizer) AllowedPath(_ context.Context, c Caller, path string) bool {
-	a.asked.Add(1)
+	a.record("path " + path)
 	return c.Token == "metrics" && path == "/metrics"
 }
 
@@ -201,5 +237,36 @@ func TestNamespacedRegistry(t *testing.T) {
 	do("GET", "/v1/resolve?ref="+url.QueryEscape("github.com/acme/shared/cm:v1"), "", nil)
 	if n := authz.asked.Load(); n != 0 {
 		t.Errorf("anonymous requests asked the authorizer %d times", n)
+	}
+
+	// A made-up token naming a namespace with a registry costs what it
+	// costs naming one without: one Authenticate, nothing after it.
+	for _, p := range append(paths, "/v1/registries", "/v1/search?q=cm", "/v1/index/changes?") {
+		sep := "?"
+		if strings.Contains(p, "?") {
+			sep = "&"
+		}
+		authz.took()
+		with := do("GET", p+sep+"namespace=team-a", "made-up", nil)
+		withCalls := authz.took()
+		without := do("GET", p+sep+"namespace=team-z", "made-up", nil)
+		withoutCalls := authz.took()
+		if !slices.Equal(withCalls, withoutCalls) || !slices.Equal(withCalls, []string{"authenticate"}) || with.Code != without.Code {
+			t.Errorf("GET %s with a made-up token: naming team-a (registries) %d %q, naming team-z (none) %d %q; want one authenticate each, the same answer",
+				p, with.Code, withCalls, without.Code, withoutCalls)
+		}
+	}
+
+	// A throttled token is answered 429 with Retry-After, on every route
+	// that reads a scope, the hot path, the long poll and /metrics too.
+	for _, p := range append(paths, "/v1/registries?", "/v1/index/changes?", "/metrics?") {
+		sep := "?"
+		if strings.Contains(p, "?") {
+			sep = "&"
+		}
+		w := do("GET", p+sep+"namespace=team-a", "flood", nil)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "3" || !strings.Contains(w.Body.String(), "too many bearer tokens to review") {
+			t.Errorf("GET %s with a throttled token: %d (Retry-After %q) %.200s, want 429 with Retry-After 3", p, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
 	}
 }

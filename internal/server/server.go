@@ -52,6 +52,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -176,9 +177,9 @@ type Server struct {
 	router     chi.Router
 	hot        *resolveHandler
 	expansions chan struct{} // semaphore of POST /v1/expand
-	// changeWaiters is the semaphore of GET /v1/index/changes.
-	changeWaiters chan struct{}
-	queueWait     time.Duration
+	// longPolls counts the requests GET /v1/index/changes holds.
+	longPolls longPolls
+	queueWait time.Duration
 	// expander expands for POST /v1/expand, the catalog's previews and the
 	// tested examples: the in-process service unless a sandbox replaces it.
 	expander api.Expander
@@ -226,7 +227,6 @@ func New(opts Options) *Server {
 		opts.MaxExpansions = 2 * runtime.GOMAXPROCS(0)
 	}
 	s.expansions = make(chan struct{}, opts.MaxExpansions)
-	s.changeWaiters = make(chan struct{}, MaxChangesWaiters)
 	s.queueWait = opts.ExpansionQueueWait
 	if s.queueWait <= 0 {
 		s.queueWait = 5 * time.Second
@@ -479,7 +479,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers with err's status and message; server-side failures
 // are logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := derrors.HTTPStatus(err)
+	var te *ThrottledError
+	if errors.As(err, &te) {
+		w.Header().Set("Retry-After", te.retryAfter())
+	}
+	status := statusOf(err)
 	msg := derrors.Message(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
@@ -527,7 +531,15 @@ func (s *Server) guardMetrics(next http.Handler) http.Handler {
 			s.writeError(w, r, fmt.Errorf("/metrics needs Authorization: Bearer <Kubernetes token> of an account that may get the non-resource URL /metrics: %w", derrors.Unauthorized))
 			return
 		}
-		if !s.authz.AllowedPath(r.Context(), NewCaller(token), "/metrics") {
+		caller := callerOf(r, token)
+		if err := s.authz.Authenticate(r.Context(), caller); err != nil {
+			var te *ThrottledError
+			if errors.As(err, &te) {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		if !s.authz.AllowedPath(r.Context(), caller, "/metrics") {
 			writeJSON(w, http.StatusForbidden, api.Error{Error: "this account may not get the non-resource URL /metrics"})
 			return
 		}
