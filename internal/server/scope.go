@@ -95,6 +95,8 @@ func NewCaller(token string) Caller { return Caller{Token: token, Sum: sha256.Su
 type connCaller struct {
 	mu     sync.Mutex
 	caller Caller
+	// remote is the RemoteAddr that caller.Addr was computed from.
+	remote string
 }
 
 type connCallerKey struct{}
@@ -109,20 +111,23 @@ func ConnContext(ctx context.Context, _ net.Conn) context.Context {
 // the connection sent it last. The address is r's own: a proxy sends many
 // clients' requests over one connection.
 func callerOf(r *http.Request, token string) Caller {
-	var c Caller
 	cc, ok := r.Context().Value(connCallerKey{}).(*connCaller)
-	if ok {
-		cc.mu.Lock()
-		if cc.caller.Token != token {
-			cc.caller = NewCaller(token)
-		}
-		c = cc.caller
-		cc.mu.Unlock()
-	} else {
-		c = NewCaller(token)
+	if !ok {
+		c := NewCaller(token)
+		c.Addr = ClientAddr(r)
+		return c
 	}
-	c.Addr = ClientAddr(r)
-	return c
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.caller.Token != token {
+		addr := cc.caller.Addr
+		cc.caller = NewCaller(token)
+		cc.caller.Addr = addr
+	}
+	if cc.remote != r.RemoteAddr || cc.caller.Addr == "" {
+		cc.remote, cc.caller.Addr = r.RemoteAddr, ClientAddr(r)
+	}
+	return cc.caller
 }
 
 // ClientAddr names the client of r for rate limits: its IP address, or
@@ -133,8 +138,8 @@ func ClientAddr(r *http.Request) string {
 		host = r.RemoteAddr
 	}
 	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
+	if err != nil || ip.Is4() {
+		return host // as it came: no allocation
 	}
 	ip = ip.Unmap()
 	if ip.Is6() {

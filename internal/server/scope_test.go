@@ -270,3 +270,22 @@ func TestNamespacedRegistry(t *testing.T) {
 		}
 	}
 }
+
+// TestClientAddr: a client is named by its IP address, an IPv6 one by its
+// /64 (one host may use any address in it), an IPv4-mapped one as IPv4.
+func TestClientAddr(t *testing.T) {
+	for _, tt := range []struct{ remote, want string }{
+		{"192.0.2.7:4711", "192.0.2.7"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:443", "2001:db8:1:2::/64"},
+		{"[::ffff:192.0.2.7]:80", "192.0.2.7"},
+		{"[fe80::1%eth0]:80", "fe80::/64"},
+		{"not an address", "not an address"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		if got := ClientAddr(r); got != tt.want {
+			t.Errorf("ClientAddr(%q) = %q, want %q", tt.remote, got, tt.want)
+		}
+	}
+}
