@@ -7,8 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,46 +50,13 @@ func BenchmarkTokenFlood(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("FIRST_READS")); err == nil && v > 0 {
 		reads = v
 	}
-	unknownReviews := func() float64 {
-		n := 0.0
-		for _, result := range []string{"refused", "authenticated", "error"} {
-			n += max(0, r.metric(`registryd_token_reviews_total{lane="unknown",result="`+result+`"}`))
-		}
-		return n
-	}
-
 	for _, mode := range []struct {
 		name      string
 		addresses int
 	}{{"one-address", 1}, {"64-addresses", 64}} {
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var sent, throttled atomic.Int64
-		reviews0 := unknownReviews()
+		reviews0 := r.unknownReviews()
 		start := time.Now()
-		for conn := range 64 {
-			hc := clientFrom(fmt.Sprintf("127.0.3.%d", 1+conn%mode.addresses), 10*time.Second)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					tok := madeUpJWT(conn*1_000_000 + i)
-					if i%2 == 1 {
-						tok = fmt.Sprintf("made-up-%s-%d-%d", mode.name, conn, i)
-					}
-					code, _, _ := getFrom(hc, r.url, file, tok, teamA)
-					sent.Add(1)
-					if code == 429 {
-						throttled.Add(1)
-					}
-				}
-			}()
-		}
+		flood := startFlood(r.url, file, teamA, 64, func(conn int) string { return fmt.Sprintf("127.0.3.%d", 1+conn%mode.addresses) }, mode.name)
 		time.Sleep(2 * time.Second) // the flood in full swing
 		var lat []time.Duration
 		failed := 0
@@ -107,17 +72,18 @@ func BenchmarkTokenFlood(b *testing.B) {
 				failed++
 			}
 		}
-		close(stop)
-		wg.Wait()
+		flood.end()
+		sent, throttled := flood.sent.Load(), flood.throttled.Load()
 		elapsed := time.Since(start).Seconds()
 		slices.Sort(lat)
 		p50, worst := lat[len(lat)/2], lat[len(lat)-1]
 		b.ReportMetric(float64(p50.Microseconds())/1000, mode.name+"-first-read-p50-ms")
 		b.ReportMetric(float64(worst.Microseconds())/1000, mode.name+"-first-read-max-ms")
-		b.ReportMetric(float64(sent.Load())/elapsed, mode.name+"-flood-req/s")
-		b.ReportMetric((unknownReviews()-reviews0-float64(reads))/elapsed, mode.name+"-flood-reviews/s")
+		caused := (r.unknownReviews() - reviews0 - float64(reads)) / elapsed
+		b.ReportMetric(float64(sent)/elapsed, mode.name+"-flood-req/s")
+		b.ReportMetric(caused, mode.name+"-flood-reviews/s")
 		b.Logf("%s: %d first reads under a flood of %d requests (%.0f a second, %d answered 429, %.1f reviews a second): median %s, worst %s, %d not answered 200 (target: every one under 1 s)",
-			mode.name, reads, sent.Load(), float64(sent.Load())/elapsed, throttled.Load(), (unknownReviews()-reviews0-float64(reads))/elapsed,
+			mode.name, reads, sent, float64(sent)/elapsed, throttled, caused,
 			p50.Round(time.Millisecond), worst.Round(time.Millisecond), failed)
 		if failed > 0 {
 			b.Errorf("%s: %d of %d first reads were not answered 200", mode.name, failed, reads)

@@ -62,12 +62,68 @@ func getFrom(hc *http.Client, base, path, token, ns string) (int, string, string
 
 // madeUpJWT is a token an attacker can make: a JWT of the apiserver's
 // issuer and audience (both public) with a made-up signature, which only
-// a review can refuse.
-func madeUpJWT(n int) string {
+// a review can refuse; sub makes it unique.
+func madeUpJWT(sub string) string {
 	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
 	return enc(map[string]string{"alg": "RS256", "kid": "made-up"}) + "." +
-		enc(map[string]any{"iss": saIssuer, "aud": []string{saIssuer}, "sub": fmt.Sprintf("system:serviceaccount:team-a:x%d", n),
+		enc(map[string]any{"iss": saIssuer, "aud": []string{saIssuer}, "sub": "system:serviceaccount:team-a:" + sub,
 			"exp": time.Now().Add(time.Hour).Unix()}) + ".bWFkZS11cA"
+}
+
+// tokenFlood is conns connections sending GET path naming namespace ns
+// with made-up tokens (every other one a madeUpJWT, the others opaque),
+// each token once, as fast as registryd answers, until end.
+type tokenFlood struct {
+	stop            chan struct{}
+	wg              sync.WaitGroup
+	sent, throttled atomic.Int64
+}
+
+// startFlood starts a tokenFlood at registryd base; connection i comes
+// from loopback address addr(i); seed keeps the tokens apart from other
+// floods'.
+func startFlood(base, path, ns string, conns int, addr func(int) string, seed string) *tokenFlood {
+	f := &tokenFlood{stop: make(chan struct{})}
+	for conn := range conns {
+		hc := clientFrom(addr(conn), 10*time.Second)
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-f.stop:
+					return
+				default:
+				}
+				tok := madeUpJWT(fmt.Sprintf("%s-%d-%d", seed, conn, i))
+				if i%2 == 1 {
+					tok = fmt.Sprintf("made-up-%s-%d-%d", seed, conn, i)
+				}
+				code, retry, _ := getFrom(hc, base, path, tok, ns)
+				f.sent.Add(1)
+				if code == http.StatusTooManyRequests && retry != "" {
+					f.throttled.Add(1)
+				}
+			}
+		}()
+	}
+	return f
+}
+
+// end stops the flood and waits for its connections.
+func (f *tokenFlood) end() {
+	close(f.stop)
+	f.wg.Wait()
+}
+
+// unknownReviews is how many TokenReviews of tokens not authenticated
+// lately r sent, by its metrics.
+func (r *replica) unknownReviews() float64 {
+	n := 0.0
+	for _, result := range []string{"refused", "authenticated", "error"} {
+		n += max(0, r.metric(`registryd_token_reviews_total{lane="unknown",result="`+result+`"}`))
+	}
+	return n
 }
 
 // TestTenantCannotStarve runs the attacks of a hostile tenant on the
@@ -169,41 +225,11 @@ func TestTenantCannotStarve(t *testing.T) {
 	}
 
 	t.Run("1 a flood of made-up tokens", func(t *testing.T) {
-		reviews := func() float64 {
-			n := 0.0
-			for _, result := range []string{"refused", "authenticated", "error"} {
-				n += max(0, r.metric(`registryd_token_reviews_total{lane="unknown",result="`+result+`"}`))
-			}
-			return n
-		}
+		reviews := r.unknownReviews
 		before := reviews()
-		attacker := clientFrom("127.0.0.66", 10*time.Second)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		var sent, throttled atomic.Int64
 		start := time.Now()
-		for conn := range 64 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					tok := madeUpJWT(conn*100000 + i)
-					if i%2 == 1 {
-						tok = fmt.Sprintf("made-up-%d-%d", conn, i)
-					}
-					code, retry, _ := getFrom(attacker, r.url, file, tok, teamA)
-					sent.Add(1)
-					if code == http.StatusTooManyRequests && retry != "" {
-						throttled.Add(1)
-					}
-				}
-			}()
-		}
+		flood := startFlood(r.url, file, teamA, 64, func(int) string { return "127.0.0.66" }, "test")
+		sent, throttled := &flood.sent, &flood.throttled
 		// The flood is on: legitimate first reads from another address.
 		waitFor(t, 30*time.Second, "the flood to be throttled", func() bool { return throttled.Load() > 100 })
 		var worst time.Duration
@@ -218,8 +244,7 @@ func TestTenantCannotStarve(t *testing.T) {
 		if code, _, body := getFrom(user, r.url, "/v1/index/changes", controllerToken, ""); code != 200 || !strings.Contains(body, teamA+"/github.com/acme/tpl") {
 			t.Errorf("dm-controller's changes during the flood: %d %.300s", code, body)
 		}
-		close(stop)
-		wg.Wait()
+		flood.end()
 		elapsed := time.Since(start)
 		caused := reviews() - before - 3 // the legitimate first reads' reviews
 		t.Logf("flood: %d requests in %s, %d answered 429; %.0f reviews of unknown tokens; legitimate first reads took at most %s",
