@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -111,6 +112,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		total      time.Duration
 		kube       kubeFlags
 		settle     time.Duration
+		proxies    []string
 	)
 	cmd := &cobra.Command{
 		Use:           "registryd",
@@ -211,6 +213,13 @@ func newCommand(e env, s *settings) *cobra.Command {
 					return derrors.Errorf(derrors.InvalidArgument, "--token-review-rate %g: want a positive number of reviews a second", kube.reviewRate)
 				}
 			}
+			for _, p := range proxies {
+				prefix, err := parseProxy(p)
+				if err != nil {
+					return err
+				}
+				s.trustedProxies = append(s.trustedProxies, prefix)
+			}
 			s.exampleSettle = settle
 			if settle == 0 {
 				s.exampleSettle = -1 // none
@@ -257,6 +266,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
 	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
+	f.StringArrayVar(&proxies, "trusted-proxy", nil, "address or `CIDR` of a proxy (an ingress controller's pods) whose X-Forwarded-For names the client, for the per-client bounds (repeatable; default none: every client behind a proxy counts as the proxy)")
 	f.DurationVar(&settle, "example-settle", time.Minute, "how long a GitHub registry's index must stay unchanged before the examples of its new versions are tested (0: at once)")
 	f.BoolVar(&kube.watch, "watch-registries", false, "also serve every Registry and ClusterRegistry (dm.io/v1alpha1) the cluster lets registryd read, as they are created, changed and deleted")
 	f.StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig `file` of --watch-registries (default: the in-cluster configuration of registryd's pod)")
@@ -293,6 +303,17 @@ type kubeFlags struct {
 	tokenIssuers, tokenAudiences []string
 	refuseOpaque                 bool
 	reviewRate                   float64
+}
+
+// parseProxy reads a --trusted-proxy: a CIDR, or one address.
+func parseProxy(v string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(v); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(v); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.Prefix{}, derrors.Errorf(derrors.InvalidArgument, "--trusted-proxy %q: want an address or a CIDR such as 10.0.0.0/8", v)
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

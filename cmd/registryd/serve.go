@@ -150,7 +150,8 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 	}
 	opts := server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle}
+		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle,
+		TrustedProxies: s.trustedProxies}
 	var watcher *kubereg.Watcher
 	if s.kube.watch {
 		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, metrics, log)

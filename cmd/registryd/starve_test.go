@@ -143,7 +143,10 @@ func (r *replica) unknownReviews() float64 {
 //  4. a failing registry is retried backing off from
 //     --min-refresh-interval, not every 15 seconds;
 //  5. anonymous clients holding every long-poll slot they may leave
-//     dm-controller's token a slot.
+//     dm-controller's token a slot;
+//  6. behind a trusted proxy, a flood from one client leaves the proxy's
+//     other clients' first reads alone, and anyone else's
+//     X-Forwarded-For counts for nothing.
 func TestTenantCannotStarve(t *testing.T) {
 	env, c := startCluster(t)
 	ctx := context.Background()
@@ -169,7 +172,7 @@ func TestTenantCannotStarve(t *testing.T) {
 
 	r := startReplica(t, replicaArgs(t, registrydAccount(t, env.Kubeconfig, c, system), ghA.URL,
 		"--allowed-github-api", ghA.URL, "--allowed-github-api", ghB.URL, "--allowed-github-api", ghDead.URL, "--allowed-github-api", ghRedirect.URL,
-		"--min-refresh-interval", "1s", "--token-audience", saIssuer, "--token-review-rate", "2")...)
+		"--min-refresh-interval", "1s", "--token-audience", saIssuer, "--token-review-rate", "2", "--trusted-proxy", "127.0.0.5")...)
 	r.token = env.AdminToken // for /metrics
 
 	secret := func(ns, value string) {
@@ -413,6 +416,43 @@ func TestTenantCannotStarve(t *testing.T) {
 			t.Errorf("%d held long polls answered before their wait ended", n)
 		}
 	})
+
+	t.Run("6 behind a trusted proxy", func(t *testing.T) {
+		proxy := clientFrom("127.0.0.5", 10*time.Second)
+		codes := map[int]int{}
+		for i := range 30 {
+			codes[getVia(proxy, r.url, file, fmt.Sprintf("made-up-proxied-%d", i), teamA, "198.51.100.66")]++
+		}
+		if codes[http.StatusTooManyRequests] == 0 {
+			t.Errorf("30 made-up tokens from one client behind the proxy: %v, want 429s past the client's burst", codes)
+		}
+		if code := getVia(proxy, r.url, file, accountToken(t, env, teamA, "admin"), teamA, "198.51.100.7"); code != 200 {
+			t.Errorf("another client's first read through the same proxy: %d, want 200", code)
+		}
+		// X-Forwarded-For from a client that is not a trusted proxy names
+		// nobody: its bucket is its own address's, whatever it writes.
+		direct := clientFrom("127.0.0.9", 10*time.Second)
+		codes = map[int]int{}
+		for i := range 30 {
+			codes[getVia(direct, r.url, file, fmt.Sprintf("made-up-forged-%d", i), teamA, fmt.Sprintf("203.0.113.%d", i))]++
+		}
+		if codes[http.StatusTooManyRequests] == 0 {
+			t.Errorf("30 made-up tokens, each with another forged X-Forwarded-For: %v, want 429s past the address's burst", codes)
+		}
+	})
+}
+
+// getVia is getFrom with an X-Forwarded-For header.
+func getVia(hc *http.Client, base, path, token, ns, forwarded string) int {
+	req, _ := http.NewRequest(http.MethodGet, base+path+"&namespace="+ns, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("X-Forwarded-For", forwarded)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // tokenOf is a JWT of claims with a made-up signature.

@@ -78,7 +78,7 @@ func (s *Server) changesScope(r *http.Request) (see func(*index.Registry) bool, 
 		token = "" // a namespace no object can be in: what anyone sees
 	}
 	ctx := r.Context()
-	caller := callerOf(r, token)
+	caller := s.callerOf(r, token)
 	switch {
 	case s.authz == nil || token == "":
 	case ns != "":
@@ -177,7 +177,7 @@ func (s *Server) handleChanges(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, st)
 		return
 	}
-	release, full := s.longPolls.acquire(ClientAddr(r), authenticated)
+	release, full := s.longPolls.acquire(s.clientAddr(r), authenticated)
 	if full != "" {
 		s.metrics.shed.WithLabelValues("long_poll").Inc()
 		w.Header().Set("Retry-After", "5")

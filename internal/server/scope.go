@@ -41,8 +41,8 @@ type Authorizer interface {
 
 // A Caller is who sent a request: its bearer token, the token's SHA-256,
 // computed once per request, by which every cache of who asks is keyed
-// (never by the token), and its client address (ClientAddr), by which
-// unknown tokens are rate-limited.
+// (never by the token), and its client address (its IP address, or the
+// one a trusted proxy names), by which unknown tokens are rate-limited.
 type Caller struct {
 	Token string
 	Sum   [32]byte
@@ -108,14 +108,18 @@ func ConnContext(ctx context.Context, _ net.Conn) context.Context {
 }
 
 // callerOf returns the Caller of r's token, from its connection's when
-// the connection sent it last. The address is r's own: a proxy sends many
-// clients' requests over one connection.
-func callerOf(r *http.Request, token string) Caller {
+// the connection sent it last. The address is r's own (clientAddr): a
+// proxy sends many clients' requests over one connection.
+func (s *Server) callerOf(r *http.Request, token string) Caller {
 	cc, ok := r.Context().Value(connCallerKey{}).(*connCaller)
 	if !ok {
 		c := NewCaller(token)
-		c.Addr = ClientAddr(r)
+		c.Addr = s.clientAddr(r)
 		return c
+	}
+	remote := r.RemoteAddr
+	if len(s.proxies) > 0 {
+		remote += "\x00" + strings.Join(r.Header.Values("X-Forwarded-For"), ",")
 	}
 	cc.mu.Lock()
 	defer cc.mu.Unlock()
@@ -124,14 +128,14 @@ func callerOf(r *http.Request, token string) Caller {
 		cc.caller = NewCaller(token)
 		cc.caller.Addr = addr
 	}
-	if cc.remote != r.RemoteAddr || cc.caller.Addr == "" {
-		cc.remote, cc.caller.Addr = r.RemoteAddr, ClientAddr(r)
+	if cc.remote != remote || cc.caller.Addr == "" {
+		cc.remote, cc.caller.Addr = remote, s.clientAddr(r)
 	}
 	return cc.caller
 }
 
-// ClientAddr names the client of r for rate limits: its IP address, or
-// for IPv6 its /64 (one host's, which may use any address in it).
+// ClientAddr names the peer of r for rate limits: its IP address, or for
+// IPv6 its /64 (one host's, which may use any address in it).
 func ClientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
@@ -141,6 +145,12 @@ func ClientAddr(r *http.Request) string {
 	if err != nil || ip.Is4() {
 		return host // as it came: no allocation
 	}
+	return addrKey(ip)
+}
+
+// addrKey names a client by ip: an IPv4 address as is, an IPv6 one by
+// its /64.
+func addrKey(ip netip.Addr) string {
 	ip = ip.Unmap()
 	if ip.Is6() {
 		if p, err := ip.Prefix(64); err == nil {
@@ -148,6 +158,59 @@ func ClientAddr(r *http.Request) string {
 		}
 	}
 	return ip.String()
+}
+
+// clientAddr names the client of r for rate limits: the peer (ClientAddr)
+// or, when the peer is one of Options.TrustedProxies, the address its
+// X-Forwarded-For names: the last entry that is not a trusted proxy
+// itself, read from the right, as nginx's real_ip_recursive does (the
+// entries further left are the client's to write).
+func (s *Server) clientAddr(r *http.Request) string {
+	peer := ClientAddr(r)
+	if len(s.proxies) == 0 {
+		return peer
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !s.trusted(ip) {
+		return peer
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := parseHop(hops[i])
+		if err != nil {
+			break // a proxy wrote no address: the last proxy is the client
+		}
+		ip = hop
+		if !s.trusted(hop) {
+			break
+		}
+	}
+	return addrKey(ip)
+}
+
+// parseHop reads one X-Forwarded-For entry: an address, perhaps with a
+// port (IPv6 then in brackets).
+func parseHop(s string) (netip.Addr, error) {
+	s = strings.TrimSpace(s)
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr(), nil
+	}
+	return netip.ParseAddr(strings.Trim(s, "[]"))
+}
+
+// trusted reports whether ip is one of Options.TrustedProxies.
+func (s *Server) trusted(ip netip.Addr) bool {
+	ip = ip.Unmap()
+	for _, p := range s.proxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // NamespaceParam is the query parameter that names the namespace whose
@@ -243,7 +306,7 @@ func (s *Server) scopedIn(r *http.Request, namespace string) (context.Context, e
 	if ns == "" || token == "" {
 		return ctx, nil
 	}
-	caller := callerOf(r, token)
+	caller := s.callerOf(r, token)
 	authz := s.authz
 	if err := authz.Authenticate(ctx, caller); err != nil {
 		var te *ThrottledError

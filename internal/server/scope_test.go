@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -286,6 +287,41 @@ func TestClientAddr(t *testing.T) {
 		r.RemoteAddr = tt.remote
 		if got := ClientAddr(r); got != tt.want {
 			t.Errorf("ClientAddr(%q) = %q, want %q", tt.remote, got, tt.want)
+		}
+	}
+}
+
+// TestClientAddrTrustedProxy: behind a trusted proxy the client is the
+// last X-Forwarded-For entry that is not a trusted proxy; a client's own
+// entries further left, and X-Forwarded-For from anyone else, count for
+// nothing.
+func TestClientAddrTrustedProxy(t *testing.T) {
+	s := New(Options{Resolver: resolve.New(resolve.Registry{}), TrustedProxies: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}})
+	for _, tt := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"no proxy", "192.0.2.7:1", nil, "192.0.2.7"},
+		{"an untrusted peer's header", "192.0.2.7:1", []string{"198.51.100.1"}, "192.0.2.7"},
+		{"one proxy", "10.1.2.3:1", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"a client's forged entries", "10.1.2.3:1", []string{"203.0.113.9, 198.51.100.1"}, "198.51.100.1"},
+		{"two proxies", "10.1.2.3:1", []string{"198.51.100.1, 10.9.9.9"}, "198.51.100.1"},
+		{"headers repeated", "10.1.2.3:1", []string{"203.0.113.9", "198.51.100.1"}, "198.51.100.1"},
+		{"with a port", "10.1.2.3:1", []string{"198.51.100.1:4711"}, "198.51.100.1"},
+		{"IPv6 client", "[fd00::1]:1", []string{"[2001:db8:1:2::9]:443"}, "2001:db8:1:2::/64"},
+		{"only proxies", "10.1.2.3:1", []string{"10.4.4.4"}, "10.4.4.4"},
+		{"no header", "10.1.2.3:1", nil, "10.1.2.3"},
+		{"garbage", "10.1.2.3:1", []string{"198.51.100.1, unknown"}, "10.1.2.3"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		for _, v := range tt.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := s.clientAddr(r); got != tt.want {
+			t.Errorf("%s: clientAddr = %q, want %q", tt.name, got, tt.want)
 		}
 	}
 }

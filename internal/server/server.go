@@ -57,6 +57,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"runtime"
@@ -142,6 +143,12 @@ type Options struct {
 	// must not take every replica out of its Service), by key
 	// (index.Registry.Key); they are counted in the notes instead.
 	ReadyOptional func(key string) bool
+	// TrustedProxies are the proxies (an ingress controller's pods)
+	// whose X-Forwarded-For names the client of a request, for the
+	// per-client bounds (unknown tokens' reviews, the long poll, wrong
+	// admin tokens): without them every client behind a proxy counts as
+	// the proxy. Others' X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
 	// Authorizer, if set, lets a request that names a namespace
 	// (?namespace=NS) with a bearer token see that namespace's
 	// registries, when the token's holder may get their Registry objects,
@@ -190,8 +197,9 @@ type Server struct {
 	// Options.ReadyOptional.
 	readyNotes    func() []string
 	readyOptional func(string) bool
-	// authz is Options.Authorizer.
-	authz Authorizer
+	// authz is Options.Authorizer; proxies Options.TrustedProxies.
+	authz   Authorizer
+	proxies []netip.Prefix
 }
 
 // New returns the handler serving opts.Resolver's registries.
@@ -207,6 +215,7 @@ func New(opts Options) *Server {
 		readyNotes:    opts.ReadyNotes,
 		readyOptional: opts.ReadyOptional,
 		authz:         opts.Authorizer,
+		proxies:       opts.TrustedProxies,
 	}
 	s.expander = opts.Expander
 	if s.log == nil {
@@ -531,7 +540,7 @@ func (s *Server) guardMetrics(next http.Handler) http.Handler {
 			s.writeError(w, r, fmt.Errorf("/metrics needs Authorization: Bearer <Kubernetes token> of an account that may get the non-resource URL /metrics: %w", derrors.Unauthorized))
 			return
 		}
-		caller := callerOf(r, token)
+		caller := s.callerOf(r, token)
 		if err := s.authz.Authenticate(r.Context(), caller); err != nil {
 			var te *ThrottledError
 			if errors.As(err, &te) {
@@ -628,7 +637,7 @@ func (s *Server) handleRegistries(w http.ResponseWriter, r *http.Request) {
 // isAdmin reports whether r carries the admin token. A wrong token counts
 // as a failed attempt; a throttled client is simply not an admin.
 func (s *Server) isAdmin(r *http.Request) bool {
-	res, _ := s.admin.check(r)
+	res, _ := s.admin.check(r, s.clientAddr(r))
 	return res == authOK
 }
 
@@ -680,7 +689,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, api.Error{Error: "refresh over HTTP is disabled: registryd has no admin token (set REGISTRYD_ADMIN_TOKEN)"})
 		return
 	}
-	switch res, wait := s.admin.check(r); res {
+	switch res, wait := s.admin.check(r, s.clientAddr(r)); res {
 	case authOK:
 	case authThrottled:
 		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))
