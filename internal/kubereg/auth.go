@@ -413,7 +413,10 @@ func (a *Authorizer) review(ctx context.Context, c server.Caller, known bool) (*
 	if !res.Status.Authenticated {
 		a.reviewed(lane, "refused")
 		a.strangers.Add(c.Sum, true)
-		a.lastUsers.Add(c.Sum, nil)
+		// Not among the last answers: a flood of made-up tokens must not
+		// push the tokens authenticated lately out of them (and with them
+		// out of their lane). A stranger is refused without them too.
+		a.lastUsers.Remove(c.Sum)
 		return nil, server.ErrUnauthenticated
 	}
 	a.reviewed(lane, "authenticated")
@@ -480,12 +483,13 @@ func (c *clientLimits) allow(addr string) (bool, time.Duration) {
 	}
 	c.mu.Unlock()
 	now := time.Now()
-	r := l.ReserveN(now, 1)
-	if d := r.DelayFrom(now); d > 0 {
-		r.CancelAt(now)
-		return false, d
+	if l.AllowN(now, 1) {
+		return true, 0
 	}
-	return true, 0
+	// Not a reservation cancelled: concurrent cancellations give back
+	// more than they took.
+	missing := 1 - l.TokensAt(now)
+	return false, time.Duration(missing / float64(c.rate) * float64(time.Second))
 }
 
 // dedupe returns l without empty or repeated strings.

@@ -218,10 +218,17 @@ func parseClaimsIssuer(tok string) string {
 // queued behind the unknown ones.
 func TestAuthorizerLanes(t *testing.T) {
 	f := newFloodApiserver(t)
-	a := f.authorizer(t, AuthorizerOptions{TTL: 20 * time.Millisecond, UnknownConcurrent: 2, UnknownWait: 50 * time.Millisecond})
+	a := f.authorizer(t, AuthorizerOptions{TTL: 20 * time.Millisecond, UnknownConcurrent: 2, UnknownWait: 50 * time.Millisecond, Entries: 8, ClientRate: 1e6, ClientBurst: 1e6})
 	ctx := context.Background()
 	if err := a.Authenticate(ctx, caller("user-known", "192.0.2.10")); err != nil {
 		t.Fatal(err)
+	}
+	// Many more made-up tokens than the caches hold, reviewed and
+	// refused, do not push it out of the tokens authenticated lately.
+	for i := range 50 {
+		if err := a.Authenticate(ctx, caller(fmt.Sprint("stranger-", i), "198.51.100.99")); err != server.ErrUnauthenticated {
+			t.Fatalf("stranger %d: %v", i, err)
+		}
 	}
 	time.Sleep(40 * time.Millisecond) // its cached answer expires
 	var wg sync.WaitGroup
