@@ -21,7 +21,8 @@
 //	                                         application/octet-stream, CSP sandbox), ETag "<blob sha>"
 //	GET  /v1/resolve?ref=&registry=          api.Resolution
 //	GET  /v1/search?q=&registry=             api.SearchResults
-//	GET  /v1/index/changes?since=&wait=      api.IndexChanges, a long poll (wait <= 60 s, 256 waiters)
+//	GET  /v1/index/changes?since=&wait=      api.IndexChanges, a long poll (wait <= 60 s, 256 waiters,
+//	                                         8 per client, 64 kept for authenticated callers)
 //	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
 //	POST /processedTemplates                 a kind: Template -> the processed Template (seed 000)
 //	POST /v1/webhooks/github                 GitHub push events refresh a registry (needs a secret)
@@ -41,7 +42,11 @@
 // (?namespace=NS, on every route; the catalog remembers it in a cookie)
 // with a Kubernetes bearer token whose holder may get their Registry
 // objects; everyone else gets 404, as if they did not exist (scope.go).
-// /metrics then takes a token allowed to get it.
+// The token is authenticated before anything about the namespace is
+// looked at, and one the Authorizer will not review now (too many unknown
+// tokens from the client) is answered 429 with Retry-After. /metrics then
+// takes a token allowed to get it. The per-client bounds name a client
+// by its address, or the one a trusted proxy's X-Forwarded-For names.
 //
 // GET /v1/resolve is the hot path: it bypasses the router's middleware,
 // caches the encoded answer per version and builds the rest by hand, so it
