@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy bench-auth dm-samples
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples
 
 all: build
 
@@ -114,12 +114,12 @@ FUZZ_TARGETS := \
 	./internal/deploy/driver:FuzzDecode:8000x \
 	./internal/deploy/kube:FuzzExportParam:10000x \
 	./internal/catalog:FuzzForm:2000x \
+	./internal/kubereg:FuzzTokenCheck:10000x \
 	./internal/sandbox:FuzzDecode:8000x \
 	./internal/sandbox:FuzzSlotRecord:5000x \
 	./internal/expand/helm:FuzzSortManifests:2000x \
 	./internal/expand/value:FuzzMarshalYAML:5000x \
 	./internal/server:FuzzParseScope:20000x \
-	./internal/kubereg:FuzzTokenCheck:10000x \
 	./internal/gcp:FuzzConvert:5000x
 
 fuzz:
@@ -217,6 +217,7 @@ bench-tenancy: testenv
 # from 64: the latency of legitimate first reads (a token never seen, 20 of
 # them: FIRST_READS), target under a second (docs/benchmarks.md,
 # Multi-tenancy). About a minute.
+.PHONY: bench-auth
 bench-auth: testenv
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkTokenFlood -benchtime 1x -timeout 15m ./cmd/registryd/
 
