@@ -385,7 +385,10 @@ func (a *Authorizer) review(ctx context.Context, c server.Caller, known bool) (*
 				&authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: c.Token}}, metav1.CreateOptions{})
 			cancel()
 			<-slots
-			if err != nil && ctx.Err() == nil {
+			// Only a known token's failed review leaves the apiserver
+			// alone for a while: made-up tokens that the apiserver is slow
+			// to refuse must not make registryd stop asking for others.
+			if err != nil && ctx.Err() == nil && known {
 				a.failed()
 			}
 		case !known:

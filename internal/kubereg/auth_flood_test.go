@@ -62,6 +62,10 @@ func newFloodApiserver(t *testing.T) *floodApiserver {
 				f.inSlow.Add(1)
 				<-f.release
 			}
+			if strings.HasPrefix(tr.Spec.Token, "fail-") {
+				http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500}`, 500)
+				return
+			}
 			if strings.HasPrefix(tr.Spec.Token, "user-") {
 				tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true, User: authenticationv1.UserInfo{Username: "alice"}}
 			}
@@ -261,6 +265,30 @@ func TestAuthorizerLanes(t *testing.T) {
 	}
 	close(f.release)
 	wg.Wait()
+}
+
+// TestAuthorizerUnknownFailures: a made-up token whose review fails does
+// not make registryd leave the apiserver alone: the next known token's
+// review is sent (a known token's failure does).
+func TestAuthorizerUnknownFailures(t *testing.T) {
+	f := newFloodApiserver(t)
+	close(f.release)
+	a := f.authorizer(t, AuthorizerOptions{TTL: 10 * time.Millisecond})
+	ctx := context.Background()
+	if err := a.Authenticate(ctx, caller("user-1", "192.0.2.10")); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Authenticate(ctx, caller("fail-1", "198.51.100.1")); err != server.ErrUnauthenticated {
+		t.Fatalf("a failing review of an unknown token: %v", err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	before := f.reviews(func(tok string) bool { return tok == "user-1" })
+	if err := a.Authenticate(ctx, caller("user-1", "192.0.2.10")); err != nil {
+		t.Fatal(err)
+	}
+	if f.reviews(func(tok string) bool { return tok == "user-1" }) != before+1 {
+		t.Error("after an unknown token's failed review, a known token's review was not sent")
+	}
 }
 
 // TestAuthorizerOneReviewPerToken: concurrent requests with one new token
