@@ -114,6 +114,7 @@ FUZZ_TARGETS := \
 	./internal/deploy/driver:FuzzDecode:8000x \
 	./internal/deploy/kube:FuzzExportParam:10000x \
 	./internal/catalog:FuzzForm:2000x \
+	./internal/kubereg:FuzzTokenCheck:10000x \
 	./internal/sandbox:FuzzDecode:8000x \
 	./internal/sandbox:FuzzSlotRecord:5000x \
 	./internal/expand/helm:FuzzSortManifests:2000x \
@@ -216,6 +217,15 @@ bench-replicas: testenv
 # wrk in turns (docs/benchmarks.md, Multi-tenancy). About 2 minutes.
 bench-tenancy: testenv
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkTenancy -benchtime 1x -timeout 15m ./cmd/registryd/
+
+# registryd under its template's rights against a local apiserver while 64
+# connections flood it with made-up bearer tokens, from one address and
+# from 64: the latency of legitimate first reads (a token never seen, 20 of
+# them: FIRST_READS), target under a second (docs/benchmarks.md,
+# Multi-tenancy). About a minute.
+.PHONY: bench-auth
+bench-auth: testenv
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkTokenFlood -benchtime 1x -timeout 15m ./cmd/registryd/
 
 # dm-controller as a process against a test apiserver: 100 instances of a
 # five-object template (create -> Ready, drift restored, a patch rolled

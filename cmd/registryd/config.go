@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -232,6 +233,8 @@ type settings struct {
 	githubAPI string
 	// exampleSettle is server.Options.ExampleSettle.
 	exampleSettle time.Duration
+	// trustedProxies is server.Options.TrustedProxies.
+	trustedProxies []netip.Prefix
 }
 
 // specs turns the configured registries into specs; getenv reads tokens.

@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/helm/helmlint"
 	"github.com/dmhq/dm/internal/fetch"
+	"github.com/dmhq/dm/internal/kubereg"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/version"
 )
@@ -113,6 +115,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		total      time.Duration
 		kube       kubeFlags
 		settle     time.Duration
+		proxies    []string
 	)
 	cmd := &cobra.Command{
 		Use:           "registryd",
@@ -228,6 +231,16 @@ func newCommand(e env, s *settings) *cobra.Command {
 				if kube.maxEntries <= 0 {
 					return derrors.Errorf(derrors.InvalidArgument, "--max-tree-entries %d: want a positive number", kube.maxEntries)
 				}
+				if kube.reviewRate <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--token-review-rate %g: want a positive number of reviews a second", kube.reviewRate)
+				}
+			}
+			for _, p := range proxies {
+				prefix, err := parseProxy(p)
+				if err != nil {
+					return err
+				}
+				s.trustedProxies = append(s.trustedProxies, prefix)
 			}
 			s.exampleSettle = settle
 			if settle == 0 {
@@ -278,6 +291,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&timeout, "expand-timeout", expand.DefaultTimeout, "time limit of one template invocation")
 	f.DurationVar(&total, "expand-total-timeout", expand.DefaultTotalTimeout, "time limit of one whole expansion")
 	f.BoolVar(&noSandbox, "no-sandbox", false, "expand in registryd's own process, without worker processes or their limits (trusted templates only)")
+	f.StringArrayVar(&proxies, "trusted-proxy", nil, "address or `CIDR` of a proxy (an ingress controller's pods) whose X-Forwarded-For names the client, for the per-client bounds (repeatable; default none: every client behind a proxy counts as the proxy)")
 	f.DurationVar(&settle, "example-settle", time.Minute, "how long a GitHub registry's index must stay unchanged before the examples of its new versions are tested (0: at once)")
 	f.BoolVar(&kube.watch, "watch-registries", false, "also serve every Registry and ClusterRegistry (dm.io/v1alpha1) the cluster lets registryd read, as they are created, changed and deleted")
 	f.StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig `file` of --watch-registries (default: the in-cluster configuration of registryd's pod)")
@@ -288,6 +302,10 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
+	f.StringArrayVar(&kube.tokenIssuers, "token-issuer", nil, "issuer (`URL`) whose JWT bearer tokens are reviewed, besides the apiserver's service-account issuer and kubernetes/serviceaccount (repeatable: the apiserver's OIDC issuers); JWTs of others are refused without a TokenReview")
+	f.StringArrayVar(&kube.tokenAudiences, "token-audience", nil, "audience a JWT bearer token must name to be reviewed (repeatable; default: the audiences of registryd's own ServiceAccount token in a pod, none checked outside one)")
+	f.BoolVar(&kube.refuseOpaque, "refuse-opaque-tokens", false, "refuse bearer tokens that are not JWTs (a cloud's webhook tokens, static or bootstrap tokens) without a TokenReview")
+	f.Float64Var(&kube.reviewRate, "token-review-rate", kubereg.DefaultClientRate, "TokenReviews a second one client address may cause with tokens the apiserver has not authenticated lately (bursts of 5 times as many); past it 429")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
@@ -308,6 +326,22 @@ type kubeFlags struct {
 	maxBytes        string
 	// maxRegistryBytes is maxBytes parsed.
 	maxRegistryBytes int64
+	// tokenIssuers, tokenAudiences, refuseOpaque and reviewRate bound
+	// the reviews of callers' bearer tokens (kubereg.AuthorizerOptions).
+	tokenIssuers, tokenAudiences []string
+	refuseOpaque                 bool
+	reviewRate                   float64
+}
+
+// parseProxy reads a --trusted-proxy: a CIDR, or one address.
+func parseProxy(v string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(v); err == nil {
+		return p.Masked(), nil
+	}
+	if a, err := netip.ParseAddr(v); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
+	}
+	return netip.Prefix{}, derrors.Errorf(derrors.InvalidArgument, "--trusted-proxy %q: want an address or a CIDR such as 10.0.0.0/8", v)
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

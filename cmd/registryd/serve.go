@@ -177,7 +177,8 @@ func serve(ctx context.Context, s *settings, e env) error {
 		}
 	}
 	opts := server.Options{Resolver: resolver, AdminToken: s.adminToken, Logger: log, Metrics: metrics,
-		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle}
+		Expand: eo, Expander: expander, ExampleExpander: examples, MaxExpansions: maxExpansions, ExampleSettle: s.exampleSettle,
+		TrustedProxies: s.trustedProxies}
 	var watcher *kubereg.Watcher
 	if s.kube.watch {
 		watcher, err = newWatcher(s, setup, resolver, hooks.Registries, metrics, log)
@@ -188,9 +189,19 @@ func serve(ctx context.Context, s *settings, e env) error {
 		opts.ReadyNotes, opts.ReadyOptional = watcher.ReadyNotes, watcher.Serves
 		// A namespace's registries answer only callers that may get
 		// their objects; the apiserver says who those are.
-		if opts.Authorizer, err = kubereg.NewAuthorizer(watcher.Config(), kubereg.AuthorizerOptions{Logger: log}); err != nil {
+		authz, err := kubereg.NewAuthorizer(watcher.Config(), kubereg.AuthorizerOptions{Logger: log,
+			Issuers: s.kube.tokenIssuers, Audiences: s.kube.tokenAudiences, RefuseOpaque: s.kube.refuseOpaque,
+			ClientRate: s.kube.reviewRate, ClientBurst: max(1, int(5*s.kube.reviewRate)),
+			OnReview: metrics.TokenReview, OnRefuse: metrics.TokenUnreviewed})
+		if err != nil {
 			return err
 		}
+		// The apiserver's issuer, read before the first request: without
+		// it, tokens' issuers are checked once it has been read.
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = authz.Learn(lctx)
+		cancel()
+		opts.Authorizer = authz
 		// The Lease holder tests the examples for every replica.
 		opts.ExampleActive, opts.ExampleResult = watcher.Leader, watcher.ExampleResult
 	}

@@ -144,6 +144,23 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 		t.ResponseHeaderTimeout = 30 * time.Second
 		hc.Transport = t
 	}
+	// Redirects are followed only within the API's origin: a redirect is
+	// the server's answer, and following it elsewhere would send requests
+	// (and put the answers' statuses and messages in the registry's
+	// status) to hosts nobody allowed.
+	next := hc.CheckRedirect
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, u) {
+			return errCrossOrigin
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
 	base0 := hc.Transport
 	if base0 == nil {
 		base0 = http.DefaultTransport
@@ -174,6 +191,24 @@ func NewGitHub(opts GitHubOptions) (*GitHub, error) {
 		log:        log.With("source", "github", "repo", opts.Owner+"/"+opts.Repo),
 		maxEntries: maxEntries,
 	}, nil
+}
+
+// errCrossOrigin refuses a redirect out of the API's origin. It names
+// neither the target nor anything the target said: none was asked.
+var errCrossOrigin = errors.New("the GitHub API redirected to another scheme, host or port; not followed")
+
+// sameOrigin reports whether a and b have the same scheme, host and port.
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // String names the repository and branch tracked.
@@ -571,6 +606,10 @@ func (g *GitHub) mapError(what string, err error) error {
 	var abuseErr *github.AbuseRateLimitError
 	var respErr *github.ErrorResponse
 	switch {
+	case errors.Is(err, errCrossOrigin):
+		// Not a network error (a *url.Error is a net.Error): retrying
+		// meets the same redirect.
+		return fmt.Errorf("%s: %w: %w", what, errCrossOrigin, derrors.Unavailable)
 	case errors.As(err, &rateErr):
 		return retry(time.Until(rateErr.Rate.Reset.Time), "rate limit exhausted")
 	case errors.As(err, &abuseErr):

@@ -15,6 +15,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -704,5 +705,67 @@ func TestGitHubBounds(t *testing.T) {
 		if _, err := e.source(t, func(o *fetch.GitHubOptions) { o.MaxEntries = 1000 }).Tree(ctx, nil); err != nil {
 			t.Errorf("truncated %v: within the bound: %v", truncated, err)
 		}
+	}
+}
+
+// TestGitHubRedirects: a redirect within the API's origin is followed (a
+// renamed repository); one to another host or port is not, and nothing of
+// the other host (its status, its message) reaches the error, which the
+// registry's status shows: the other host is never asked.
+func TestGitHubRedirects(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	var evilHits atomic.Int64
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		evilHits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprint(w, `{"message":"evil-message-42"}`)
+	}))
+	defer evil.Close()
+
+	// Within the origin: /moved/... redirects to the same path without
+	// the prefix, which is proxied to the test server.
+	target, _ := url.Parse(e.srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rest, ok := strings.CutPrefix(r.URL.Path, "/moved"); ok {
+			http.Redirect(w, r, rest, http.StatusMovedPermanently)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	if _, err := e.source(t, func(o *fetch.GitHubOptions) { o.BaseURL = front.URL + "/moved/" }).Tree(ctx, nil); err != nil {
+		t.Errorf("a redirect within the API's origin: %v", err)
+	}
+
+	e.srv.SetFaults(githubtest.Faults{RedirectTo: evil.URL})
+	for _, op := range []struct {
+		name string
+		do   func(*fetch.GitHub) error
+	}{
+		{"tree", func(g *fetch.GitHub) error { _, err := g.Tree(ctx, nil); return err }},
+		{"blob", func(g *fetch.GitHub) error { _, err := g.Blob(ctx, strings.Repeat("a", 40)); return err }},
+		{"tree at", func(g *fetch.GitHub) error { _, err := g.TreeAt(ctx, strings.Repeat("b", 40), nil); return err }},
+	} {
+		err := op.do(e.source(t))
+		if err == nil || !strings.Contains(err.Error(), "redirected to another scheme, host or port; not followed") {
+			t.Errorf("%s redirected to another host: %v", op.name, err)
+			continue
+		}
+		evilURL, _ := url.Parse(evil.URL)
+		for _, leak := range []string{"evil-message-42", "418", "teapot", evilURL.Host} {
+			if strings.Contains(err.Error(), leak) {
+				t.Errorf("%s: the error names %q of the host it was redirected to: %v", op.name, leak, err)
+			}
+		}
+		var re *fetch.RetryError
+		if errors.As(err, &re) {
+			t.Errorf("%s: a redirect elsewhere is retried soon as a network error: %v", op.name, err)
+		}
+	}
+	if n := evilHits.Load(); n != 0 {
+		t.Errorf("%d requests reached the host redirected to", n)
 	}
 }

@@ -57,6 +57,10 @@ type Registry struct {
 	// served (Refresh fails with a *BoundError). Zero means no bound.
 	MaxEntries int
 	MaxBytes   int64
+	// RetryMin is Run's first wait after a failed refresh while there is
+	// no index to serve: each failure in a row doubles it, up to the
+	// refresh interval (Backoff). Zero means RetryUnready.
+	RetryMin time.Duration
 	// OnIndex, if set, is called after every refresh attempt with the
 	// registry's Key, the result ("ok", "unchanged", "error") and its
 	// duration.
@@ -366,28 +370,59 @@ func Jitter(d time.Duration) time.Duration {
 	return d - d/10 + rand.N(d/5+1)
 }
 
-// RetryUnready is how soon Run tries again after a failure while the
-// registry has no index at all, unless the source asked for longer.
+// RetryUnready is Registry.RetryMin's default: how soon Run first tries
+// again after a failure while the registry has no index at all.
 const RetryUnready = 15 * time.Second
+
+// maxRetry bounds Backoff for a registry indexed once (no interval).
+const maxRetry = time.Hour
+
+// Backoff is how long Run waits after the fails-th failure in a row of a
+// registry that has no index: first (RetryUnready when zero), doubled with
+// each failure, up to interval (an hour for a registry indexed once).
+// Retrying a broken registry every few seconds would spend the rate limit
+// its source shares with every other registry, for an answer that rarely
+// changes that fast.
+func Backoff(fails int, first, interval time.Duration) time.Duration {
+	if first <= 0 {
+		first = RetryUnready
+	}
+	ceil := interval
+	if ceil <= 0 {
+		ceil = maxRetry
+	}
+	d := min(first, ceil)
+	for i := 1; i < fails && d < ceil; i++ {
+		d *= 2
+	}
+	return min(d, ceil)
+}
 
 // Run refreshes the registry now, calls first (if not nil) when that
 // refresh is done, then refreshes every interval until ctx ends: later when
-// the source asked to be left alone (rate limits, outages), sooner
-// (RetryUnready) while there is no index to serve. Intervals are spread by
-// Jitter. A zero interval
-// refreshes until there is an index, then stops.
+// the source asked to be left alone (rate limits, outages), sooner while
+// there is no index to serve, backing off from RetryMin with each failure
+// in a row (Backoff; a success starts again from RetryMin). Waits are
+// spread by Jitter. A zero interval refreshes until there is an index,
+// then stops.
 func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()) {
-	_ = r.Refresh(ctx)
+	err := r.Refresh(ctx)
 	if first != nil {
 		first()
 	}
+	fails := 0
 	for {
+		if err != nil {
+			fails++
+		} else {
+			fails = 0
+		}
 		wait := Jitter(interval)
 		var bound *BoundError
 		// A registry over a bound waits its interval: retrying sooner
 		// would only spend the source's rate limit on the same refusal.
-		if r.Snapshot() == nil && (wait <= 0 || wait > RetryUnready) && !errors.As(r.LastErr(), &bound) {
-			wait = RetryUnready
+		if r.Snapshot() == nil && !errors.As(r.LastErr(), &bound) {
+			wait = Jitter(Backoff(fails, r.RetryMin, interval))
 		}
 		if wait <= 0 {
 			return
@@ -402,6 +437,6 @@ func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()
 			return
 		case <-t.C:
 		}
-		_ = r.Refresh(ctx)
+		err = r.Refresh(ctx)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -226,5 +227,56 @@ func TestRegistryBounds(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(dir, index.SnapshotFile)); !os.IsNotExist(err) {
 			t.Errorf("bound %s: the snapshot over the bound is still persisted (%v)", tt.bound, err)
 		}
+	}
+}
+
+// TestBackoff: a registry with no index retries from its first wait,
+// doubling with each failure in a row, up to its interval.
+func TestBackoff(t *testing.T) {
+	for _, tt := range []struct {
+		fails           int
+		first, interval time.Duration
+		want            time.Duration
+	}{
+		{1, time.Minute, time.Hour, time.Minute},
+		{2, time.Minute, time.Hour, 2 * time.Minute},
+		{4, time.Minute, time.Hour, 8 * time.Minute},
+		{7, time.Minute, time.Hour, time.Hour},
+		{1000, time.Minute, time.Hour, time.Hour},
+		{1, 0, time.Hour, index.RetryUnready},
+		{3, 0, time.Hour, 4 * index.RetryUnready},
+		{1, time.Minute, 20 * time.Second, 20 * time.Second}, // the interval is shorter
+		{30, time.Minute, 0, time.Hour},                      // indexed once: an hour at most
+		{0, time.Minute, time.Hour, time.Minute},
+	} {
+		if got := index.Backoff(tt.fails, tt.first, tt.interval); got != tt.want {
+			t.Errorf("Backoff(%d, %s, %s) = %s, want %s", tt.fails, tt.first, tt.interval, got, tt.want)
+		}
+	}
+}
+
+// failingSource fails every listing, counting them.
+type failingSource struct{ n atomic.Int64 }
+
+func (s *failingSource) Tree(context.Context, *fetch.Tree) (*fetch.Tree, error) {
+	s.n.Add(1)
+	return nil, errors.New("connection refused")
+}
+func (s *failingSource) Blob(context.Context, string) ([]byte, error) { return nil, derrors.NotFound }
+
+// TestRegistryRunBacksOff: Run retries a registry whose source keeps
+// failing with waits that double, not every RetryMin: in 20 RetryMins it
+// tries at most 6 times (1, 2, 4, 8 RetryMins apart: a bound on how often,
+// which a loaded machine only lowers), where a fixed wait would have
+// tried 20 times.
+func TestRegistryRunBacksOff(t *testing.T) {
+	const first = 25 * time.Millisecond
+	src := &failingSource{}
+	reg := &index.Registry{Name: "github.com/a/b", Source: src, RetryMin: first}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*first)
+	defer cancel()
+	reg.Run(ctx, time.Hour, nil)
+	if n := src.n.Load(); n > 6 || n < 1 {
+		t.Errorf("%d listings in %s with RetryMin %s, want at most 6 (backing off)", n, 20*first, first)
 	}
 }

@@ -376,6 +376,11 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	if err != nil {
 		return nil, err
 	}
+	// A registry that cannot be indexed (a wrong token, a dead server) is
+	// retried from the shortest interval an object may ask for, backing
+	// off to its own; opened anew (a changed spec or Secret), it starts
+	// again from there.
+	g.RetryMin = w.opts.MinRefresh
 	if old != nil && d.sameSource(old.desired) && old.g.Snapshot() != nil {
 		g.Install(old.g.Snapshot())
 	} else if g.CacheDir != "" {

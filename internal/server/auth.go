@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -73,23 +72,13 @@ func newAdminGate(token string, delay time.Duration, log *slog.Logger, failures 
 	return g
 }
 
-// clientOf names the client of r for throttling: its IP address.
-func clientOf(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return r.RemoteAddr
-	}
-	return host
-}
-
-// check classifies r's Authorization header; for authThrottled it also
-// returns how long the client must still wait.
-func (g *adminGate) check(r *http.Request) (authResult, time.Duration) {
+// check classifies the Authorization header of r, from client; for
+// authThrottled it also returns how long the client must still wait.
+func (g *adminGate) check(r *http.Request, client string) (authResult, time.Duration) {
 	header := r.Header.Get("Authorization")
 	if !g.has || header == "" {
 		return authNone, 0
 	}
-	client := clientOf(r)
 	for turn := 0; ; turn++ {
 		g.mu.Lock()
 		now := time.Now()

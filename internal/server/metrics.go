@@ -33,6 +33,8 @@ type Metrics struct {
 	workerExits     *prometheus.CounterVec
 	adminFailures   prometheus.Counter
 	shed            *prometheus.CounterVec
+	tokenReviews    *prometheus.CounterVec
+	tokensRefused   *prometheus.CounterVec
 
 	registries *registryCollector
 	examples   *exampleCollector
@@ -97,19 +99,38 @@ func NewMetrics() *Metrics {
 		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace,
 			Name:      "requests_shed_total",
-			Help:      "Requests turned away before their body was read, by reason (body_budget, webhook_reads, body_too_large, replay).",
+			Help:      "Requests turned away before their body was read, by reason (body_budget, webhook_reads, body_too_large, replay, long_poll).",
+		}, []string{"reason"}),
+		tokenReviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "token_reviews_total",
+			Help:      "TokenReviews of callers' bearer tokens sent to the apiserver, by lane (known: authenticated lately; unknown) and result (authenticated, refused, error).",
+		}, []string{"lane", "result"}),
+		tokensRefused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace,
+			Name:      "tokens_unreviewed_total",
+			Help:      "Bearer tokens refused or throttled without a TokenReview, by reason (malformed, issuer, audience, expired, opaque; client_rate, queue: answered 429).",
 		}, []string{"reason"}),
 		registries: &registryCollector{},
 		examples:   &exampleCollector{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.ociRequests, m.cacheLookups,
-		m.resolveDuration, m.httpRequests, m.workerExits, m.adminFailures, m.shed, m.registries, m.examples,
+		m.resolveDuration, m.httpRequests, m.workerExits, m.adminFailures, m.shed, m.tokenReviews, m.tokensRefused, m.registries, m.examples,
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
 	return m
 }
+
+// TokenReview counts a TokenReview (kubereg.AuthorizerOptions.OnReview).
+func (m *Metrics) TokenReview(lane, result string) {
+	m.tokenReviews.WithLabelValues(lane, result).Inc()
+}
+
+// TokenUnreviewed counts a token refused or throttled without a review
+// (kubereg.AuthorizerOptions.OnRefuse).
+func (m *Metrics) TokenUnreviewed(reason string) { m.tokensRefused.WithLabelValues(reason).Inc() }
 
 // Forget drops the series of the registry of key (index.Registry.Key),
 // no longer served: their memory returns with the registry's.

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -96,11 +97,14 @@ func (h *resolveHandler) serve(w http.ResponseWriter, r *http.Request) int {
 	}
 	var res *resolve.Resolution
 	if err == nil {
-		res, err = h.s.resolver.ResolveIn(h.s.scopedIn(r, ns), ref, def)
+		var ctx context.Context
+		if ctx, err = h.s.scopedIn(r, ns); err == nil {
+			res, err = h.s.resolver.ResolveIn(ctx, ref, def)
+		}
 	}
 	if err != nil {
 		h.s.writeError(w, r, err)
-		return derrors.HTTPStatus(err)
+		return statusOf(err)
 	}
 	enc, err := h.encoded(res)
 	if err != nil {

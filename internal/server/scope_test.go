@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch"
@@ -66,17 +70,50 @@ func FuzzParseScope(f *testing.F) {
 	})
 }
 
-// fakeAuthorizer allows token "team-a-token" to get Registry team-a/private
-// and token "metrics" to get /metrics, and counts what it is asked.
-type fakeAuthorizer struct{ asked atomic.Int64 }
+// fakeAuthorizer knows tokens "team-a-token", "team-b-token" and
+// "metrics", allows the first to get Registry team-a/private and the last
+// to get /metrics, throttles token "flood", and counts and records what
+// it is asked.
+type fakeAuthorizer struct {
+	asked atomic.Int64
+	mu    sync.Mutex
+	calls []string
+}
+
+func (a *fakeAuthorizer) record(call string) {
+	a.asked.Add(1)
+	a.mu.Lock()
+	a.calls = append(a.calls, call)
+	a.mu.Unlock()
+}
+
+// took returns the calls recorded since the last took.
+func (a *fakeAuthorizer) took() []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	c := a.calls
+	a.calls = nil
+	return c
+}
+
+func (a *fakeAuthorizer) Authenticate(_ context.Context, c Caller) error {
+	a.record("authenticate")
+	switch c.Token {
+	case "team-a-token", "team-b-token", "metrics":
+		return nil
+	case "flood":
+		return &ThrottledError{After: 3 * time.Second, Reason: "a test"}
+	}
+	return ErrUnauthenticated
+}
 
 func (a *fakeAuthorizer) AllowedRegistry(_ context.Context, c Caller, ns, name string) bool {
-	a.asked.Add(1)
+	a.record("registry " + ns + "/" + name)
 	return c.Token == "team-a-token" && c.Sum == NewCaller("team-a-token").Sum && ns == "team-a" && name == "private"
 }
 
 func (a *fakeAuthorizer) AllowedPath(_ context.Context, c Caller, path string) bool {
-	a.asked.Add(1)
+	a.record("path " + path)
 	return c.Token == "metrics" && path == "/metrics"
 }
 
@@ -201,5 +238,90 @@ func TestNamespacedRegistry(t *testing.T) {
 	do("GET", "/v1/resolve?ref="+url.QueryEscape("github.com/acme/shared/cm:v1"), "", nil)
 	if n := authz.asked.Load(); n != 0 {
 		t.Errorf("anonymous requests asked the authorizer %d times", n)
+	}
+
+	// A made-up token naming a namespace with a registry costs what it
+	// costs naming one without: one Authenticate, nothing after it.
+	for _, p := range append(paths, "/v1/registries", "/v1/search?q=cm", "/v1/index/changes?") {
+		sep := "?"
+		if strings.Contains(p, "?") {
+			sep = "&"
+		}
+		authz.took()
+		with := do("GET", p+sep+"namespace=team-a", "made-up", nil)
+		withCalls := authz.took()
+		without := do("GET", p+sep+"namespace=team-z", "made-up", nil)
+		withoutCalls := authz.took()
+		if !slices.Equal(withCalls, withoutCalls) || !slices.Equal(withCalls, []string{"authenticate"}) || with.Code != without.Code {
+			t.Errorf("GET %s with a made-up token: naming team-a (registries) %d %q, naming team-z (none) %d %q; want one authenticate each, the same answer",
+				p, with.Code, withCalls, without.Code, withoutCalls)
+		}
+	}
+
+	// A throttled token is answered 429 with Retry-After, on every route
+	// that reads a scope, the hot path, the long poll and /metrics too.
+	for _, p := range append(paths, "/v1/registries?", "/v1/index/changes?", "/metrics?") {
+		sep := "?"
+		if strings.Contains(p, "?") {
+			sep = "&"
+		}
+		w := do("GET", p+sep+"namespace=team-a", "flood", nil)
+		if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "3" || !strings.Contains(w.Body.String(), "too many bearer tokens to review") {
+			t.Errorf("GET %s with a throttled token: %d (Retry-After %q) %.200s, want 429 with Retry-After 3", p, w.Code, w.Header().Get("Retry-After"), w.Body)
+		}
+	}
+}
+
+// TestClientAddr: a client is named by its IP address, an IPv6 one by its
+// /64 (one host may use any address in it), an IPv4-mapped one as IPv4.
+func TestClientAddr(t *testing.T) {
+	for _, tt := range []struct{ remote, want string }{
+		{"192.0.2.7:4711", "192.0.2.7"},
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:443", "2001:db8:1:2::/64"},
+		{"[::ffff:192.0.2.7]:80", "192.0.2.7"},
+		{"[fe80::1%eth0]:80", "fe80::/64"},
+		{"not an address", "not an address"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		if got := ClientAddr(r); got != tt.want {
+			t.Errorf("ClientAddr(%q) = %q, want %q", tt.remote, got, tt.want)
+		}
+	}
+}
+
+// TestClientAddrTrustedProxy: behind a trusted proxy the client is the
+// last X-Forwarded-For entry that is not a trusted proxy; a client's own
+// entries further left, and X-Forwarded-For from anyone else, count for
+// nothing.
+func TestClientAddrTrustedProxy(t *testing.T) {
+	s := New(Options{Resolver: resolve.New(resolve.Registry{}), TrustedProxies: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("fd00::/8")}})
+	for _, tt := range []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"no proxy", "192.0.2.7:1", nil, "192.0.2.7"},
+		{"an untrusted peer's header", "192.0.2.7:1", []string{"198.51.100.1"}, "192.0.2.7"},
+		{"one proxy", "10.1.2.3:1", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"a client's forged entries", "10.1.2.3:1", []string{"203.0.113.9, 198.51.100.1"}, "198.51.100.1"},
+		{"two proxies", "10.1.2.3:1", []string{"198.51.100.1, 10.9.9.9"}, "198.51.100.1"},
+		{"headers repeated", "10.1.2.3:1", []string{"203.0.113.9", "198.51.100.1"}, "198.51.100.1"},
+		{"with a port", "10.1.2.3:1", []string{"198.51.100.1:4711"}, "198.51.100.1"},
+		{"IPv6 client", "[fd00::1]:1", []string{"[2001:db8:1:2::9]:443"}, "2001:db8:1:2::/64"},
+		{"only proxies", "10.1.2.3:1", []string{"10.4.4.4"}, "10.4.4.4"},
+		{"no header", "10.1.2.3:1", nil, "10.1.2.3"},
+		{"garbage", "10.1.2.3:1", []string{"198.51.100.1, unknown"}, "10.1.2.3"},
+	} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.RemoteAddr = tt.remote
+		for _, v := range tt.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		if got := s.clientAddr(r); got != tt.want {
+			t.Errorf("%s: clientAddr = %q, want %q", tt.name, got, tt.want)
+		}
 	}
 }

@@ -21,7 +21,8 @@
 //	                                         application/octet-stream, CSP sandbox), ETag "<blob sha>"
 //	GET  /v1/resolve?ref=&registry=          api.Resolution
 //	GET  /v1/search?q=&registry=             api.SearchResults
-//	GET  /v1/index/changes?since=&wait=      api.IndexChanges, a long poll (wait <= 60 s, 256 waiters)
+//	GET  /v1/index/changes?since=&wait=      api.IndexChanges, a long poll (wait <= 60 s, 256 waiters,
+//	                                         8 per client, 64 kept for authenticated callers)
 //	POST /v1/expand                          api.ExpandRequest -> api.ExpandResult (bounded in size and time)
 //	POST /processedTemplates                 a kind: Template -> the processed Template (seed 000)
 //	POST /v1/webhooks/github                 GitHub push events refresh a registry (needs a secret)
@@ -41,7 +42,11 @@
 // (?namespace=NS, on every route; the catalog remembers it in a cookie)
 // with a Kubernetes bearer token whose holder may get their Registry
 // objects; everyone else gets 404, as if they did not exist (scope.go).
-// /metrics then takes a token allowed to get it.
+// The token is authenticated before anything about the namespace is
+// looked at, and one the Authorizer will not review now (too many unknown
+// tokens from the client) is answered 429 with Retry-After. /metrics then
+// takes a token allowed to get it. The per-client bounds name a client
+// by its address, or the one a trusted proxy's X-Forwarded-For names.
 //
 // GET /v1/resolve is the hot path: it bypasses the router's middleware,
 // caches the encoded answer per version and builds the rest by hand, so it
@@ -52,10 +57,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"path"
 	"runtime"
@@ -141,6 +148,12 @@ type Options struct {
 	// must not take every replica out of its Service), by key
 	// (index.Registry.Key); they are counted in the notes instead.
 	ReadyOptional func(key string) bool
+	// TrustedProxies are the proxies (an ingress controller's pods)
+	// whose X-Forwarded-For names the client of a request, for the
+	// per-client bounds (unknown tokens' reviews, the long poll, wrong
+	// admin tokens): without them every client behind a proxy counts as
+	// the proxy. Others' X-Forwarded-For is ignored.
+	TrustedProxies []netip.Prefix
 	// Authorizer, if set, lets a request that names a namespace
 	// (?namespace=NS) with a bearer token see that namespace's
 	// registries, when the token's holder may get their Registry objects,
@@ -176,9 +189,9 @@ type Server struct {
 	router     chi.Router
 	hot        *resolveHandler
 	expansions chan struct{} // semaphore of POST /v1/expand
-	// changeWaiters is the semaphore of GET /v1/index/changes.
-	changeWaiters chan struct{}
-	queueWait     time.Duration
+	// longPolls counts the requests GET /v1/index/changes holds.
+	longPolls longPolls
+	queueWait time.Duration
 	// expander expands for POST /v1/expand, the catalog's previews and the
 	// tested examples: the in-process service unless a sandbox replaces it.
 	expander api.Expander
@@ -189,8 +202,9 @@ type Server struct {
 	// Options.ReadyOptional.
 	readyNotes    func() []string
 	readyOptional func(string) bool
-	// authz is Options.Authorizer.
-	authz Authorizer
+	// authz is Options.Authorizer; proxies Options.TrustedProxies.
+	authz   Authorizer
+	proxies []netip.Prefix
 }
 
 // New returns the handler serving opts.Resolver's registries.
@@ -206,6 +220,7 @@ func New(opts Options) *Server {
 		readyNotes:    opts.ReadyNotes,
 		readyOptional: opts.ReadyOptional,
 		authz:         opts.Authorizer,
+		proxies:       opts.TrustedProxies,
 	}
 	s.expander = opts.Expander
 	if s.log == nil {
@@ -226,7 +241,6 @@ func New(opts Options) *Server {
 		opts.MaxExpansions = 2 * runtime.GOMAXPROCS(0)
 	}
 	s.expansions = make(chan struct{}, opts.MaxExpansions)
-	s.changeWaiters = make(chan struct{}, MaxChangesWaiters)
 	s.queueWait = opts.ExpansionQueueWait
 	if s.queueWait <= 0 {
 		s.queueWait = 5 * time.Second
@@ -479,7 +493,11 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 // writeError answers with err's status and message; server-side failures
 // are logged.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := derrors.HTTPStatus(err)
+	var te *ThrottledError
+	if errors.As(err, &te) {
+		w.Header().Set("Retry-After", te.retryAfter())
+	}
+	status := statusOf(err)
 	msg := derrors.Message(err)
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
@@ -527,7 +545,15 @@ func (s *Server) guardMetrics(next http.Handler) http.Handler {
 			s.writeError(w, r, fmt.Errorf("/metrics needs Authorization: Bearer <Kubernetes token> of an account that may get the non-resource URL /metrics: %w", derrors.Unauthorized))
 			return
 		}
-		if !s.authz.AllowedPath(r.Context(), NewCaller(token), "/metrics") {
+		caller := s.callerOf(r, token)
+		if err := s.authz.Authenticate(r.Context(), caller); err != nil {
+			var te *ThrottledError
+			if errors.As(err, &te) {
+				s.writeError(w, r, err)
+				return
+			}
+		}
+		if !s.authz.AllowedPath(r.Context(), caller, "/metrics") {
 			writeJSON(w, http.StatusForbidden, api.Error{Error: "this account may not get the non-resource URL /metrics"})
 			return
 		}
@@ -616,7 +642,7 @@ func (s *Server) handleRegistries(w http.ResponseWriter, r *http.Request) {
 // isAdmin reports whether r carries the admin token. A wrong token counts
 // as a failed attempt; a throttled client is simply not an admin.
 func (s *Server) isAdmin(r *http.Request) bool {
-	res, _ := s.admin.check(r)
+	res, _ := s.admin.check(r, s.clientAddr(r))
 	return res == authOK
 }
 
@@ -668,7 +694,7 @@ func (s *Server) handleRefresh(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusForbidden, api.Error{Error: "refresh over HTTP is disabled: registryd has no admin token (set REGISTRYD_ADMIN_TOKEN)"})
 		return
 	}
-	switch res, wait := s.admin.check(r); res {
+	switch res, wait := s.admin.check(r, s.clientAddr(r)); res {
 	case authOK:
 	case authThrottled:
 		w.Header().Set("Retry-After", strconv.Itoa(int((wait+time.Second-1)/time.Second)))

@@ -6,10 +6,9 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -98,8 +97,12 @@ type webhooks struct {
 	// seen holds the IDs of recent deliveries with a good signature.
 	seen *lru.Cache[string, struct{}]
 
-	mu      sync.Mutex
-	pending map[string]*hookRefresh // registry -> its scheduled or running refresh
+	mu sync.Mutex
+	// pending holds each registry's scheduled or running refresh, keyed
+	// by the registry itself: never by its name (a prefix), which
+	// registries of two namespaces share, nor by its key, which a
+	// registry opened anew (a rotated token, a recreated object) keeps.
+	pending map[*index.Registry]*hookRefresh
 }
 
 func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, shed *prometheus.CounterVec) *webhooks {
@@ -122,7 +125,7 @@ func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, she
 		opts.Deliveries = 4096
 	}
 	seen, _ := lru.New[string, struct{}](opts.Deliveries)
-	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[string]*hookRefresh{},
+	h := &webhooks{opts: opts, resolver: r, log: log, shed: shed, pending: map[*index.Registry]*hookRefresh{},
 		reads: make(chan struct{}, opts.MaxReads), seen: seen}
 	h.setRegistries(opts.Registries)
 	return h
@@ -131,35 +134,63 @@ func newWebhooks(opts WebhookOptions, r *resolve.Resolver, log *slog.Logger, she
 // hookConfig is one immutable configuration of the webhook registries.
 type hookConfig struct {
 	registries []WebhookRegistry
-	// secrets are the distinct configured secrets.
-	secrets []string
+	// byRepo are the registries by repository, OWNER/REPO in lower case:
+	// a delivery is checked only against the secrets of the registries
+	// of the repository it names.
+	byRepo map[string][]WebhookRegistry
+	// global is the global secret, when a delivery may be signed with it:
+	// some registry has no secret of its own, or none is configured.
+	global string
+	// enabled reports whether any secret is configured.
+	enabled bool
 }
 
 // setRegistries replaces the registries pushes may refresh.
 func (h *webhooks) setRegistries(regs []WebhookRegistry) {
-	c := &hookConfig{registries: slices.Clone(regs)}
-	seenSecret := map[string]bool{}
-	add := func(s string) {
-		if s != "" && !seenSecret[s] {
-			seenSecret[s] = true
-			c.secrets = append(c.secrets, s)
-		}
-	}
+	c := &hookConfig{registries: slices.Clone(regs), byRepo: map[string][]WebhookRegistry{}}
 	hasGlobalUser := false
-	for _, reg := range regs {
-		add(reg.Secret)
+	for _, reg := range c.registries {
+		repo := strings.ToLower(reg.Owner + "/" + reg.Repo)
+		c.byRepo[repo] = append(c.byRepo[repo], reg)
 		if reg.Secret == "" {
 			hasGlobalUser = true
+		} else {
+			c.enabled = true
 		}
 	}
 	if hasGlobalUser || len(regs) == 0 {
-		add(h.opts.Secret)
+		c.global = h.opts.Secret
 	}
+	c.enabled = c.enabled || c.global != ""
 	h.cfg.Store(c)
 }
 
+// secretsFor returns the distinct secrets a delivery naming repository
+// full (OWNER/REPO) may be signed with: those of the registries of that
+// repository, else the global one. At most one per candidate registry, so
+// that a delivery costs one HMAC per registry that could take it, not one
+// per secret registryd knows (every tenant's).
+func (c *hookConfig) secretsFor(full string, global string) []string {
+	var out []string
+	for _, reg := range c.byRepo[strings.ToLower(full)] {
+		s := reg.Secret
+		if s == "" {
+			s = global
+		}
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 && c.global != "" {
+		// A ping of an organisation's hook, another repository's event:
+		// the global secret's holder is answered as before.
+		out = append(out, c.global)
+	}
+	return out
+}
+
 // enabled reports whether any secret is configured.
-func (h *webhooks) enabled() bool { return len(h.cfg.Load().secrets) > 0 }
+func (h *webhooks) enabled() bool { return h.cfg.Load().enabled }
 
 // webhookAnswer is the JSON body of a webhook's answer.
 type webhookAnswer struct {
@@ -221,7 +252,7 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := h.cfg.Load()
-	body, secret, err := h.read(w, r, want, cfg.secrets)
+	body, err := h.read(w, r)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -232,6 +263,17 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: "reading the webhook body: " + derrors.Clip(err.Error(), 200)})
 		return
 	}
+	// The repository the delivery names picks the secrets it is checked
+	// against (unsigned, it only narrows which could sign it).
+	payload := body
+	var formErr error
+	if ct == "application/x-www-form-urlencoded" {
+		form, err := url.ParseQuery(string(body))
+		formErr = err
+		payload = []byte(form.Get("payload"))
+	}
+	full := repositoryOf(payload)
+	secret := matchSignature(body, want, cfg.secretsFor(full, h.opts.Secret))
 	delivery := r.Header.Get("X-GitHub-Delivery")
 	if secret == "" {
 		h.log.Warn("webhook with a bad signature", "event", derrors.Clip(github.WebHookType(r), 100), "delivery", derrors.Clip(delivery, 100))
@@ -247,46 +289,80 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	payload := body
-	if ct == "application/x-www-form-urlencoded" {
-		form, err := url.ParseQuery(string(body))
-		if err != nil {
-			writeJSON(w, http.StatusBadRequest, api.Error{Error: "webhook form: " + derrors.Clip(err.Error(), 200)})
-			return
-		}
-		payload = []byte(form.Get("payload"))
+	if formErr != nil {
+		writeJSON(w, http.StatusBadRequest, api.Error{Error: "webhook form: " + derrors.Clip(formErr.Error(), 200)})
+		return
 	}
-	h.handle(w, r, payload, secret, cfg.registries)
+	h.handle(w, r, payload, secret, full, cfg.byRepo[strings.ToLower(full)])
 }
 
-// read reads the body, at most MaxBody bytes, hashing it with every
-// secret as it streams; secret is the one whose HMAC is want, or "".
-func (h *webhooks) read(w http.ResponseWriter, r *http.Request, want []byte, secrets []string) (body []byte, secret string, err error) {
+// read reads the body, at most MaxBody bytes.
+func (h *webhooks) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(webhookReadTimeout))
-	macs := make([]hash.Hash, len(secrets))
-	sinks := make([]io.Writer, 0, len(secrets)+1)
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
 		buf.Grow(int(r.ContentLength))
 	}
-	sinks = append(sinks, &buf)
-	for i, s := range secrets {
-		macs[i] = hmac.New(sha256.New, []byte(s))
-		sinks = append(sinks, macs[i])
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBody)); err != nil {
+		return nil, err
 	}
-	if _, err := io.Copy(io.MultiWriter(sinks...), http.MaxBytesReader(w, r.Body, h.opts.MaxBody)); err != nil {
-		return nil, "", err
-	}
-	for i, m := range macs {
-		if hmac.Equal(m.Sum(nil), want) {
-			return buf.Bytes(), secrets[i], nil
-		}
-	}
-	return buf.Bytes(), "", nil
+	return buf.Bytes(), nil
 }
 
-// handle answers a delivery signed with secret.
-func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte, secret string, regs []WebhookRegistry) {
+// matchSignature returns the secret among secrets whose HMAC of body is
+// want, or "". With no secret to try it still computes one HMAC, with a
+// key nobody holds, so that a delivery naming a repository no registry
+// tracks takes as long as one naming a tracked one: the answer's time
+// does not tell which repositories registryd serves.
+func matchSignature(body, want []byte, secrets []string) string {
+	if len(secrets) == 0 {
+		m := hmac.New(sha256.New, []byte(unusedKey))
+		m.Write(body)
+		_ = hmac.Equal(m.Sum(nil), want)
+		return ""
+	}
+	for _, s := range secrets {
+		m := hmac.New(sha256.New, []byte(s))
+		m.Write(body)
+		if hmac.Equal(m.Sum(nil), want) {
+			return s
+		}
+	}
+	return ""
+}
+
+// unusedKey is the HMAC key of a delivery that no secret may sign.
+const unusedKey = "registryd: no registry tracks this repository"
+
+// repositoryOf returns the OWNER/REPO a delivery's payload names
+// (repository.full_name, else the path of repository.html_url), or "". A
+// scan of the payload costs about four HMACs of it (encoding/json checks,
+// then skips, what is not the repository), whatever the number of
+// secrets registryd knows.
+func repositoryOf(payload []byte) string {
+	var p struct {
+		Repository *struct {
+			FullName string `json:"full_name"`
+			HTMLURL  string `json:"html_url"`
+		} `json:"repository"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.Repository == nil {
+		return ""
+	}
+	if p.Repository.FullName != "" {
+		return p.Repository.FullName
+	}
+	if u, err := url.Parse(p.Repository.HTMLURL); err == nil {
+		if parts := strings.Split(strings.Trim(u.Path, "/"), "/"); len(parts) == 2 {
+			return parts[0] + "/" + parts[1]
+		}
+	}
+	return ""
+}
+
+// handle answers a delivery naming repository full, signed with secret;
+// regs are the registries of that repository.
+func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte, secret, full string, regs []WebhookRegistry) {
 	event := github.WebHookType(r)
 	switch event {
 	case "ping":
@@ -303,7 +379,6 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: derrors.Clip(fmt.Sprintf("push event payload: %v", err), 300)})
 		return
 	}
-	full := push.GetRepo().GetFullName()
 	ref := push.GetRef()
 	var names []string
 	for _, reg := range regs {
@@ -311,7 +386,7 @@ func (h *webhooks) handle(w http.ResponseWriter, r *http.Request, payload []byte
 		if own == "" {
 			own = h.opts.Secret
 		}
-		if own != secret || !strings.EqualFold(reg.Owner+"/"+reg.Repo, full) {
+		if own != secret {
 			continue
 		}
 		branch := reg.Branch
@@ -364,10 +439,10 @@ func (h *webhooks) request(g *index.Registry, commit string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	now := time.Now()
-	p, ok := h.pending[g.Name]
+	p, ok := h.pending[g]
 	if !ok {
 		p = &hookRefresh{}
-		h.pending[g.Name] = p
+		h.pending[g] = p
 	}
 	if commit == "" {
 		p.head = true
@@ -410,7 +485,7 @@ func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), h.opts.RefreshTimeout)
 	if err := g.RefreshAt(ctx, commit); err != nil {
-		h.log.Warn("refresh after a push failed", "registry", g.Name, "err", err)
+		h.log.Warn("refresh after a push failed", "registry", g.Key(), "err", err)
 	}
 	cancel()
 
@@ -418,7 +493,7 @@ func (h *webhooks) fire(g *index.Registry, p *hookRefresh) {
 	defer h.mu.Unlock()
 	p.running = false
 	if !p.queued {
-		delete(h.pending, g.Name)
+		delete(h.pending, g)
 		return
 	}
 	p.queued = false

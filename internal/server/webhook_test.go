@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -14,12 +15,15 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
@@ -414,5 +418,168 @@ func TestRequestRefreshAtCommit(t *testing.T) {
 	}
 	if e.srv.RequestRefresh("github.com/acme/unknown", head) {
 		t.Error("RequestRefresh of an unknown registry reported it served")
+	}
+}
+
+// TestWebhookPendingPerRegistry: two namespaces' registries of one prefix,
+// each with its own secret, both pushed within one window: both refresh.
+// Pending refreshes are kept per registry, so that team-b's push does not
+// take the place of team-a's.
+func TestWebhookPendingPerRegistry(t *testing.T) {
+	gh, repo, _ := githubFixture(t)
+	open := func(ns string) *index.Registry {
+		g, err := api.OpenRegistry(api.RegistrySpec{Prefix: prefix, Namespace: ns, Object: "tpl",
+			GitHub: &api.GitHubSpec{Owner: "acme", Repo: "tpl", Branch: "main", APIURL: gh.URL}}, api.Setup{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Refresh(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	a, b := open("team-a"), open("team-b")
+	s := New(Options{Resolver: resolve.New(resolve.Registry{}, a, b), Webhooks: WebhookOptions{Window: 100 * time.Millisecond,
+		Registries: []WebhookRegistry{
+			{Registry: a.Key(), Owner: "acme", Repo: "tpl", Branch: "main", Secret: "secret-a"},
+			{Registry: b.Key(), Owner: "acme", Repo: "tpl", Branch: "main", Secret: "secret-b"},
+		}}})
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	e := &hookEnv{gh: gh, repo: repo, http: hs, srv: s}
+	head := githubtest.Commit(t, repo, map[string]string{"redis/v1.0.9/redis.jinja": "kind: d\n"})
+	push := pushBody("acme/tpl", "refs/heads/main", head)
+	for _, secret := range []string{"secret-b", "secret-a"} {
+		if code, body := e.post(t, "push", sign(secret, push), push); code != http.StatusAccepted || !strings.Contains(body, "refresh scheduled") {
+			t.Fatalf("push signed with %s: %d %s", secret, code, body)
+		}
+	}
+	for _, g := range []*index.Registry{a, b} {
+		e.reg = g
+		e.waitVersion(t, head)
+	}
+}
+
+// TestWebhookCandidates: a delivery is checked only against the secrets
+// of the registries of the repository it names (one HMAC per candidate
+// registry at most, whatever the number of tenants' secrets), a delivery
+// naming a repository no registry tracks against the global secret
+// alone, and one registry's secret never signs a delivery for another
+// tenant's repository.
+func TestWebhookCandidates(t *testing.T) {
+	var regs []WebhookRegistry
+	for i := range 60 {
+		regs = append(regs, WebhookRegistry{Registry: fmt.Sprintf("team-%02d/%s", i, prefix), Owner: "acme", Repo: fmt.Sprintf("repo-%02d", i), Secret: fmt.Sprintf("secret-%02d", i)})
+	}
+	regs = append(regs,
+		WebhookRegistry{Registry: "team-a/" + prefix, Owner: "Acme", Repo: "Shared", Secret: "secret-a"},
+		WebhookRegistry{Registry: "team-b/" + prefix, Owner: "acme", Repo: "shared", Secret: "secret-b"},
+		WebhookRegistry{Registry: "team-c/" + prefix, Owner: "acme", Repo: "shared", Secret: "secret-b"},
+		WebhookRegistry{Registry: prefix, Owner: "acme", Repo: "platform"})
+	h := newWebhooks(WebhookOptions{Secret: "global"}, resolve.New(resolve.Registry{}), slog.New(slog.DiscardHandler), NewMetrics().shed)
+	h.setRegistries(regs)
+	cfg := h.cfg.Load()
+	for _, tt := range []struct {
+		repo string
+		want []string
+	}{
+		{"acme/repo-07", []string{"secret-07"}},
+		{"ACME/REPO-07", []string{"secret-07"}},
+		{"acme/shared", []string{"secret-a", "secret-b"}},
+		{"acme/platform", []string{"global"}},
+		{"acme/untracked", []string{"global"}},
+		{"", []string{"global"}},
+	} {
+		if got := cfg.secretsFor(tt.repo, "global"); !slices.Equal(got, tt.want) {
+			t.Errorf("secretsFor(%q) = %q, want %q", tt.repo, got, tt.want)
+		}
+	}
+	// Without a global secret, a delivery no registry could take is
+	// checked against nothing.
+	h2 := newWebhooks(WebhookOptions{}, resolve.New(resolve.Registry{}), slog.New(slog.DiscardHandler), NewMetrics().shed)
+	h2.setRegistries(regs[:60])
+	if got := h2.cfg.Load().secretsFor("acme/untracked", ""); len(got) != 0 {
+		t.Errorf("untracked repository without a global secret: checked against %q", got)
+	}
+
+	for _, tt := range []struct {
+		name    string
+		payload string
+		want    string
+	}{
+		{"full name", `{"repository":{"full_name":"acme/tpl","html_url":"https://github.com/x/y"}}`, "acme/tpl"},
+		{"html url", `{"repository":{"html_url":"https://ghe.example.com/acme/tpl"}}`, "acme/tpl"},
+		{"no repository", `{"zen":"Design for failure.","hook_id":1}`, ""},
+		{"repository of another kind", `{"repository":"acme/tpl"}`, ""},
+		{"not JSON", `payload=%7B`, ""},
+		{"html url of three parts", `{"repository":{"html_url":"https://github.com/a/b/c"}}`, ""},
+	} {
+		if got := repositoryOf([]byte(tt.payload)); got != tt.want {
+			t.Errorf("%s: repositoryOf = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+
+	// End to end: each registry's own secret refreshes it; another
+	// tenant's secret (valid for its own registry) is refused for a
+	// repository it does not track.
+	e := newHookEnv(t, WebhookOptions{Secret: "global"})
+	e.srv.SetWebhookRegistries(append(regs, WebhookRegistry{Registry: prefix, Owner: "acme", Repo: "tpl", Branch: "main", Secret: hookSecret}))
+	push := pushBody("acme/tpl", "refs/heads/main", "x")
+	if code, body := e.post(t, "push", sign(hookSecret, push), push); code != 202 || !strings.Contains(body, "refresh scheduled") {
+		t.Errorf("own secret: %d %s", code, body)
+	}
+	for _, secret := range []string{"secret-07", "secret-b", "global"} {
+		if code, body := e.post(t, "push", sign(secret, push), push); code != 401 {
+			t.Errorf("acme/tpl signed with %s, another registry's secret: %d %s, want 401", secret, code, body)
+		}
+	}
+	form := []byte("payload=" + url.QueryEscape(string(push)))
+	req, _ := http.NewRequest("POST", e.http.URL+"/v1/webhooks/github", bytes.NewReader(form))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-Hub-Signature-256", sign(hookSecret, form))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || !strings.Contains(string(b), "refresh scheduled") {
+		t.Errorf("form-encoded push with its own secret: %d %s", resp.StatusCode, b)
+	}
+}
+
+// BenchmarkWebhookUnsigned: a 5 MiB delivery with a wrong signature naming
+// one tenant's repository, with 60 tenants' secrets configured: what an
+// unauthenticated sender costs registryd (one HMAC, one JSON scan).
+func BenchmarkWebhookUnsigned(b *testing.B) {
+	var regs []WebhookRegistry
+	for i := range 60 {
+		regs = append(regs, WebhookRegistry{Registry: fmt.Sprintf("team-%02d/%s", i, prefix), Owner: "acme", Repo: fmt.Sprintf("repo-%02d", i), Secret: fmt.Sprintf("secret-%02d", i)})
+	}
+	s := New(Options{Resolver: resolve.New(resolve.Registry{}), Webhooks: WebhookOptions{Registries: regs}})
+	commits := make([]map[string]string, 0, 17000)
+	for i := range cap(commits) {
+		commits = append(commits, map[string]string{"id": fmt.Sprintf("%040d", i), "message": strings.Repeat("change ", 30)})
+	}
+	// The repository last, as an attacker would put it: the whole body is
+	// scanned.
+	body, _ := json.Marshal(map[string]any{"commits": commits, "ref": "refs/heads/main", "repository": map[string]any{"full_name": "acme/repo-07"}})
+	if len(body) > DefaultWebhookMaxBody {
+		b.Fatalf("a body of %d bytes", len(body))
+	}
+	b.SetBytes(int64(len(body)))
+	sig := sign("wrong", body)
+	b.ResetTimer()
+	for range b.N {
+		req := httptest.NewRequest("POST", "/v1/webhooks/github", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-Hub-Signature-256", sig)
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		if w.Code != 401 {
+			b.Fatalf("%d %s", w.Code, w.Body)
+		}
 	}
 }

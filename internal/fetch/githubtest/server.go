@@ -50,6 +50,10 @@ type Faults struct {
 	// another tenant's repository to have registryd serve them from its
 	// cache.
 	HideBlobs bool
+	// RedirectTo, if set, answers every request 307 to RedirectTo (a base
+	// URL) followed by the request's path and query, as a server would
+	// that sent registryd elsewhere.
+	RedirectTo string
 }
 
 // Server is a GitHub REST API over git repositories on disk. It is safe for
@@ -270,6 +274,10 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 			return
 		}
 		if s.fault(sw) {
+			return
+		}
+		if f.RedirectTo != "" {
+			http.Redirect(sw, r, strings.TrimSuffix(f.RedirectTo, "/")+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 			return
 		}
 		next.ServeHTTP(sw, r)
