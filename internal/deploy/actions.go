@@ -484,7 +484,7 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	latest.Lease = c.newLease(operations[actionDelete], opts.Controller)
 	if err := c.History.Update(ctx, latest); err != nil {
 		if errors.Is(err, driver.ErrConflict) || errors.Is(err, driver.ErrNotFound) {
-			return nil, &errRaced{fmt.Errorf("another dm changed %s while this one was about to delete it; re-run: %w", latest, derrors.Conflict)}
+			return nil, &errRaced{derrors.Errorf(ErrInProgress, "another dm changed %s while this one was about to delete it; re-run", latest)}
 		}
 		return nil, fmt.Errorf("recording %s deleting: %w", latest, err)
 	}

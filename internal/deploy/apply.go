@@ -277,7 +277,7 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 // errRaced: nothing was changed, and the action starts again.
 func (c *Config) acquire(ctx context.Context, name string, hist []*release.Record, rec *release.Record, controller string) error {
 	raced := func(err error) error {
-		return &errRaced{fmt.Errorf("another dm is deploying %s revision %d (%v); re-run: %w", name, rec.Revision, err, derrors.Conflict)}
+		return &errRaced{derrors.Errorf(ErrInProgress, "another dm is deploying %s revision %d (%v); re-run", name, rec.Revision, err)}
 	}
 	if prev := resumable(hist, controller); prev != nil {
 		rec.Revision, rec.StorageVersion = prev.Revision, prev.StorageVersion

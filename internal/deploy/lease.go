@@ -117,6 +117,12 @@ func ours(r *release.Record, l *release.Lease) bool {
 	return r.Lease != nil && r.Lease.Holder.ID == l.Holder.ID
 }
 
+// ErrInProgress means another action holds the deployment (it is being
+// deployed, updated, rolled back or deleted), or took it over from this
+// one: trying again once it is done is the remedy, not a change of input.
+// It wraps derrors.Conflict.
+var ErrInProgress = fmt.Errorf("another operation is in progress: %w", derrors.Conflict)
+
 // errRaced means an action lost the race to take the deployment (another
 // one recorded the revision, or claimed the latest one, first) before it
 // changed anything: it starts again, and waits for the winner.
@@ -282,7 +288,7 @@ func inProgress(r *release.Record, waited time.Duration) error {
 	// this one's is trusted, and the holder's renewals are spaced by its
 	// own period.
 	held := time.Duration(l.Renewals) * l.RenewPeriod
-	return derrors.Errorf(derrors.Conflict,
+	return derrors.Errorf(ErrInProgress,
 		"another operation (%s) is in progress on deployment %s/%s: %s holds revision %d (for about %s: %d renewals; since %s by its clock); waited %s (--wait-for-lock); try again when it is done",
 		l.Operation, r.Namespace, r.Name, l.Holder, r.Revision, held.Round(time.Second), l.Renewals,
 		l.Acquired.Format(time.RFC3339), waited.Round(100*time.Millisecond))
@@ -484,7 +490,7 @@ func takenError(rec, fresh *release.Record) error {
 	default:
 		now = fmt.Sprintf("is %s: %s", fresh.Status, fresh.Description)
 	}
-	return fmt.Errorf("another dm took over %s while this one held it (the record %s); this dm stopped at once: %w: %w", rec, now, errLeaseLost, derrors.Conflict)
+	return derrors.Errorf(ErrInProgress, "another dm took over %s while this one held it (the record %s); this dm stopped at once: %w", rec, now, errLeaseLost)
 }
 
 // lose records the lease lost and stops the action (h.mu held).
