@@ -252,13 +252,8 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		return res, fmt.Errorf("recording %s deployed: %w", rec, err)
 	}
 	for _, r := range hist {
-		if r.Status != release.StatusDeployed {
-			continue
-		}
-		r.Status = release.StatusSuperseded
-		r.Updated = c.now()
-		if err := c.History.Update(ctx, r); err != nil {
-			c.logf("dm: warning: marking %s superseded: %v", r, err)
+		if r.Status == release.StatusDeployed {
+			c.supersede(ctx, r)
 		}
 	}
 	if max := opts.historyMax(); max > 0 && len(hist)+1 > max {
@@ -267,6 +262,32 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		}
 	}
 	return res, nil
+}
+
+// supersede marks r, deployed before the revision just deployed,
+// superseded. The next action may have started (the lease is released):
+// a record it already superseded is left as it is.
+func (c *Config) supersede(ctx context.Context, r *release.Record) {
+	for attempt := 0; ; attempt++ {
+		r.Status = release.StatusSuperseded
+		r.Updated = c.now()
+		err := c.History.Update(ctx, r)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, driver.ErrConflict) && attempt == 0 {
+			fresh, gerr := c.History.Get(ctx, r.Namespace, r.Name, r.Revision)
+			if gerr == nil && fresh.Status == release.StatusDeployed && fresh.Lease == nil {
+				*r = *fresh
+				continue
+			}
+			if gerr == nil || errors.Is(gerr, driver.ErrNotFound) {
+				return // superseded, or claimed, by the next action
+			}
+		}
+		c.logf("dm: warning: marking %s superseded: %v", r, err)
+		return
+	}
 }
 
 // acquire records rec (pending, with its lease) as the next revision,

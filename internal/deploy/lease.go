@@ -178,12 +178,13 @@ func observe(seen map[int]*observed, r *release.Record, now time.Time) *observed
 	return o
 }
 
-// pollInterval is how often a waiter reads a leased record: several times
-// per renewal, and at most once a second.
+// pollInterval is how often a waiter reads a leased record (one GET):
+// several times per renewal, and often enough that it goes on soon after
+// the holder is done.
 func pollInterval(l *release.Lease) time.Duration {
-	p := l.RenewPeriod / 3
-	if p <= 0 || p > time.Second {
-		p = time.Second
+	p := l.RenewPeriod / 4
+	if p <= 0 || p > 250*time.Millisecond {
+		p = 250 * time.Millisecond
 	}
 	return max(p, 20*time.Millisecond)
 }
