@@ -35,7 +35,8 @@ func addLockFlags(fs *pflag.FlagSet, f *lockFlags) {
 }
 
 func (f *lockFlags) check() error {
-	if f.leaseDuration < time.Second {
+	// Zero: not a flag of this command (dm diff), or the default.
+	if f.leaseDuration < 0 || f.leaseDuration > 0 && f.leaseDuration < time.Second {
 		return &usageError{fmt.Errorf("--lease-duration %s: want at least 1s", f.leaseDuration)}
 	}
 	return nil
