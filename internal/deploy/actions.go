@@ -48,7 +48,12 @@ func (c *Config) deploy(ctx context.Context, opts DeployOptions, until time.Time
 	}
 	histc := make(chan read, 1)
 	go func() {
-		hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, until)
+		hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until, refuse: func(hist []*release.Record) error {
+			if liveRecord(hist) != nil {
+				return managed(hist, opts.Controller)
+			}
+			return nil
+		}})
 		histc <- read{hist, err}
 	}()
 	src := opts.Source
@@ -111,7 +116,7 @@ func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error
 
 func (c *Config) updateOnce(ctx context.Context, opts UpdateOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, until)
+	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}
@@ -172,11 +177,24 @@ func (c *Config) update(ctx context.Context, name string, hist []*release.Record
 // release applies src, expanded as x, as the next revision.
 // actionHistory reads the history for an action: waiting for a holder
 // (lockHistory) unless it is a dry run, which changes nothing.
-func (c *Config) actionHistory(ctx context.Context, ns, name, dryRun string, until time.Time) ([]*release.Record, error) {
+func (c *Config) actionHistory(ctx context.Context, ns, name, dryRun string, lk lock) ([]*release.Record, error) {
 	if dryRun != "" {
 		return c.history(ctx, ns, name)
 	}
-	return c.lockHistory(ctx, ns, name, until)
+	return c.lockHistory(ctx, ns, name, lk)
+}
+
+// refuseManaged is the refusal of an action on a deployment that the
+// holder of its lease (dm-controller, for another instance or for a
+// person's dm) manages: it is refused once the holder is done in any
+// case, so it is refused at once.
+func refuseManaged(controller string) func([]*release.Record) error {
+	return func(hist []*release.Record) error {
+		if len(hist) == 0 {
+			return nil
+		}
+		return managed(hist, controller)
+	}
 }
 
 func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, ex *expanded, desc string, opts ApplyOptions) (*Result, error) {
@@ -353,7 +371,7 @@ func (c *Config) Rollback(ctx context.Context, name string, revision int, opts A
 
 func (c *Config) rollback(ctx context.Context, name string, revision int, opts ApplyOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.actionHistory(ctx, ns, name, opts.DryRun, until)
+	hist, err := c.actionHistory(ctx, ns, name, opts.DryRun, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}
@@ -434,7 +452,7 @@ func (c *Config) Delete(ctx context.Context, name string, opts DeleteOptions) ([
 // deleteDeployment implements Delete.
 func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteOptions, until time.Time) ([]kube.ObjectRef, error) {
 	ns := c.namespace()
-	hist, err := c.lockHistory(ctx, ns, name, until)
+	hist, err := c.lockHistory(ctx, ns, name, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}

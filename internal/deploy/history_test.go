@@ -58,7 +58,7 @@ func TestPendingMarkedInterrupted(t *testing.T) {
 	// The next action marks the pending revision, which has no lease (an
 	// older dm's), failed at once, and goes on.
 	start := time.Now()
-	if hist, err = c.lockHistory(ctx, "ns", "app", time.Now()); err != nil {
+	if hist, err = c.lockHistory(ctx, "ns", "app", lock{until: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if waited := time.Since(start); waited > 5*time.Second {

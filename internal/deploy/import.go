@@ -52,7 +52,7 @@ func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error
 
 func (c *Config) importOnce(ctx context.Context, opts ImportOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, until)
+	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until})
 	if err != nil {
 		return nil, err
 	}

@@ -189,6 +189,16 @@ func pollInterval(l *release.Lease) time.Duration {
 	return max(p, 20*time.Millisecond)
 }
 
+// lock is how an action waits for another that holds its deployment.
+type lock struct {
+	// until ends the wait for a live holder.
+	until time.Time
+	// refuse, if set, returns the error the action would end with after
+	// the wait whatever the holder does (a person's update of a deployment
+	// dm-controller manages): it ends the action at once instead.
+	refuse func(hist []*release.Record) error
+}
+
 // lockHistory reads a deployment's history for an action that changes it.
 // A record that another action holds (its lease is live) is waited for:
 // until it is released, until its lease expires (no renewal seen for its
@@ -198,7 +208,7 @@ func pollInterval(l *release.Lease) time.Duration {
 // a pending one is marked failed ("interrupted", naming the holder), any
 // other loses the lease. A pending record without a lease (an older dm's)
 // is interrupted at once.
-func (c *Config) lockHistory(ctx context.Context, ns, name string, until time.Time) ([]*release.Record, error) {
+func (c *Config) lockHistory(ctx context.Context, ns, name string, lk lock) ([]*release.Record, error) {
 	seen := map[int]*observed{}
 	started := time.Now()
 	told := map[string]bool{}
@@ -235,12 +245,17 @@ func (c *Config) lockHistory(ctx context.Context, ns, name string, until time.Ti
 		if held == nil {
 			return hist, nil
 		}
+		if lk.refuse != nil {
+			if err := lk.refuse(hist); err != nil {
+				return nil, err
+			}
+		}
 		if id := held.Lease.Holder.ID; !told[id] {
 			told[id] = true
 			c.logf("dm: %s is held by %s (%s); waiting for it to finish, or for its lease to expire (%s without a renewal)",
 				held, held.Lease.Holder, held.Lease.Operation, recordDuration(held.Lease))
 		}
-		if err := c.watch(ctx, held, seen, started, until); err != nil {
+		if err := c.watch(ctx, held, seen, started, lk.until); err != nil {
 			return nil, err
 		}
 	}

@@ -75,7 +75,7 @@ func TestLiveLeaseWaitedFor(t *testing.T) {
 		stop(true)
 	}()
 	start := time.Now()
-	hist, err := c.lockHistory(context.Background(), "ns", "app", time.Now().Add(time.Minute))
+	hist, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestLiveLeaseInProgress(t *testing.T) {
 	c, m, _ := memConfig(t, record("ns", "app", 1, release.StatusDeployed), r)
 	stop := renewer(t, m, r, 100*time.Millisecond)
 	defer stop(false)
-	_, err := c.lockHistory(context.Background(), "ns", "app", time.Now().Add(300*time.Millisecond))
+	_, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now().Add(300*time.Millisecond)})
 	if !errors.Is(err, derrors.Conflict) {
 		t.Fatalf("err = %v, want a conflict", err)
 	}
@@ -122,7 +122,7 @@ func TestExpiredLeaseTakenOver(t *testing.T) {
 	start := time.Now()
 	// No wait for a live holder: a silent one is watched for its lease
 	// duration all the same.
-	hist, err := c.lockHistory(context.Background(), "ns", "app", time.Now())
+	hist, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestExpiredDeleteLease(t *testing.T) {
 	r := leased(1, 100*time.Millisecond, time.Now())
 	r.Status, r.Lease.Operation = release.StatusDeleting, "delete"
 	c, _, _ := memConfig(t, r)
-	hist, err := c.lockHistory(context.Background(), "ns", "app", time.Now())
+	hist, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
