@@ -98,7 +98,7 @@ func TestLiveLeaseInProgress(t *testing.T) {
 	c, m, _ := memConfig(t, record("ns", "app", 1, release.StatusDeployed), r)
 	stop := renewer(t, m, r, 100*time.Millisecond)
 	defer stop(false)
-	_, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now().Add(300*time.Millisecond)})
+	_, err := c.lockHistory(context.Background(), "ns", "app", lock{until: time.Now().Add(300 * time.Millisecond)})
 	if !errors.Is(err, derrors.Conflict) {
 		t.Fatalf("err = %v, want a conflict", err)
 	}
