@@ -84,11 +84,12 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // (the head), holding the record gzip-compressed. A body larger than
 // ChunkSize is split across immutable chunk Secrets written before the
 // head, so that a reader that finds a head always finds a whole record.
-// The status, description and update time live in the head outside the
-// body, so the common update (a status change) is one small PATCH.
+// The status, description, update time and lease live in the head outside
+// the body, so the common updates (a status change, a lease's renewal) are
+// one small PATCH.
 //
 // Writes are optimistic: Create is create-only, Update is a merge patch
-// with the head's resourceVersion as precondition. Nothing is locked.
+// with the head's resourceVersion as precondition.
 //
 // A description longer than 64 KiB is stored truncated.
 type Secrets struct {
