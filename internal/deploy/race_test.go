@@ -225,7 +225,7 @@ func TestRacingDeploys(t *testing.T) {
 			managers[fmt.Sprintf("p%d-%d", i, j)] = fmt.Sprintf("dm-%d", j)
 		}
 	}
-	batches(t, 50, 5, func(i int) {
+	batches(t, 50, 10, func(i int) {
 		name := fmt.Sprintf("pair-%d", i)
 		upgrade := i%2 == 1
 		log := &applyLog{}
