@@ -303,10 +303,13 @@ func inProgress(r *release.Record, waited time.Duration) error {
 	// How long it has held the lease, from its renewals: no clock but
 	// this one's is trusted, and the holder's renewals are spaced by its
 	// own period.
-	held := time.Duration(l.Renewals) * l.RenewPeriod
+	held := fmt.Sprintf("for about %s: %d renewals", (time.Duration(l.Renewals) * l.RenewPeriod).Round(time.Second), l.Renewals)
+	if l.Renewals == 0 {
+		held = fmt.Sprintf("for less than its renew period, %s", l.RenewPeriod)
+	}
 	return derrors.Errorf(ErrInProgress,
-		"another operation (%s) is in progress on deployment %s/%s: %s holds revision %d (for about %s: %d renewals; since %s by its clock); waited %s (--wait-for-lock); try again when it is done",
-		l.Operation, r.Namespace, r.Name, l.Holder, r.Revision, held.Round(time.Second), l.Renewals,
+		"another operation (%s) is in progress on deployment %s/%s: %s holds revision %d (%s; since %s by its clock); waited %s (--wait-for-lock); try again when it is done",
+		l.Operation, r.Namespace, r.Name, l.Holder, r.Revision, held,
 		l.Acquired.Format(time.RFC3339), waited.Round(100*time.Millisecond))
 }
 
