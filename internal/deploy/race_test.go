@@ -364,3 +364,55 @@ func TestRacingDeleteUpdate(t *testing.T) {
 		}
 	})
 }
+
+// TestLeaseTakenStopsHolder: a dm whose lease another took over (here by
+// hand, as a dm that saw no renewal would) stops applying at once, says
+// so, and writes nothing over the taker's record.
+func TestLeaseTakenStopsHolder(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.racer(f.racers(1)[0], "holder", &applyLog{})
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		_, err := c.Deploy(ctx, deploy.DeployOptions{Name: "taken", Source: configSource(`resources:
+- {name: taken-a, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {a: b}}}
+- {name: taken-b, type: ConfigMap, properties: {apiVersion: v1, kind: ConfigMap, data: {never: "$(ref.taken-a.data.missing)"}}}
+`, nil), ApplyOptions: deploy.ApplyOptions{Timeout: 2 * time.Minute}})
+		done <- err
+	}()
+	var rec *release.Record
+	for {
+		hist, err := f.c.Revisions(ctx, "taken")
+		if err == nil && hist[0].Lease != nil {
+			rec = hist[0]
+			break
+		}
+		if time.Since(start) > time.Minute {
+			t.Fatalf("the deploy held no revision within a minute: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	rec.Status, rec.Description, rec.Lease = release.StatusFailed, "interrupted: taken over by the test", nil
+	if err := f.c.History.Update(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	taken := time.Now()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the holder went on applying after its lease was taken")
+	}
+	if !errors.Is(err, deploy.ErrInProgress) || !strings.Contains(err.Error(), "another dm took over "+f.ns+"/taken revision 1") ||
+		!strings.Contains(err.Error(), "taken over by the test") {
+		t.Errorf("err = %v", err)
+	}
+	// Within a renewal or two, not at the 2-minute timeout.
+	if took := time.Since(taken); took > 30*time.Second {
+		t.Errorf("stopped %s after the lease was taken", took)
+	}
+	if hist := f.history("taken"); hist[0].Description != "interrupted: taken over by the test" {
+		t.Errorf("the taker's record was overwritten: %s %q", hist[0].Status, hist[0].Description)
+	}
+}
