@@ -238,7 +238,9 @@ func manyObjects(t *testing.T, n int) string {
 // objects exist (or it finished).
 func interrupt(t *testing.T, d *dmRun, file string, stop func(cmd *exec.Cmd)) {
 	t.Helper()
-	cmd := d.cmd("deploy", file, "--name", "many")
+	// A short lease: the re-run takes over the revision this dm leaves
+	// once it expires.
+	cmd := d.cmd("deploy", file, "--name", "many", "--lease-duration", "3s")
 	var errb bytes.Buffer
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {

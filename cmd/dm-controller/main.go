@@ -25,6 +25,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"strings"
 	"syscall"
 	"time"
 
@@ -61,6 +62,32 @@ func main() {
 // long-running controller pays Helm's start-up cost once.
 func engines() []engine.Engine {
 	return []engine.Engine{&helm.Engine{}}
+}
+
+// serviceAccountNamespace is where a pod's ServiceAccount token mount says
+// its namespace.
+const serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// podName names the controller's pod, NAMESPACE/NAME, for the leases it
+// holds: POD_NAMESPACE and POD_NAME when the downward API sets them, else
+// the pod's hostname (its name) in the namespace its ServiceAccount is
+// mounted for; "" outside a pod.
+func podName(getenv func(string) string) string {
+	ns, name := getenv("POD_NAMESPACE"), getenv("POD_NAME")
+	if ns == "" {
+		b, err := os.ReadFile(serviceAccountNamespace)
+		if err != nil {
+			return name
+		}
+		ns = strings.TrimSpace(string(b))
+	}
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	if ns == "" || name == "" {
+		return name
+	}
+	return ns + "/" + name
 }
 
 // run parses args and runs the controller until ctx ends.
@@ -116,6 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			rc.UserAgent = "dm-controller"
 			cfg.REST = rc
 			cfg.Options.DMVersion = version.Get().Short()
+			cfg.Options.Pod = podName(getenv)
 			return controller.Run(cmd.Context(), cfg)
 		},
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy"
@@ -21,10 +22,45 @@ import (
 	"github.com/dmhq/dm/internal/version"
 )
 
+// lockFlags are the flags of the commands that change a deployment: how
+// they wait for another that holds it, and how long their own hold lasts.
+type lockFlags struct {
+	waitForLock   time.Duration
+	leaseDuration time.Duration
+}
+
+func addLockFlags(fs *pflag.FlagSet, f *lockFlags) {
+	fs.DurationVar(&f.waitForLock, "wait-for-lock", deploy.DefaultWaitForLock, "how long to wait for another dm (or dm-controller) that is changing the deployment to finish, then fail naming it (0: do not wait; one that stopped renewing its lease is taken over once the lease expires)")
+	fs.DurationVar(&f.leaseDuration, "lease-duration", deploy.DefaultLeaseDuration, "how long this dm's hold on the deployment lasts without a renewal (it renews every third of it): if it is killed, others take over after that")
+}
+
+func (f *lockFlags) check() error {
+	// Zero: not a flag of this command (dm diff), or the default.
+	if f.leaseDuration < 0 || f.leaseDuration > 0 && f.leaseDuration < time.Second {
+		return &usageError{fmt.Errorf("--lease-duration %s: want at least 1s", f.leaseDuration)}
+	}
+	return nil
+}
+
+// lockWait is --wait-for-lock as the actions take it.
+func (f *lockFlags) lockWait() time.Duration {
+	if f.waitForLock <= 0 {
+		return -1 // 0: no wait
+	}
+	return f.waitForLock
+}
+
+// config sets the lease's duration on c.
+func (f *lockFlags) config(c *deploy.Config) *deploy.Config {
+	c.Lease.Duration = f.leaseDuration
+	return c
+}
+
 // applyFlags are the flags of the commands that apply objects.
 type applyFlags struct {
 	configFlags
 	gcpFlags
+	lockFlags
 	values          []string
 	name            string
 	createNamespace bool
@@ -51,7 +87,7 @@ func (f *applyFlags) options() deploy.ApplyOptions {
 	return deploy.ApplyOptions{
 		DryRun: f.dryRun, Wait: f.wait, Timeout: f.timeout, ForceConflicts: f.forceConflicts,
 		Adopt: f.adopt, Atomic: f.atomic, PruneCRDs: f.pruneCRDs, CreateNamespace: f.createNamespace,
-		HistoryMax: hm,
+		HistoryMax: hm, WaitForLock: f.lockWait(),
 	}
 }
 
@@ -71,6 +107,7 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 	fs.BoolVar(&f.createNamespace, "create-namespace", false, "create the namespace if it does not exist")
 	fs.BoolVar(&f.strict, "strict", false, "fail on properties a template's schema does not define (otherwise a warning on stderr)")
 	addGCPFlags(fs, &f.gcpFlags, "", "default: Config Connector's own, delete (dm update: the last revision's)")
+	addLockFlags(fs, &f.lockFlags)
 	if install {
 		f.ask = true
 		fs.StringVar(&f.name, "name", "", "deployment `name` (default: the template's or configuration file's name)")
@@ -82,6 +119,9 @@ func addApplyFlags(cmd *cobra.Command, f *applyFlags, install bool) {
 
 func (f *applyFlags) check() error {
 	if err := f.gcpFlags.check(); err != nil {
+		return err
+	}
+	if err := f.lockFlags.check(); err != nil {
 		return err
 	}
 	switch f.dryRun {
@@ -222,6 +262,7 @@ your credentials), --properties giving its parameters.`,
 			if err != nil {
 				return err
 			}
+			f.lockFlags.config(c)
 			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade})
 			return p.applied(c, res, f.dryRun, err)
 		},
@@ -262,6 +303,7 @@ are pruned (only those that carry this deployment's labels).`,
 			if err != nil {
 				return err
 			}
+			f.lockFlags.config(c)
 			res, err := c.Update(cmd.Context(), deploy.UpdateOptions{ApplyOptions: f.options(), Name: args[0], Source: src, ReuseProperties: f.reuseProperties})
 			return p.applied(c, res, f.dryRun, err)
 		},
@@ -294,6 +336,7 @@ func newRollbackCommand(g *globals, p *printer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			f.lockFlags.config(c)
 			res, err := c.Rollback(cmd.Context(), args[0], rev, f.options())
 			return p.applied(c, res, f.dryRun, err)
 		},
@@ -308,15 +351,21 @@ func newRollbackCommand(g *globals, p *printer) *cobra.Command {
 // newDeleteCommand is dm delete.
 func newDeleteCommand(g *globals, p *printer) *cobra.Command {
 	var f deploy.DeleteOptions
+	var lf lockFlags
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a deployment's objects (in reverse order) and its history",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := lf.check(); err != nil {
+				return err
+			}
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
 				return err
 			}
+			lf.config(c)
+			f.WaitForLock = lf.lockWait()
 			refs, err := c.Delete(cmd.Context(), args[0], f)
 			if err != nil {
 				return err
@@ -330,6 +379,7 @@ func newDeleteCommand(g *globals, p *printer) *cobra.Command {
 	fs.BoolVar(&f.Wait, "wait", false, "wait until the objects are gone")
 	fs.DurationVar(&f.Timeout, "timeout", deploy.DefaultTimeout, "how long --wait waits")
 	fs.BoolVar(&f.PruneCRDs, "prune-crds", false, "allow deleting CustomResourceDefinitions that still have custom resources")
+	addLockFlags(fs, &lf)
 	return cmd
 }
 

@@ -49,6 +49,7 @@ type deploymentView struct {
 	Description string             `json:"description,omitempty"`
 	Template    string             `json:"template,omitempty"`
 	Controller  string             `json:"controller,omitempty"`
+	Lease       *release.Lease     `json:"lease,omitempty"`
 	Updated     time.Time          `json:"updated"`
 	References  []expand.Reference `json:"references,omitempty"`
 	Resources   []resourceView     `json:"resources"`
@@ -60,7 +61,7 @@ type deploymentView struct {
 func viewOf(r *release.Record, st []kube.Status) deploymentView {
 	v := deploymentView{
 		Name: r.Name, Namespace: r.Namespace, Revision: r.Revision, Status: string(r.Status),
-		Description: r.Description, Updated: r.Updated, References: r.References, Controller: r.Controller,
+		Description: r.Description, Updated: r.Updated, References: r.References, Controller: r.Controller, Lease: r.Lease,
 		Resources: make([]resourceView, len(r.Resources)),
 	}
 	if r.Input.Ref != "" {
@@ -95,8 +96,11 @@ func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[st
 	}
 	fmt.Fprintf(p.w, "NAME:         %s\nNAMESPACE:    %s\nREVISION:     %d\nSTATUS:       %s\nTEMPLATE:     %s\nUPDATED:      %s\n",
 		v.Name, v.Namespace, v.Revision, v.Status, orDash(v.Template), v.Updated.Format(time.RFC3339))
-	if v.Description != "" {
+	if v.Description != "" && r.Lease == nil {
 		fmt.Fprintf(p.w, "DESCRIPTION:  %s\n", v.Description)
+	}
+	if r.Lease != nil {
+		fmt.Fprintf(p.w, "HELD BY:      %s\n", heldBy(r.Lease))
 	}
 	if v.Controller != "" {
 		fmt.Fprintf(p.w, "MANAGED BY:   %s (dm-controller; change the instance, not the deployment)\n", v.Controller)
@@ -140,6 +144,12 @@ func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[st
 		orows[i] = []string{n, val}
 	}
 	return p.table([]string{"OUTPUT", "VALUE"}, orows)
+}
+
+// heldBy says who holds a record's lease, for the tables: the record's
+// description is what the holder will write when it is done.
+func heldBy(l *release.Lease) string {
+	return fmt.Sprintf("%s in progress: held by %s since %s (by its clock)", l.Operation, l.Holder, l.Acquired.Format(time.RFC3339))
 }
 
 // list prints the deployments.
@@ -186,15 +196,21 @@ func (p *printer) history(hist []*release.Record) error {
 		Updated     time.Time `json:"updated"`
 		DMVersion   string    `json:"dmVersion,omitempty"`
 		Controller  string    `json:"controller,omitempty"`
+		// Lease says who holds the revision while it is being applied
+		// (or the deployment deleted).
+		Lease *release.Lease `json:"lease,omitempty"`
 	}
 	items := make([]item, len(hist))
 	rows := make([][]string, len(hist))
 	for i, r := range hist {
 		v := viewOf(r, nil)
-		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion, r.Controller}
+		items[i] = item{r.Revision, string(r.Status), v.Template, r.Description, r.Updated, r.DMVersion, r.Controller, r.Lease}
 		desc := r.Description
 		if i := strings.IndexByte(desc, '\n'); i >= 0 {
 			desc = desc[:i] + " …"
+		}
+		if r.Lease != nil {
+			desc = heldBy(r.Lease)
 		}
 		rows[i] = []string{strconv.Itoa(r.Revision), r.Updated.Format(time.RFC3339), statusCell(r), orDash(v.Template), desc}
 	}

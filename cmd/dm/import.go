@@ -20,6 +20,7 @@ func newImportCommand(g *globals, p *printer) *cobra.Command {
 	}
 	var deleteRecord bool
 	var dryRun string
+	var lf lockFlags
 	helmCmd := &cobra.Command{
 		Use:   "helm RELEASE",
 		Short: "Adopt a Helm 3 release (its newest deployed revision) as revision 1 of deployment RELEASE, without touching its workloads",
@@ -35,11 +36,15 @@ with. Helm's records stay unless --delete-helm-record. Hooks are not imported.`,
 			default:
 				return &usageError{fmt.Errorf("--dry-run=%q: want client or server", dryRun)}
 			}
+			if err := lf.check(); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			c, err := g.deployConfig(ctx)
 			if err != nil {
 				return err
 			}
+			lf.config(c)
 			kc, ok := c.Cluster.(*kube.Client)
 			if !ok {
 				return fmt.Errorf("dm import helm needs a cluster client")
@@ -67,6 +72,7 @@ with. Helm's records stay unless --delete-helm-record. Hooks are not imported.`,
 				Description: "Imported from " + from,
 				DryRun:      dryRun,
 				TakeOver:    []string{helmimport.FieldManager},
+				WaitForLock: lf.lockWait(),
 			})
 			if err == nil && dryRun == "" && deleteRecord {
 				if err = helmimport.DeleteRecords(ctx, kc.Dynamic(), ns, rel.Records); err == nil {
@@ -79,6 +85,7 @@ with. Helm's records stay unless --delete-helm-record. Hooks are not imported.`,
 	helmCmd.Flags().BoolVar(&deleteRecord, "delete-helm-record", false, "delete Helm's records of the release (its sh.helm.release.v1 Secrets) once imported")
 	helmCmd.Flags().StringVar(&dryRun, "dry-run", "", "`client`: print the objects; server: validate them with server-side dry-run applies; neither records anything")
 	helmCmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
+	addLockFlags(helmCmd.Flags(), &lf)
 	importCmd.AddCommand(helmCmd)
 	return importCmd
 }

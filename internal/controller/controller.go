@@ -65,6 +65,9 @@ type Options struct {
 	Concurrency int
 	// DMVersion is recorded with every revision.
 	DMVersion string
+	// Pod names the controller's pod (NAMESPACE/NAME) in the leases it
+	// holds on the deployments it applies, which dm history shows.
+	Pod string
 	// Logger receives the controller's log; nil discards it.
 	Logger *slog.Logger
 }

@@ -187,6 +187,8 @@ func (r *InstanceReconciler) config(ctx context.Context, ti *v1alpha1.TemplateIn
 		Namespace: ti.Namespace,
 		Log:       logWriter{r.log.With("instance", ti.Namespace+"/"+ti.Name)},
 		DMVersion: r.opts.DMVersion,
+		// The leases it takes name the pod; each names the instance.
+		Holder: release.Holder{Pod: r.opts.Pod},
 	}, nil
 }
 
@@ -561,6 +563,10 @@ func (r *InstanceReconciler) failed(ti *v1alpha1.TemplateInstance, err error) {
 // stalled tells whether err needs a human rather than time.
 func stalled(err error) bool {
 	switch {
+	case errors.Is(err, deploy.ErrInProgress):
+		// dm (or another reconcile) is changing the deployment: the
+		// instance is tried again once it is done.
+		return false
 	case errors.Is(err, errNoAccount),
 		errors.Is(err, errGroupNotAllowed),
 		errors.Is(err, derrors.InvalidArgument),
@@ -588,6 +594,8 @@ func reason(err error) string {
 		return "NoServiceAccount"
 	case errors.Is(err, errGroupNotAllowed):
 		return "GroupNotAllowed"
+	case errors.Is(err, deploy.ErrInProgress):
+		return "InProgress"
 	case apierrors.IsForbidden(err):
 		return "Forbidden"
 	case apierrors.IsInvalid(err), errors.Is(err, derrors.InvalidArgument):

@@ -34,6 +34,10 @@ type DeployOptions struct {
 // deleted with --keep-history. A deployment that exists is an error that
 // points to dm update, unless Upgrade.
 func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error) {
+	return retryRaced(opts.WaitForLock, func(until time.Time) (*Result, error) { return c.deploy(ctx, opts, until) })
+}
+
+func (c *Config) deploy(ctx context.Context, opts DeployOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
 	// What to deploy does not depend on the history: the history is read
 	// while the templates expand. Only the expansion's warnings wait, so
@@ -44,7 +48,12 @@ func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error
 	}
 	histc := make(chan read, 1)
 	go func() {
-		hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+		hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until, refuse: func(hist []*release.Record) error {
+			if liveRecord(hist) != nil {
+				return managed(hist, opts.Controller)
+			}
+			return nil
+		}})
 		histc <- read{hist, err}
 	}()
 	src := opts.Source
@@ -102,8 +111,12 @@ type UpdateOptions struct {
 // Update deploys a new revision of an existing deployment and prunes the
 // objects the new revision no longer has.
 func (c *Config) Update(ctx context.Context, opts UpdateOptions) (*Result, error) {
+	return retryRaced(opts.WaitForLock, func(until time.Time) (*Result, error) { return c.updateOnce(ctx, opts, until) })
+}
+
+func (c *Config) updateOnce(ctx context.Context, opts UpdateOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +175,28 @@ func (c *Config) update(ctx context.Context, name string, hist []*release.Record
 }
 
 // release applies src, expanded as x, as the next revision.
+// actionHistory reads the history for an action: waiting for a holder
+// (lockHistory) unless it is a dry run, which changes nothing.
+func (c *Config) actionHistory(ctx context.Context, ns, name, dryRun string, lk lock) ([]*release.Record, error) {
+	if dryRun != "" {
+		return c.history(ctx, ns, name)
+	}
+	return c.lockHistory(ctx, ns, name, lk)
+}
+
+// refuseManaged is the refusal of an action on a deployment that the
+// holder of its lease (dm-controller, for another instance or for a
+// person's dm) manages: it is refused once the holder is done in any
+// case, so it is refused at once.
+func refuseManaged(controller string) func([]*release.Record) error {
+	return func(hist []*release.Record) error {
+		if len(hist) == 0 {
+			return nil
+		}
+		return managed(hist, controller)
+	}
+}
+
 func (c *Config) release(ctx context.Context, name string, hist []*release.Record, src Source, ex *expanded, desc string, opts ApplyOptions) (*Result, error) {
 	x, p := ex.x, ex.p
 	if resolved := resolvedRef(x.References, src.Input.Ref); resolved != "" {
@@ -331,8 +366,12 @@ func topName(l expand.Layout) string {
 // Rollback deploys a new revision with the objects revision applied (not
 // a new expansion). revision 0 means the revision before the current one.
 func (c *Config) Rollback(ctx context.Context, name string, revision int, opts ApplyOptions) (*Result, error) {
+	return retryRaced(opts.WaitForLock, func(until time.Time) (*Result, error) { return c.rollback(ctx, name, revision, opts, until) })
+}
+
+func (c *Config) rollback(ctx context.Context, name string, revision int, opts ApplyOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, name, opts.DryRun == "")
+	hist, err := c.actionHistory(ctx, ns, name, opts.DryRun, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}
@@ -394,19 +433,26 @@ type DeleteOptions struct {
 	// Controller is set by dm-controller, which may delete a deployment
 	// it manages (see ApplyOptions.Controller).
 	Controller string
+	// WaitForLock is as for ApplyOptions.
+	WaitForLock time.Duration
 }
 
 // Delete deletes a deployment's objects, in reverse order, and its
 // history unless KeepHistory. Only objects that carry the deployment's
 // labels and appear in its records are deleted.
+//
+// The latest record, marked deleting, carries the delete's lease until the
+// objects are gone: no other action applies meanwhile.
 func (c *Config) Delete(ctx context.Context, name string, opts DeleteOptions) ([]kube.ObjectRef, error) {
-	return c.deleteDeployment(ctx, name, opts)
+	return retryRaced(opts.WaitForLock, func(until time.Time) ([]kube.ObjectRef, error) {
+		return c.deleteDeployment(ctx, name, opts, until)
+	})
 }
 
 // deleteDeployment implements Delete.
-func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteOptions) ([]kube.ObjectRef, error) {
+func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteOptions, until time.Time) ([]kube.ObjectRef, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, name, true)
+	hist, err := c.lockHistory(ctx, ns, name, lock{until: until, refuse: refuseManaged(opts.Controller)})
 	if err != nil {
 		return nil, err
 	}
@@ -448,38 +494,57 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	if err != nil {
 		return nil, err
 	}
-	if hooks != nil {
-		if err := c.runHooks(ctx, hooks, "pre-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
-			return nil, fmt.Errorf("deleting %s (nothing was deleted): %w", name, err)
-		}
-	}
 	latest := hist[len(hist)-1]
+	before := *latest
 	latest.Status = release.StatusDeleting
 	latest.Description = "Deleting"
 	latest.Updated = c.now()
+	latest.Lease = c.newLease(operations[actionDelete], opts.Controller)
 	if err := c.History.Update(ctx, latest); err != nil {
+		if errors.Is(err, driver.ErrConflict) || errors.Is(err, driver.ErrNotFound) {
+			return nil, &errRaced{derrors.Errorf(ErrInProgress, "another dm changed %s while this one was about to delete it; re-run", latest)}
+		}
 		return nil, fmt.Errorf("recording %s deleting: %w", latest, err)
 	}
-	if err := c.Cluster.Delete(ctx, del, kube.DeleteOptions{Wait: opts.Wait, Timeout: timeout}); err != nil {
-		return nil, fmt.Errorf("deleting %s: %w", name, err)
+	actx, h, err := c.holdLease(ctx, latest)
+	if err != nil {
+		return nil, err
+	}
+	// The record's final write runs even if ctx was canceled (Ctrl-C).
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if hooks != nil {
+		if err := c.runHooks(actx, hooks, "pre-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
+			// Nothing was deleted: the record is as it was.
+			latest.Status, latest.Description, latest.Updated = before.Status, before.Description, c.now()
+			return nil, errors.Join(fmt.Errorf("deleting %s (nothing was deleted): %w", name, err), h.finish(wctx, latest))
+		}
+	}
+	if err := c.Cluster.Delete(actx, del, kube.DeleteOptions{Wait: opts.Wait, Timeout: timeout}); err != nil {
+		// Marked deleting: the next dm delete goes on.
+		return nil, errors.Join(fmt.Errorf("deleting %s: %w", name, err), h.finish(wctx, latest))
 	}
 	for _, r := range del {
 		c.logf("dm: deleted %s", r)
 	}
 	if hooks != nil {
-		if err := c.runHooks(ctx, hooks, "post-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
+		if err := c.runHooks(actx, hooks, "post-"+actionDelete, false, time.Now().Add(timeout)); err != nil {
 			// The objects are gone; the history stays, marked deleting,
 			// for the next dm delete to remove.
-			return del, fmt.Errorf("deleting %s: the objects were deleted, but: %w", name, err)
+			return del, errors.Join(fmt.Errorf("deleting %s: the objects were deleted, but: %w", name, err), h.finish(wctx, latest))
 		}
 	}
 	if opts.KeepHistory {
 		latest.Description = "Deleted"
 		latest.Updated = c.now()
-		if err := c.History.Update(ctx, latest); err != nil {
+		if err := h.finish(wctx, latest); err != nil {
 			return del, fmt.Errorf("recording %s deleted: %w", latest, err)
 		}
 		return del, nil
+	}
+	// The records go, the latest (holding the lease) last.
+	if err := h.release(); err != nil {
+		return del, err
 	}
 	var errs []error
 	for _, r := range hist {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,9 +27,8 @@ import (
 const maxDescription = 4096
 
 // history reads a deployment's records, oldest first (nil if it has
-// none). When mutating, it first marks pending revisions failed: a
-// pending revision is what an interrupted dm left, and never blocks.
-func (c *Config) history(ctx context.Context, ns, name string, mutating bool) ([]*release.Record, error) {
+// none). Actions that change the deployment read it with lockHistory.
+func (c *Config) history(ctx context.Context, ns, name string) ([]*release.Record, error) {
 	hist, err := c.History.History(ctx, ns, name)
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, nil
@@ -36,27 +36,8 @@ func (c *Config) history(ctx context.Context, ns, name string, mutating bool) ([
 	if err != nil {
 		return nil, fmt.Errorf("reading the history of %s/%s: %w", ns, name, err)
 	}
-	if !mutating {
-		return hist, nil
-	}
-	for _, r := range hist {
-		if r.Status != release.StatusPending {
-			continue
-		}
-		r.Status = release.StatusFailed
-		r.Description = interruptedDescription
-		r.Updated = c.now()
-		if err := c.History.Update(ctx, r); err != nil && !errors.Is(err, driver.ErrConflict) {
-			return nil, fmt.Errorf("marking %s interrupted: %w", r, err)
-		}
-		c.logf("dm: %s was left pending by an interrupted dm; marked failed", r)
-	}
 	return hist, nil
 }
-
-// interruptedDescription describes a revision left pending by a dm that
-// did not finish.
-const interruptedDescription = "interrupted: the dm that was applying this revision did not finish"
 
 // resumable returns the latest revision of hist when a controller
 // (controller, not "") recorded it and was interrupted applying it: the
@@ -68,7 +49,7 @@ func resumable(hist []*release.Record, controller string) *release.Record {
 		return nil
 	}
 	last := hist[len(hist)-1]
-	if last.Controller != controller || last.Status != release.StatusFailed || last.Description != interruptedDescription {
+	if last.Controller != controller || last.Status != release.StatusFailed || !strings.HasPrefix(last.Description, interruptedDescription) {
 		return nil
 	}
 	return last
@@ -217,18 +198,14 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Created, rec.Updated = now, now
 	rec.DMVersion = c.DMVersion
 	rec.Controller = opts.Controller
+	rec.Lease = c.newLease(operations[p.action], opts.Controller)
 	desc := rec.Description
-	create := c.History.Create
-	if prev := resumable(hist, opts.Controller); prev != nil {
-		rec.Revision, rec.StorageVersion = prev.Revision, prev.StorageVersion
-		create = c.History.Update
-		c.logf("dm: %s: taking over the revision the interrupted controller left", rec)
+	if err := c.acquire(ctx, name, hist, rec, opts.Controller); err != nil {
+		return nil, err
 	}
-	if err := create(ctx, rec); err != nil {
-		if errors.Is(err, driver.ErrExists) || errors.Is(err, driver.ErrConflict) {
-			return nil, fmt.Errorf("another dm is deploying %s revision %d; re-run: %w", name, rec.Revision, derrors.Conflict)
-		}
-		return nil, fmt.Errorf("recording %s: %w", rec, err)
+	actx, h, err := c.holdLease(ctx, rec)
+	if err != nil {
+		return nil, err
 	}
 	res.Record = rec
 	c.logf("dm: %s: applying %d objects", rec, len(p.objects))
@@ -236,12 +213,12 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	deadline := time.Now().Add(opts.timeout())
 	var applied []*object
 	// The action's pre- hooks (none when p.action is "").
-	err = c.runHooks(ctx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
+	err = c.runHooks(actx, p, "pre-"+p.action, opts.ForceConflicts, deadline)
 	if err == nil {
-		applied, err = c.applyWaves(ctx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.referenceTimeout()))
+		applied, err = c.applyWaves(actx, p, kube.ApplyOptions{Force: opts.ForceConflicts}, time.Now().Add(opts.referenceTimeout()))
 	}
 	if err == nil && len(prune) > 0 {
-		if err = cl.Delete(ctx, prune, kube.DeleteOptions{}); err != nil {
+		if err = cl.Delete(actx, prune, kube.DeleteOptions{}); err != nil {
 			err = fmt.Errorf("pruning: %w", err)
 		} else {
 			res.Pruned = prune
@@ -251,15 +228,15 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 		}
 	}
 	if err == nil && opts.Wait {
-		err = c.wait(ctx, p, opts.timeout())
+		err = c.wait(actx, p, opts.timeout())
 	}
 	if err == nil {
 		// After the wait, as Helm runs post-install hooks once the
 		// objects are ready.
-		err = c.runHooks(ctx, p, "post-"+p.action, opts.ForceConflicts, time.Now().Add(opts.timeout()))
+		err = c.runHooks(actx, p, "post-"+p.action, opts.ForceConflicts, time.Now().Add(opts.timeout()))
 	}
 	if err != nil {
-		return res, c.fail(ctx, name, hist, rec, applied, err, opts)
+		return res, c.fail(ctx, name, hist, rec, h, applied, err, opts)
 	}
 
 	rec.Status = release.StatusDeployed
@@ -268,20 +245,15 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	rec.Objects = objectMaps(p.objects) // deferred references filled
 	rec.Hooks = objectMaps(p.hooks)
 	rec.Updated = c.now()
-	if err := c.History.Update(ctx, rec); err != nil {
-		if errors.Is(err, driver.ErrConflict) {
-			return res, fmt.Errorf("another dm took over %s while this one was applying revision %d (its record was marked interrupted); re-run: %w", name, rec.Revision, err)
+	if err := h.finish(ctx, rec); err != nil {
+		if errors.Is(err, errLeaseLost) {
+			return res, err
 		}
 		return res, fmt.Errorf("recording %s deployed: %w", rec, err)
 	}
 	for _, r := range hist {
-		if r.Status != release.StatusDeployed {
-			continue
-		}
-		r.Status = release.StatusSuperseded
-		r.Updated = c.now()
-		if err := c.History.Update(ctx, r); err != nil {
-			c.logf("dm: warning: marking %s superseded: %v", r, err)
+		if r.Status == release.StatusDeployed {
+			c.supersede(ctx, r)
 		}
 	}
 	if max := opts.historyMax(); max > 0 && len(hist)+1 > max {
@@ -292,9 +264,88 @@ func (c *Config) apply(ctx context.Context, name string, hist []*release.Record,
 	return res, nil
 }
 
+// supersede marks r, deployed before the revision just deployed,
+// superseded. The next action may have started (the lease is released):
+// a record it already superseded is left as it is.
+func (c *Config) supersede(ctx context.Context, r *release.Record) {
+	for attempt := 0; ; attempt++ {
+		r.Status = release.StatusSuperseded
+		r.Updated = c.now()
+		err := c.History.Update(ctx, r)
+		if err == nil {
+			return
+		}
+		if errors.Is(err, driver.ErrConflict) && attempt == 0 {
+			fresh, gerr := c.History.Get(ctx, r.Namespace, r.Name, r.Revision)
+			if gerr == nil && fresh.Status == release.StatusDeployed && fresh.Lease == nil {
+				*r = *fresh
+				continue
+			}
+			if gerr == nil || errors.Is(gerr, driver.ErrNotFound) {
+				return // superseded, or claimed, by the next action
+			}
+		}
+		c.logf("dm: warning: marking %s superseded: %v", r, err)
+		return
+	}
+}
+
+// acquire records rec (pending, with its lease) as the next revision,
+// create-only, having first claimed the latest revision (its lease for a
+// moment), so that of this action and one that changes the latest
+// revision itself (dm delete) only one goes on; or, for a controller,
+// takes over the revision it was interrupted applying. Losing a race is
+// errRaced: nothing was changed, and the action starts again.
+func (c *Config) acquire(ctx context.Context, name string, hist []*release.Record, rec *release.Record, controller string) error {
+	raced := func(err error) error {
+		return &errRaced{derrors.Errorf(ErrInProgress, "another dm is deploying %s revision %d (%v); re-run", name, rec.Revision, err)}
+	}
+	if prev := resumable(hist, controller); prev != nil {
+		rec.Revision, rec.StorageVersion = prev.Revision, prev.StorageVersion
+		c.logf("dm: %s: taking over the revision the interrupted controller left", rec)
+		if err := c.History.Update(ctx, rec); err != nil {
+			if errors.Is(err, driver.ErrConflict) || errors.Is(err, driver.ErrNotFound) {
+				return raced(err)
+			}
+			return fmt.Errorf("recording %s: %w", rec, err)
+		}
+		return nil
+	}
+	var latest *release.Record
+	if len(hist) > 0 {
+		latest = hist[len(hist)-1]
+		latest.Lease = rec.Lease
+		if err := c.History.Update(ctx, latest); err != nil {
+			latest.Lease = nil
+			if errors.Is(err, driver.ErrConflict) || errors.Is(err, driver.ErrNotFound) {
+				return raced(err)
+			}
+			return fmt.Errorf("claiming %s: %w", latest, err)
+		}
+	}
+	err := c.History.Create(ctx, rec)
+	if latest != nil {
+		// The new revision's lease holds the deployment from here.
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		latest.Lease = nil
+		if uerr := c.History.Update(wctx, latest); uerr != nil {
+			c.logf("dm: warning: releasing the claim on %s (it expires by itself): %v", latest, uerr)
+		}
+		cancel()
+	}
+	if err != nil {
+		if errors.Is(err, driver.ErrExists) || errors.Is(err, driver.ErrConflict) {
+			return raced(err)
+		}
+		return fmt.Errorf("recording %s: %w", rec, err)
+	}
+	return nil
+}
+
 // fail records rec failed with what was applied, and with Atomic rolls
-// back to the last deployed revision.
-func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, rec *release.Record, applied []*object, cause error, opts ApplyOptions) error {
+// back to the last deployed revision. A lease lost meanwhile is the error:
+// the dm that took over owns the record, and nothing is written.
+func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, rec *release.Record, h *hold, applied []*object, cause error, opts ApplyOptions) error {
 	// Record the failure even if ctx was canceled (Ctrl-C).
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
@@ -310,7 +361,10 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 	}
 	rec.Updated = c.now()
 	err := fmt.Errorf("%s failed: %w", rec, cause)
-	if uerr := c.History.Update(wctx, rec); uerr != nil {
+	if uerr := h.finish(wctx, rec); uerr != nil {
+		if errors.Is(uerr, errLeaseLost) {
+			return uerr
+		}
 		err = errors.Join(err, fmt.Errorf("recording the failure: %w", uerr))
 	}
 	// A deployment that keeps failing (dm-controller retrying while a
@@ -334,7 +388,7 @@ func (c *Config) fail(ctx context.Context, name string, hist []*release.Record, 
 	if target == nil {
 		// Nothing to go back to: remove what this revision applied.
 		c.logf("dm: --atomic: no earlier deployed revision; deleting what %s applied", rec)
-		if _, derr := c.deleteDeployment(wctx, name, DeleteOptions{Controller: opts.Controller}); derr != nil {
+		if _, derr := c.Delete(wctx, name, DeleteOptions{Controller: opts.Controller, WaitForLock: opts.WaitForLock}); derr != nil {
 			return errors.Join(err, fmt.Errorf("--atomic: deleting: %w", derr))
 		}
 		return fmt.Errorf("%w; --atomic deleted the deployment", err)

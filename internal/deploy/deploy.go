@@ -22,10 +22,13 @@
 //
 // # Concurrency
 //
-// There is no lock: a revision's record is created (create-only, status
-// pending) before anything is applied, so of two concurrent actions on one
-// deployment exactly one records a revision; a pending record left by an
-// interrupted dm is marked failed by the next action, which goes on.
+// A revision's record is created (create-only, status pending) before
+// anything is applied, so of two concurrent actions on one deployment
+// exactly one records a revision; the record carries the lease of the
+// action applying it, which renews it until its final write. Another
+// action waits for a live lease (WaitForLock) and takes over one nobody
+// has renewed for its duration: a dm that died blocks the next one for
+// that long at most, and a live one is never preempted. See lease.go.
 package deploy
 
 import (
@@ -146,8 +149,15 @@ type Config struct {
 	Log io.Writer
 	// DMVersion is recorded with every revision.
 	DMVersion string
-	// Now returns the time; nil means time.Now.
+	// Now returns the time; nil means time.Now. Leases never compare
+	// it with another machine's: they run on the monotonic clock.
 	Now func() time.Time
+	// Holder identifies this process in the leases its actions take;
+	// Host and PID default to this machine's and process's. dm-controller
+	// sets its pod.
+	Holder release.Holder
+	// Lease times those leases.
+	Lease LeaseOptions
 }
 
 func (c *Config) namespace() string {
@@ -205,6 +215,12 @@ type ApplyOptions struct {
 	// action change a deployment a controller manages (people are
 	// refused: the controller would undo their change).
 	Controller string
+	// WaitForLock is how long to wait for another action on the
+	// deployment that holds it (its lease is live) to finish; default
+	// DefaultWaitForLock, negative does not wait. Telling a holder that
+	// died from a live one takes watching its lease for up to its
+	// duration, which a lease nobody renews is watched for in any case.
+	WaitForLock time.Duration
 	// SkipUnchanged writes nothing when the last revision is deployed
 	// with the same input, properties, env and template digests and every
 	// object is unchanged in the cluster (its resourceVersion is the one

@@ -51,13 +51,18 @@ func TestPendingMarkedInterrupted(t *testing.T) {
 	c, m, log := memConfig(t, record("ns", "app", 1, release.StatusDeployed), record("ns", "app", 2, release.StatusPending))
 	ctx := context.Background()
 	// Reading does not change anything.
-	hist, err := c.history(ctx, "ns", "app", false)
+	hist, err := c.history(ctx, "ns", "app")
 	if err != nil || hist[1].Status != release.StatusPending {
 		t.Fatalf("read-only history: %v, %v", hist, err)
 	}
-	// The next action marks the pending revision failed, and goes on.
-	if _, err := c.history(ctx, "ns", "app", true); err != nil {
+	// The next action marks the pending revision, which has no lease (an
+	// older dm's), failed at once, and goes on.
+	start := time.Now()
+	if hist, err = c.lockHistory(ctx, "ns", "app", lock{until: time.Now()}); err != nil {
 		t.Fatal(err)
+	}
+	if waited := time.Since(start); waited > 5*time.Second {
+		t.Errorf("a pending revision without a lease was waited for (%s)", waited)
 	}
 	r, err := m.Get(ctx, "ns", "app", 2)
 	if err != nil {

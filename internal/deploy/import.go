@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
@@ -35,6 +36,8 @@ type ImportOptions struct {
 	// later dm update that changes such a field conflicts with no one: a
 	// forced apply of the same values only shares them.
 	TakeOver []string
+	// WaitForLock is as for ApplyOptions.
+	WaitForLock time.Duration
 }
 
 // Import adopts objects that another tool deployed as revision 1 of a new
@@ -44,8 +47,12 @@ type ImportOptions struct {
 // A deployment of that name that exists is refused, as is an object that
 // another dm deployment owns.
 func (c *Config) Import(ctx context.Context, opts ImportOptions) (*Result, error) {
+	return retryRaced(opts.WaitForLock, func(until time.Time) (*Result, error) { return c.importOnce(ctx, opts, until) })
+}
+
+func (c *Config) importOnce(ctx context.Context, opts ImportOptions, until time.Time) (*Result, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name, opts.DryRun == "")
+	hist, err := c.actionHistory(ctx, ns, opts.Name, opts.DryRun, lock{until: until})
 	if err != nil {
 		return nil, err
 	}

@@ -53,7 +53,7 @@ func (c *Config) Revision(ctx context.Context, name string, revision int) (*rele
 // Revisions returns every revision of a deployment, oldest first.
 func (c *Config) Revisions(ctx context.Context, name string) ([]*release.Record, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, name, false)
+	hist, err := c.history(ctx, ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +88,7 @@ type DiffOptions struct {
 // diff and whether anything differs.
 func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, error) {
 	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name, false)
+	hist, err := c.history(ctx, ns, opts.Name)
 	if err != nil {
 		return "", false, err
 	}

@@ -4,27 +4,31 @@
 //
 // # Concurrency
 //
-// There is no lock. Writes are optimistic, so an interrupted dm (Ctrl-C,
-// kill -9, a lost connection) never blocks the next command:
+// Writes are optimistic, compare-and-swap:
 //
 //   - Create is create-only. Of two writers of one revision exactly one
 //     succeeds; the other gets ErrExists.
 //   - Update carries the StorageVersion the record was read with and fails
 //     with ErrConflict if the record changed since.
 //
-// An action (deploy, update, rollback) therefore:
+// On these the deploy actions build their lock: a record's Lease says which
+// action holds it, and the holder renews it with Updates. An action
+// (deploy, update, rollback) therefore:
 //
-//  1. reads History and computes the next revision as the highest + 1;
-//  2. turns any pending revision into failed ("interrupted"): a pending
-//     revision is only what an interrupted dm left behind;
-//  3. Creates the next revision with StatusPending and the intended objects.
-//     ErrExists means a concurrent action took that revision: report the
-//     conflict and change nothing (apply nothing, update no record);
-//  4. applies the objects;
-//  5. Updates the new revision to StatusDeployed or StatusFailed, and the
-//     previously deployed revision to StatusSuperseded.
+//  1. reads History, waits while a record carries a live lease, and takes
+//     over one nobody renewed for its duration (a pending revision becomes
+//     failed, "interrupted");
+//  2. claims the latest revision (Update with its lease), so that an action
+//     on that revision itself (a delete) cannot go on at the same time;
+//  3. Creates the next revision with StatusPending, the intended objects
+//     and its lease, and releases the claim. ErrExists (or a conflict on
+//     the claim) means a concurrent action won: it starts again at 1;
+//  4. applies the objects, renewing the lease;
+//  5. Updates the new revision to StatusDeployed or StatusFailed without
+//     the lease, and the previously deployed revision to StatusSuperseded.
 //
-// A re-run after any interruption starts again at 1 and converges.
+// A re-run after any interruption starts again at 1 and converges; a dm that
+// died holds its deployment for one lease duration at most.
 package driver
 
 import (

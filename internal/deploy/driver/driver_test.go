@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/derrors"
@@ -111,6 +112,39 @@ func testDriver(t *testing.T, d Driver, ns string) {
 	}
 	if hist, _ := d.History(ctx, ns, "web"); fmt.Sprint(revisions(hist)) != "[1 3]" {
 		t.Errorf("History after Delete = %v, want [1 3]", revisions(hist))
+	}
+
+	// A lease: kept beside the record, renewed, and cleared by the final
+	// write.
+	lr := sample(ns, "leased", 1)
+	lr.Status = release.StatusPending
+	acquired := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	lr.Lease = &release.Lease{Holder: release.Holder{ID: "1a2b", Host: "ci-7", PID: 42}, Operation: "deploy",
+		Duration: 15 * time.Second, RenewPeriod: 5 * time.Second, Acquired: acquired, Renewed: acquired}
+	if err := d.Create(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Get(ctx, ns, "leased", 1); err != nil || got.Lease == nil || *got.Lease != *lr.Lease {
+		t.Fatalf("Get of a leased record = %+v, %v; want the lease %+v", got, err, lr.Lease)
+	}
+	before := lr.StorageVersion
+	lr.Lease.Renewals++
+	lr.Lease.Renewed = acquired.Add(5 * time.Second)
+	if err := d.Update(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	if lr.StorageVersion == before {
+		t.Error("a renewal did not change the storage version")
+	}
+	if got, err := d.Get(ctx, ns, "leased", 1); err != nil || got.Lease == nil || got.Lease.Renewals != 1 || !got.Lease.Renewed.Equal(lr.Lease.Renewed) {
+		t.Fatalf("Get after a renewal = %+v, %v", got, err)
+	}
+	lr.Lease, lr.Status = nil, release.StatusDeployed
+	if err := d.Update(ctx, lr); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := d.Get(ctx, ns, "leased", 1); err != nil || got.Lease != nil || got.Status != release.StatusDeployed {
+		t.Fatalf("Get after the final write = %+v, %v; want no lease", got, err)
 	}
 
 	for _, bad := range []*release.Record{

@@ -70,6 +70,7 @@ const (
 	keyStatus      = "status"      // release.Status
 	keyDescription = "description" // free text
 	keyUpdated     = "updated"     // RFC 3339 with nanoseconds
+	keyLease       = "lease"       // release.Lease as JSON, while one is held
 	keyDigest      = "digest"      // "sha256:" + hex of the compressed body
 	keyBody        = "body"        // the compressed body, when it fits
 	keyChunks      = "chunks"      // else the chunk Secrets' names, one per line
@@ -83,11 +84,12 @@ var secretsGVR = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 // (the head), holding the record gzip-compressed. A body larger than
 // ChunkSize is split across immutable chunk Secrets written before the
 // head, so that a reader that finds a head always finds a whole record.
-// The status, description and update time live in the head outside the
-// body, so the common update (a status change) is one small PATCH.
+// The status, description, update time and lease live in the head outside
+// the body, so the common updates (a status change, a lease's renewal) are
+// one small PATCH.
 //
 // Writes are optimistic: Create is create-only, Update is a merge patch
-// with the head's resourceVersion as precondition. Nothing is locked.
+// with the head's resourceVersion as precondition.
 //
 // A description longer than 64 KiB is stored truncated.
 type Secrets struct {
@@ -193,10 +195,10 @@ type body struct {
 }
 
 // encodeBody encodes r without the fields the head keeps (status,
-// description, update time), so they can change without a new body.
+// description, update time, lease), so they can change without a new body.
 func encodeBody(r *release.Record) (body, error) {
 	c := *r
-	c.Status, c.Description, c.Updated = "", "", time.Time{}
+	c.Status, c.Description, c.Updated, c.Lease = "", "", time.Time{}, nil
 	data, err := Encode(&c)
 	if err != nil {
 		return body{}, err
@@ -249,13 +251,25 @@ func newSecret(r *release.Record, name, part string, data map[string]any) *unstr
 }
 
 // headFields returns the head's mutable data: status, description, update
-// time.
-func headFields(r *release.Record) map[string]any {
-	return map[string]any{
+// time and lease. Without a lease, patch marks the key for removal, as a
+// merge patch of an existing head needs.
+func headFields(r *release.Record, patch bool) (map[string]any, error) {
+	data := map[string]any{
 		keyStatus:      b64(string(r.Status)),
 		keyDescription: b64(truncate(r.Description, maxDescription)),
 		keyUpdated:     b64(r.Updated.UTC().Format(time.RFC3339Nano)),
 	}
+	switch {
+	case r.Lease != nil:
+		js, err := json.Marshal(r.Lease)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the lease of %s: %w", r, err)
+		}
+		data[keyLease] = base64.StdEncoding.EncodeToString(js)
+	case patch:
+		data[keyLease] = nil
+	}
+	return data, nil
 }
 
 func (s *Secrets) check(r *release.Record) error {
@@ -334,7 +348,10 @@ func (s *Secrets) Create(ctx context.Context, r *release.Record) error {
 	if err != nil {
 		return err
 	}
-	data := headFields(r)
+	data, err := headFields(r, false)
+	if err != nil {
+		return err
+	}
 	chunks, err := s.putBody(ctx, r, b, data, false)
 	if err != nil {
 		return err
@@ -372,7 +389,10 @@ func (s *Secrets) Update(ctx context.Context, r *release.Record) error {
 	if err != nil {
 		return err
 	}
-	data := headFields(r)
+	data, err := headFields(r, true)
+	if err != nil {
+		return err
+	}
 	// A new body's chunks replace the old ones, which are deleted once
 	// the head names the new; a refused write (a conflict: the head
 	// changed since it was read) deletes the new ones instead.
@@ -457,6 +477,7 @@ type head struct {
 	status            release.Status
 	description       string
 	updated           time.Time
+	lease             *release.Lease
 	digest            string
 	body              []byte   // inline body, or
 	chunks            []string // the chunk Secrets' names
@@ -504,6 +525,12 @@ func parseHead(obj *unstructured.Unstructured) (*head, error) {
 	h.description = string(data[keyDescription])
 	if h.updated, err = time.Parse(time.RFC3339Nano, string(data[keyUpdated])); err != nil {
 		return nil, bad("update time %q: %v", data[keyUpdated], err)
+	}
+	if js, ok := data[keyLease]; ok {
+		h.lease = new(release.Lease)
+		if err := json.Unmarshal(js, h.lease); err != nil {
+			return nil, bad("lease: %v", err)
+		}
 	}
 	h.digest = string(data[keyDigest])
 	if !strings.HasPrefix(h.digest, "sha256:") {
@@ -609,7 +636,7 @@ func (s *Secrets) decode(ctx context.Context, obj *unstructured.Unstructured) (*
 		if r.Namespace != h.namespace || r.Revision != h.revision || HeadName(r.Name, r.Revision) != h.secret {
 			return nil, corrupt(h.namespace, h.secret, "holds %s", r)
 		}
-		r.Status, r.Description, r.Updated = h.status, h.description, h.updated
+		r.Status, r.Description, r.Updated, r.Lease = h.status, h.description, h.updated, h.lease
 		r.StorageVersion = storageVersion(h.resourceVersion, h.digest, h.chunks)
 		return r, nil
 	}

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -185,8 +186,16 @@ func TestSecretsLargeRecord(t *testing.T) {
 		t.Fatal("the 3 MiB record did not round-trip")
 	}
 
-	// A status update rewrites the head only.
-	got.Status = release.StatusDeployed
+	// A status update, and a lease's renewal, rewrite the head only.
+	got.Lease = &release.Lease{Holder: release.Holder{ID: "x"}, Duration: time.Second}
+	if err := d.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Lease.Renewals++
+	if err := d.Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	got.Status, got.Lease = release.StatusDeployed, nil
 	if err := d.Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
@@ -425,6 +434,9 @@ func TestSecretsCorrupt(t *testing.T) {
 		{"foreign chunk", 64 << 10, func(h *unstructured.Unstructured, chunks []string) {
 			setData(h, keyChunks, []byte(chunks[0]+"\nsome-other-secret"))
 		}, `chunk "some-other-secret" is not one of its chunk Secrets`},
+		{"lease", 0, func(h *unstructured.Unstructured, _ []string) {
+			setData(h, keyLease, []byte("{not json"))
+		}, "lease: invalid character"},
 		{"both body and chunks", 0, func(h *unstructured.Unstructured, _ []string) {
 			setData(h, keyChunks, []byte(HeadName("bad", 7)+".00000000.0"))
 		}, "both a body and chunks"},

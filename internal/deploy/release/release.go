@@ -4,13 +4,17 @@
 // the deploy actions create and update them.
 //
 // A record is written once per revision, with status pending, before anything
-// is applied, and then updated to deployed or failed. Nothing about a pending
-// record blocks another command: concurrency is optimistic (see package
-// driver), so an interrupted dm never leaves a lock behind.
+// is applied, and then updated to deployed or failed. While a dm applies it,
+// the record carries that dm's Lease, renewed as it goes: another dm waits for
+// a live lease and takes over one nobody renews, so that an interrupted dm
+// blocks the next one for one lease duration at most, and a live one is never
+// preempted.
 package release
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/dmhq/dm/internal/expand/layout"
@@ -29,8 +33,9 @@ type Status string
 // deployed one superseded; deleting marks a deployment whose objects are
 // being removed (dm delete --keep-history leaves it).
 const (
-	// StatusPending means the revision is being applied. An interrupted dm
-	// leaves it; it never blocks anything, and the next action on the
+	// StatusPending means the revision is being applied, by the holder of
+	// its Lease. One whose lease has expired (or that has none: an older
+	// dm's) was left by an interrupted dm: the next action on the
 	// deployment turns it into failed ("interrupted").
 	StatusPending Status = "pending"
 	// StatusDeployed means every object of the revision was applied.
@@ -106,11 +111,87 @@ type Record struct {
 	// configuration's, or its template's), each with the fields of live
 	// objects it reads: dm get shows them filled.
 	Outputs []Output `json:"outputs,omitempty"`
+	// Lease is set while an action holds the deployment through this
+	// record: a deploy, update or rollback applying this (pending)
+	// revision, a delete deleting the objects of this (deleting) one, or,
+	// for a moment, an action claiming the latest revision before it
+	// records the next. The final write of the action clears it. Drivers
+	// keep it beside the status, outside the body, so that a renewal is a
+	// small write.
+	Lease *Lease `json:"lease,omitempty"`
 	// StorageVersion is the driver's optimistic-concurrency token (for
 	// Secrets, derived from the head Secret's resourceVersion) from when
 	// the record was read or last written. It is opaque, and not part of
 	// the stored record.
 	StorageVersion string `json:"-"`
+}
+
+// Lease says who holds a record and how long its hold lasts without a
+// renewal, as a coordination.k8s.io Lease does for a leader. The times are
+// the holder's clock and are only shown: a waiter never compares them with
+// its own clock (machines' clocks differ). It watches Renewals instead, and
+// counts the lease expired once it has seen no renewal for Duration on its
+// own monotonic clock, as client-go's leader election does.
+type Lease struct {
+	// Holder is who holds it.
+	Holder Holder `json:"holder"`
+	// Operation is what the holder is doing: deploy, update, rollback,
+	// delete or import.
+	Operation string `json:"operation,omitempty"`
+	// Duration is how long the lease lasts without a renewal, and
+	// RenewPeriod how often the holder renews it (both as Go's
+	// time.Duration, nanoseconds).
+	Duration    time.Duration `json:"duration"`
+	RenewPeriod time.Duration `json:"renewPeriod"`
+	// Acquired is when the holder took the lease, Renewed when it last
+	// renewed it (the holder's clock).
+	Acquired time.Time `json:"acquired"`
+	Renewed  time.Time `json:"renewed"`
+	// Renewals counts the renewals: each one changes it.
+	Renewals int64 `json:"renewals,omitempty"`
+}
+
+// Holder identifies the process (and, in dm-controller, the instance) that
+// holds a lease.
+type Holder struct {
+	// ID is random, new for each lease taken: it tells two actions of one
+	// process apart, and a restarted process from the one that died.
+	ID   string `json:"id"`
+	Host string `json:"host,omitempty"`
+	PID  int    `json:"pid,omitempty"`
+	// Pod is dm-controller's pod (NAMESPACE/NAME, or NAME), and Instance
+	// the object whose reconcile holds the lease ("TemplateInstance
+	// ns/name").
+	Pod      string `json:"pod,omitempty"`
+	Instance string `json:"instance,omitempty"`
+}
+
+// String names the holder for people: "dm pid 4242 on host ci-7 (lease
+// 1a2b3c4d)", or "dm-controller pod dm/dm-controller-x7 for TemplateInstance
+// shop/web (pid 1, on host dm-controller-x7, lease 1a2b3c4d)".
+func (h Holder) String() string {
+	var where []string
+	if h.PID != 0 {
+		where = append(where, "pid "+strconv.Itoa(h.PID))
+	}
+	if h.Host != "" {
+		where = append(where, "on host "+h.Host)
+	}
+	if h.Pod != "" || h.Instance != "" {
+		s := "dm-controller"
+		if h.Pod != "" {
+			s += " pod " + h.Pod
+		}
+		if h.Instance != "" {
+			s += " for " + h.Instance
+		}
+		return s + " (" + strings.Join(append(where, "lease "+h.ID), ", ") + ")"
+	}
+	s := "dm"
+	if len(where) > 0 {
+		s += " " + strings.Join(where, " ")
+	}
+	return s + " (lease " + h.ID + ")"
 }
 
 // Input is what the user asked to deploy: a template reference, or a
