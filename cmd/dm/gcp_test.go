@@ -84,11 +84,16 @@ func TestConvert(t *testing.T) {
 	for _, f := range files {
 		names = append(names, f.Name())
 	}
-	if want := []string{"computenetwork-net-vpc.yaml", "computesubnetwork-net-sub.yaml", "configmap-settings.yaml"}; !slices.Equal(names, want) {
+	if want := []string{".dm-convert.json", "computenetwork-net-vpc.yaml", "computesubnetwork-net-sub.yaml", "configmap-settings.yaml"}; !slices.Equal(names, want) {
 		t.Errorf("files %v, want %v", names, want)
 	}
 	if b, _ := os.ReadFile(filepath.Join(out, "computenetwork-net-vpc.yaml")); strings.Contains(string(b), "deletion-policy") {
 		t.Errorf("--deletion-policy delete wrote an annotation:\n%s", b)
+	}
+
+	// The help names the default once.
+	if r := dmRun(t, nil, "convert", "--help"); !strings.Contains(r.stdout, `or delete (default "abandon")`) || strings.Contains(r.stdout, "default abandon") {
+		t.Errorf("dm convert --help's --deletion-policy:\n%s", r.stdout)
 	}
 
 	// --list-types: one line per spelling.
@@ -160,5 +165,115 @@ func TestConvert(t *testing.T) {
 	r = dmRun(t, nil, "expand", cfg, "-o", "manifest", "--project", "p")
 	if r.code != 0 || !strings.Contains(r.stdout, "kind: ComputeSubnetwork") || strings.Contains(r.stdout, "deletion-policy") {
 		t.Errorf("dm expand -o manifest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestConvertUnresolved: a reference only a live object can fill fails
+// dm convert naming the object, field and reference, unless
+// --allow-unresolved, which writes it as written with a warning.
+func TestConvertUnresolved(t *testing.T) {
+	dir := writeTree(t, map[string]string{"config.yaml": `resources:
+- name: ip
+  type: compute.v1.address
+  properties: {region: us-central1}
+- name: vm
+  type: compute.v1.instance
+  properties:
+    zone: us-central1-a
+    machineType: zones/us-central1-a/machineTypes/e2-small
+    disks: [{boot: true, autoDelete: true, initializeParams: {sourceImage: projects/debian-cloud/global/images/family/debian-12}}]
+    networkInterfaces: [{network: global/networks/default}]
+    metadata: {items: [{key: startup-script, value: "echo $(ref.ip.address)"}]}
+- name: cfg
+  type: ConfigMap
+  properties: {data: {ip: $(ref.ip.address)}}
+`})
+	cfg := filepath.Join(dir, "config.yaml")
+	out := filepath.Join(t.TempDir(), "kcc")
+	want := []string{
+		"ComputeInstance vm: /spec/metadata/0/value holds $(ref.ip.address), which only the live ComputeAddress ip has (status.observedState.address)",
+		"ConfigMap cfg: /data/ip holds $(ref.ip.address), which only the live ComputeAddress ip has (status.observedState.address)",
+	}
+	for _, args := range [][]string{{"convert", cfg, "--project", "p"}, {"convert", cfg, "--project", "p", "-o", out}} {
+		r := dmRun(t, nil, args...)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "2 references only live objects can fill") || !strings.Contains(r.stderr, "--allow-unresolved") {
+			t.Errorf("dm %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		for _, w := range want {
+			if !strings.Contains(r.stderr, w) {
+				t.Errorf("dm %v: stderr lacks %q:\n%s", args, w, r.stderr)
+			}
+		}
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Errorf("the refused dm convert -o created %s", out)
+	}
+	r := dmRun(t, nil, "convert", cfg, "--project", "p", "-o", out, "--allow-unresolved")
+	if r.code != 0 || strings.Count(r.stderr, "dm: warning: ") != 2 || !strings.Contains(r.stderr, want[0]+": dm deploy fills it in") {
+		t.Errorf("--allow-unresolved: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(filepath.Join(out, "configmap-cfg.yaml")); !strings.Contains(string(b), "$(ref.ip.address)") {
+		t.Errorf("--allow-unresolved did not write the reference:\n%s", b)
+	}
+}
+
+// TestConvertDir: dm convert -o DIR owns what it writes: a rerun removes
+// the files of objects the configuration no longer makes, and says so,
+// but never a file it did not write, nor one edited since.
+func TestConvertDir(t *testing.T) {
+	three := `resources:
+- {name: a, type: compute.v1.network, properties: {autoCreateSubnetworks: false}}
+- {name: b, type: gcp-types/storage-v1:buckets, properties: {location: US}}
+- {name: c, type: ConfigMap, properties: {data: {k: v}}}
+`
+	dir := writeTree(t, map[string]string{"config.yaml": three})
+	cfg := filepath.Join(dir, "config.yaml")
+	out := filepath.Join(t.TempDir(), "kcc")
+	convert := func() result {
+		t.Helper()
+		r := dmRun(t, nil, "convert", cfg, "--project", "p", "-o", out)
+		if r.code != 0 {
+			t.Fatalf("dm convert -o: exit %d\n%s", r.code, r.stderr)
+		}
+		return r
+	}
+	names := func() []string {
+		ents, _ := os.ReadDir(out)
+		var n []string
+		for _, e := range ents {
+			n = append(n, e.Name())
+		}
+		return n
+	}
+	convert()
+	writeFile(t, filepath.Join(out, "kustomization.yaml"), "resources: []\n") // the user's
+	if want := []string{".dm-convert.json", "computenetwork-a.yaml", "configmap-c.yaml", "kustomization.yaml", "storagebucket-b.yaml"}; !slices.Equal(names(), want) {
+		t.Fatalf("files %v, want %v", names(), want)
+	}
+	// b and c leave the configuration; c's file was edited.
+	writeFile(t, cfg, "resources:\n- {name: a, type: compute.v1.network, properties: {autoCreateSubnetworks: false}}\n")
+	writeFile(t, filepath.Join(out, "configmap-c.yaml"), "# mine now\n")
+	r := convert()
+	if !strings.Contains(r.stderr, "dm: removed "+filepath.Join(out, "storagebucket-b.yaml")+": the configuration no longer makes its object") ||
+		!strings.Contains(r.stderr, "kept "+filepath.Join(out, "configmap-c.yaml")+": the configuration no longer makes its object, but the file was edited") {
+		t.Errorf("rerun's stderr:\n%s", r.stderr)
+	}
+	if want := []string{".dm-convert.json", "computenetwork-a.yaml", "configmap-c.yaml", "kustomization.yaml"}; !slices.Equal(names(), want) {
+		t.Errorf("after the rerun: files %v, want %v", names(), want)
+	}
+	// The edited file is named again until someone removes it.
+	if r := convert(); !strings.Contains(r.stderr, "kept "+filepath.Join(out, "configmap-c.yaml")) {
+		t.Errorf("second rerun's stderr:\n%s", r.stderr)
+	}
+	os.Remove(filepath.Join(out, "configmap-c.yaml"))
+	if r := convert(); strings.Contains(r.stderr, "configmap-c") || strings.Contains(r.stderr, "removed") {
+		t.Errorf("after removing the kept file:\n%s", r.stderr)
+	}
+}
+
+func writeFile(t *testing.T, name, content string) {
+	t.Helper()
+	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

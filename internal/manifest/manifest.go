@@ -316,6 +316,29 @@ func located(path []string, name string, err error) error {
 	return fmt.Errorf("layout path %s: resource %s: %w", strings.Join(path, "/"), name, err)
 }
 
+// Unresolved describes each value the objects take from live objects, one
+// line each, naming the object, the field, the reference and where the
+// value is: what a static manifest (dm convert) would write as the
+// reference's text, where dm deploy fills the value in.
+func (m *Manifest) Unresolved() []string {
+	var out []string
+	for _, o := range m.Objects {
+		for _, d := range o.Deferred {
+			t := m.Objects[d.Target].Object
+			out = append(out, fmt.Sprintf("%s %s: %s holds %s, which only the live %s %s has (%s)",
+				o.Object["kind"], objectName(o.Object), d.Field, d.Ref, t["kind"], objectName(t), d.Path))
+		}
+	}
+	return out
+}
+
+// objectName is an object's metadata.name.
+func objectName(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
+}
+
 // Maps returns the objects' maps, in order.
 func (m *Manifest) Maps() []map[string]any {
 	out := make([]map[string]any, len(m.Objects))
