@@ -222,7 +222,7 @@ your credentials), --properties giving its parameters.`,
 			if err != nil {
 				return err
 			}
-			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade})
+			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade, NameDefaulted: f.name == ""})
 			return p.applied(c, res, f.dryRun, err)
 		},
 	}

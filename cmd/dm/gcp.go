@@ -188,12 +188,15 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 			fmt.Fprintf(g.stderr, "dm: project %s (from %s; --project overrides it)\n", project, from)
 		}
 	}
-	res, err := expandArg(ctx, g, arg, f, stdin)
+	x, err := expandArg(ctx, g, arg, f, stdin)
 	if err != nil {
 		return err
 	}
-	m, err := manifest.Of(res, f.options())
+	m, err := manifest.Of(x.ExpandResult, f.options())
 	if err != nil {
+		return err
+	}
+	if err := x.checkDeployment(ctx, f); err != nil {
 		return err
 	}
 	g.warn(m.Warnings)

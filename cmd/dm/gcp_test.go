@@ -277,3 +277,38 @@ func writeFile(t *testing.T, name, content string) {
 		t.Fatal(err)
 	}
 }
+
+// TestConvertDeploymentName: resources named after env["deployment"] need
+// --deployment for dm convert and dm expand -o manifest|list (the
+// default, the file's name, would make new resources beside DM's); dm
+// expand's flat configuration, and configurations whose names do not read
+// it, go on as before.
+func TestConvertDeploymentName(t *testing.T) {
+	dir := writeTree(t, map[string]string{
+		"config.yaml": "imports: [vm.jinja]\nresources:\n- {name: vm, type: vm.jinja}\n",
+		"vm.jinja":    "resources:\n- name: {{ env['deployment'] }}-net\n  type: compute.v1.network\n  properties: {autoCreateSubnetworks: false}\n",
+	})
+	cfg := filepath.Join(dir, "config.yaml")
+	for _, args := range [][]string{
+		{"convert", cfg, "--project", "p"},
+		{"convert", cfg, "--project", "p", "-o", filepath.Join(t.TempDir(), "out")},
+		{"expand", cfg, "-o", "manifest", "--project", "p"},
+		{"expand", cfg, "-o", "list", "--project", "p"},
+	} {
+		r := dmRun(t, nil, args...)
+		if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "without --deployment is \"config\": config-net (compute.v1.network, layout path vm/config-net)") || !strings.Contains(r.stderr, "give --deployment NAME") {
+			t.Errorf("dm %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		{"convert", cfg, "--project", "p", "--deployment", "my-web"},
+		{"expand", cfg, "-o", "manifest", "--project", "p", "--deployment", "my-web"},
+	} {
+		if r := dmRun(t, nil, args...); r.code != 0 || !strings.Contains(r.stdout, "name: my-web-net") {
+			t.Errorf("dm %v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := dmRun(t, nil, "expand", cfg); r.code != 0 || !strings.Contains(r.stdout, "name: config-net") {
+		t.Errorf("dm expand: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

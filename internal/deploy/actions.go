@@ -16,6 +16,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/manifest/adopt"
 )
 
 // DeployOptions are Deploy's options.
@@ -27,6 +28,12 @@ type DeployOptions struct {
 	Source Source
 	// Upgrade updates the deployment if it exists (helm upgrade --install).
 	Upgrade bool
+	// NameDefaulted says that Name is a default (the configuration
+	// file's or template's name), not one the user gave: Google Cloud
+	// resources whose names read env.deployment are then refused, naming
+	// them and --name, since Deployment Manager named them after the
+	// deployment it had.
+	NameDefaulted bool
 }
 
 // Deploy deploys a new deployment: revision 1, or the next revision when
@@ -65,11 +72,30 @@ func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error
 	if err != nil {
 		return nil, err
 	}
+	if opts.NameDefaulted {
+		if err := c.checkDeploymentName(ctx, opts, src, x); err != nil {
+			return nil, err
+		}
+	}
 	c.warn(x)
 	if liveRecord(h.hist) != nil {
 		return c.update(ctx, opts.Name, h.hist, src, x, opts.ApplyOptions)
 	}
 	return c.release(ctx, opts.Name, h.hist, src, x, "Deploy complete", opts.ApplyOptions)
+}
+
+// checkDeploymentName refuses a deployment named by default whose Google
+// Cloud resources' names read env.deployment: src (as expanded into x) is
+// expanded again under another name and the names compared.
+func (c *Config) checkDeploymentName(ctx context.Context, opts DeployOptions, src Source, x *expanded) error {
+	return adopt.CheckDeploymentName(x.x, opts.Name, "--name", gcp.Options{Project: src.Project}, func(d string) (*expand.Result, error) {
+		probe := src
+		probe.Deployment = d
+		if probe.Input.Ref != "" && opts.Source.Name == "" {
+			probe.Name = d // a reference's resource is named after the deployment
+		}
+		return c.Expander.Expand(ctx, probe)
+	})
 }
 
 // liveRecord returns the latest revision of a deployment that is deployed

@@ -124,13 +124,7 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 	where := leaves(res)
 	// The Google Cloud resources, converted together (references between
 	// them need the whole set).
-	var gres []gcp.Resource
-	for i, r := range res.Config.Resources {
-		if gcp.IsGCPType(r.Type) {
-			gres = append(gres, gcp.Resource{Name: r.Name, Type: r.Type, Properties: r.Properties,
-				Metadata: r.Metadata, AccessControl: r.AccessControl, Path: where[i].path})
-		}
-	}
+	gres := gcpResources(res, where)
 	var conv *gcp.Result
 	var errs []error
 	if len(gres) > 0 {
@@ -255,6 +249,23 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 		m.Outputs = append(m.Outputs, out)
 	}
 	return m, nil
+}
+
+// GCPResources returns the primitives of res of Google Cloud types, in
+// order, with their layout paths: what Of converts.
+func GCPResources(res *expand.Result) []gcp.Resource {
+	return gcpResources(res, leaves(res))
+}
+
+func gcpResources(res *expand.Result, where []place) []gcp.Resource {
+	var gres []gcp.Resource
+	for i, r := range res.Config.Resources {
+		if gcp.IsGCPType(r.Type) {
+			gres = append(gres, gcp.Resource{Name: r.Name, Type: r.Type, Properties: r.Properties,
+				Metadata: r.Metadata, AccessControl: r.AccessControl, Path: where[i].path})
+		}
+	}
+	return gres
 }
 
 // place is where a primitive is in the layout: its path and the
