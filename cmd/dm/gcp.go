@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/manifest/adopt"
 	"github.com/dmhq/dm/internal/manifest/outdir"
 )
 
@@ -120,6 +122,7 @@ type convertFlags struct {
 	dir             string
 	listTypes       bool
 	allowUnresolved bool
+	checkManifest   string
 }
 
 // newConvertCommand is dm convert.
@@ -165,6 +168,7 @@ objects no longer made, but never a file it did not write or one edited since.`,
 	// -o is a directory here; it shadows the global --output.
 	fs.StringVarP(&cf.dir, "output", "o", "", "write one file per object into `DIR` (created if missing) instead of one YAML stream on stdout")
 	fs.BoolVar(&cf.listTypes, "list-types", false, "list every supported Deployment Manager type spelling with its Config Connector kind")
+	fs.StringVar(&cf.checkManifest, "check-manifest", "", "compare the Google Cloud resources, name by name and type by type, with those of the Deployment Manager deployment whose manifest `FILE` is (gcloud deployment-manager manifests describe --deployment NAME --format yaml > FILE): exit 1 listing every difference; with -o DIR, write only when there is none")
 	fs.BoolVar(&cf.allowUnresolved, "allow-unresolved", false, "write references only live objects can fill as their text, with a warning each, instead of failing (dm deploy fills them in)")
 	fs.StringArrayVar(&f.values, "values", nil, "YAML `file` of properties (repeatable; --properties override)")
 	fs.StringVar(&f.name, "name", "", "resource `name` of a template given by reference (default: the template's name)")
@@ -180,10 +184,24 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 	if f.deletionPolicy == "" {
 		return &usageError{fmt.Errorf("--deletion-policy: want abandon or delete")}
 	}
+	var dmm *adopt.DMManifest
+	if cf.checkManifest != "" {
+		var err error
+		if dmm, err = readDMManifest(cf.checkManifest); err != nil {
+			return err
+		}
+	}
 	if f.options().Project == "" {
 		// Offline there is no namespace to read the project from: the
-		// one gcloud deployed Deployment Manager's configurations to.
-		if project, from := gcloudProject(g.getenv); project != "" {
+		// deployment's, or the one gcloud deployed Deployment Manager's
+		// configurations to.
+		project, from := "", ""
+		if dmm != nil && dmm.Project != "" {
+			project, from = dmm.Project, "the selfLink of "+cf.checkManifest
+		} else {
+			project, from = gcloudProject(g.getenv)
+		}
+		if project != "" {
 			f.project = project
 			fmt.Fprintf(g.stderr, "dm: project %s (from %s; --project overrides it)\n", project, from)
 		}
@@ -197,9 +215,26 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 		return err
 	}
 	if err := x.checkDeployment(ctx, f); err != nil {
+		var ne *adopt.NameError
+		if dmm != nil && dmm.Deployment != "" && errors.As(err, &ne) {
+			return fmt.Errorf("%w (%s is the manifest of deployment %s: --deployment %s)", err, cf.checkManifest, dmm.Deployment, dmm.Deployment)
+		}
 		return err
 	}
 	g.warn(m.Warnings)
+	if dmm != nil {
+		if diffs := adopt.Compare(dmm, x.ExpandResult, gcp.Options{Project: f.options().Project}); len(diffs) > 0 {
+			for _, d := range diffs {
+				fmt.Fprintln(p.w, d)
+			}
+			return &adopt.ManifestError{File: cf.checkManifest, Deployment: dmm.Deployment, Differences: diffs}
+		}
+		fmt.Fprintf(g.stderr, "dm: the %s of %s have objects of the same Google Cloud names and types, and dm makes no other\n",
+			plural(len(dmm.Resources), "resource", "resources"), orDeployment(dmm))
+		if cf.dir == "" {
+			return nil // a check
+		}
+	}
 	if un := m.Unresolved(); len(un) > 0 {
 		if !cf.allowUnresolved {
 			return derrors.Errorf(derrors.InvalidArgument, "%s only live objects can fill, which a static manifest would hold as text (dm deploy fills them in; --allow-unresolved writes them as written):\n  %s",
@@ -239,6 +274,28 @@ func cmdConvert(ctx context.Context, g *globals, p *printer, arg string, f *expa
 	}
 	fmt.Fprintf(g.stderr, "dm: wrote %d objects to %s\n", len(rep.Written), cf.dir)
 	return nil
+}
+
+// readDMManifest reads a manifest gcloud printed.
+func readDMManifest(file string) (*adopt.DMManifest, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--check-manifest: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, adopt.MaxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("--check-manifest: %w", err)
+	}
+	return adopt.ParseManifest(b, file)
+}
+
+// orDeployment names a manifest's deployment.
+func orDeployment(m *adopt.DMManifest) string {
+	if m.Deployment != "" {
+		return "deployment " + m.Deployment
+	}
+	return m.File
 }
 
 // plural is n with the noun's singular or plural.

@@ -312,3 +312,47 @@ func TestConvertDeploymentName(t *testing.T) {
 		t.Errorf("dm expand: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestConvertCheckManifest: --check-manifest FILE (gcloud's manifests
+// describe output) exits 0 when the objects match DM's resources by name
+// and type, and 1 with one line per difference on stdout otherwise; the
+// manifest's project is the default one, and its deployment is named when
+// --deployment is missing.
+func TestConvertCheckManifest(t *testing.T) {
+	src := filepath.Join("..", "..", "testdata", "gcp", "adopt")
+	cfg, man := filepath.Join(src, "config.yaml"), filepath.Join(src, "manifest-my-web.yaml")
+	r := dmRun(t, nil, "convert", cfg, "--deployment", "my-web", "--check-manifest", man)
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "project acme-prod (from the selfLink of "+man) || !strings.Contains(r.stderr, "the 3 resources of deployment my-web have objects of the same Google Cloud names and types") {
+		t.Errorf("a matching manifest: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = dmRun(t, nil, "convert", cfg, "--check-manifest", man)
+	if r.code != 1 || !strings.Contains(r.stderr, "config-vm (compute.v1.instance, layout path web/config-vm)") || !strings.Contains(r.stderr, "is the manifest of deployment my-web: --deployment my-web") {
+		t.Errorf("without --deployment: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = dmRun(t, nil, "convert", cfg, "--deployment", "my-web", "--project", "other", "--check-manifest", man)
+	if lines := strings.Split(strings.TrimSpace(r.stdout), "\n"); r.code != 1 || len(lines) != 3 || !strings.HasPrefix(lines[1], "moved: compute.v1.instance my-web-vm: Deployment Manager's is in us-central1-a of project acme-prod, dm's in us-central1-a of project other") ||
+		!strings.Contains(r.stderr, "3 differences between the objects dm makes and deployment my-web's resources") {
+		t.Errorf("another project: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	// With -o DIR: written only when it matches.
+	out := filepath.Join(t.TempDir(), "kcc")
+	if r := dmRun(t, nil, "convert", cfg, "--deployment", "my-web", "--project", "other", "--check-manifest", man, "-o", out, "--allow-unresolved"); r.code != 1 {
+		t.Errorf("-o with differences: exit %d", r.code)
+	}
+	if _, err := os.Stat(out); err == nil {
+		t.Error("-o wrote files although the manifest differs")
+	}
+	if r := dmRun(t, nil, "convert", cfg, "--deployment", "my-web", "--check-manifest", man, "-o", out, "--allow-unresolved"); r.code != 0 {
+		t.Errorf("-o of a match: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, "computeinstance-my-web-vm.yaml")); err != nil || !strings.Contains(string(b), "project-id: acme-prod") {
+		t.Errorf("-o of a match: %v\n%s", err, b)
+	}
+	// A file that is not a manifest.
+	if r := dmRun(t, nil, "convert", cfg, "--deployment", "my-web", "--check-manifest", cfg); r.code != 1 || !strings.Contains(r.stderr, "it has no expandedConfig (want what gcloud deployment-manager manifests describe") {
+		t.Errorf("a configuration as the manifest: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := dmRun(t, nil, "convert", cfg, "--check-manifest", filepath.Join(src, "missing.yaml")); r.code != 1 || !strings.Contains(r.stderr, "--check-manifest: open") {
+		t.Errorf("a missing manifest: exit %d\n%s", r.code, r.stderr)
+	}
+}

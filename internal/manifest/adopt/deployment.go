@@ -117,11 +117,11 @@ func (e *NameError) Error() string {
 		more = fmt.Sprintf(", and %d more", len(list)-most)
 		list = list[:most]
 	}
-	what := "1 Google Cloud resource reads"
+	what := "name of 1 Google Cloud resource reads"
 	if len(e.Resources) != 1 {
-		what = fmt.Sprintf("%d Google Cloud resources read", len(e.Resources))
+		what = fmt.Sprintf("names of %d Google Cloud resources read", len(e.Resources))
 	}
-	return fmt.Sprintf("the name of %s env.deployment, which without %s is %q: %s%s; give %s NAME, the name of the Deployment Manager deployment that made them (gcloud deployment-manager deployments list), or Config Connector creates new resources beside Deployment Manager's instead of adopting them",
+	return fmt.Sprintf("the %s env.deployment, which without %s is %q: %s%s; give %s NAME, the name of the Deployment Manager deployment that made them (gcloud deployment-manager deployments list), or Config Connector creates new resources beside Deployment Manager's instead of adopting them",
 		what, e.Flag, e.Name, strings.Join(list, ", "), more, e.Flag)
 }
 

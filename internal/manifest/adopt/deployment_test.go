@@ -125,7 +125,7 @@ func TestCheckDeploymentNameFails(t *testing.T) {
 
 func TestNameErrorMany(t *testing.T) {
 	e := &NameError{Name: "c", Flag: "--name", Resources: []string{"a", "b", "c", "d", "e", "f", "g"}}
-	if msg := e.Error(); !strings.Contains(msg, "7 Google Cloud resources read") || !strings.Contains(msg, "a, b, c, d, e, and 2 more") || !strings.Contains(msg, "give --name NAME") {
+	if msg := e.Error(); !strings.Contains(msg, "the names of 7 Google Cloud resources read") || !strings.Contains(msg, "a, b, c, d, e, and 2 more") || !strings.Contains(msg, "give --name NAME") {
 		t.Error(msg)
 	}
 }
