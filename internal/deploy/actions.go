@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
@@ -420,6 +422,18 @@ type DeleteOptions struct {
 	// Controller is set by dm-controller, which may delete a deployment
 	// it manages (see ApplyOptions.Controller).
 	Controller string
+	// DeletionPolicy, when set (gcp.PolicyAbandon or gcp.PolicyDelete,
+	// gcloud's deployments delete --delete-policy), is written on every
+	// Config Connector object of the deployment before anything is
+	// deleted, so that Config Connector abandons or deletes every Google
+	// Cloud resource as it says, whatever each object carried.
+	DeletionPolicy string
+	// Confirm, when set and DeletionPolicy is not, is called before
+	// anything changes with the Config Connector objects whose Google
+	// Cloud resources Config Connector would delete with them (their
+	// policy is not abandon), when there are any; an error stops the
+	// deletion and is returned.
+	Confirm func(objs []kube.ObjectRef) error
 }
 
 // Delete deletes a deployment's objects, in reverse order, and its
@@ -465,6 +479,9 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	}
 	if err := c.checkCRDs(ctx, del, opts.PruneCRDs, "deleting"); err != nil {
 		return nil, err
+	}
+	if err := c.deletionPolicy(ctx, del, live, opts); err != nil {
+		return nil, fmt.Errorf("deleting %s (nothing was deleted): %w", name, err)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -514,6 +531,43 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 		}
 	}
 	return del, errors.Join(errs...)
+}
+
+// deletionPolicy applies opts.DeletionPolicy to the Config Connector
+// objects of del (live holds their metadata), or asks opts.Confirm about
+// those whose Google Cloud resources deleting them deletes.
+func (c *Config) deletionPolicy(ctx context.Context, del []kube.ObjectRef, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts DeleteOptions) error {
+	var kcc, deleting []kube.ObjectRef
+	for _, r := range del {
+		if !kube.IsConfigConnector(r.Group) {
+			continue
+		}
+		kcc = append(kcc, r)
+		if m := live[r]; m != nil && gcp.DeletionPolicyOf(m.Annotations) != gcp.PolicyAbandon {
+			deleting = append(deleting, r)
+		}
+	}
+	switch {
+	case opts.DeletionPolicy != "":
+		if opts.DeletionPolicy != gcp.PolicyAbandon && opts.DeletionPolicy != gcp.PolicyDelete {
+			return derrors.Errorf(derrors.InvalidArgument, "deletion policy %q: want %s or %s", opts.DeletionPolicy, gcp.PolicyAbandon, gcp.PolicyDelete)
+		}
+		if len(kcc) == 0 {
+			return nil
+		}
+		value := gcp.DeletionPolicyValue(opts.DeletionPolicy)
+		if _, err := c.Cluster.Annotate(ctx, kcc, gcp.DeletionPolicyAnnotation, value); err != nil {
+			return err
+		}
+		does := "deletes"
+		if opts.DeletionPolicy == gcp.PolicyAbandon {
+			does = "leaves"
+		}
+		c.logf("dm: %d Config Connector objects annotated %s: %s: Config Connector %s their Google Cloud resources", len(kcc), gcp.DeletionPolicyAnnotation, value, does)
+	case opts.Confirm != nil && len(deleting) > 0:
+		return opts.Confirm(deleting)
+	}
+	return nil
 }
 
 // deleteHookPlan returns the delete hooks of the deployed revision of
