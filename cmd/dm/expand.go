@@ -119,11 +119,24 @@ func (x *expanded) checkDeployment(ctx context.Context, f *expandFlags) error {
 	if f.deployment != "" {
 		return nil
 	}
-	return adopt.CheckDeploymentName(x.ExpandResult, x.req.Deployment, "--deployment", gcp.Options{Project: f.options().Project}, func(d string) (*expand.Result, error) {
+	return adopt.CheckDeploymentName(x.ExpandResult, x.req.Deployment, "--deployment", gcp.Options{Project: f.options().Project}, sources(x.req.Config, x.req.Ref, x.req.Imports), func(d string) (*expand.Result, error) {
 		req := *x.req
 		req.Deployment = d
 		return x.b.Expand(ctx, &req)
 	})
+}
+
+// sources are the texts an expansion of a configuration and its imports
+// reads, or nil for a reference (a registry's template, read elsewhere).
+func sources(config, ref string, imports map[string]string) []string {
+	if ref != "" {
+		return nil
+	}
+	out := []string{config}
+	for _, b := range imports {
+		out = append(out, b)
+	}
+	return out
 }
 
 // expandArg expands dm expand's (or dm convert's) argument, a

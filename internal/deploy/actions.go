@@ -90,7 +90,14 @@ func (c *Config) Deploy(ctx context.Context, opts DeployOptions) (*Result, error
 // Cloud resources' names read env.deployment: src (as expanded into x) is
 // expanded again under another name and the names compared.
 func (c *Config) checkDeploymentName(ctx context.Context, opts DeployOptions, src Source, x *expanded) error {
-	return adopt.CheckDeploymentName(x.x, opts.Name, "--name", gcp.Options{Project: src.Project}, func(d string) (*expand.Result, error) {
+	var sources []string
+	if src.Input.Ref == "" && src.Input.Chart == nil {
+		sources = append(sources, src.Input.Config)
+		for _, b := range src.Input.Imports {
+			sources = append(sources, b)
+		}
+	}
+	return adopt.CheckDeploymentName(x.x, opts.Name, "--name", gcp.Options{Project: src.Project}, sources, func(d string) (*expand.Result, error) {
 		probe := src
 		probe.Deployment = d
 		if probe.Input.Ref != "" && opts.Source.Name == "" {

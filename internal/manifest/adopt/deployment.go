@@ -16,6 +16,7 @@ package adopt
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -131,11 +132,20 @@ func (e *NameError) Unwrap() error { return derrors.InvalidArgument }
 // CheckDeploymentName returns a *NameError when res, expanded as the
 // default deployment name def, has Google Cloud resources whose names
 // read it; expandAs expands the same input as another deployment name.
-// An input without Google Cloud resources is not expanded again. When the
-// other expansion fails, the input depends on the name in a way that
-// cannot be compared, and that is the error.
-func CheckDeploymentName(res *expand.Result, def, flag string, opts gcp.Options, expandAs func(deployment string) (*expand.Result, error)) error {
+// When the other expansion fails, the input depends on the name in a way
+// that cannot be compared, and that is the error.
+//
+// The input is not expanded again when it has no Google Cloud resources,
+// or when sources (the configuration and the files it imports; nil when
+// they are not all known) are every file it read (res used no registry
+// template) and none of them spells "deployment": no template can then
+// read env["deployment"], and a second expansion would only double the
+// cost of dm convert.
+func CheckDeploymentName(res *expand.Result, def, flag string, opts gcp.Options, sources []string, expandAs func(deployment string) (*expand.Result, error)) error {
 	if !manifest.HasGCP(res) {
+		return nil
+	}
+	if sources != nil && len(res.References) == 0 && !slices.ContainsFunc(sources, func(s string) bool { return strings.Contains(s, "deployment") }) {
 		return nil
 	}
 	other := OtherName(def)

@@ -74,6 +74,10 @@ func TestCheckDeploymentName(t *testing.T) {
 		{"no Google Cloud resources", map[string]string{
 			"config.yaml": "resources:\n- {name: cm, type: ConfigMap}\n",
 		}, nil},
+		{"never spelt", map[string]string{
+			"config.yaml": "imports: [f.jinja]\nresources:\n- {name: f, type: f.jinja}\n",
+			"f.jinja":     "resources:\n- {name: '{{ env[\"name\"] }}-net', type: compute.v1.network}\n",
+		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := expandAs(t, tc.files)
@@ -81,7 +85,20 @@ func TestCheckDeploymentName(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = CheckDeploymentName(res, "config", "--deployment", gcp.Options{Project: "p"}, ex)
+			var sources []string
+			for _, f := range tc.files {
+				sources = append(sources, f)
+			}
+			probed := false
+			again := func(d string) (*expand.Result, error) { probed = true; return ex(d) }
+			// With the sources as without: the filter never hides a name.
+			err = CheckDeploymentName(res, "config", "--deployment", gcp.Options{Project: "p"}, sources, again)
+			if err2 := CheckDeploymentName(res, "config", "--deployment", gcp.Options{Project: "p"}, nil, ex); (err == nil) != (err2 == nil) {
+				t.Errorf("with the sources: %v; without: %v", err, err2)
+			}
+			if mentions := strings.Contains(strings.Join(sources, ""), "deployment"); probed != (mentions && len(res.Config.Resources) > 0 && tc.name != "no Google Cloud resources") {
+				t.Errorf("expanded again: %v; the sources mention deployment: %v", probed, mentions)
+			}
 			if tc.want == nil {
 				if err != nil {
 					t.Fatalf("error %v, want none", err)
@@ -117,7 +134,7 @@ func TestCheckDeploymentNameFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = CheckDeploymentName(res, "config", "--deployment", gcp.Options{Project: "p"}, ex)
+	err = CheckDeploymentName(res, "config", "--deployment", gcp.Options{Project: "p"}, nil, ex)
 	if err == nil || !strings.Contains(err.Error(), `expanding again as deployment "dpogjh"`) || !strings.Contains(err.Error(), "give --deployment NAME") || !strings.Contains(err.Error(), "only config") {
 		t.Fatalf("error %v", err)
 	}
