@@ -15,10 +15,12 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/driver"
+	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/octemplate"
 	"github.com/dmhq/dm/internal/deploy/release"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/helmproxy"
+	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/version"
 )
 
@@ -263,7 +265,7 @@ your credentials), --properties giving its parameters.`,
 				return err
 			}
 			f.lockFlags.config(c)
-			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade})
+			res, err := c.Deploy(cmd.Context(), deploy.DeployOptions{ApplyOptions: f.options(), Name: f.nameOr(args[0]), Source: src, Upgrade: f.upgrade, NameDefaulted: f.name == ""})
 			return p.applied(c, res, f.dryRun, err)
 		},
 	}
@@ -350,15 +352,31 @@ func newRollbackCommand(g *globals, p *printer) *cobra.Command {
 
 // newDeleteCommand is dm delete.
 func newDeleteCommand(g *globals, p *printer) *cobra.Command {
-	var f deploy.DeleteOptions
-	var lf lockFlags
+	var (
+		f   deploy.DeleteOptions
+		lf  lockFlags
+		yes bool
+	)
 	cmd := &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a deployment's objects (in reverse order) and its history",
-		Args:  exactArgs(1),
+		Long: `Delete a deployment's objects, in reverse order, and its history.
+
+Config Connector deletes the Google Cloud resource of each of its objects that is
+deleted, unless the object carries cnrm.cloud.google.com/deletion-policy: abandon.
+--deletion-policy abandon|delete (gcloud's deployments delete --delete-policy) writes
+that policy on every Config Connector object of the deployment first. Without it, the
+objects whose Google Cloud resources would be deleted are listed and, on a terminal,
+confirmed; elsewhere dm delete refuses them unless --yes.`,
+		Args: exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := lf.check(); err != nil {
 				return err
+			}
+			switch f.DeletionPolicy {
+			case "", gcp.PolicyAbandon, gcp.PolicyDelete:
+			default:
+				return &usageError{fmt.Errorf("--deletion-policy %q: want abandon or delete", f.DeletionPolicy)}
 			}
 			c, err := g.deployConfig(cmd.Context())
 			if err != nil {
@@ -366,6 +384,11 @@ func newDeleteCommand(g *globals, p *printer) *cobra.Command {
 			}
 			lf.config(c)
 			f.WaitForLock = lf.lockWait()
+			if !yes {
+				f.Confirm = func(objs []kube.ObjectRef) error {
+					return g.confirmDelete(args[0], objs, cmd.InOrStdin())
+				}
+			}
 			refs, err := c.Delete(cmd.Context(), args[0], f)
 			if err != nil {
 				return err
@@ -380,6 +403,8 @@ func newDeleteCommand(g *globals, p *printer) *cobra.Command {
 	fs.DurationVar(&f.Timeout, "timeout", deploy.DefaultTimeout, "how long --wait waits")
 	fs.BoolVar(&f.PruneCRDs, "prune-crds", false, "allow deleting CustomResourceDefinitions that still have custom resources")
 	addLockFlags(fs, &lf)
+	fs.StringVar(&f.DeletionPolicy, "deletion-policy", "", "`abandon` (Config Connector leaves every Google Cloud resource) or delete (it deletes them), written on every Config Connector object before deleting (default: each object's own)")
+	fs.BoolVarP(&yes, "yes", "y", false, "delete without asking, even Google Cloud resources that deleting the objects deletes")
 	return cmd
 }
 

@@ -38,6 +38,9 @@ type resourceView struct {
 	Template  string `json:"template,omitempty"`
 	Status    string `json:"status,omitempty"`
 	Message   string `json:"message,omitempty"`
+	// DeletionPolicy is, for a Config Connector object, what deleting it
+	// does to its Google Cloud resource: abandon or delete.
+	DeletionPolicy string `json:"deletionPolicy,omitempty"`
 }
 
 // deploymentView is a deployment as dm get and dm deploy print it.
@@ -80,7 +83,7 @@ func viewOf(r *release.Record, st []kube.Status) deploymentView {
 	for i, res := range r.Resources {
 		v.Resources[i] = resourceView{APIVersion: res.APIVersion, Kind: res.Kind, Name: res.Name, Namespace: res.Namespace, Path: res.Path, Template: res.Template}
 		if i < len(st) {
-			v.Resources[i].Status, v.Resources[i].Message = st[i].Status, st[i].Message
+			v.Resources[i].Status, v.Resources[i].Message, v.Resources[i].DeletionPolicy = st[i].Status, st[i].Message, st[i].DeletionPolicy
 		}
 	}
 	return v
@@ -106,6 +109,9 @@ func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[st
 		fmt.Fprintf(p.w, "MANAGED BY:   %s (dm-controller; change the instance, not the deployment)\n", v.Controller)
 	}
 	fmt.Fprintln(p.w)
+	// The deletion policy, when Config Connector objects have one (before
+	// the status, whose messages are long).
+	policies := slices.ContainsFunc(v.Resources, func(r resourceView) bool { return r.DeletionPolicy != "" })
 	rows := make([][]string, len(v.Resources))
 	for i, res := range v.Resources {
 		kind := res.Kind
@@ -117,6 +123,9 @@ func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[st
 			name = res.Namespace + "/" + name
 		}
 		rows[i] = []string{kind, name, res.Path}
+		if policies {
+			rows[i] = append(rows[i], orDash(res.DeletionPolicy))
+		}
 		if st != nil {
 			status := orDash(res.Status)
 			if res.Message != "" && res.Status != kube.Current {
@@ -126,6 +135,9 @@ func (p *printer) deployment(r *release.Record, st []kube.Status, outputs map[st
 		}
 	}
 	header := []string{"KIND", "NAME", "PATH"}
+	if policies {
+		header = append(header, "DELETION")
+	}
 	if st != nil {
 		header = append(header, "STATUS")
 	}

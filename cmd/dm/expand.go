@@ -22,8 +22,10 @@ import (
 	"github.com/dmhq/dm/internal/expand/configfile"
 	"github.com/dmhq/dm/internal/expand/openshift"
 	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/manifest/adopt"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -77,10 +79,11 @@ func (f *configFlags) templateEnv() (map[string]string, error) {
 // prints the result: the flat config, or with --layout (and always with
 // -o json) the config, the layout and the resolved references.
 func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expandFlags, stdin io.Reader) error {
-	res, err := expandArg(ctx, g, arg, f, stdin)
+	x, err := expandArg(ctx, g, arg, f, stdin)
 	if err != nil {
 		return err
 	}
+	res := x.ExpandResult
 	switch {
 	case p.g.output == "json":
 		_, err := p.structured(res)
@@ -88,6 +91,9 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	case p.g.output == "manifest" || p.g.output == "list":
 		m, err := manifest.Of(res, f.options())
 		if err != nil {
+			return err
+		}
+		if err := x.checkDeployment(ctx, f); err != nil {
 			return err
 		}
 		g.warn(m.Warnings)
@@ -99,9 +105,45 @@ func cmdExpand(ctx context.Context, g *globals, p *printer, arg string, f *expan
 	}
 }
 
+// expanded is dm expand's (or dm convert's) argument expanded, with what
+// expanding it again takes.
+type expanded struct {
+	*api.ExpandResult
+	req *api.ExpandRequest
+	b   api.Backend
+}
+
+// checkDeployment refuses, when --deployment was not given (the
+// deployment is named after the file), Google Cloud resources whose names
+// read env.deployment: Deployment Manager named them after the
+// deployment's name.
+func (x *expanded) checkDeployment(ctx context.Context, f *expandFlags) error {
+	if f.deployment != "" {
+		return nil
+	}
+	return adopt.CheckDeploymentName(x.ExpandResult, x.req.Deployment, "--deployment", gcp.Options{Project: f.options().Project}, sources(x.req.Config, x.req.Ref, x.req.Imports), func(d string) (*expand.Result, error) {
+		req := *x.req
+		req.Deployment = d
+		return x.b.Expand(ctx, &req)
+	})
+}
+
+// sources are the texts an expansion of a configuration and its imports
+// reads, or nil for a reference (a registry's template, read elsewhere).
+func sources(config, ref string, imports map[string]string) []string {
+	if ref != "" {
+		return nil
+	}
+	out := []string{config}
+	for _, b := range imports {
+		out = append(out, b)
+	}
+	return out
+}
+
 // expandArg expands dm expand's (or dm convert's) argument, a
 // configuration file or a template reference, and prints the warnings.
-func expandArg(ctx context.Context, g *globals, arg string, f *expandFlags, stdin io.Reader) (*api.ExpandResult, error) {
+func expandArg(ctx context.Context, g *globals, arg string, f *expandFlags, stdin io.Reader) (*expanded, error) {
 	props, text, err := g.propertyValues(f.values)
 	if err != nil {
 		return nil, err
@@ -155,7 +197,7 @@ func expandArg(ctx context.Context, g *globals, arg string, f *expandFlags, stdi
 		return nil, err
 	}
 	g.warn(res.Warnings)
-	return res, nil
+	return &expanded{res, req, b}, nil
 }
 
 // examplePrefix is the reference prefix dm's hints mount a registry

@@ -11,7 +11,10 @@ import (
 	"golang.org/x/term"
 
 	"github.com/dmhq/dm/internal/api"
+	"github.com/dmhq/dm/internal/deploy/kube"
+	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/schema"
+	"github.com/dmhq/dm/internal/gcp"
 )
 
 // Bounds of one answer: its length, and the attempts at a valid one.
@@ -150,4 +153,32 @@ func (g *globals) configProperties(ctx context.Context, b api.Backend, req *api.
 		rp[o[1]] = v
 	})
 	return props, err
+}
+
+// confirmDelete asks on a terminal whether to delete deployment name
+// although deleting objs deletes their Google Cloud resources, listing
+// them, as gcloud deployment-manager deployments delete asked; without a
+// terminal (or with --no-prompt) it refuses, naming them and the flags
+// that decide.
+func (g *globals) confirmDelete(name string, objs []kube.ObjectRef, stdin io.Reader) error {
+	list := make([]string, len(objs))
+	for i, o := range objs {
+		list[i] = "  " + o.String()
+	}
+	what := fmt.Sprintf("deleting deployment %s deletes the Google Cloud resources of %s (Config Connector deletes a resource with its object unless the object carries %s: abandon):\n%s",
+		name, plural(len(objs), "Config Connector object", "Config Connector objects"), gcp.DeletionPolicyAnnotation, strings.Join(list, "\n"))
+	tty, ok := stdin.(*os.File)
+	if g.noPrompt || !ok || !term.IsTerminal(int(tty.Fd())) {
+		return derrors.Errorf(derrors.InvalidArgument, "%s\nnothing was deleted: give --deletion-policy abandon to leave the resources (dm stops managing them), or --deletion-policy delete or --yes to delete them", what)
+	}
+	fmt.Fprintf(g.stderr, "%s\nDelete them? (y/N) ", what)
+	line, err := readLine(tty)
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return nil
+	}
+	return derrors.Errorf(derrors.InvalidArgument, "deleting deployment %s: not confirmed; nothing was deleted (--deletion-policy abandon leaves the Google Cloud resources)", name)
 }

@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/expand/helmproxy/helmproxytest"
 	"github.com/dmhq/dm/internal/sandbox"
 )
@@ -13,12 +14,13 @@ import (
 var chartPrograms helmproxytest.Programs
 
 // TestMain lets the test binary serve as registryd's expansion worker, as
-// the registryd binary does: the pool re-executes os.Executable.
+// the registryd binary does: the pool re-executes os.Executable; and
+// stops the apiserver the tests share (kubetest.Shared).
 func TestMain(m *testing.M) {
 	if sandbox.IsWorker() {
 		sandbox.ServeWorker()
 	}
-	code := m.Run()
+	code := kubetest.Run(m) // tests that need an apiserver share one
 	chartPrograms.Remove()
 	os.Exit(code)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/deploy/release"
@@ -16,6 +18,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/gcp"
 	"github.com/dmhq/dm/internal/manifest"
+	"github.com/dmhq/dm/internal/manifest/adopt"
 )
 
 // DeployOptions are Deploy's options.
@@ -27,6 +30,12 @@ type DeployOptions struct {
 	Source Source
 	// Upgrade updates the deployment if it exists (helm upgrade --install).
 	Upgrade bool
+	// NameDefaulted says that Name is a default (the configuration
+	// file's or template's name), not one the user gave: Google Cloud
+	// resources whose names read env.deployment are then refused, naming
+	// them and --name, since Deployment Manager named them after the
+	// deployment it had.
+	NameDefaulted bool
 }
 
 // Deploy deploys a new deployment: revision 1, or the next revision when
@@ -74,11 +83,37 @@ func (c *Config) deploy(ctx context.Context, opts DeployOptions, until time.Time
 	if err != nil {
 		return nil, err
 	}
+	if opts.NameDefaulted {
+		if err := c.checkDeploymentName(ctx, opts, src, x); err != nil {
+			return nil, err
+		}
+	}
 	c.warn(x)
 	if liveRecord(h.hist) != nil {
 		return c.update(ctx, opts.Name, h.hist, src, x, opts.ApplyOptions)
 	}
 	return c.release(ctx, opts.Name, h.hist, src, x, "Deploy complete", opts.ApplyOptions)
+}
+
+// checkDeploymentName refuses a deployment named by default whose Google
+// Cloud resources' names read env.deployment: src (as expanded into x) is
+// expanded again under another name and the names compared.
+func (c *Config) checkDeploymentName(ctx context.Context, opts DeployOptions, src Source, x *expanded) error {
+	var sources []string
+	if src.Input.Ref == "" && src.Input.Chart == nil {
+		sources = append(sources, src.Input.Config)
+		for _, b := range src.Input.Imports {
+			sources = append(sources, b)
+		}
+	}
+	return adopt.CheckDeploymentName(x.x, opts.Name, "--name", gcp.Options{Project: src.Project}, sources, func(d string) (*expand.Result, error) {
+		probe := src
+		probe.Deployment = d
+		if probe.Input.Ref != "" && opts.Source.Name == "" {
+			probe.Name = d // a reference's resource is named after the deployment
+		}
+		return c.Expander.Expand(ctx, probe)
+	})
 }
 
 // liveRecord returns the latest revision of a deployment that is deployed
@@ -435,6 +470,18 @@ type DeleteOptions struct {
 	Controller string
 	// WaitForLock is as for ApplyOptions.
 	WaitForLock time.Duration
+	// DeletionPolicy, when set (gcp.PolicyAbandon or gcp.PolicyDelete,
+	// gcloud's deployments delete --delete-policy), is written on every
+	// Config Connector object of the deployment before anything is
+	// deleted, so that Config Connector abandons or deletes every Google
+	// Cloud resource as it says, whatever each object carried.
+	DeletionPolicy string
+	// Confirm, when set and DeletionPolicy is not, is called before
+	// anything changes with the Config Connector objects whose Google
+	// Cloud resources Config Connector would delete with them (their
+	// policy is not abandon), when there are any; an error stops the
+	// deletion and is returned.
+	Confirm func(objs []kube.ObjectRef) error
 }
 
 // Delete deletes a deployment's objects, in reverse order, and its
@@ -485,6 +532,9 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 	}
 	if err := c.checkCRDs(ctx, del, opts.PruneCRDs, "deleting"); err != nil {
 		return nil, err
+	}
+	if err := c.deletionPolicy(ctx, del, live, opts); err != nil {
+		return nil, fmt.Errorf("deleting %s (nothing was deleted): %w", name, err)
 	}
 	timeout := opts.Timeout
 	if timeout <= 0 {
@@ -553,6 +603,43 @@ func (c *Config) deleteDeployment(ctx context.Context, name string, opts DeleteO
 		}
 	}
 	return del, errors.Join(errs...)
+}
+
+// deletionPolicy applies opts.DeletionPolicy to the Config Connector
+// objects of del (live holds their metadata), or asks opts.Confirm about
+// those whose Google Cloud resources deleting them deletes.
+func (c *Config) deletionPolicy(ctx context.Context, del []kube.ObjectRef, live map[kube.ObjectRef]*metav1.PartialObjectMetadata, opts DeleteOptions) error {
+	var kcc, deleting []kube.ObjectRef
+	for _, r := range del {
+		if !kube.IsConfigConnector(r.Group) {
+			continue
+		}
+		kcc = append(kcc, r)
+		if m := live[r]; m != nil && gcp.DeletionPolicyOf(m.Annotations) != gcp.PolicyAbandon {
+			deleting = append(deleting, r)
+		}
+	}
+	switch {
+	case opts.DeletionPolicy != "":
+		if opts.DeletionPolicy != gcp.PolicyAbandon && opts.DeletionPolicy != gcp.PolicyDelete {
+			return derrors.Errorf(derrors.InvalidArgument, "deletion policy %q: want %s or %s", opts.DeletionPolicy, gcp.PolicyAbandon, gcp.PolicyDelete)
+		}
+		if len(kcc) == 0 {
+			return nil
+		}
+		value := gcp.DeletionPolicyValue(opts.DeletionPolicy)
+		if _, err := c.Cluster.Annotate(ctx, kcc, gcp.DeletionPolicyAnnotation, value); err != nil {
+			return err
+		}
+		does := "deletes"
+		if opts.DeletionPolicy == gcp.PolicyAbandon {
+			does = "leaves"
+		}
+		c.logf("dm: %d Config Connector objects annotated %s: %s: Config Connector %s their Google Cloud resources", len(kcc), gcp.DeletionPolicyAnnotation, value, does)
+	case opts.Confirm != nil && len(deleting) > 0:
+		return opts.Confirm(deleting)
+	}
+	return nil
 }
 
 // deleteHookPlan returns the delete hooks of the deployed revision of

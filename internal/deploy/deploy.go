@@ -130,6 +130,7 @@ type Cluster interface {
 	Diff(ctx context.Context, objs []*unstructured.Unstructured, gone []kube.ObjectRef) (string, bool, error)
 	List(ctx context.Context, namespace, selector string, kinds []string) ([]*unstructured.Unstructured, error)
 	TakeOverFields(ctx context.Context, refs []kube.ObjectRef, managers []string) error
+	Annotate(ctx context.Context, refs []kube.ObjectRef, key, value string) ([]kube.ObjectRef, error)
 }
 
 var _ Cluster = (*kube.Client)(nil)

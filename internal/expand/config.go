@@ -2,6 +2,7 @@ package expand
 
 import (
 	"errors"
+	"fmt"
 	"path"
 	"regexp"
 	"sort"
@@ -29,6 +30,9 @@ type Config struct {
 	// value}]) as written; Result.Outputs has them resolved. They are not
 	// part of the flat configuration that dm expand prints.
 	Outputs []Output `json:"-"`
+	// ignoredOutputFields say which fields of Outputs beside name and
+	// value were ignored, each with its line: Expand warns about them.
+	ignoredOutputFields []string
 }
 
 // Import names a file sent along with a configuration, usable as a type by
@@ -206,8 +210,16 @@ func configFromDoc(doc any, line func(path ...any) int) (*Config, error) {
 		return nil, err
 	}
 	cfg.Resources = res
-	if cfg.Outputs, err = outputsFromValue(m["outputs"], true); err != nil {
+	var extra []outputExtra
+	if cfg.Outputs, extra, err = outputsFromValue(m["outputs"], true); err != nil {
 		return nil, lineErr(line("outputs"), "%v", err)
+	}
+	for _, e := range extra {
+		msg := e.String()
+		if n := line("outputs", e.index, e.fields[0]); n > 0 {
+			msg = fmt.Sprintf("line %d: %s", n, msg)
+		}
+		cfg.ignoredOutputFields = append(cfg.ignoredOutputFields, msg)
 	}
 	return cfg, nil
 }
@@ -345,43 +357,54 @@ var yamlLinePrefixRE = regexp.MustCompile(`(^|; |yaml: )line \d+: `)
 // Output is one of a template's outputs; see package layout.
 type Output = layout.Output
 
+// ignoredFields are the fields of a template's output that Deployment
+// Manager ignored, and so dm ignores with a warning.
+type ignoredFields struct {
+	// top are the output's fields beside resources, outputs and imports,
+	// sorted.
+	top []string
+	// outputs are its outputs' fields beside name and value.
+	outputs []outputExtra
+}
+
 // configFromValue reads a template's output: a mapping with resources and
 // outputs (a Starlark dict or decoded YAML). Other fields beside resources
 // are returned in ignored, sorted, as Deployment Manager ignored them (a
 // multi-line value pasted into a template without indentation makes
 // fields of its lines); without resources they are an error (a misspelt
-// resources).
-func configFromValue(v any) (res []Resource, outs []Output, ignored []string, err error) {
+// resources). So are an output's fields beside name and value
+// (resourceName, description).
+func configFromValue(v any) (res []Resource, outs []Output, ignored ignoredFields, err error) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		if v == nil {
-			return nil, nil, nil, invalid("output is empty; want a mapping with resources")
+			return nil, nil, ignored, invalid("output is empty; want a mapping with resources")
 		}
-		return nil, nil, nil, invalid("output is %s; want a mapping with resources", kindOf(v))
+		return nil, nil, ignored, invalid("output is %s; want a mapping with resources", kindOf(v))
 	}
 	for k := range m {
 		switch k {
 		case "resources", "outputs", "imports":
 		default:
-			ignored = append(ignored, k)
+			ignored.top = append(ignored.top, k)
 		}
 	}
-	sort.Strings(ignored)
-	if _, ok := m["resources"]; !ok && len(ignored) > 0 {
-		return nil, nil, nil, invalid("output has unknown field %q; want resources", ignored[0])
+	sort.Strings(ignored.top)
+	if _, ok := m["resources"]; !ok && len(ignored.top) > 0 {
+		return nil, nil, ignoredFields{}, invalid("output has unknown field %q; want resources", ignored.top[0])
 	}
 	noLine := func(...any) int { return 0 }
 	res, err = resourcesFromValue(m["resources"], noLine)
 	if err != nil {
 		var l *located
 		if errors.As(err, &l) {
-			return nil, nil, nil, l.Err
+			return nil, nil, ignored, l.Err
 		}
-		return nil, nil, nil, err
+		return nil, nil, ignored, err
 	}
-	outs, err = outputsFromValue(m["outputs"], false)
+	outs, ignored.outputs, err = outputsFromValue(m["outputs"], false)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, ignoredFields{}, err
 	}
 	return res, outs, ignored, nil
 }
@@ -390,38 +413,60 @@ func configFromValue(v any) (res []Resource, outs []Output, ignored []string, er
 // value. A configuration's names must be unique; a template's may repeat,
 // as Deployment Manager let them (the Cloud Foundation Toolkit's folder.py
 // returns an output "name" per folder): a reference to a repeated one is
-// refused as ambiguous where it is made.
-func outputsFromValue(v any, unique bool) ([]Output, error) {
+// refused as ambiguous where it is made. Fields beside name and value (a
+// description, a template's resourceName) are returned in extra: Deployment
+// Manager read only the two and deployed such configurations.
+func outputsFromValue(v any, unique bool) (outs []Output, extra []outputExtra, err error) {
 	list, ok := v.([]any)
 	if !ok && v != nil {
-		return nil, invalid("outputs is %s; want a list of {name, value}", kindOf(v))
+		return nil, nil, invalid("outputs is %s; want a list of {name, value}", kindOf(v))
 	}
-	var outs []Output
 	seen := map[string]bool{}
 	for i, e := range list {
 		m, ok := e.(map[string]any)
 		if !ok {
-			return nil, invalid("outputs[%d] is %s; want a mapping with name and value", i, kindOf(e))
-		}
-		for k := range m {
-			if k != "name" && k != "value" {
-				return nil, invalid("outputs[%d]: field %s not found in an output (want name, value)", i, k)
-			}
+			return nil, nil, invalid("outputs[%d] is %s; want a mapping with name and value", i, kindOf(e))
 		}
 		name, ok := m["name"].(string)
 		switch {
 		case !ok || name == "":
-			return nil, invalid("outputs[%d]: missing name", i)
+			return nil, nil, invalid("outputs[%d]: missing name", i)
 		case unique && seen[name]:
-			return nil, invalid("outputs[%d]: two outputs named %q", i, name)
+			return nil, nil, invalid("outputs[%d]: two outputs named %q", i, name)
 		}
 		if _, ok := m["value"]; !ok {
-			return nil, invalid("outputs[%d] (%s): missing value", i, name)
+			return nil, nil, invalid("outputs[%d] (%s): missing value", i, name)
+		}
+		var fields []string
+		for k := range m {
+			if k != "name" && k != "value" {
+				fields = append(fields, k)
+			}
+		}
+		if len(fields) > 0 {
+			sort.Strings(fields)
+			extra = append(extra, outputExtra{index: i, name: name, fields: fields})
 		}
 		seen[name] = true
 		outs = append(outs, Output{Name: name, Value: m["value"]})
 	}
-	return outs, nil
+	return outs, extra, nil
+}
+
+// outputExtra is an output with fields beside name and value.
+type outputExtra struct {
+	index  int
+	name   string
+	fields []string // sorted
+}
+
+// String is the warning about e.
+func (e outputExtra) String() string {
+	what := "field " + e.fields[0] + " is"
+	if len(e.fields) > 1 {
+		what = "fields " + strings.Join(e.fields, ", ") + " are"
+	}
+	return fmt.Sprintf("outputs[%d] (%s): %s ignored, as Deployment Manager ignored an output's fields beside name and value", e.index, e.name, what)
 }
 
 // kindOf names a plain value's kind for messages.

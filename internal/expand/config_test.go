@@ -232,6 +232,50 @@ func TestHelmResourceFields(t *testing.T) {
 
 // TestActionRefused: a Deployment Manager action (a resource with action:
 // instead of type:) is refused by name, saying what to do instead.
+// TestConfigOutputFields: a configuration's outputs with fields beside
+// name and value (description) expand, with a warning naming each field,
+// its output and its line, as Deployment Manager deployed them.
+func TestConfigOutputFields(t *testing.T) {
+	for _, c := range []struct {
+		name, config string
+		outputs      int
+		warnings     []string
+		err          string
+	}{
+		{"name and value", "resources: []\noutputs: [{name: a, value: 1}]\n", 1, nil, ""},
+		{"description", "resources: []\noutputs:\n- name: ip\n  description: the address\n  value: 1\n", 1,
+			[]string{"config.yaml: line 4: outputs[0] (ip): field description is ignored, as Deployment Manager ignored an output's fields beside name and value"}, ""},
+		{"two outputs", "resources: []\noutputs:\n- {name: a, value: 1, description: x}\n- {name: b, value: 2, help: y, type: z}\n", 2,
+			[]string{"config.yaml: line 3: outputs[0] (a): field description is ignored", "config.yaml: line 4: outputs[1] (b): fields help, type are ignored"}, ""},
+		{"still unique", "resources: []\noutputs: [{name: a, value: 1, description: x}, {name: a, value: 2}]\n", 0, nil, `outputs[1]: two outputs named "a"`},
+		{"still a mapping", "resources: []\noutputs: [a]\n", 0, nil, "outputs[0] is a string"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(c.config), ConfigName: "config.yaml"})
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || !errors.Is(err, derrors.InvalidArgument) {
+					t.Fatalf("error %v, want one containing %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Outputs) != c.outputs {
+				t.Errorf("%d outputs, want %d", len(res.Outputs), c.outputs)
+			}
+			if len(res.Warnings) != len(c.warnings) {
+				t.Fatalf("warnings %q, want %q", res.Warnings, c.warnings)
+			}
+			for i, w := range c.warnings {
+				if !strings.Contains(res.Warnings[i], w) {
+					t.Errorf("warning %q, want %q", res.Warnings[i], w)
+				}
+			}
+		})
+	}
+}
+
 func TestActionRefused(t *testing.T) {
 	_, err := New(Options{}).Expand(t.Context(), Request{Config: []byte("resources:\n- name: bind\n  action: gcp-types/compute-v1:compute.routers.patch\n  properties: {router: r}\n")})
 	if err == nil || !strings.Contains(err.Error(), "resources[0] (bind) is a Deployment Manager action (gcp-types/compute-v1:compute.routers.patch)") {
@@ -255,6 +299,12 @@ func TestTemplateOutputFields(t *testing.T) {
 		{"unindented block", "resources:\n- name: a\n  type: S\n  properties:\n    v: |\n      first line\napiVersion: v1\nkind: Pod\n", 1,
 			"t.jinja): the template's output has fields beside resources and outputs (apiVersion, kind), which are ignored", ""},
 		{"misspelt resources", "resource:\n- {name: a, type: S}\n", 0, "", `output has unknown field "resource"; want resources`},
+		// An output's fields beside name and value: DM read the two.
+		{"output resourceName", "resources: []\noutputs: [{name: ip, value: 1, resourceName: vm}]\n", 0,
+			"t.jinja): outputs[0] (ip): field resourceName is ignored, as Deployment Manager ignored an output's fields beside name and value", ""},
+		{"output fields", "resources: []\noutputs: [{name: a, value: 1}, {name: b, value: 2, type: string, description: d}]\n", 0,
+			"outputs[1] (b): fields description, type are ignored", ""},
+		{"output without value", "resources: []\noutputs: [{name: a, description: d}]\n", 0, "", "outputs[0] (a): missing value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := New(Options{}).Expand(t.Context(), Request{

@@ -424,6 +424,9 @@ func (x *Expander) Expand(ctx context.Context, req Request) (*Result, error) {
 		if err != nil {
 			return nil, &Error{Err: err}
 		}
+		for _, w := range cfg.ignoredOutputFields {
+			r.warn(name + ": " + w)
+		}
 		if len(req.Properties) > 0 {
 			if err := overrideProperties(cfg, req.Properties); err != nil {
 				return nil, &Error{File: name, Err: err}
@@ -837,8 +840,11 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	if err != nil {
 		return nil, fail(err)
 	}
-	if len(ignored) > 0 {
-		r.warn(fmt.Sprintf("%s (%s): the template's output has fields beside resources and outputs (%s), which are ignored, as Deployment Manager ignored them (a multi-line value pasted without indentation makes such fields of its lines)", strings.Join(p, " > "), inv.label, strings.Join(ignored, ", ")))
+	if len(ignored.top) > 0 {
+		r.warn(fmt.Sprintf("%s (%s): the template's output has fields beside resources and outputs (%s), which are ignored, as Deployment Manager ignored them (a multi-line value pasted without indentation makes such fields of its lines)", strings.Join(p, " > "), inv.label, strings.Join(ignored.top, ", ")))
+	}
+	for _, e := range ignored.outputs {
+		r.warn(fmt.Sprintf("%s (%s): %s", strings.Join(p, " > "), inv.label, e))
 	}
 	if len(outputs) > 0 {
 		r.composites = append(r.composites, composite{name: res.Name, path: p, outputs: outputs})
@@ -881,19 +887,19 @@ func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle,
 
 // render runs a template and returns its resources and outputs, and the
 // other fields of its output, which are ignored.
-func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, []string, error) {
+func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []Output, ignoredFields, error) {
 	if inv.src == nil {
-		return nil, nil, nil, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
+		return nil, nil, ignoredFields{}, fmt.Errorf("template file %s is missing: %w", inv.file, derrors.NotFound)
 	}
 	if len(inv.src) > x.opts.MaxInputBytes {
-		return nil, nil, nil, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
+		return nil, nil, ignoredFields{}, at(inv.file, 0, limitErr("MaxInputBytes", x.opts.MaxInputBytes, "template is %d bytes", len(inv.src)))
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, x.opts.Timeout,
 		limitErr("Timeout", x.opts.Timeout, "template ran too long"))
 	defer cancel()
 	eng, ok := x.engines[string(inv.lang)]
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
+		return nil, nil, ignoredFields{}, fmt.Errorf("template %s: unknown language %q: %w", inv.file, inv.lang, derrors.InvalidArgument)
 	}
 	out, err := eng.Render(ctx, engine.Invocation{
 		File: inv.file, Source: inv.src,
@@ -907,7 +913,7 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 			// the expansion's TotalTimeout or the caller's.
 			err = stopped(ctx)
 		}
-		return nil, nil, nil, classify(err)
+		return nil, nil, ignoredFields{}, classify(err)
 	}
 	var v any
 	switch {
@@ -927,22 +933,22 @@ func (x *Expander) render(ctx context.Context, inv *invocation) ([]Resource, []O
 				msg += fmt.Sprintf(" (output line %d: %q)", n, ex)
 			}
 			if errors.Is(err, derrors.LimitExceeded) {
-				return nil, nil, nil, err
+				return nil, nil, ignoredFields{}, err
 			}
-			return nil, nil, nil, at(inv.file, 0, invalid("%s", msg))
+			return nil, nil, ignoredFields{}, at(inv.file, 0, invalid("%s", msg))
 		}
 	case out.Resources != nil:
 		list := make([]Resource, len(out.Resources))
 		for i, r := range out.Resources {
 			list[i] = Resource{Name: r.Name, Type: r.Type, Properties: r.Properties}
 		}
-		return list, nil, nil, nil
+		return list, nil, ignoredFields{}, nil
 	default:
 		v = out.Value
 	}
 	list, outs, ignored, err := configFromValue(v)
 	if err != nil {
-		return nil, nil, nil, at(inv.file, 0, err)
+		return nil, nil, ignoredFields{}, at(inv.file, 0, err)
 	}
 	return list, outs, ignored, nil
 }

@@ -66,6 +66,32 @@ const (
 	StateIntoSpecAnnotation = "cnrm.cloud.google.com/state-into-spec"
 )
 
+// Deletion policies, as dm's --deletion-policy spells them.
+const (
+	PolicyAbandon = "abandon"
+	PolicyDelete  = "delete"
+)
+
+// DeletionPolicyValue is the value of DeletionPolicyAnnotation that gives
+// an object policy (PolicyAbandon or PolicyDelete): Config Connector
+// reads "abandon" or "none", its default, which deletes the resource.
+func DeletionPolicyValue(policy string) string {
+	if policy == PolicyAbandon {
+		return "abandon"
+	}
+	return "none"
+}
+
+// DeletionPolicyOf is the policy a Config Connector object's annotations
+// give it: PolicyAbandon, or PolicyDelete (Config Connector's default,
+// and what every other value means to it).
+func DeletionPolicyOf(annotations map[string]string) string {
+	if annotations[DeletionPolicyAnnotation] == "abandon" {
+		return PolicyAbandon
+	}
+	return PolicyDelete
+}
+
 // Result is a converted deployment.
 type Result struct {
 	// Objects are the KCC objects (apiVersion, kind, metadata, spec) in

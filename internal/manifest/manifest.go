@@ -124,13 +124,7 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 	where := leaves(res)
 	// The Google Cloud resources, converted together (references between
 	// them need the whole set).
-	var gres []gcp.Resource
-	for i, r := range res.Config.Resources {
-		if gcp.IsGCPType(r.Type) {
-			gres = append(gres, gcp.Resource{Name: r.Name, Type: r.Type, Properties: r.Properties,
-				Metadata: r.Metadata, AccessControl: r.AccessControl, Path: where[i].path})
-		}
-	}
+	gres := gcpResources(res, where)
 	var conv *gcp.Result
 	var errs []error
 	if len(gres) > 0 {
@@ -260,6 +254,23 @@ func Of(res *expand.Result, opts Options) (*Manifest, error) {
 	return m, nil
 }
 
+// GCPResources returns the primitives of res of Google Cloud types, in
+// order, with their layout paths: what Of converts.
+func GCPResources(res *expand.Result) []gcp.Resource {
+	return gcpResources(res, leaves(res))
+}
+
+func gcpResources(res *expand.Result, where []place) []gcp.Resource {
+	var gres []gcp.Resource
+	for i, r := range res.Config.Resources {
+		if gcp.IsGCPType(r.Type) {
+			gres = append(gres, gcp.Resource{Name: r.Name, Type: r.Type, Properties: r.Properties,
+				Metadata: r.Metadata, AccessControl: r.AccessControl, Path: where[i].path})
+		}
+	}
+	return gres
+}
+
 // place is where a primitive is in the layout: its path and the
 // template that made it.
 type place struct {
@@ -317,6 +328,29 @@ func leaves(res *expand.Result) []place {
 // located names the primitive name (at layout path path) in err.
 func located(path []string, name string, err error) error {
 	return fmt.Errorf("layout path %s: resource %s: %w", strings.Join(path, "/"), name, err)
+}
+
+// Unresolved describes each value the objects take from live objects, one
+// line each, naming the object, the field, the reference and where the
+// value is: what a static manifest (dm convert) would write as the
+// reference's text, where dm deploy fills the value in.
+func (m *Manifest) Unresolved() []string {
+	var out []string
+	for _, o := range m.Objects {
+		for _, d := range o.Deferred {
+			t := m.Objects[d.Target].Object
+			out = append(out, fmt.Sprintf("%s %s: %s holds %s, which only the live %s %s has (%s)",
+				o.Object["kind"], objectName(o.Object), d.Field, d.Ref, t["kind"], objectName(t), d.Path))
+		}
+	}
+	return out
+}
+
+// objectName is an object's metadata.name.
+func objectName(obj map[string]any) string {
+	md, _ := obj["metadata"].(map[string]any)
+	name, _ := md["name"].(string)
+	return name
 }
 
 // Maps returns the objects' maps, in order.

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/gcp"
 )
 
 // Status is an object's kstatus readiness.
@@ -21,6 +22,11 @@ type Status struct {
 	// NotFound or Unknown.
 	Status  string
 	Message string
+	// DeletionPolicy is, for a Config Connector object that exists, what
+	// deleting it does to its Google Cloud resource: gcp.PolicyAbandon
+	// or gcp.PolicyDelete (its cnrm.cloud.google.com/deletion-policy
+	// annotation); "" for any other object.
+	DeletionPolicy string
 }
 
 // Current is the Status of an object that is ready.
@@ -33,6 +39,14 @@ func StatusOf(obj *unstructured.Unstructured) Status {
 
 // statusOf computes the kstatus status of a live object.
 func statusOf(ref ObjectRef, obj *unstructured.Unstructured) Status {
+	st := statusOf1(ref, obj)
+	if obj != nil && IsConfigConnector(ref.Group) {
+		st.DeletionPolicy = gcp.DeletionPolicyOf(obj.GetAnnotations())
+	}
+	return st
+}
+
+func statusOf1(ref ObjectRef, obj *unstructured.Unstructured) Status {
 	if obj == nil {
 		return Status{Ref: ref, Status: status.NotFoundStatus.String(), Message: "not found"}
 	}
@@ -40,15 +54,15 @@ func statusOf(ref ObjectRef, obj *unstructured.Unstructured) Status {
 	if err != nil {
 		return Status{Ref: ref, Status: status.UnknownStatus.String(), Message: err.Error()}
 	}
-	if isConfigConnector(ref.Group) && (res.Status == status.CurrentStatus || res.Status == status.InProgressStatus) {
+	if IsConfigConnector(ref.Group) && (res.Status == status.CurrentStatus || res.Status == status.InProgressStatus) {
 		return configConnectorStatus(ref, obj, res)
 	}
 	return Status{Ref: ref, Status: res.Status.String(), Message: res.Message}
 }
 
-// isConfigConnector reports whether group is one of Config Connector's
+// IsConfigConnector reports whether group is one of Config Connector's
 // (compute.cnrm.cloud.google.com).
-func isConfigConnector(group string) bool {
+func IsConfigConnector(group string) bool {
 	return strings.HasSuffix(group, ".cnrm.cloud.google.com")
 }
 

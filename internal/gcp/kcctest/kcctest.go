@@ -173,10 +173,21 @@ type Controller struct {
 	// Delay is how long after it first sees an object it makes it ready
 	// (default none); Interval how often it looks (default 200ms).
 	Delay, Interval time.Duration
+	// Deleted, when set, makes the controller hold Finalizer on every
+	// object, as KCC does, and, once an object is being deleted, call
+	// Deleted with its kind, name and the value of its
+	// cnrm.cloud.google.com/deletion-policy annotation then (what KCC
+	// reads to decide whether to delete the Google Cloud resource) before
+	// releasing it.
+	Deleted func(kind, name, policy string)
 
 	mu   sync.Mutex
 	seen map[string]time.Time
 }
+
+// Finalizer is the finalizer the stand-in holds on objects when
+// Controller.Deleted is set: Config Connector's.
+const Finalizer = "cnrm.cloud.google.com/finalizer"
 
 // Start runs the controller until the test ends.
 func (c *Controller) Start(t testing.TB) {
@@ -235,6 +246,27 @@ func (c *Controller) reconcileKind(ctx context.Context, t testing.TB, crd CRD) {
 func (c *Controller) reconcile(base string, crd CRD, obj map[string]any) error {
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
+	path := base + "/" + name
+	if c.Deleted != nil {
+		var fins []any
+		held := false
+		for _, f := range asList(md["finalizers"]) {
+			if f == Finalizer {
+				held = true
+			} else {
+				fins = append(fins, f)
+			}
+		}
+		switch {
+		case md["deletionTimestamp"] != nil && held:
+			ann, _ := md["annotations"].(map[string]any)
+			policy, _ := ann["cnrm.cloud.google.com/deletion-policy"].(string)
+			c.Deleted(crd.Kind, name, policy)
+			return c.setFinalizers(path, md, fins)
+		case md["deletionTimestamp"] == nil && !held:
+			return c.setFinalizers(path, md, append(fins, Finalizer))
+		}
+	}
 	if md["deletionTimestamp"] != nil {
 		return nil
 	}
@@ -254,7 +286,6 @@ func (c *Controller) reconcile(base string, crd CRD, obj map[string]any) error {
 	if time.Since(first) < c.Delay {
 		return nil
 	}
-	path := base + "/" + name
 	ann, _ := md["annotations"].(map[string]any)
 	if c.Spec != nil && ann["cnrm.cloud.google.com/state-into-spec"] == "merge" {
 		if spec := c.Spec(obj); len(spec) > 0 {
@@ -289,6 +320,21 @@ func (c *Controller) reconcile(base string, crd CRD, obj map[string]any) error {
 	status["observedGeneration"] = gen
 	b, _ := json.Marshal(map[string]any{"status": status})
 	return send(c.Env, http.MethodPatch, path+"/status?fieldManager=cnrm-controller-manager", "application/merge-patch+json", b)
+}
+
+// setFinalizers writes an object's finalizers, at the resourceVersion it
+// was read at (a conflict waits for the next look).
+func (c *Controller) setFinalizers(path string, md map[string]any, fins []any) error {
+	if fins == nil {
+		fins = []any{}
+	}
+	b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": fins, "resourceVersion": md["resourceVersion"]}})
+	return send(c.Env, http.MethodPatch, path+"?fieldManager=cnrm-controller-manager", "application/merge-patch+json", b)
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
 }
 
 // SelfLink is the status.selfLink the stand-in writes for an object of
