@@ -60,12 +60,59 @@ func rewritePythonTree(n syntax.Node) {
 				n.X = typeNameLiteral(n.X)
 			}
 		}
+	case *syntax.DictExpr:
+		dedupDictKeys(n)
 	case *syntax.CallExpr:
 		if d, ok := n.Fn.(*syntax.DotExpr); ok && py2Methods[d.Name.Name] {
 			n.Fn = &syntax.Ident{NamePos: d.Dot, Name: starMethod}
 			n.Args = append([]syntax.Expr{d.X, strLiteral(d.Name.Name, d.Dot)}, n.Args...)
 		}
 	}
+}
+
+// dedupDictKeys makes a dict literal whose keys repeat a literal key
+// ({'a': 1, 'b': 2, 'a': 3}, which Starlark refuses) what Python makes
+// of it: the key keeps its first place and takes its last value.
+func dedupDictKeys(d *syntax.DictExpr) {
+	if len(d.List) < 2 {
+		return
+	}
+	var first map[string]int // literal key -> index of its first entry
+	var drop map[int]bool
+	for i, e := range d.List {
+		ent, ok := e.(*syntax.DictEntry)
+		if !ok {
+			return
+		}
+		lit, ok := ent.Key.(*syntax.Literal)
+		if !ok {
+			continue
+		}
+		key := fmt.Sprintf("%v:%v", lit.Token, lit.Value)
+		if first == nil {
+			first = map[string]int{}
+		}
+		j, seen := first[key]
+		if !seen {
+			first[key] = i
+			continue
+		}
+		d.List[j].(*syntax.DictEntry).Value = ent.Value
+		if drop == nil {
+			drop = map[int]bool{}
+		}
+		drop[i] = true
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := d.List[:0]
+	for i, e := range d.List {
+		if !drop[i] {
+			kept = append(kept, e)
+		}
+	}
+	d.List = kept
 }
 
 func isTypeCall(e syntax.Expr) bool {

@@ -36,11 +36,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, yaml"
+const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, sys, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "yaml":
+	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "sys", "yaml":
 		return true
 	}
 	return false
@@ -434,6 +434,8 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 			d = stringModule()
 		case "random":
 			d = randomModule()
+		case "sys":
+			d = sysModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
@@ -750,7 +752,7 @@ func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err 
 	if !ok {
 		return nil, engine.At(inv.File, 0, engine.Invalid("no function GenerateConfig(context)"))
 	}
-	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
+	cctx := newNamespace("context", map[string]starlark.Value{
 		"properties": starlarkValue(order, inv.Properties), // document order
 		"env":        toStarlark(inv.Env),
 		"imports":    toStarlark(inv.Imports()),

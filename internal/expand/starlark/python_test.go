@@ -1,0 +1,115 @@
+package starlark
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/pyyaml"
+)
+
+// TestPythonSemantics: Python as Deployment Manager ran it, where
+// Starlark differs; each case's want is what CPython makes of it.
+func TestPythonSemantics(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string // resources[0].name
+		wantErr   string
+		printed   string
+	}{
+		// A backslash before a character that starts no escape stays (sed
+		// and shell strings); octal and hex escapes over 127 are characters.
+		{name: "escapes Python leaves alone", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': 'sed -e "s/\/x\+/\d/"' + "\." + '''\w''', 'type': 'T'}]}
+`, want: `sed -e "s/\/x\+/\d/"\.\w`},
+		{name: "escapes over 127", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': '\351\xe9\u00e9\x41\101\0'.replace('\0', '0'), 'type': 'T'}]}
+`, want: "éééAA0"},
+		{name: "raw strings and escaped backslashes", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': r'\d\+' + 'a\\+' + b'\+'.decode(), 'type': 'T'}]}
+`, want: `\d\+a\+\+`},
+		{name: "implicit concatenation with escapes", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': ('\+' '\/'
+    u'\n'), 'type': 'T'}]}
+`, want: "\\+\\/\n"},
+		{name: "a line continued in a string", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': 'a\
+b\-', 'type': 'T'}]}
+`, want: `ab\-`},
+		{name: "context attributes", src: `def helper(ctx):
+  return ctx.shared_vpc + '/' + ctx.env['name']
+def GenerateConfig(context):
+  context.shared_vpc = 'host'
+  context.env['name'] = 'n2'
+  return {'resources': [{'name': helper(context) + str(hasattr(context, 'shared_vpc')), 'type': 'T'}]}
+`, want: "host/n2True"},
+		{name: "object attributes", src: `class R(object):
+  pass
+def GenerateConfig(context):
+  r = R()
+  r.a = 'x'
+  r.a += 'y'
+  return {'resources': [{'name': r.a, 'type': 'T'}]}
+`, want: "xy"},
+		{name: "duplicate dict keys", src: `def GenerateConfig(context):
+  d = {'b': 1, 'a': 2, 'b': 3, 1: 'x', 1: 'y'}
+  return {'resources': [{'name': ','.join(['%s=%s' % kv for kv in d.items()]), 'type': 'T'}]}
+`, want: "b=3,a=2,1=y"},
+		{name: "sys", src: `import sys
+from sys import maxsize
+def GenerateConfig(context):
+  return {'resources': [{'name': '%d %s %d %s' % (sys.maxsize, maxsize == sys.maxsize, sys.version_info[0], sys.version_info.major >= 3), 'type': 'T'}]}
+`, want: "9223372036854775807 True 3 True"},
+		{name: "sys.stderr.write", src: `import sys
+def GenerateConfig(context):
+  sys.stderr.write('warn\n')
+  return {'resources': []}
+`, printed: "t.py:3: warn"},
+		{name: "sys.exit", src: `import sys
+def GenerateConfig(context):
+  sys.exit(1)
+`, wantErr: "t.py:3: sys.exit: a template cannot end the process"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cache, _ := lru.New[string, any](16)
+			e := New(1<<20, 1000, cache, func(data []byte, order *engine.Order) (any, error) {
+				v, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 100, Record: order.Record})
+				return v, err
+			})
+			var printed []string
+			files := map[string][]byte{"t.py": []byte(tt.src)}
+			out, err := e.Render(context.Background(), engine.Invocation{
+				File: "t.py", Source: files["t.py"], Files: files, FilesKey: tt.name,
+				Imports: func() map[string]any { return nil },
+				Env:     map[string]any{"name": "web"},
+				Print: func(_ context.Context, label, file string, line int, msg string) {
+					printed = append(printed, file+":"+string(rune('0'+line))+": "+msg)
+				},
+			})
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.printed != "" {
+				if len(printed) != 1 || printed[0] != tt.printed {
+					t.Errorf("printed %q, want %q", printed, tt.printed)
+				}
+				return
+			}
+			m, _ := out.Value.(map[string]any)
+			rs, _ := m["resources"].([]any)
+			if len(rs) != 1 || rs[0].(map[string]any)["name"] != tt.want {
+				t.Errorf("output %#v, want resource %q", out.Value, tt.want)
+			}
+		})
+	}
+}
