@@ -111,6 +111,7 @@ FUZZ_TARGETS := \
 	./internal/expand/openshift:FuzzSubstitute:20000x \
 	./internal/expand/openshift:FuzzParse:1000x \
 	./internal/expand/schema:FuzzParse:10000x \
+	./internal/expand/pyre:FuzzTranslate:10000x \
 	./internal/deploy/driver:FuzzDecode:8000x \
 	./internal/deploy/kube:FuzzExportParam:10000x \
 	./internal/catalog:FuzzForm:2000x \

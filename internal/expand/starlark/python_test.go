@@ -76,7 +76,7 @@ def GenerateConfig(context):
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cache, _ := lru.New[string, any](16)
-			e := New(1<<20, 1000, cache, func(data []byte, order *engine.Order) (any, error) {
+			e := New(1<<20, 1000, 0, cache, func(data []byte, order *engine.Order) (any, error) {
 				v, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 100, Record: order.Record})
 				return v, err
 			})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 
@@ -42,14 +43,22 @@ func TestReModule(t *testing.T) {
 		{name: "escape", expr: `re.escape('a.b*c')`, want: `a\.b\*c`},
 		{name: "backslash Z", expr: `re.search('c\\Z', 'abc').start()`, want: "2"},
 		{name: "pattern attribute", expr: `re.compile('x+').pattern`, want: "x+"},
-		{name: "backreference refused", expr: `re.compile('(a)\\1')`, wantErr: `re: pattern "(a)\\1": backreference \1`},
-		{name: "lookahead refused", expr: `re.search('a(?=b)', 'ab')`, wantErr: "lookaround (?=...)"},
+		{name: "backreference", expr: `re.sub(r'(\w)\1', r'<\1>', 'aabcc')`, want: "<a>b<c>"},
+		{name: "lookahead and lookbehind", expr: `[re.search('a(?=b)', 'acab').start(), re.findall(r'(?<=-)\w+', 'a-b-cd')]`, want: `[2, ["b", "cd"]]`},
+		{name: "named backreference", expr: `re.match(r'(?P<q>["\'])(.*)(?P=q)', '"x"').group(2)`, want: "x"},
+		{name: "verbose", expr: `re.match(r"""(?x) (\d+)  # number
+			- (\w+)""", '12-ab').groups()`, want: `("12", "ab")`},
+		{name: "empty matches as Python 3.7", expr: `re.sub('x*', '-', 'abxd')`, want: "-a-b--d-"},
+		{name: "unicode classes", expr: `re.findall(r'\w+', 'über straße')`, want: `["über", "straße"]`},
+		{name: "groupindex", expr: `re.compile('(?P<a>x)(y)(?P<b>z)').groupindex`, want: `{"a": 1, "b": 3}`},
+		{name: "bad escape", expr: `re.compile(r'\q')`, wantErr: `re: pattern "\\q": bad escape \q at position 0`},
+		{name: "catastrophic backtracking", expr: `re.match(r'^(a|aa)+(?=!)$', 'a' * 40 + '!')`, wantErr: "Options.RegexTimeout"},
 		{name: "no such group", expr: `re.match('a', 'a').group(3)`, wantErr: "Match.group: no such group 3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cache, _ := lru.New[string, any](4)
-			e := New(1<<20, 100000, cache, func(data []byte, order *engine.Order) (any, error) {
+			e := New(1<<20, 100000, 50*time.Millisecond, cache, func(data []byte, order *engine.Order) (any, error) {
 				v, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 100, Record: order.Record})
 				return v, err
 			})

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.starlark.net/lib/math"
 	"go.starlark.net/resolve"
@@ -427,7 +428,7 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		case "hashlib":
 			d = hashlibModule()
 		case "re":
-			d = reModule()
+			d = reModule(sr.e.regexTimeout, sr.e.cache)
 		case "collections":
 			d = collectionsModule()
 		case "string":
@@ -672,6 +673,9 @@ type Engine struct {
 	cache  engine.Cache
 	maxOut int
 	steps  uint64
+	// regexTimeout bounds a match of the re module on the backtracking
+	// engine.
+	regexTimeout time.Duration
 	// bounds are the builtins of boundStarlark's rewrite, built once.
 	bounds     starlark.StringDict
 	decodeYAML func(data []byte, order *engine.Order) (any, error)
@@ -679,11 +683,12 @@ type Engine struct {
 
 // New returns an engine whose runs are bounded by maxOutputBytes
 // (Options.MaxOutputBytes) and steps Starlark steps
-// (Options.StarlarkSteps), caching compiled programs in cache.
+// (Options.StarlarkSteps), and matches of the re module by regexTimeout
+// (Options.RegexTimeout), caching compiled programs in cache.
 // yaml.load decodes with decodeYAML, recording key order in order, so
 // that values read as in configurations.
-func New(maxOutputBytes int, steps uint64, cache engine.Cache, decodeYAML func(data []byte, order *engine.Order) (any, error)) *Engine {
-	return &Engine{cache: cache, maxOut: maxOutputBytes, steps: steps, bounds: starlarkBounds(maxOutputBytes), decodeYAML: decodeYAML}
+func New(maxOutputBytes int, steps uint64, regexTimeout time.Duration, cache engine.Cache, decodeYAML func(data []byte, order *engine.Order) (any, error)) *Engine {
+	return &Engine{cache: cache, maxOut: maxOutputBytes, steps: steps, regexTimeout: regexTimeout, bounds: starlarkBounds(maxOutputBytes), decodeYAML: decodeYAML}
 }
 
 // Name returns "python".
