@@ -53,6 +53,12 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		cs[n] = get(n)
 	}
 	forParser, macroParser, includeParser, setParser := get("for"), get("macro"), get("include"), get("set")
+	// The globals are made before the control structures: an import
+	// without context runs the imported file in them alone.
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	cs["import"] = importParser(get("import"), globals)
+	cs["from"] = fromParser(get("from"), globals)
+	cs["call"] = parseCall
 	cs["set"] = func(p, args *gparser.Parser) (nodes.ControlStructure, error) {
 		c, err := setParser(p, args)
 		if err != nil {
@@ -81,6 +87,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		if m, ok := c.(*controlStructures.MacroControlStructure); ok {
 			w := m.Macro.Wrapper
 			w.Nodes = append(append([]nodes.Node{checkpointNode(m.Position(), enterCheck)}, w.Nodes...), checkpointNode(m.Position(), exitCheck))
+			return &macroDef{m}, nil
 		}
 		return c, nil
 	}
@@ -107,7 +114,6 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return c, err
 		}
 	}
-	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
 	globals.Set(arithFunc, jinjaArith)
 	globals.Set(iterFunc, jinjaIter)
