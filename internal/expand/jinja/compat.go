@@ -225,20 +225,7 @@ func pyRound(v *exec.Value, precision int, method string) (any, error) {
 		}
 		return math.Floor(f*p) / p, nil
 	}
-	if precision < 0 {
-		if precision < -308 {
-			return 0.0, nil
-		}
-		p := math.Pow(10, float64(-precision))
-		return math.RoundToEven(f/p) * p, nil
-	}
-	// Decimal rounding of the exact binary value, then back.
-	r, _, err := big.ParseFloat(big.NewFloat(f).Text('f', precision), 10, 64, big.ToNearestEven)
-	if err != nil {
-		return f, nil
-	}
-	out, _ := r.Float64()
-	return out, nil
+	return python.Round(f, precision), nil
 }
 
 // jinjaRound is the round filter.

@@ -399,6 +399,9 @@ func pyBuiltins(limit int) starlark.StringDict {
 	for k, v := range classBuiltins() {
 		d[k] = v
 	}
+	for k, v := range numericBuiltins(limit) {
+		d[k] = v
+	}
 	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"} {
 		d[n] = bounded(n)
 	}

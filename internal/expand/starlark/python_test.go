@@ -58,6 +58,21 @@ def GenerateConfig(context):
   d = {'b': 1, 'a': 2, 'b': 3, 1: 'x', 1: 'y'}
   return {'resources': [{'name': ','.join(['%s=%s' % kv for kv in d.items()]), 'type': 'T'}]}
 `, want: "b=3,a=2,1=y"},
+		{name: "power", src: `def GenerateConfig(context):
+  x = [2]
+  return {'resources': [{'name': str([2 ** 10, -2 ** 2, 2 ** -1, 2 ** 3 ** 2, x[0] ** 2, (1 + 1) ** 0.5 > 1.41, 10 ** 20, pow(3, 4, 5), 2**len('ab')]), 'type': 'T'}]}
+`, want: "[1024, -4, 0.5, 512, 4, True, 100000000000000000000, 1, 4]"},
+		{name: "chained comparisons", src: `def GenerateConfig(context):
+  n = 5
+  ok = [0 < n <= 10, 1 < n < 3, 'a' <= 'b' < 'c' != 'd', not 0 < n < 2, [x for x in range(9) if 2 < x < 5]]
+  return {'resources': [{'name': str(ok), 'type': 'T'}]}
+`, want: "[True, False, True, True, [3, 4]]"},
+		{name: "round divmod hex", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str([round(2.5), round(3.5), round(-0.5), round(2.675, 2), round(1234, -2), round(1250, -2), divmod(7, -2), hex(255), oct(8), bin(-5)]), 'type': 'T'}]}
+`, want: `[2, 4, 0, 2.67, 1200, 1200, (-4, -1), "0xff", "0o10", "-0b101"]`},
+		{name: "a huge power", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str(2 ** 100000000), 'type': 'T'}]}
+`, wantErr: "MaxOutputBytes"},
 		{name: "sys", src: `import sys
 from sys import maxsize
 def GenerateConfig(context):

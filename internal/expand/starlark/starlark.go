@@ -294,6 +294,7 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		if err != nil {
 			return nil, err
 		}
+		shimmed = rewriteOperators(shimmed)
 		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
 		if err != nil {
 			return nil, err
