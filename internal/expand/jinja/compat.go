@@ -9,7 +9,10 @@ import (
 	"reflect"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/dmhq/dm/internal/expand/value"
@@ -503,7 +506,7 @@ func jinjaTagLiterals(src []byte) []byte {
 					sb.WriteString(body[i:])
 					return sb.String()
 				}
-				sb.WriteString(joinJinjaLiterals(body[i:end]))
+				sb.WriteString(joinJinjaLiterals(jinjaEscapes(body[i:end])))
 				i, prev = end, c
 				continue
 			case c == '(':
@@ -564,6 +567,111 @@ func jinjaLiteralGroup(s string, i int) (end int, ok bool) {
 		}
 	}
 	return end, true
+}
+
+// jinjaEscapes rewrites the escapes of each string literal in group g
+// (literals separated by blanks) so that gonja reads the value jinja2
+// reads. jinja2 decodes a literal as Python's unicode-escape codec does:
+// \n, \t, \\, \', \", \a, \b, \f, \v, \r, octal \ooo, \xhh, \uhhhh and
+// \Uhhhhhhhh are characters, and a backslash before anything else stays
+// ('a\/b' is a, backslash, slash, b). gonja's lexer stops a literal at a
+// quote after any backslash and its parser reads what remains as Go
+// escapes, refusing '\/'. Each literal with a backslash is written again
+// with only escapes both read alike: \x5c for a backslash, \' or \" for
+// the literal's own quote, \xhh for other control characters. A
+// backslash-newline stays for joinJinjaLiterals.
+func jinjaEscapes(g string) string {
+	if strings.IndexByte(g, '\\') < 0 {
+		return g
+	}
+	var sb strings.Builder
+	for i := 0; i < len(g); {
+		c := g[i]
+		if c != '\'' && c != '"' {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		k := i + 1
+		for k < len(g) && g[k] != c {
+			if g[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		if k > len(g) {
+			k = len(g)
+		}
+		sb.WriteByte(c)
+		sb.WriteString(pyUnicodeEscape(g[i+1:min(k, len(g))], c))
+		if k < len(g) {
+			sb.WriteByte(c)
+		}
+		i = k + 1
+	}
+	return sb.String()
+}
+
+// pyUnicodeEscape decodes body as Python's unicode-escape codec and
+// writes the value back as gonja reads it inside quote.
+func pyUnicodeEscape(body string, quote byte) string {
+	var sb strings.Builder
+	write := func(r rune) {
+		switch {
+		case r == '\\':
+			sb.WriteString(`\x5c`)
+		case r == rune(quote):
+			sb.WriteString(`\` + string(r))
+		case r == '\n' || r >= 0x20 && r != 0x7f:
+			sb.WriteRune(r)
+		default:
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		}
+	}
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			r, n := utf8.DecodeRuneInString(body[i:])
+			write(r)
+			i += n
+			continue
+		}
+		e := body[i+1]
+		switch {
+		case e == '\n' || e == '\r':
+			sb.WriteString(body[i : i+2]) // a continued line: joinJinjaLiterals
+			i += 2
+		case strings.IndexByte("abfnrtv", e) >= 0:
+			write(rune("\a\b\f\n\r\t\v"[strings.IndexByte("abfnrtv", e)]))
+			i += 2
+		case e == '\\' || e == '\'' || e == '"':
+			write(rune(e))
+			i += 2
+		case e >= '0' && e <= '7':
+			j, n := i+1, 0
+			for ; j < len(body) && j < i+4 && body[j] >= '0' && body[j] <= '7'; j++ {
+				n = n*8 + int(body[j]-'0')
+			}
+			write(rune(n))
+			i = j
+		case e == 'x' || e == 'u' || e == 'U':
+			digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			if i+2+digits <= len(body) {
+				if n, err := strconv.ParseUint(body[i+2:i+2+digits], 16, 32); err == nil && n <= unicode.MaxRune {
+					write(rune(n))
+					i += 2 + digits
+					continue
+				}
+			}
+			// jinja2 fails on a truncated escape; gonja will too.
+			sb.WriteString(body[i : i+2])
+			i += 2
+		default:
+			write('\\')
+			i++
+		}
+	}
+	return sb.String()
 }
 
 // joinJinjaLiterals rewrites a group of adjacent literals, each possibly

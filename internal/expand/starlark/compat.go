@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
@@ -46,7 +47,8 @@ var pyTypeNames = map[string]string{
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
-	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true}
+	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true,
+	"swapcase": true, "casefold": true, "isdecimal": true, "isnumeric": true, "isidentifier": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -225,6 +227,11 @@ func pyBuiltins(limit int) starlark.StringDict {
 			case "decode":
 				// Python 2's str.decode: a str is its text already.
 				return decodeBytes(starlark.Bytes(r), rest, kwargs)
+			case "swapcase", "casefold", "isdecimal", "isnumeric", "isidentifier":
+				if len(rest) > 0 || len(kwargs) > 0 {
+					return nil, fmt.Errorf("%s takes no arguments", name)
+				}
+				return strMethod(string(r), name), nil
 			}
 		case starlark.Bytes:
 			if name == "decode" {
@@ -738,6 +745,45 @@ func decodeBytes(b starlark.Bytes, args starlark.Tuple, kwargs []starlark.Tuple)
 		return starlark.String(b), nil
 	}
 	return nil, fmt.Errorf("decode: dm decodes utf-8 and ascii only, not %s", encoding)
+}
+
+// strMethod is Python's str.swapcase, casefold, isdecimal, isnumeric
+// or isidentifier.
+func strMethod(s, name string) starlark.Value {
+	switch name {
+	case "swapcase":
+		return starlark.String(strings.Map(func(r rune) rune {
+			switch {
+			case unicode.IsUpper(r):
+				return unicode.ToLower(r)
+			case unicode.IsLower(r):
+				return unicode.ToUpper(r)
+			}
+			return r
+		}, s))
+	case "casefold":
+		return starlark.String(strings.ReplaceAll(strings.ToLower(s), "ß", "ss"))
+	case "isdecimal", "isnumeric":
+		if s == "" {
+			return starlark.False
+		}
+		for _, r := range s {
+			if name == "isdecimal" && !unicode.Is(unicode.Nd, r) || name == "isnumeric" && !unicode.IsNumber(r) {
+				return starlark.False
+			}
+		}
+		return starlark.True
+	}
+	// isidentifier
+	if s == "" {
+		return starlark.False
+	}
+	for i, r := range s {
+		if r != '_' && !unicode.IsLetter(r) && (i == 0 || !unicode.IsDigit(r)) {
+			return starlark.False
+		}
+	}
+	return starlark.True
 }
 
 // padString is Python's str.zfill, ljust, rjust and center, refusing

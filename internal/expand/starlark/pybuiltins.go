@@ -98,7 +98,27 @@ func numericBuiltins(limit int) starlark.StringDict {
 			return starlark.Bool(ok), nil
 		}),
 		"frozenset": starlark.Universe["set"],
+		"int":       trimmedNumber("int"),
+		"float":     trimmedNumber("float"),
 	}
+}
+
+// trimmedNumber is int or float reading a string as Python does:
+// surrounded by whitespace, with underscores between digits.
+func trimmedNumber(name string) *starlark.Builtin {
+	orig := starlark.Universe[name].(*starlark.Builtin)
+	return builtin(name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) > 0 {
+			if s, ok := args[0].(starlark.String); ok {
+				t := strings.TrimSpace(string(s))
+				if strings.Contains(t, "_") && !strings.HasPrefix(t, "_") && !strings.HasSuffix(t, "_") && !strings.Contains(t, "__") {
+					t = strings.ReplaceAll(t, "_", "")
+				}
+				args = append(starlark.Tuple{starlark.String(t)}, args[1:]...)
+			}
+		}
+		return starlark.Call(th, orig, args, kwargs)
+	})
 }
 
 func b2i(b starlark.Bool) int64 {

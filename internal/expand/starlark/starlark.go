@@ -239,11 +239,11 @@ func delAsPop(line string) (string, bool) {
 			}
 		case '"', '\'':
 			// A string literal: skip it, brackets and all.
-			j := strings.IndexByte(target[i+1:], c)
-			if j < 0 || strings.Contains(target[i+1:i+1+j], "\\") {
+			end, nl, ok := scanString(target, i)
+			if !ok || nl > 0 {
 				return "", false
 			}
-			i += j + 1
+			i = end - 1
 		}
 	}
 	if open <= 0 || depth != 0 {
