@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref dmdiff clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples
 
 all: build
 
@@ -232,6 +232,16 @@ dm-samples: testenv
 # (python3, jinja2, PyYAML; Debian: apt-get install python3-jinja2 python3-yaml).
 dmref:
 	python3 scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
+
+# dmdiff runs the differential test of the template engines longer than
+# make test does: DMDIFF_N generated and mutated templates (seed
+# DMDIFF_SEED) through dm and scripts/dmref; each difference is minimized
+# and, with DMDIFF_KEEP=DIR, written there as a corpus case.
+# DMDIFF_ALL=1 also generates the constructs listed as known differences.
+DMDIFF_N ?= 5000
+DMDIFF_SEED ?= 1
+dmdiff:
+	DMDIFF_N=$(DMDIFF_N) DMDIFF_SEED=$(DMDIFF_SEED) $(GO) test -count=1 -timeout 0 -run '^TestDMDiff$$' -v ./internal/expand/
 
 clean:
 	rm -rf $(BIN)

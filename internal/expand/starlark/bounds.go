@@ -117,6 +117,19 @@ func starlarkResultSize(op string, x, y starlark.Value) int {
 	return -1
 }
 
+// boolAsInt is x as an int when x is a bool and other a number.
+func boolAsInt(x, other starlark.Value) starlark.Value {
+	b, ok := x.(starlark.Bool)
+	if !ok {
+		return x
+	}
+	switch other.(type) {
+	case starlark.Int, starlark.Float, starlark.Bool:
+		return starlark.MakeInt64(b2i(b))
+	}
+	return x
+}
+
 // starlarkBounds returns the builtins the rewrite calls and dm's Python
 // builtins (compat.go). A range stays lazy: only the builtins
 // that materialise a sequence (list, sorted, ...) check its length, so a
@@ -151,10 +164,12 @@ func starlarkBounds(limit int) starlark.StringDict {
 			if op == "%" {
 				return starPercent(args[1], args[2], limit)
 			}
-			if err := check(op, args[1], args[2]); err != nil {
+			// Python's bools are integers: True + 1 is 2.
+			x, y := boolAsInt(args[1], args[2]), boolAsInt(args[2], args[1])
+			if err := check(op, x, y); err != nil {
 				return nil, err
 			}
-			return starlark.Binary(ops[op], args[1], args[2])
+			return starlark.Binary(ops[op], x, y)
 		}),
 		starCheck: starlark.NewBuiltin(starCheck, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			op, err := opArgs(b, args)

@@ -177,7 +177,7 @@ func builtin(name string, fn func(th *starlark.Thread, args starlark.Tuple, kwar
 // may materialise.
 func pyBuiltins(limit int) starlark.StringDict {
 	u := starlark.Universe
-	str, intB := u["str"].(*starlark.Builtin), u["int"].(*starlark.Builtin)
+	str, intB := pyStrBuiltin("str", python.Str), u["int"].(*starlark.Builtin)
 	isinstance := builtin("isinstance", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var x, t starlark.Value
 		if err := starlark.UnpackPositionalArgs("isinstance", args, kwargs, 2, &x, &t); err != nil {
@@ -246,7 +246,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return starCopy(r, false, 0)
 			}
 		}
-		if str, ok := recv.(starlark.String); ok && python.UsesFormatSpec(string(str)) {
+		if str, ok := recv.(starlark.String); ok && (python.UsesFormatSpec(string(str)) || name == "format" && pythonNotation(rest, kwargs)) {
 			return starFormat(string(str), rest, kwargs, limit)
 		}
 		ha, ok := recv.(starlark.HasAttrs)
@@ -830,6 +830,29 @@ func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, 
 		left++
 	}
 	return starlark.String(strings.Repeat(fill, left) + s + strings.Repeat(fill, n-left)), nil
+}
+
+// pythonNotation reports whether a format argument prints differently
+// in Python than in Starlark (a list, dict, tuple, float or None).
+func pythonNotation(args starlark.Tuple, kwargs []starlark.Tuple) bool {
+	differs := func(v starlark.Value) bool {
+		switch v.(type) {
+		case *starlark.List, starlark.Tuple, *starlark.Dict, starlark.Float, starlark.NoneType:
+			return true
+		}
+		return false
+	}
+	for _, a := range args {
+		if differs(a) {
+			return true
+		}
+	}
+	for _, kw := range kwargs {
+		if differs(kw[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // starFormat is str.format with Python's format specs.

@@ -100,7 +100,33 @@ func numericBuiltins(limit int) starlark.StringDict {
 		"frozenset": starlark.Universe["set"],
 		"int":       trimmedNumber("int"),
 		"float":     trimmedNumber("float"),
+		"str":       pyStrBuiltin("str", python.Str),
+		"repr":      pyStrBuiltin("repr", python.Repr),
 	}
+}
+
+// pyStrBuiltin is str or repr as Python writes values: lists, tuples,
+// dicts, floats and None in Python's notation (['a'], where Starlark
+// writes ["a"]); other values as Starlark writes them.
+func pyStrBuiltin(name string, f func(any) string) *starlark.Builtin {
+	orig := starlark.Universe[name].(*starlark.Builtin)
+	return builtin(name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if len(args) == 1 && len(kwargs) == 0 {
+			switch v := args[0].(type) {
+			case *starlark.List, starlark.Tuple, *starlark.Dict, starlark.Float, starlark.NoneType:
+				p, err := starPlain(v, 0)
+				if err == nil {
+					return starlark.String(f(p)), nil
+				}
+			case starlark.String:
+				if name == "str" {
+					return v, nil
+				}
+				return starlark.String(f(string(v))), nil
+			}
+		}
+		return starlark.Call(th, orig, args, kwargs)
+	})
 }
 
 // trimmedNumber is int or float reading a string as Python does:

@@ -69,7 +69,15 @@ def GenerateConfig(context):
 `, want: "[True, False, True, True, [3, 4]]"},
 		{name: "round divmod hex", src: `def GenerateConfig(context):
   return {'resources': [{'name': str([round(2.5), round(3.5), round(-0.5), round(2.675, 2), round(1234, -2), round(1250, -2), divmod(7, -2), hex(255), oct(8), bin(-5)]), 'type': 'T'}]}
-`, want: `[2, 4, 0, 2.67, 1200, 1200, (-4, -1), "0xff", "0o10", "-0b101"]`},
+`, want: `[2, 4, 0, 2.67, 1200, 1200, (-4, -1), '0xff', '0o10', '-0b101']`},
+		{name: "str and repr in Python's notation", src: `def GenerateConfig(context):
+  d = {'a': [1.0, None, ('x',)], 'b': 1e16}
+  return {'resources': [{'name': str(d) + repr('q') + '{}|{!r}'.format(['y'], 0.1) + str(True + 1), 'type': 'T'}]}
+`, want: "{'a': [1.0, None, ('x',)], 'b': 1e+16}'q'['y']|0.12"},
+		{name: "re.sub reads its template first", src: `import re
+def GenerateConfig(context):
+  return {'resources': [{'name': re.sub('x', r'\1', 'abc'), 'type': 'T'}]}
+`, wantErr: "invalid group reference 1"},
 		{name: "a huge power", src: `def GenerateConfig(context):
   return {'resources': [{'name': str(2 ** 100000000), 'type': 'T'}]}
 `, wantErr: "MaxOutputBytes"},

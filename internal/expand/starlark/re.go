@@ -269,6 +269,13 @@ func (p *rePattern) call(th *starlark.Thread, name string, args starlark.Tuple, 
 // sub replaces up to count (0: all) matches in s by repl, a template
 // (\1, \g<1>, \g<name>, \n) or a function of the match.
 func (p *rePattern) sub(th *starlark.Thread, repl starlark.Value, s string, count int) (string, int, error) {
+	if t, ok := starlark.AsString(repl); ok {
+		// Python reads the template before matching: a bad group
+		// reference fails even where nothing matches.
+		if err := (&reMatch{p: p, loc: make([]int, 2*(p.re.Groups()+1))}).expand(&strings.Builder{}, t); err != nil {
+			return "", 0, err
+		}
+	}
 	var b strings.Builder
 	last, n := 0, 0
 	var failed error
