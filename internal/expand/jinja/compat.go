@@ -434,7 +434,152 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 // jinjaSource prepares a Jinja file for gonja's lexer, where it reads
 // differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
 func jinjaSource(src []byte) []byte {
-	return jinjaTagNewlines(jinjaTagLiterals(src))
+	return jinjaTagBodies(jinjaTagNewlines(jinjaTagLiterals(src)), func(body string) string {
+		return jinjaConditionals(body, true)
+	})
+}
+
+// jinjaConditionals rewrites the conditional expressions (A if C else B)
+// inside brackets of a tag body, which gonja reads only at the top of
+// {{ }} and {% set %}: in a call's arguments it reads if and else as
+// names, in parentheses it fails. ((C) and [A] or [B])[0] evaluates C,
+// then A or B only, as jinja2 does (gonja's and and or return an
+// operand, as Python's do); without else the value is undefined, as in
+// jinja2. top is the tag's own level, left to gonja.
+func jinjaConditionals(s string, top bool) string {
+	if !strings.Contains(s, "if") {
+		return s
+	}
+	// Nested groups first.
+	var sb strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\'', '"':
+			end := jinjaStringEnd(s, i)
+			sb.WriteString(s[i:end])
+			i = end - 1
+		case '(', '[', '{':
+			end := jinjaGroupEnd(s, i)
+			if end < 0 {
+				sb.WriteString(s[i:])
+				i = len(s)
+				continue
+			}
+			inner := jinjaConditionals(s[i+1:end], false)
+			changed = changed || inner != s[i+1:end]
+			sb.WriteByte(c)
+			sb.WriteString(inner)
+			sb.WriteByte(s[end])
+			i = end
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	if changed {
+		s = sb.String()
+	}
+	if top {
+		return s
+	}
+	// Then each top-level segment (between commas and colons).
+	var out strings.Builder
+	start := 0
+	flush := func(end int) {
+		out.WriteString(jinjaConditional(s[start:end]))
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'', '"':
+			i = jinjaStringEnd(s, i) - 1
+		case '(', '[', '{':
+			if e := jinjaGroupEnd(s, i); e >= 0 {
+				i = e
+			}
+		case ',', ':':
+			flush(i)
+			out.WriteByte(c)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out.String()
+}
+
+// jinjaConditional rewrites one segment A if C [else B].
+func jinjaConditional(seg string) string {
+	at := jinjaKeyword(seg, "if", 0)
+	if at < 0 || strings.TrimSpace(seg[:at]) == "" {
+		return seg
+	}
+	a, rest := seg[:at], seg[at+2:]
+	c, b := rest, ""
+	hasElse := false
+	if e := jinjaKeyword(rest, "else", 0); e >= 0 {
+		c, b, hasElse = rest[:e], jinjaConditional(rest[e+4:]), true
+	}
+	lead := a[:len(a)-len(strings.TrimLeft(a, " \t\r\n"))]
+	alt := "__dm_undefined__"
+	if hasElse {
+		alt = b
+	}
+	return lead + "((" + c + ") and [" + strings.TrimLeft(a, " \t\r\n") + "] or [" + alt + "])[0]"
+}
+
+// jinjaKeyword is the offset of the word kw in s outside strings and
+// brackets, from from, or -1.
+func jinjaKeyword(s, kw string, from int) int {
+	for i := from; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '"':
+			i = jinjaStringEnd(s, i) - 1
+		case c == '(' || c == '[' || c == '{':
+			if e := jinjaGroupEnd(s, i); e >= 0 {
+				i = e
+			}
+		case strings.HasPrefix(s[i:], kw) && (i == 0 || !isIdentByte(s[i-1])) && (i+len(kw) == len(s) || !isIdentByte(s[i+len(kw)])):
+			return i
+		}
+	}
+	return -1
+}
+
+func isIdentByte(c byte) bool { return c == '_' || isAlnum(c) || c >= 0x80 }
+
+// jinjaStringEnd is the offset after the string literal opening at s[i].
+func jinjaStringEnd(s string, i int) int {
+	q := s[i]
+	for k := i + 1; k < len(s); k++ {
+		if s[k] == '\\' {
+			k++
+			continue
+		}
+		if s[k] == q {
+			return k + 1
+		}
+	}
+	return len(s)
+}
+
+// jinjaGroupEnd is the offset of the bracket closing the one at s[i], or
+// -1.
+func jinjaGroupEnd(s string, i int) int {
+	depth := 0
+	for k := i; k < len(s); k++ {
+		switch s[k] {
+		case '\'', '"':
+			k = jinjaStringEnd(s, k) - 1
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
 }
 
 // jinjaTagNewlines puts a space after every line break inside a tag
@@ -844,6 +989,52 @@ func rewriteDictCall(c *nodes.Call) {
 	c.Func = &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: dictFunc, Line: at.Line, Col: at.Col}}
 	c.Args = []nodes.Expression{&nodes.String{Location: at, Val: m}, recv}
 	c.Parent = nil
+}
+
+var dictType = reflect.TypeFor[nodes.Dict]()
+
+// dedupDictPairs makes a dict literal that repeats a literal key
+// ({'a': 1, 'a': 2}) what jinja2 (Python) makes of it: the key in its
+// first place with its last value.
+func dedupDictPairs(d *nodes.Dict) {
+	if len(d.Pairs) < 2 {
+		return
+	}
+	first := map[string]int{}
+	kept := d.Pairs[:0:0]
+	for _, p := range d.Pairs {
+		var key string
+		switch k := p.Key.(type) {
+		case *nodes.String:
+			key = "s:" + k.Val
+		case *nodes.Integer:
+			key = fmt.Sprintf("i:%d", k.Val)
+		default:
+			kept = append(kept, p)
+			continue
+		}
+		if i, ok := first[key]; ok {
+			kept[i] = &nodes.Pair{Key: kept[i].Key, Value: p.Value}
+			continue
+		}
+		first[key] = len(kept)
+		kept = append(kept, p)
+	}
+	d.Pairs = kept
+}
+
+// methodReceiver gives a method call on a computed value ((a ~ b).upper(),
+// (x | string).split('-')) its receiver, which gonja's parser sets only
+// for a call on a name and without which it finds no method.
+func methodReceiver(c *nodes.Call) {
+	if c.Parent != nil {
+		return
+	}
+	if ga, ok := c.Func.(*nodes.GetAttribute); ok {
+		if _, isName := ga.Node.(*nodes.Name); !isName {
+			c.Parent = ga.Node
+		}
+	}
 }
 
 // orderedLoop makes a for loop iterate maps in the render's key order.
