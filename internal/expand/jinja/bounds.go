@@ -1,6 +1,7 @@
 package jinja
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -102,6 +103,32 @@ func boundedMethods(limit int) exec.Methods {
 			}
 			return fn(self, sv, args)
 		}
+	}
+	// gonja's count finds one occurrence at most; Python's counts them.
+	str["count"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		sub, ok := strArg(args, 0)
+		if !ok {
+			return nil, errors.New("count() takes a string")
+		}
+		r := []rune(self)
+		start, end := 0, len(r)
+		if i, ok := intArg(args, 1, "start"); ok {
+			start = i
+		}
+		if i, ok := intArg(args, 2, "end"); ok {
+			end = i
+		}
+		norm := func(i int) int {
+			if i < 0 {
+				i += len(r)
+			}
+			return min(max(i, 0), len(r))
+		}
+		start, end = norm(start), norm(end)
+		if start > end {
+			return 0, nil
+		}
+		return strings.Count(string(r[start:end]), sub), nil
 	}
 	m.Str = exec.NewMethodSet(str)
 	return m

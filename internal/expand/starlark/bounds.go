@@ -31,8 +31,10 @@ const (
 //	a += b, a *= b    ->  a += __dm_check__("+", a, b)       (lists keep growing in place)
 //	s.replace(o, n)   ->  __dm_replace__(s, o, n)
 func boundStarlark(f *syntax.File) {
+	targets := map[*syntax.IndexExpr]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		rewritePythonTree(n)
+		runeRewrites(n, targets)
 		switch n := n.(type) {
 		case *syntax.BinaryExpr:
 			if n.Op == syntax.STAR || n.Op == syntax.PLUS || n.Op == syntax.PERCENT {

@@ -2,6 +2,7 @@ package starlark
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -65,10 +66,38 @@ func rewritePythonTree(n syntax.Node) {
 	case *syntax.DictExpr:
 		dedupDictKeys(n)
 	case *syntax.CallExpr:
+		unboundMethods(n)
 		if d, ok := n.Fn.(*syntax.DotExpr); ok && py2Methods[d.Name.Name] {
 			n.Fn = &syntax.Ident{NamePos: d.Dot, Name: starMethod}
 			n.Args = append([]syntax.Expr{d.X, strLiteral(d.Name.Name, d.Dot)}, n.Args...)
 		}
+	}
+}
+
+// starUnbound makes an unbound str method (str.lower) a function.
+const starUnbound = "__dm_unbound__"
+
+// unboundMethods rewrites a call's arguments that name a method of str
+// (sorted(l, key=str.lower), map(str.strip, l)), which Starlark has no
+// value for, into __dm_unbound__("lower"): a function that calls the
+// method of its first argument.
+func unboundMethods(c *syntax.CallExpr) {
+	fix := func(e syntax.Expr) syntax.Expr {
+		d, ok := e.(*syntax.DotExpr)
+		if !ok {
+			return e
+		}
+		if id, ok := d.X.(*syntax.Ident); !ok || id.Name != "str" && id.Name != "unicode" {
+			return e
+		}
+		return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: d.Dot, Name: starUnbound}, Lparen: d.Dot, Args: []syntax.Expr{strLiteral(d.Name.Name, d.Dot)}, Rparen: d.Dot}
+	}
+	for i, a := range c.Args {
+		if b, ok := a.(*syntax.BinaryExpr); ok && b.Op == syntax.EQ {
+			b.Y = fix(b.Y)
+			continue
+		}
+		c.Args[i] = fix(a)
 	}
 }
 
@@ -264,7 +293,16 @@ func pyBuiltins(limit int) starlark.StringDict {
 	bounded := func(name string) *starlark.Builtin {
 		orig := u[name].(*starlark.Builtin)
 		return builtin(name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			for _, a := range args {
+			cloned := false
+			for i, a := range args {
+				// A string is a sequence of characters, as in Python.
+				if s, ok := a.(starlark.String); ok {
+					if !cloned {
+						args, cloned = slices.Clone(args), true
+					}
+					args[i] = byCharacter(s, true)
+					a = args[i]
+				}
 				if s, ok := a.(starlark.Sequence); ok {
 					if n := s.Len(); 16*n > limit {
 						return nil, engine.Limit("MaxOutputBytes", limit, "%s() of %d elements would make a value of %d bytes", name, n, 16*n)
@@ -284,6 +322,15 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
 	}
+	d[starUnbound] = builtin(starUnbound, func(th *starlark.Thread, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		name, _ := starlark.AsString(args[0])
+		return builtin("str."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) == 0 {
+				return nil, fmt.Errorf("str.%s needs a string", name)
+			}
+			return starlark.Call(th, method, append(starlark.Tuple{args[0], starlark.String(name)}, args[1:]...), kwargs)
+		}), nil
+	})
 	d[starImport] = builtin(starImport, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) == 0 || len(kwargs) > 0 || th.Load == nil {
 			return nil, fmt.Errorf("%s: want a module name and the names to import", starImport)
@@ -409,8 +456,11 @@ func pyBuiltins(limit int) starlark.StringDict {
 	for k, v := range numericBuiltins(limit) {
 		d[k] = v
 	}
-	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"} {
+	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip", "set", "any", "all", "max", "min"} {
 		d[n] = bounded(n)
+	}
+	for k, v := range runeBuiltins() {
+		d[k] = v
 	}
 	return d
 }

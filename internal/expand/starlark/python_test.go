@@ -78,6 +78,18 @@ def GenerateConfig(context):
 def GenerateConfig(context):
   return {'resources': [{'name': re.sub('x', r'\1', 'abc'), 'type': 'T'}]}
 `, wantErr: "invalid group reference 1"},
+		{name: "strings are characters", src: `def GenerateConfig(context):
+  s = 'ünï-日本'
+  out = [len(s), s[0], s[-1], s[1:3], s[::-1], [c for c in s[:2]], list('ab'), sorted('cba'), max('az'), len('abc'), 'abc'[1]]
+  for c in 'xy':
+    out.append(c)
+  d = {'k': [1, 2]}
+  d['k'][0] = 5
+  return {'resources': [{'name': str(out) + str(d), 'type': 'T'}]}
+`, want: "[6, 'ü', '本', 'nï', '本日-ïnü', ['ü', 'n'], ['a', 'b'], ['a', 'b', 'c'], 'z', 3, 'b', 'x', 'y']{'k': [5, 2]}"},
+		{name: "unbound str methods", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str(sorted(['b', 'A', 'c'], key=str.lower) + list(map(str.strip, [' x ']))), 'type': 'T'}]}
+`, want: "['A', 'b', 'c', 'x']"},
 		{name: "a huge power", src: `def GenerateConfig(context):
   return {'resources': [{'name': str(2 ** 100000000), 'type': 'T'}]}
 `, wantErr: "MaxOutputBytes"},
