@@ -2,7 +2,7 @@ package starlark
 
 import (
 	"fmt"
-	"sort"
+	"slices"
 
 	"go.starlark.net/starlark"
 )
@@ -10,17 +10,21 @@ import (
 // pyNamespace is an object whose attributes a template may set, as
 // Python lets it set any attribute of an object: GenerateConfig's
 // context (`context.shared_vpc = ...`, which templates use to hand values
-// to their helpers).
+// to their helpers), sys.stdout. Its few attributes are kept in two
+// slices, which cost less than a map for the handful a context has.
 type pyNamespace struct {
 	typ    string
-	attrs  map[string]starlark.Value
+	names  []string
+	values []starlark.Value
 	frozen bool
 }
 
 var _ starlark.HasSetField = (*pyNamespace)(nil)
 
-func newNamespace(typ string, attrs map[string]starlark.Value) *pyNamespace {
-	return &pyNamespace{typ: typ, attrs: attrs}
+// newNamespace returns an object of type typ with the attributes names
+// (sorted) holding values.
+func newNamespace(typ string, names []string, values ...starlark.Value) *pyNamespace {
+	return &pyNamespace{typ: typ, names: names, values: values}
 }
 
 // String is what str() of the object prints.
@@ -37,29 +41,35 @@ func (n *pyNamespace) Freeze() {
 		return
 	}
 	n.frozen = true
-	for _, v := range n.attrs {
+	for _, v := range n.values {
 		v.Freeze()
 	}
 }
 
 // Attr returns an attribute, or nil (no such attribute).
-func (n *pyNamespace) Attr(name string) (starlark.Value, error) { return n.attrs[name], nil }
+func (n *pyNamespace) Attr(name string) (starlark.Value, error) {
+	for i, k := range n.names {
+		if k == name {
+			return n.values[i], nil
+		}
+	}
+	return nil, nil
+}
 
 // AttrNames lists the attributes, sorted.
-func (n *pyNamespace) AttrNames() []string {
-	out := make([]string, 0, len(n.attrs))
-	for k := range n.attrs {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (n *pyNamespace) AttrNames() []string { return slices.Clone(n.names) }
 
 // SetField sets an attribute.
 func (n *pyNamespace) SetField(name string, v starlark.Value) error {
 	if n.frozen {
 		return fmt.Errorf("cannot set .%s of a frozen %s object", name, n.typ)
 	}
-	n.attrs[name] = v
+	i, found := slices.BinarySearch(n.names, name)
+	if found {
+		n.values[i] = v
+		return nil
+	}
+	n.names = slices.Insert(slices.Clone(n.names), i, name)
+	n.values = slices.Insert(n.values, i, v)
 	return nil
 }

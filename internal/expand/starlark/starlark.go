@@ -758,11 +758,11 @@ func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err 
 	if !ok {
 		return nil, engine.At(inv.File, 0, engine.Invalid("no function GenerateConfig(context)"))
 	}
-	cctx := newNamespace("context", map[string]starlark.Value{
-		"properties": starlarkValue(order, inv.Properties), // document order
-		"env":        toStarlark(inv.Env),
-		"imports":    toStarlark(inv.Imports()),
-	})
+	cctx := newNamespace("context", contextAttrs,
+		toStarlark(inv.Env),
+		toStarlark(inv.Imports()),
+		starlarkValue(order, inv.Properties), // document order
+	)
 	ret, err := starlark.Call(thread, fn, starlark.Tuple{cctx}, nil)
 	if err != nil {
 		return nil, e.starlarkError(ctx, thread, inv.File, err)
@@ -787,6 +787,10 @@ func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err 
 		return nil, engine.At(inv.File, 0, engine.Invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
 	}
 }
+
+// contextAttrs are the attributes of GenerateConfig's context, sorted;
+// SetField copies the slice before adding one.
+var contextAttrs = []string{"env", "imports", "properties"}
 
 var loadPrefixRE = regexp.MustCompile(`cannot load (mod|pkg):([^:]+): `)
 

@@ -59,8 +59,11 @@ func randomModule() starlark.StringDict {
 // end the process that expands it.
 func sysModule() starlark.StringDict {
 	stream := func(name string) starlark.Value {
-		return newNamespace("file", map[string]starlark.Value{
-			"write": builtin("sys."+name+".write", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		return newNamespace("file", []string{"flush", "write"},
+			builtin("sys."+name+".flush", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+				return starlark.None, nil
+			}),
+			builtin("sys."+name+".write", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 				var s string
 				if err := starlark.UnpackPositionalArgs("sys."+name+".write", args, kwargs, 1, &s); err != nil {
 					return nil, err
@@ -70,10 +73,7 @@ func sysModule() starlark.StringDict {
 				}
 				return starlark.MakeInt(len(s)), nil
 			}),
-			"flush": builtin("sys."+name+".flush", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
-				return starlark.None, nil
-			}),
-		})
+		)
 	}
 	maxsize := starlark.MakeInt64(1<<63 - 1)
 	return starlark.StringDict{
