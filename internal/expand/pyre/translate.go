@@ -548,6 +548,13 @@ func (tr *translator) escape() (atom bool, err error) {
 		tr.classEscape(c, false)
 	case 'a', 'f', 'n', 'r', 't', 'v':
 		tr.both(`\` + string(c))
+	case 'p', 'P':
+		cls, err := tr.unicodeClass()
+		if err != nil {
+			return false, err
+		}
+		tr.both(cls)
+		return true, nil
 	case 'x', 'u', 'U', 'N':
 		r, n, err := tr.codeEscape()
 		if err != nil {
@@ -640,6 +647,35 @@ func (tr *translator) classEscape(c byte, inClass bool) {
 	tr.net.WriteString("[" + net + "]")
 }
 
+// unicodeClass reads \p{Name} or \pL at tr.i. Python's re has no Unicode
+// classes (it refuses \p as a bad escape), but schemas written for RE2
+// use them and dm read them before: both of dm's engines have them, so
+// they are kept, written \p{Name} as both read it.
+func (tr *translator) unicodeClass() (string, error) {
+	c := tr.src[tr.i+1]
+	rest := tr.src[tr.i+2:]
+	var name string
+	switch {
+	case strings.HasPrefix(rest, "{"):
+		end := strings.IndexByte(rest, '}')
+		if end < 0 {
+			return "", &parseError{`missing } in \` + string(c) + `{...}`, tr.i}
+		}
+		name = rest[1:end]
+		tr.i += 2 + end + 1
+	case rest != "":
+		name = rest[:1]
+		tr.i += 3
+	default:
+		return "", &parseError{`bad escape \` + string(c), tr.i}
+	}
+	if name == "" || !isIdent(name) {
+		return "", &parseError{`bad Unicode class \` + string(c) + "{" + name + "}", tr.i}
+	}
+	tr.t.unicode = true
+	return `\` + string(c) + "{" + name + "}", nil
+}
+
 func isOctal(c byte) bool { return c >= '0' && c <= '7' }
 
 // octal reads up to three octal digits at j (the first may be 0).
@@ -720,6 +756,12 @@ func (tr *translator) class() error {
 			case 'a', 'f', 'n', 'r', 't', 'v':
 				tr.both(`\` + string(e))
 				tr.i += 2
+			case 'p', 'P':
+				cls, err := tr.unicodeClass()
+				if err != nil {
+					return err
+				}
+				tr.both(cls)
 			case 'x', 'u', 'U', 'N':
 				r, n, err := tr.codeEscape()
 				if err != nil {
