@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -130,8 +131,60 @@ func boundedMethods(limit int) exec.Methods {
 		}
 		return strings.Count(string(r[start:end]), sub), nil
 	}
+	// gonja's split defaults its separator to an int, which it then
+	// refuses; Python's splits on whitespace.
+	str["split"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		var sep *exec.Value
+		if len(args.Args) > 0 {
+			sep = args.Args[0]
+		} else if v, ok := args.KwArgs["sep"]; ok {
+			sep = v
+		}
+		maxsplit := -1
+		if i, ok := intArg(args, 1, "maxsplit"); ok {
+			maxsplit = i
+		}
+		var parts []string
+		switch {
+		case sep == nil || sep.IsNil():
+			parts = splitWhitespace(self, maxsplit)
+		case !sep.IsString():
+			return nil, errors.New("split: the separator must be a string or None")
+		case sep.String() == "":
+			return nil, errors.New("empty separator")
+		case maxsplit < 0:
+			parts = strings.Split(self, sep.String())
+		default:
+			parts = strings.SplitN(self, sep.String(), maxsplit+1)
+		}
+		out := make([]any, len(parts))
+		for i, p := range parts {
+			out[i] = p
+		}
+		return out, nil
+	}
 	m.Str = exec.NewMethodSet(str)
 	return m
+}
+
+// splitWhitespace is Python's s.split() with maxsplit (-1: all).
+func splitWhitespace(s string, maxsplit int) []string {
+	var out []string
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return out
+		}
+		if maxsplit >= 0 && len(out) == maxsplit {
+			return append(out, strings.TrimRightFunc(s, unicode.IsSpace))
+		}
+		end := strings.IndexFunc(s, unicode.IsSpace)
+		if end < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
 }
 
 // boundedFilters returns a copy of gonja's filters with the ones that

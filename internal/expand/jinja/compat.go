@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -435,8 +436,99 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 // differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
 func jinjaSource(src []byte) []byte {
 	return jinjaTagBodies(jinjaTagNewlines(jinjaTagLiterals(src)), func(body string) string {
-		return jinjaConditionals(body, true)
+		return jinjaDictCalls(jinjaConditionals(body, true))
 	})
+}
+
+// jinjaDictCalls rewrites dict(a=1, b=x) into the literal {'a': 1, 'b':
+// x}: gonja passes keyword arguments in a map, which loses the order
+// jinja2's dict keeps. A call with positional arguments stays.
+func jinjaDictCalls(s string) string {
+	if !strings.Contains(s, "dict(") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'' || c == '"':
+			end := jinjaStringEnd(s, i)
+			sb.WriteString(s[i:end])
+			i = end - 1
+			continue
+		case strings.HasPrefix(s[i:], "dict(") && (i == 0 || !isIdentByte(s[i-1]) && s[i-1] != '.'):
+			open := i + 4
+			end := jinjaGroupEnd(s, open)
+			if end < 0 {
+				break
+			}
+			if lit, ok := dictLiteral(jinjaDictCalls(s[open+1 : end])); ok {
+				sb.WriteString(lit)
+				i = end
+				continue
+			}
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
+}
+
+// dictLiteral turns the arguments of dict(...) into a dict literal, if
+// they are all keyword arguments.
+func dictLiteral(args string) (string, bool) {
+	var parts []string
+	start := 0
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) {
+			switch c := args[i]; c {
+			case '\'', '"':
+				i = jinjaStringEnd(args, i) - 1
+				continue
+			case '(', '[', '{':
+				if e := jinjaGroupEnd(args, i); e >= 0 {
+					i = e
+				}
+				continue
+			case ',':
+			default:
+				continue
+			}
+		}
+		parts = append(parts, args[start:i])
+		start = i + 1
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	for _, p := range parts {
+		if strings.TrimSpace(p) == "" {
+			continue // dict() or a trailing comma
+		}
+		eq := strings.IndexByte(p, '=')
+		if eq < 0 || eq+1 < len(p) && p[eq+1] == '=' {
+			return "", false
+		}
+		name := strings.TrimSpace(p[:eq])
+		if name == "" || !isIdentName(name) {
+			return "", false
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		n++
+		b.WriteString("'" + name + "': " + p[eq+1:])
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}
+
+func isIdentName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) || i == 0 && s[i] >= '0' && s[i] <= '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // jinjaConditionals rewrites the conditional expressions (A if C else B)
@@ -1182,6 +1274,41 @@ func jinjaInt(v *exec.Value) int {
 		return 0
 	}
 	return v.Integer()
+}
+
+// jinjaReverse is jinja2's reverse filter: a string backwards, any other
+// iterable's items in reverse order (gonja's sorts them as well).
+func jinjaReverse(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if in.IsString() {
+		r := []rune(in.String())
+		slices.Reverse(r)
+		return exec.AsValue(string(r))
+	}
+	var items []any
+	switch v := jinjaPlain(in, engine.Sorted{}).(type) {
+	case []any:
+		for i := in.Len() - 1; i >= 0; i-- {
+			items = append(items, in.Index(i).Interface())
+		}
+		_ = v
+	case python.Tuple:
+		for i := len(v) - 1; i >= 0; i-- {
+			items = append(items, v[i])
+		}
+	case python.Dict:
+		for i := len(v) - 1; i >= 0; i-- {
+			items = append(items, v[i].K)
+		}
+	default:
+		return exec.AsValue(fmt.Errorf("reverse: %s is not iterable", python.TypeName(v)))
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return exec.AsValue(items)
 }
 
 // jinjaDictsort is jinja2's dictsort: (key, value) pairs sorted by key

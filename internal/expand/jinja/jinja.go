@@ -23,6 +23,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // guardKey is the context variable holding the per-render jinjaGuard. A
@@ -123,6 +124,35 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
 	_ = filters.Replace("format", jinjaFormat(limit))
 	_ = filters.Replace("dictsort", jinjaDictsort)
+	_ = filters.Replace("reverse", jinjaReverse)
+	// string is Python's str(), as {{ }} prints; list refuses what is
+	// not iterable, as Python's list() does.
+	_ = filters.Replace("string", func(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		g, err := guardOf(e.Environment.Context)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		return exec.AsValue(jinjaText(in, g.order))
+	})
+	if list, ok := filters.Get("list"); ok {
+		_ = filters.Replace("list", func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+			if !in.IsError() && (in.IsNumber() || in.IsBool() || in.IsNil()) {
+				return exec.AsValue(fmt.Errorf("list: '%s' object is not iterable", python.TypeName(jinjaPlain(in, engine.Sorted{}))))
+			}
+			return list(e, in, params)
+		})
+	}
+	// jinja2's lower and upper tests read str() of any value.
+	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
+	for name, f := range map[string]func(string) string{"lower": strings.ToLower, "upper": strings.ToUpper} {
+		_ = tests.Replace(name, func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+			s := jinjaText(in, engine.Sorted{})
+			return f(s) == s && strings.ToLower(s) != strings.ToUpper(s), nil
+		})
+	}
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}
@@ -130,7 +160,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		env: &exec.Environment{
 			Context:           globals,
 			Filters:           filters,
-			Tests:             builtins.Tests,
+			Tests:             tests,
 			ControlStructures: exec.NewControlStructureSet(cs),
 			Methods:           boundedMethods(limit),
 		},
