@@ -759,7 +759,7 @@ func (g *diffGen) jExpr(vars map[string][]string, typ string, depth int) string 
 			if g.chance(0.2) {
 				return alt("test of undefined", "(properties.missing is "+g.pick("defined", "undefined", "none", "string", "mapping")+")")
 			}
-			return alt("test", "("+g.pick(I(), S(), L(), D(), "none", F())+" is "+g.pick("defined", "undefined", "none", "number", "string", "mapping", "sequence", "iterable", "odd", "even", "divisibleby(3)", "lower", "upper", "integer", "float")+")")
+			return alt("test", "("+g.pick(I(), S(), L(), D(), F())+" is "+g.pick("defined", "undefined", "none", "number", "string", "mapping", "sequence", "iterable", "odd", "even", "divisibleby(3)", "lower", "upper", "integer", "float")+")")
 		case 3:
 			return alt("and or not", "("+B()+" "+g.pick("and", "or")+" not "+B()+")")
 		case 4:

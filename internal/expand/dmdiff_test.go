@@ -60,6 +60,7 @@ var refusedDifferences = []struct {
 }{
 	{regexp.MustCompile(`random\.\w+: dm expands a configuration again`), "a random value would change the resources on every expansion"},
 	{regexp.MustCompile(`sys\.exit`), "a template cannot end the expansion process"},
+	{regexp.MustCompile(`is not a valid Kubernetes name`), "dm checks the names of Kubernetes objects, which DM had no notion of"},
 }
 
 // dmref is the reference expander, one process reading cases on stdin.

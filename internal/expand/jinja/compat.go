@@ -223,11 +223,13 @@ func pyRound(v *exec.Value, precision int, method string) (any, error) {
 		return f, nil
 	}
 	if method != "common" {
+		// + 0 makes -0.0 0.0: Python's math.ceil and floor return
+		// integers, which have no sign of zero.
 		p := math.Pow(10, float64(precision))
 		if method == "ceil" {
-			return math.Ceil(f*p) / p, nil
+			return math.Ceil(f*p)/p + 0, nil
 		}
-		return math.Floor(f*p) / p, nil
+		return math.Floor(f*p)/p + 0, nil
 	}
 	return python.Round(f, precision), nil
 }

@@ -125,6 +125,12 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	_ = filters.Replace("format", jinjaFormat(limit))
 	_ = filters.Replace("dictsort", jinjaDictsort)
 	_ = filters.Replace("reverse", jinjaReverse)
+	_ = filters.Replace("wordcount", func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		return exec.AsValue(len(wordRE.FindAllString(jinjaText(in, engine.Sorted{}), -1))) // jinja2's \w+
+	})
 	// string is Python's str(), as {{ }} prints; list refuses what is
 	// not iterable, as Python's list() does.
 	_ = filters.Replace("string", func(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
@@ -467,6 +473,9 @@ func jinjaParseError(file string, err error) error {
 	msg = strings.ReplaceAll(msg, "(Line: 0 Col: 0, ", "(")
 	return engine.At(file, line, engine.Invalid("%s", msg))
 }
+
+// wordRE is jinja2's word for wordcount: \w+, Unicode.
+var wordRE = regexp.MustCompile(`[\p{L}\p{N}_]+`)
 
 var (
 	jinjaLineRE  = regexp.MustCompile(`(?i)\bline:? (\d+)`)
