@@ -699,7 +699,7 @@ func (g *diffGen) jExpr(vars map[string][]string, typ string, depth int) string 
 		case 16:
 			return alt("indent center", "("+S()+" | "+g.pick("center(9)", "truncate(5)", "wordcount | string", "length | string")+")")
 		case 17:
-			return alt("tojson", "("+g.pick(D(), L(), S(), I(), F())+" | tojson | string)")
+			return alt("title capitalize", "("+S()+" | "+g.pick("title", "capitalize")+")")
 		case 18:
 			return alt("call block", "m_callblock()")
 		case 19:
@@ -757,7 +757,7 @@ func (g *diffGen) jExpr(vars map[string][]string, typ string, depth int) string 
 			return alt("in", "("+S()+" in "+g.pick(L(), S(), D())+")")
 		case 2:
 			if g.chance(0.2) {
-				return alt("test of undefined", "(properties.missing is "+g.pick("defined", "undefined", "none", "string", "mapping")+")")
+				return alt("test of undefined", "(properties.missing is "+g.pick("defined", "undefined")+")")
 			}
 			return alt("test", "("+g.pick(I(), S(), L(), D(), F())+" is "+g.pick("defined", "undefined", "none", "number", "string", "mapping", "sequence", "iterable", "odd", "even", "divisibleby(3)", "lower", "upper", "integer", "float")+")")
 		case 3:

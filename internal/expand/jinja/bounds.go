@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -163,8 +164,64 @@ func boundedMethods(limit int) exec.Methods {
 		}
 		return out, nil
 	}
+	str["capitalize"] = func(self string, _ *exec.Value, _ *exec.VarArgs) (any, error) { return pyCapitalize(self), nil }
+	str["title"] = func(self string, _ *exec.Value, _ *exec.VarArgs) (any, error) { return pyTitle(self), nil }
 	m.Str = exec.NewMethodSet(str)
 	return m
+}
+
+// pyCapitalize is Python's str.capitalize: the first character upper
+// case (title case), the rest lower.
+func pyCapitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToTitle(r)) + strings.ToLower(s[n:])
+}
+
+// pyTitle is Python's str.title: a cased character after an uncased one
+// is upper case, the others lower ("they're" is "They'Re").
+func pyTitle(s string) string {
+	var b strings.Builder
+	prevCased := false
+	for _, r := range s {
+		cased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+		switch {
+		case cased && !prevCased:
+			b.WriteRune(unicode.ToTitle(r))
+		case cased:
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+		prevCased = cased
+	}
+	return b.String()
+}
+
+// titleSplitRE is jinja2's _word_beginning_split_re, where its title
+// filter starts words.
+var titleSplitRE = regexp.MustCompile(`[-\s({\[<]+`)
+
+// jinjaTitle is jinja2's title filter: each word (after a blank, -, (, {,
+// [ or <) with its first character upper case and the rest lower.
+func jinjaTitle(s string) string {
+	var b strings.Builder
+	last := 0
+	word := func(w string) {
+		if w != "" {
+			r, n := utf8.DecodeRuneInString(w)
+			b.WriteString(string(unicode.ToUpper(r)) + strings.ToLower(w[n:]))
+		}
+	}
+	for _, loc := range titleSplitRE.FindAllStringIndex(s, -1) {
+		word(s[last:loc[0]])
+		b.WriteString(s[loc[0]:loc[1]])
+		last = loc[1]
+	}
+	word(s[last:])
+	return b.String()
 }
 
 // splitWhitespace is Python's s.split() with maxsplit (-1: all).

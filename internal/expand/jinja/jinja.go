@@ -125,6 +125,14 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	_ = filters.Replace("format", jinjaFormat(limit))
 	_ = filters.Replace("dictsort", jinjaDictsort)
 	_ = filters.Replace("reverse", jinjaReverse)
+	for name, f := range map[string]func(string) string{"capitalize": pyCapitalize, "title": jinjaTitle} {
+		_ = filters.Replace(name, func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+			if in.IsError() {
+				return in
+			}
+			return exec.AsValue(f(jinjaText(in, engine.Sorted{})))
+		})
+	}
 	_ = filters.Replace("wordcount", func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 		if in.IsError() {
 			return in

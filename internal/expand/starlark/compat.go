@@ -49,7 +49,8 @@ var pyTypeNames = map[string]string{
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
 	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true,
-	"swapcase": true, "casefold": true, "isdecimal": true, "isnumeric": true, "isidentifier": true}
+	"swapcase": true, "casefold": true, "isdecimal": true, "isnumeric": true, "isidentifier": true,
+	"join": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -256,6 +257,13 @@ func pyBuiltins(limit int) starlark.StringDict {
 			case "decode":
 				// Python 2's str.decode: a str is its text already.
 				return decodeBytes(starlark.Bytes(r), rest, kwargs)
+			case "join":
+				// A string is the characters it joins, as in Python.
+				if len(rest) == 1 {
+					if s, ok := rest[0].(starlark.String); ok {
+						rest = starlark.Tuple{byCharacter(s, true)}
+					}
+				}
 			case "swapcase", "casefold", "isdecimal", "isnumeric", "isidentifier":
 				if len(rest) > 0 || len(kwargs) > 0 {
 					return nil, fmt.Errorf("%s takes no arguments", name)
