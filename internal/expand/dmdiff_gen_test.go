@@ -759,7 +759,10 @@ func (g *diffGen) jExpr(vars map[string][]string, typ string, depth int) string 
 			if g.chance(0.2) {
 				return alt("test of undefined", "(properties.missing is "+g.pick("defined", "undefined")+")")
 			}
-			return alt("test", "("+g.pick(I(), S(), L(), D(), F())+" is "+g.pick("defined", "undefined", "none", "number", "string", "mapping", "sequence", "iterable", "odd", "even", "divisibleby(3)", "lower", "upper", "integer", "float")+")")
+			if g.chance(0.3) {
+				return alt("number test", "("+I()+" is "+g.pick("odd", "even", "divisibleby(3)")+")")
+			}
+			return alt("test", "("+g.pick(I(), S(), L(), D(), F())+" is "+g.pick("defined", "undefined", "none", "number", "string", "mapping", "sequence", "iterable", "lower", "upper", "integer", "float")+")")
 		case 3:
 			return alt("and or not", "("+B()+" "+g.pick("and", "or")+" not "+B()+")")
 		case 4:

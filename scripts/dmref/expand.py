@@ -21,7 +21,12 @@ a template resource, $(ref.NAME.OUTPUT) is the template's output first.
 Non-JSON values: .inf/-.inf/.nan become the strings ".inf", "-.inf",
 ".nan"; dates and times their YAML text (what dm keeps).
 
+Schema patterns are checked as DM's validator checked them, with
+Python's re.search (other keywords dm checks with DM's own leniencies).
+
 Usage: scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
+       scripts/dmref/expand.py --serve   (the differential test's mode:
+       one case a line on stdin, one answer a line on stdout; see serve)
 Needs python3, jinja2 and PyYAML (Debian: python3-jinja2 python3-yaml).
 """
 
