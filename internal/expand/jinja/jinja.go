@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path"
 	"reflect"
 	"regexp"
@@ -167,6 +168,36 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return f(s) == s && strings.ToLower(s) != strings.ToUpper(s), nil
 		})
 	}
+	// odd, even and divisibleby of any number, as Python's % reads it;
+	// sequence of anything with a length and items (a dict too).
+	mod := func(in *exec.Value, n float64) (float64, bool) {
+		if in.IsBool() || !in.IsNumber() || n == 0 {
+			return 0, false
+		}
+		m := math.Mod(in.Float(), n)
+		if m != 0 && (m < 0) != (n < 0) {
+			m += n
+		}
+		return m, true
+	}
+	_ = tests.Replace("odd", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		m, ok := mod(in, 2)
+		return ok && m == 1, nil
+	})
+	_ = tests.Replace("even", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		m, ok := mod(in, 2)
+		return ok && m == 0, nil
+	})
+	_ = tests.Replace("divisibleby", func(_ *exec.Context, in *exec.Value, params *exec.VarArgs) (bool, error) {
+		if len(params.Args) != 1 || !params.Args[0].IsNumber() {
+			return false, errors.New("divisibleby takes a number")
+		}
+		m, ok := mod(in, params.Args[0].Float())
+		return ok && m == 0, nil
+	})
+	_ = tests.Replace("sequence", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		return in.IsString() || in.IsList() || in.IsDict(), nil
+	})
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}

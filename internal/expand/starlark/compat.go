@@ -50,7 +50,7 @@ var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalue
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
 	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true,
 	"swapcase": true, "casefold": true, "isdecimal": true, "isnumeric": true, "isidentifier": true,
-	"join": true}
+	"join": true, "index": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -281,6 +281,21 @@ func pyBuiltins(limit int) starlark.StringDict {
 		case *starlark.Dict:
 			if name == "copy" && len(rest) == 0 {
 				return starCopy(r, false, 0)
+			}
+		case starlark.Tuple:
+			// Python's tuple.count and tuple.index.
+			if name == "count" {
+				if v, ok, err := listMethod(th, starlark.NewList(r), name, rest, kwargs); ok {
+					return v, err
+				}
+			}
+			if name == "index" && len(rest) == 1 {
+				for i, e := range r {
+					if eq, err := starlark.Equal(e, rest[0]); err != nil || eq {
+						return starlark.MakeInt(i), err
+					}
+				}
+				return nil, fmt.Errorf("tuple.index(x): x not in tuple")
 			}
 		}
 		if str, ok := recv.(starlark.String); ok && (python.UsesFormatSpec(string(str)) || name == "format" && pythonNotation(rest, kwargs)) {
