@@ -705,7 +705,7 @@ func (g *diffGen) jExpr(vars map[string][]string, typ string, depth int) string 
 		case 19:
 			return alt("from import with context", "ctx_name()")
 		case 20:
-			return alt("dict get", D()+".get('k', "+S()+") | string")
+			return alt("dict get", "("+D()+".get('k', "+S()+") | string)")
 		case 21:
 			return alt("str repeat", "("+S()+" * "+g.pick("2", "0")+")")
 		case 22:

@@ -61,7 +61,7 @@ var refusedDifferences = []struct {
 	{regexp.MustCompile(`random\.\w+: dm expands a configuration again`), "a random value would change the resources on every expansion"},
 	{regexp.MustCompile(`sys\.exit`), "a template cannot end the expansion process"},
 	{regexp.MustCompile(`is not a valid Kubernetes name`), "dm checks the names of Kubernetes objects, which DM had no notion of"},
-	{regexp.MustCompile(`field \w+ not found in a resource`), "a resource field DM's API did not have, which it refused too (the reference does not check)"},
+	{regexp.MustCompile(`field \S+ not found in a resource`), "a resource field DM's API did not have, which it refused too (the reference does not check)"},
 	{regexp.MustCompile(`resources\[\d+\]\.(name|type) is null`), "a resource without a name or type, which DM's API refused too (the reference does not check)"},
 }
 

@@ -52,6 +52,9 @@ func boundOperators(root reflect.Value) {
 			if v.Type().Elem() == dictType {
 				dedupDictPairs((*nodes.Dict)(v.UnsafePointer()))
 			}
+			if v.Type().Elem() == negationType {
+				boolNegation((*nodes.Negation)(v.UnsafePointer()))
+			}
 			if be, ok := binaryExpression(v); ok {
 				walk(reflect.ValueOf(be.Left))
 				walk(reflect.ValueOf(be.Right))

@@ -438,8 +438,168 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 // differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
 func jinjaSource(src []byte) []byte {
 	return jinjaTagBodies(jinjaTagNewlines(jinjaTagLiterals(src)), func(body string) string {
-		return jinjaDictCalls(jinjaConditionals(body, true))
+		return jinjaFilterOperands(jinjaDictCalls(jinjaConditionals(body, true)))
 	})
+}
+
+// jinjaToken is a token of a tag body: its kind ('n' a name or number,
+// 's' a string, 'o' an operator or bracket) and its place.
+type jinjaToken struct {
+	kind       byte
+	start, end int
+	text       string
+}
+
+func jinjaTokens(s string) []jinjaToken {
+	var out []jinjaToken
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case isJinjaBlank(c):
+			i++
+		case c == '\'' || c == '"':
+			end := jinjaStringEnd(s, i)
+			out = append(out, jinjaToken{'s', i, end, s[i:end]})
+			i = end
+		case isIdentByte(c):
+			j := i
+			for j < len(s) && (isIdentByte(s[j]) || s[j] == '.' && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' && s[i] >= '0' && s[i] <= '9') {
+				j++
+			}
+			out = append(out, jinjaToken{'n', i, j, s[i:j]})
+			i = j
+		default:
+			n := 1
+			for _, op := range []string{"==", "!=", "<=", ">=", "//", "**"} {
+				if strings.HasPrefix(s[i:], op) {
+					n = 2
+				}
+			}
+			out = append(out, jinjaToken{'o', i, i + n, s[i : i+n]})
+			i += n
+		}
+	}
+	return out
+}
+
+// jinjaFilterStops end a filter's operand, scanning back: every operator
+// that binds less tightly than a filter.
+var jinjaFilterStops = map[string]bool{
+	"==": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true, "+": true, "-": true, "*": true,
+	"/": true, "//": true, "%": true, "**": true, "~": true, ",": true, ":": true, "=": true,
+	"in": true, "not": true, "is": true, "and": true, "or": true, "if": true, "else": true,
+	"for": true, "set": true, "with": true, "import": true, "as": true, "from": true, "elif": true,
+}
+
+// jinjaFilterOperands parenthesises each filter chain with its operand
+// (x | f | g becomes (x | f | g)) where gonja would read it otherwise.
+// jinja2 binds a filter to the unary operand before it: not x | length
+// is not (x | length), a in b | upper is a in (b | upper); gonja applies
+// a filter to the whole comparison or negation before it.
+func jinjaFilterOperands(s string) string {
+	if !strings.Contains(s, "|") {
+		return s
+	}
+	toks := jinjaTokens(s)
+	type ins struct {
+		at   int
+		text string
+	}
+	var edits []ins
+	closeOf := func(i int) int { // the token closing the bracket at toks[i]
+		depth := 0
+		for j := i; j < len(toks); j++ {
+			switch toks[j].text {
+			case "(", "[", "{":
+				depth++
+			case ")", "]", "}":
+				if depth--; depth == 0 {
+					return j
+				}
+			}
+		}
+		return -1
+	}
+	openOf := func(i int) int {
+		depth := 0
+		for j := i; j >= 0; j-- {
+			switch toks[j].text {
+			case ")", "]", "}":
+				depth++
+			case "(", "[", "{":
+				if depth--; depth == 0 {
+					return j
+				}
+			}
+		}
+		return -1
+	}
+	for i := 0; i < len(toks); i++ {
+		if toks[i].text != "|" || i == 0 || i > 0 && toks[i-1].text == "|" {
+			continue
+		}
+		// The operand: back to a stop at this depth; a - or + that
+		// follows an operator (or nothing) is unary, part of it.
+		start := i - 1
+		for start >= 0 {
+			t := toks[start]
+			if t.text == ")" || t.text == "]" || t.text == "}" {
+				if start = openOf(start); start < 0 {
+					break
+				}
+			} else if t.text == "(" || t.text == "[" || t.text == "{" {
+				break
+			} else if jinjaFilterStops[t.text] {
+				unary := (t.text == "-" || t.text == "+") && (start == 0 || toks[start-1].kind == 'o' && toks[start-1].text != ")" && toks[start-1].text != "]" && toks[start-1].text != "}" || jinjaFilterStops[toks[start-1].text])
+				if !unary {
+					break
+				}
+			}
+			start--
+		}
+		start++
+		if start >= i {
+			continue
+		}
+		// The chain: | name [(...)] repeated.
+		end := i
+		for end < len(toks) && toks[end].text == "|" {
+			if end+1 >= len(toks) || toks[end+1].kind != 'n' {
+				break
+			}
+			end += 2
+			if end < len(toks) && toks[end].text == "(" {
+				c := closeOf(end)
+				if c < 0 {
+					break
+				}
+				end = c + 1
+			}
+		}
+		if end <= i+1 || end < len(toks) && toks[end].text == "." {
+			continue // x | f.g: no filter jinja2 knows; left for the parser to refuse
+		}
+		// Already alone in brackets: nothing to do.
+		if start > 0 && end < len(toks) && (toks[start-1].text == "(" && toks[end].text == ")") {
+			i = end - 1
+			continue
+		}
+		edits = append(edits, ins{toks[start].start, "("}, ins{toks[end-1].end, ")"})
+		i = end - 1
+	}
+	if len(edits) == 0 {
+		return s
+	}
+	sort.SliceStable(edits, func(a, b int) bool { return edits[a].at < edits[b].at })
+	var b strings.Builder
+	last := 0
+	for _, e := range edits {
+		b.WriteString(s[last:e.at])
+		b.WriteString(e.text)
+		last = e.at
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // jinjaDictCalls rewrites dict(a=1, b=x) into the literal {'a': 1, 'b':
@@ -1085,7 +1245,35 @@ func rewriteDictCall(c *nodes.Call) {
 	c.Parent = nil
 }
 
-var dictType = reflect.TypeFor[nodes.Dict]()
+var (
+	dictType     = reflect.TypeFor[nodes.Dict]()
+	negationType = reflect.TypeFor[nodes.Negation]()
+)
+
+// boolFunc is __dm_bool__(x): Python's bool(x).
+const boolFunc = "__dm_bool__"
+
+// boolNegation makes not x a bool, as in Python: gonja's not of a
+// number is a number (not 2 is 0, not 0.0 is 1.1).
+func boolNegation(n *nodes.Negation) {
+	if c, ok := n.Term.(*nodes.Call); ok {
+		if f, ok := c.Func.(*nodes.Name); ok && f.Name.Val == boolFunc {
+			return
+		}
+	}
+	at := n.Term.Position()
+	n.Term = &nodes.Call{Location: at, Func: &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: boolFunc, Line: at.Line, Col: at.Col}}, Args: []nodes.Expression{n.Term}, Kwargs: map[string]nodes.Expression{}}
+}
+
+func jinjaBool(_ *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 1 {
+		return exec.AsValue(errors.New(boolFunc + " is internal to dm"))
+	}
+	if params.Args[0].IsError() {
+		return params.Args[0]
+	}
+	return exec.AsValue(params.Args[0].IsTrue())
+}
 
 // dedupDictPairs makes a dict literal that repeats a literal key
 // ({'a': 1, 'a': 2}) what jinja2 (Python) makes of it: the key in its

@@ -120,6 +120,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 	globals.Set(arithFunc, jinjaArith)
 	globals.Set(iterFunc, jinjaIter)
 	globals.Set(dictFunc, jinjaDict)
+	globals.Set(boolFunc, jinjaBool)
 	filters := boundedFilters(limit)
 	_ = filters.Replace("round", jinjaRound)
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
