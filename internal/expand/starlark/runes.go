@@ -163,18 +163,9 @@ func runeRewrites(n syntax.Node, targets map[*syntax.IndexExpr]bool) {
 }
 
 func markTargets(e syntax.Expr, targets map[*syntax.IndexExpr]bool) {
-	switch e := e.(type) {
-	case *syntax.IndexExpr:
-		targets[e] = true
-	case *syntax.TupleExpr:
-		for _, x := range e.List {
-			markTargets(x, targets)
+	eachTarget(e, func(x syntax.Expr) {
+		if ix, ok := x.(*syntax.IndexExpr); ok {
+			targets[ix] = true
 		}
-	case *syntax.ListExpr:
-		for _, x := range e.List {
-			markTargets(x, targets)
-		}
-	case *syntax.ParenExpr:
-		markTargets(e.X, targets)
-	}
+	})
 }
