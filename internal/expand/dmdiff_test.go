@@ -63,6 +63,7 @@ var refusedDifferences = []struct {
 	{regexp.MustCompile(`is not a valid Kubernetes name`), "dm checks the names of Kubernetes objects, which DM had no notion of"},
 	{regexp.MustCompile(`field \S+ not found in a resource`), "a resource field DM's API did not have, which it refused too (the reference does not check)"},
 	{regexp.MustCompile(`resources\[\d+\]\.(name|type) is null`), "a resource without a name or type, which DM's API refused too (the reference does not check)"},
+	{regexp.MustCompile(`has several outputs named .*; a referenced output must be unique`), "a reference to an output a template returns several times is ambiguous (the reference takes the last)"},
 }
 
 // dmref is the reference expander, one process reading cases on stdin.

@@ -298,7 +298,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 				return nil, fmt.Errorf("tuple.index(x): x not in tuple")
 			}
 		}
-		if str, ok := recv.(starlark.String); ok && (python.UsesFormatSpec(string(str)) || name == "format" && pythonNotation(rest, kwargs)) {
+		if str, ok := recv.(starlark.String); ok && name == "format" && (python.UsesFormatSpec(string(str)) || pythonNotation(rest, kwargs)) {
 			return starFormat(string(str), rest, kwargs, limit)
 		}
 		ha, ok := recv.(starlark.HasAttrs)

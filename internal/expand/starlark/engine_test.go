@@ -122,6 +122,10 @@ def GenerateConfig(context):
 		{name: "unbound str methods", src: `def GenerateConfig(context):
   return {'resources': [{'name': str(sorted(['b', 'A', 'c'], key=str.lower) + list(map(str.strip, [' x ']))), 'type': 'T'}]}
 `, want: "['A', 'b', 'c', 'x']"},
+		{name: "a method of a string with braces", src: `import json
+def GenerateConfig(context):
+  return {'resources': [{'name': str(json.dumps({'a': 1}).count('a')) + '{x}'.upper() + '{}'.format(2), 'type': 'T'}]}
+`, want: "1{X}2"},
 		{name: "a huge power", src: `def GenerateConfig(context):
   return {'resources': [{'name': str(2 ** 100000000), 'type': 'T'}]}
 `, wantErr: "MaxOutputBytes", limit: true},
