@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples dm-public screenshots
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy dm-samples dm-public screenshots dmdiff
 
 all: build
 
@@ -118,6 +118,7 @@ FUZZ_TARGETS := \
 	./internal/expand/openshift:FuzzSubstitute:20000x \
 	./internal/expand/openshift:FuzzParse:1000x \
 	./internal/expand/schema:FuzzParse:10000x \
+	./internal/expand/pyre:FuzzTranslate:10000x \
 	./internal/deploy/driver:FuzzDecode:8000x \
 	./internal/deploy/kube:FuzzExportParam:10000x \
 	./internal/catalog:FuzzForm:2000x \
@@ -270,6 +271,16 @@ SCREENSHOTS_DIR ?= .cache/screenshots
 screenshots:
 	DM_ARTIFACTS="$(abspath $(SCREENSHOTS_DIR))" $(GO) test -count=1 -run '^TestBrowserWidths$$' ./internal/catalog
 	@echo "screenshots of every page kind in $(SCREENSHOTS_DIR)"
+
+# dmdiff runs the differential test of the template engines longer than
+# make test does: DMDIFF_N generated and mutated templates (seed
+# DMDIFF_SEED) through dm and scripts/dmref; each difference is minimized
+# and, with DMDIFF_KEEP=DIR, written there as a corpus case.
+# DMDIFF_ALL=1 also generates the constructs listed as known differences.
+DMDIFF_N ?= 5000
+DMDIFF_SEED ?= 1
+dmdiff:
+	DMDIFF_N=$(DMDIFF_N) DMDIFF_SEED=$(DMDIFF_SEED) $(GO) test -count=1 -timeout 0 -run '^TestDMDiff$$' -v ./internal/expand/
 
 clean:
 	rm -rf $(BIN)

@@ -14,7 +14,7 @@ import (
 // nothing to a reader of README or docs/: "issue 29", "§3", "seed 000".
 // Links to other projects' issues (kro#519, .../issues/123) are references
 // a reader can follow, and stay.
-var trackerWordsRE = regexp.MustCompile(`(?i)\bissues? #?\d+\b|§|\bseed 0\d\d\b`)
+var trackerWordsRE = regexp.MustCompile(`(?i)\bissues? #?\d+\b|§|\bseeds? 0\d\d\b`)
 
 // TestDocWords: README and docs/ speak of the user's task, not of the
 // tracker that produced them.

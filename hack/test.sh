@@ -70,6 +70,16 @@ setup_failed() {
 
 as_root() { [ "$(id -u)" = 0 ]; }
 
+# python_has_dmref_modules: some python3 the differential test tries
+# (DM_PYTHON, python3 on PATH, Debian's) has jinja2 and yaml.
+python_has_dmref_modules() {
+  local py
+  for py in "${DM_PYTHON:-}" "$(command -v python3 2>/dev/null)" /usr/bin/python3; do
+    [ -n "$py" ] && [ -x "$py" ] && "$py" -c 'import jinja2, yaml' >/dev/null 2>&1 && return 0
+  done
+  return 1
+}
+
 apt_install() { # PACKAGE...
   step "apt-get install $*"
   export DEBIAN_FRONTEND=noninteractive
@@ -91,6 +101,16 @@ setup() {
   step "testenv"
   ./hack/kube/build.sh "$PWD/.testenv/bin" kube-apiserver kube-controller-manager etcd kubectl helm oras ||
     setup_failed "building kube-apiserver, kube-controller-manager, etcd, kubectl, helm and oras into .testenv/bin failed (make testenv)"
+  # The differential test of the template engines (internal/expand
+  # TestDMDiff) runs DM's expansion code, scripts/dmref, on a python3
+  # with jinja2 and PyYAML.
+  if ! python_has_dmref_modules; then
+    if as_root; then
+      apt_install python3 python3-jinja2 python3-yaml || setup_failed "apt-get install python3-jinja2 python3-yaml failed"
+    else
+      setup_failed "the differential test of the template engines needs python3 with jinja2 and PyYAML: run \`sudo apt-get install -y python3-jinja2 python3-yaml\`, then make test again (or set DM_PYTHON to a python3 that has them)"
+    fi
+  fi
   if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then
     if as_root; then
       apt_install chromium || setup_failed "apt-get install chromium failed"

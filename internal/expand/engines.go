@@ -19,7 +19,7 @@ import (
 func builtinEngines(x *Expander) []engine.Engine {
 	return []engine.Engine{
 		jinja.New(x.opts.MaxOutputBytes, x.opts.JinjaSteps, x.opts.JinjaCallDepth, x.compiled),
-		starlark.New(x.opts.MaxOutputBytes, x.opts.StarlarkSteps, x.compiled, func(data []byte, order *engine.Order) (any, error) {
+		starlark.New(x.opts.MaxOutputBytes, x.opts.StarlarkSteps, x.opts.RegexTimeout, x.compiled, func(data []byte, order *engine.Order) (any, error) {
 			lim := x.yamlLimits("MaxOutputBytes", x.opts.MaxOutputBytes)
 			lim.order = order
 			return decodeYAML(data, lim)

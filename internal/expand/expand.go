@@ -35,6 +35,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/layout"
+	"github.com/dmhq/dm/internal/expand/pyre"
 	"github.com/dmhq/dm/internal/expand/pyyaml"
 	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/index"
@@ -52,6 +53,9 @@ const (
 	DefaultJinjaSteps     = 1_000_000
 	DefaultJinjaCallDepth = 100
 	DefaultCacheEntries   = 1024
+	// DefaultRegexTimeout bounds one regular expression match on the
+	// backtracking engine.
+	DefaultRegexTimeout = pyre.DefaultTimeout
 
 	defaultMaxInputBytes  = 1 << 20
 	defaultMaxYAMLAliases = 1000
@@ -102,6 +106,11 @@ type Options struct {
 	// JinjaCallDepth bounds nested Jinja macro calls and includes, so a
 	// recursive macro ends in an error and not in a stack overflow.
 	JinjaCallDepth int
+	// RegexTimeout bounds one match of a Python regular expression that
+	// needs the backtracking engine (a schema's pattern, the re module of
+	// a .py template): a pattern that backtracks catastrophically ends in
+	// an error naming this field instead of hanging the expansion.
+	RegexTimeout time.Duration
 	// CacheEntries bounds the compiled-template and file caches.
 	CacheEntries int
 
@@ -161,8 +170,11 @@ func (o *Options) setDefaults() {
 	if o.StarlarkSteps == 0 {
 		o.StarlarkSteps = DefaultStarlarkSteps
 	}
+	if o.RegexTimeout <= 0 {
+		o.RegexTimeout = DefaultRegexTimeout
+	}
 	if o.Schemas == nil {
-		o.Schemas = defaultSchemaCompiler
+		o.Schemas = schemaCompiler(o.RegexTimeout)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

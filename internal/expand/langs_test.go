@@ -387,7 +387,8 @@ func TestPythonRe(t *testing.T) {
 		{"findall sub split escape", "x = [re.findall(r'\\d+', 'a1b22'), re.findall(r'(\\w)=(\\d)', 'a=1 b=2'), re.sub(r'(\\w+)@(\\w+)', r'\\2 at \\g<1>', 'me@host you@there', 1), re.sub('a', lambda m: m.group().upper(), 'banana'), re.split(r'[,;]', 'a,b;c'), re.escape('a.b')]",
 			`[["1","22"],[["a","1"],["b","2"]],"host at me you@there","bAnAnA",["a","b","c"],"a\\.b"]`, ""},
 		{"unmatched optional group", "x = re.match('(a)?b', 'b').groups('-')", `["-"]`, ""},
-		{"a backreference", "x = re.compile(r'(a)\\1')", "", `re: pattern "(a)\\1": backreference \1: Go's regular expressions (RE2) have none`},
+		{"a backreference and a lookahead", "x = [re.sub(r'(a)\\1(?=b)', 'X', 'aab aac')]", `["Xb aac"]`, ""},
+		{"a pattern Python refuses", "x = re.compile('a**')", "", `re: pattern "a**": multiple repeat at position 2`},
 		{"no such group", "x = re.match('a', 'a').group(3)", "", "Match.group: no such group 3"},
 	}
 	for _, tt := range tests {

@@ -1,6 +1,8 @@
 package expand
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 
@@ -85,12 +87,15 @@ func (x *Expander) applySchema(ctx context.Context, b *bundle, file string, prop
 	return out, unknown, warns, violations, nil
 }
 
-// defaultSchemaCompiler compiles with the schema package: JSON Schema
-// (draft 4 unless the schema says otherwise) with DM's type names.
-func defaultSchemaCompiler(data []byte, file string) (Schema, error) {
-	s, err := schema.Parse(data, file)
-	if err != nil {
-		return nil, err
+// schemaCompiler compiles with the schema package: JSON Schema (draft 4
+// unless the schema says otherwise) with DM's type names and Python's
+// patterns, each match bounded by regexTimeout.
+func schemaCompiler(regexTimeout time.Duration) SchemaCompiler {
+	return func(data []byte, file string) (Schema, error) {
+		s, err := schema.ParseWith(data, file, schema.Options{RegexTimeout: regexTimeout})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
-	return s, nil
 }

@@ -21,7 +21,12 @@ a template resource, $(ref.NAME.OUTPUT) is the template's output first.
 Non-JSON values: .inf/-.inf/.nan become the strings ".inf", "-.inf",
 ".nan"; dates and times their YAML text (what dm keeps).
 
+Schema patterns are checked as DM's validator checked them, with
+Python's re.search (other keywords dm checks with DM's own leniencies).
+
 Usage: scripts/dmref/expand.py internal/expand/testdata/dmcorpus/*/
+       scripts/dmref/expand.py --serve   (the differential test's mode:
+       one case a line on stdin, one answer a line on stdout; see serve)
 Needs python3, jinja2 and PyYAML (Debian: python3-jinja2 python3-yaml).
 """
 
@@ -58,15 +63,42 @@ def is_template(path):
     return path.endswith(".py") or path.endswith(".jinja")
 
 
-def read_imports(config_dir, config):
+class DirFS(object):
+    """The files of a case directory on disk."""
+
+    def read(self, path):
+        with open(path) as f:
+            return f.read()
+
+    def exists(self, path):
+        return os.path.exists(path)
+
+
+class MemFS(object):
+    """Files sent with a case (--serve): paths relative to the
+    configuration's directory, as dm's Request.Imports holds them."""
+
+    def __init__(self, files):
+        self.files = {os.path.normpath(k): v for k, v in files.items()}
+
+    def read(self, path):
+        if path not in self.files:
+            raise ExpansionError("no file %s" % path)
+        return self.files[path]
+
+    def exists(self, path):
+        return path in self.files
+
+
+def read_imports(config_dir, config, fs=None):
     """Returns {name: {"path": p, "content": c}} as DM's client built it."""
+    fs = fs or DirFS()
     imports = {}
     todo = []
 
     def add(name, path):
         full = os.path.normpath(os.path.join(config_dir, path))
-        with open(full) as f:
-            content = f.read()
+        content = fs.read(full)
         imports.setdefault(name, {"path": path, "content": content})
         if is_template(path):
             todo.append(path)
@@ -83,10 +115,9 @@ def read_imports(config_dir, config):
         done.add(path)
         schema = path + ".schema"
         full = os.path.normpath(os.path.join(config_dir, schema))
-        if not os.path.exists(full):
+        if not fs.exists(full):
             continue
-        with open(full) as f:
-            content = f.read()
+        content = fs.read(full)
         imports.setdefault(schema, {"path": schema, "content": content})
         s = yaml.safe_load(content) or {}
         for imp in s.get("imports") or []:
@@ -111,6 +142,33 @@ def apply_defaults(schema, instance):
         if name in instance and isinstance(instance[name], dict):
             apply_defaults(sub, instance[name])
     return instance
+
+
+def validate(doc, props, path):
+    """The part of DM's validation that the reference checks: every
+    string a schema's `pattern` applies to must contain a match, found
+    by Python's re.search as jsonschema finds it (draft 4: properties
+    and items, recursively). Other keywords dm checks as DM did, with
+    DM's own leniencies, which plain jsonschema lacks."""
+    problems = []
+
+    def walk(s, v, at):
+        if not isinstance(s, dict):
+            return
+        if isinstance(v, str) and isinstance(s.get("pattern"), str):
+            if not re.search(s["pattern"], v):
+                problems.append("%s: %r does not match %r" % (at or "properties", v, s["pattern"]))
+        if isinstance(v, dict) and isinstance(s.get("properties"), dict):
+            for k, sub in s["properties"].items():
+                if k in v:
+                    walk(sub, v[k], at + "." + k if at else k)
+        if isinstance(v, list) and isinstance(s.get("items"), dict):
+            for i, e in enumerate(v):
+                walk(s["items"], e, "%s[%d]" % (at, i))
+
+    walk(doc, props, "")
+    if problems:
+        raise ExpansionError("%s: invalid properties: %s" % (path, "; ".join(problems)))
 
 
 class Context(object):
@@ -202,7 +260,9 @@ def expand_template(resource, imports, base_env):
     props = resource.get("properties") or {}
     schema = imports.get(path + ".schema") or imports.get(name + ".schema")
     if schema:
-        props = apply_defaults(yaml.safe_load(schema["content"]) or {}, props)
+        doc = yaml.safe_load(schema["content"]) or {}
+        props = apply_defaults(doc, props)
+        validate(doc, props, schema["path"])
     r = {"properties": props, "env": env, "imports": {k: v["content"] for k, v in imports.items()}}
     if path.endswith(".jinja"):
         out = expand_jinja(imports[name]["content"], r, imports)
@@ -226,6 +286,8 @@ def process(resource, imports, base_env, out, outputs):
         for child in children:
             process(child, imports, base_env, out, outputs)
     else:
+        if not isinstance(resource.get("properties"), (dict, type(None))):
+            raise ExpansionError("%s: properties is not a mapping" % resource["name"])
         r = {"name": resource["name"], "type": t}
         for k in ("properties", "metadata", "accessControl"):
             if resource.get(k) is not None:
@@ -357,25 +419,94 @@ def find_config(case):
 def expand_case(case):
     cfg_path = find_config(case)
     with open(cfg_path) as f:
-        config = yaml.safe_load(f) or {}
-    env = dict(BASE_ENV)
+        text = f.read()
+    env = {}
     env_file = os.path.join(case, "env.yaml")
     if os.path.exists(env_file):
         with open(env_file) as f:
-            env.update(yaml.safe_load(f) or {})
-    imports = read_imports(os.path.dirname(cfg_path), config)
+            env = yaml.safe_load(f) or {}
+    result = expand_config(text, os.path.dirname(cfg_path), DirFS(), env)
+    result.pop("outputs", None)  # want.json holds the resources
+    return result
+
+
+def expand_config(text, config_dir, fs, extra_env):
+    """Expands a configuration's text; its files are read through fs,
+    relative to config_dir. Returns {"resources": [...], "outputs":
+    [...]} (plus configVersion when the configuration has one)."""
+    config = yaml.safe_load(text) or {}
+    if not isinstance(config, dict):
+        raise ExpansionError("the configuration is not a mapping")
+    env = dict(BASE_ENV)
+    env.update(extra_env or {})
+    imports = read_imports(config_dir, config, fs)
     out, outputs = [], {}
     for r in config.get("resources") or []:
         process(r, imports, env, out, outputs)
+    # The configuration's outputs go through the same substitutions as
+    # properties: a pseudo resource that no reference can name.
+    pseudo = {"name": "\0outputs", "properties": [o.get("value") for o in config.get("outputs") or []]}
+    out.append(pseudo)
     inline_outputs(out, outputs)
     resolve_refs(out)
+    out.pop()
     result = {"resources": plain(out)}
+    result["outputs"] = [{"name": o["name"], "value": plain(v)} for o, v in zip(config.get("outputs") or [], pseudo["properties"])]
     if "configVersion" in config:
         result["configVersion"] = plain(config["configVersion"])
     return result
 
 
+def serve():
+    """One case a line on stdin, one answer a line on stdout, for the
+    differential test (internal/expand's TestDMDiff): a case is
+    {"config": TEXT, "files": {PATH: TEXT}, "env": {KEY: VALUE}}, paths
+    relative to the configuration's directory; the answer is
+    {"ok": true, "resources": [...], "outputs": [...]} or {"ok": false,
+    "error": "TYPE: MESSAGE"}. A case runs at most CASE_SECONDS; what a
+    template prints goes to stderr."""
+    import contextlib
+    import resource
+    import signal
+
+    # A template that allocates without bound fails with MemoryError
+    # rather than taking the machine.
+    limit = 2 << 30
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    def timeout(signum, frame):
+        raise TimeoutError("the case ran more than %d seconds" % CASE_SECONDS)
+
+    signal.signal(signal.SIGALRM, timeout)
+    out = sys.stdout
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        try:
+            case = json.loads(line)
+            signal.alarm(CASE_SECONDS)
+            try:
+                with contextlib.redirect_stdout(sys.stderr):
+                    result = expand_config(case["config"], "", MemFS(case.get("files") or {}), case.get("env") or {})
+            finally:
+                signal.alarm(0)
+            answer = {"ok": True}
+            answer.update(result)
+            text = json.dumps(answer, sort_keys=True, allow_nan=False, default=str)
+        except (Exception, SystemExit, RecursionError) as e:
+            msg = str(e).splitlines()[0] if str(e) else ""
+            text = json.dumps({"ok": False, "error": "%s: %s" % (type(e).__name__, msg)})
+        out.write(text + "\n")
+        out.flush()
+    return 0
+
+
+CASE_SECONDS = 10
+
+
 def main(argv):
+    if argv[1:] == ["--serve"]:
+        return serve()
     for case in argv[1:]:
         case = case.rstrip("/")
         if not os.path.isdir(case):

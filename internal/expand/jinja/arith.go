@@ -45,7 +45,15 @@ func boundOperators(root reflect.Value) {
 			}
 			seen[v.Pointer()] = true
 			if v.Type().Elem() == callType {
-				rewriteDictCall((*nodes.Call)(v.UnsafePointer()))
+				c := (*nodes.Call)(v.UnsafePointer())
+				rewriteDictCall(c)
+				methodReceiver(c)
+			}
+			if v.Type().Elem() == dictType {
+				dedupDictPairs((*nodes.Dict)(v.UnsafePointer()))
+			}
+			if v.Type().Elem() == negationType {
+				boolNegation((*nodes.Negation)(v.UnsafePointer()))
 			}
 			if be, ok := binaryExpression(v); ok {
 				walk(reflect.ValueOf(be.Left))

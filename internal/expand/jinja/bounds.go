@@ -1,10 +1,13 @@
 package jinja
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
 	"github.com/nikolalohinski/gonja/v2/exec"
@@ -103,8 +106,142 @@ func boundedMethods(limit int) exec.Methods {
 			return fn(self, sv, args)
 		}
 	}
+	// gonja's count finds one occurrence at most; Python's counts them.
+	str["count"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		sub, ok := strArg(args, 0)
+		if !ok {
+			return nil, errors.New("count() takes a string")
+		}
+		r := []rune(self)
+		start, end := 0, len(r)
+		if i, ok := intArg(args, 1, "start"); ok {
+			start = i
+		}
+		if i, ok := intArg(args, 2, "end"); ok {
+			end = i
+		}
+		norm := func(i int) int {
+			if i < 0 {
+				i += len(r)
+			}
+			return min(max(i, 0), len(r))
+		}
+		start, end = norm(start), norm(end)
+		if start > end {
+			return 0, nil
+		}
+		return strings.Count(string(r[start:end]), sub), nil
+	}
+	// gonja's split defaults its separator to an int, which it then
+	// refuses; Python's splits on whitespace.
+	str["split"] = func(self string, _ *exec.Value, args *exec.VarArgs) (any, error) {
+		var sep *exec.Value
+		if len(args.Args) > 0 {
+			sep = args.Args[0]
+		} else if v, ok := args.KwArgs["sep"]; ok {
+			sep = v
+		}
+		maxsplit := -1
+		if i, ok := intArg(args, 1, "maxsplit"); ok {
+			maxsplit = i
+		}
+		var parts []string
+		switch {
+		case sep == nil || sep.IsNil():
+			parts = splitWhitespace(self, maxsplit)
+		case !sep.IsString():
+			return nil, errors.New("split: the separator must be a string or None")
+		case sep.String() == "":
+			return nil, errors.New("empty separator")
+		case maxsplit < 0:
+			parts = strings.Split(self, sep.String())
+		default:
+			parts = strings.SplitN(self, sep.String(), maxsplit+1)
+		}
+		out := make([]any, len(parts))
+		for i, p := range parts {
+			out[i] = p
+		}
+		return out, nil
+	}
+	str["capitalize"] = func(self string, _ *exec.Value, _ *exec.VarArgs) (any, error) { return pyCapitalize(self), nil }
+	str["title"] = func(self string, _ *exec.Value, _ *exec.VarArgs) (any, error) { return pyTitle(self), nil }
 	m.Str = exec.NewMethodSet(str)
 	return m
+}
+
+// pyCapitalize is Python's str.capitalize: the first character upper
+// case (title case), the rest lower.
+func pyCapitalize(s string) string {
+	r, n := utf8.DecodeRuneInString(s)
+	if n == 0 {
+		return s
+	}
+	return string(unicode.ToTitle(r)) + strings.ToLower(s[n:])
+}
+
+// pyTitle is Python's str.title: a cased character after an uncased one
+// is upper case, the others lower ("they're" is "They'Re").
+func pyTitle(s string) string {
+	var b strings.Builder
+	prevCased := false
+	for _, r := range s {
+		cased := unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
+		switch {
+		case cased && !prevCased:
+			b.WriteRune(unicode.ToTitle(r))
+		case cased:
+			b.WriteRune(unicode.ToLower(r))
+		default:
+			b.WriteRune(r)
+		}
+		prevCased = cased
+	}
+	return b.String()
+}
+
+// titleSplitRE is jinja2's _word_beginning_split_re, where its title
+// filter starts words.
+var titleSplitRE = regexp.MustCompile(`[-\s({\[<]+`)
+
+// jinjaTitle is jinja2's title filter: each word (after a blank, -, (, {,
+// [ or <) with its first character upper case and the rest lower.
+func jinjaTitle(s string) string {
+	var b strings.Builder
+	last := 0
+	word := func(w string) {
+		if w != "" {
+			r, n := utf8.DecodeRuneInString(w)
+			b.WriteString(string(unicode.ToUpper(r)) + strings.ToLower(w[n:]))
+		}
+	}
+	for _, loc := range titleSplitRE.FindAllStringIndex(s, -1) {
+		word(s[last:loc[0]])
+		b.WriteString(s[loc[0]:loc[1]])
+		last = loc[1]
+	}
+	word(s[last:])
+	return b.String()
+}
+
+// splitWhitespace is Python's s.split() with maxsplit (-1: all).
+func splitWhitespace(s string, maxsplit int) []string {
+	var out []string
+	for {
+		s = strings.TrimLeftFunc(s, unicode.IsSpace)
+		if s == "" {
+			return out
+		}
+		if maxsplit >= 0 && len(out) == maxsplit {
+			return append(out, strings.TrimRightFunc(s, unicode.IsSpace))
+		}
+		end := strings.IndexFunc(s, unicode.IsSpace)
+		if end < 0 {
+			return append(out, s)
+		}
+		out = append(out, s[:end])
+		s = s[end:]
+	}
 }
 
 // boundedFilters returns a copy of gonja's filters with the ones that

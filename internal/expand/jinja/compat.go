@@ -8,8 +8,12 @@ import (
 	"math/big"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 	"unsafe"
 
 	"github.com/dmhq/dm/internal/expand/value"
@@ -219,26 +223,15 @@ func pyRound(v *exec.Value, precision int, method string) (any, error) {
 		return f, nil
 	}
 	if method != "common" {
+		// + 0 makes -0.0 0.0: Python's math.ceil and floor return
+		// integers, which have no sign of zero.
 		p := math.Pow(10, float64(precision))
 		if method == "ceil" {
-			return math.Ceil(f*p) / p, nil
+			return math.Ceil(f*p)/p + 0, nil
 		}
-		return math.Floor(f*p) / p, nil
+		return math.Floor(f*p)/p + 0, nil
 	}
-	if precision < 0 {
-		if precision < -308 {
-			return 0.0, nil
-		}
-		p := math.Pow(10, float64(-precision))
-		return math.RoundToEven(f/p) * p, nil
-	}
-	// Decimal rounding of the exact binary value, then back.
-	r, _, err := big.ParseFloat(big.NewFloat(f).Text('f', precision), 10, 64, big.ToNearestEven)
-	if err != nil {
-		return f, nil
-	}
-	out, _ := r.Float64()
-	return out, nil
+	return python.Round(f, precision), nil
 }
 
 // jinjaRound is the round filter.
@@ -444,7 +437,403 @@ func jinjaToJSON(limit int) exec.FilterFunction {
 // jinjaSource prepares a Jinja file for gonja's lexer, where it reads
 // differently from jinja2's: jinjaTagLiterals, then jinjaTagNewlines.
 func jinjaSource(src []byte) []byte {
-	return jinjaTagNewlines(jinjaTagLiterals(src))
+	return jinjaTagBodies(jinjaTagNewlines(jinjaTagLiterals(src)), func(body string) string {
+		return jinjaFilterOperands(jinjaDictCalls(jinjaConditionals(body, true)))
+	})
+}
+
+// jinjaToken is a token of a tag body: its kind ('n' a name or number,
+// 's' a string, 'o' an operator or bracket) and its place.
+type jinjaToken struct {
+	kind       byte
+	start, end int
+	text       string
+}
+
+func jinjaTokens(s string) []jinjaToken {
+	var out []jinjaToken
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case isJinjaBlank(c):
+			i++
+		case c == '\'' || c == '"':
+			end := jinjaStringEnd(s, i)
+			out = append(out, jinjaToken{'s', i, end, s[i:end]})
+			i = end
+		case isIdentByte(c):
+			j := i
+			for j < len(s) && (isIdentByte(s[j]) || s[j] == '.' && j+1 < len(s) && s[j+1] >= '0' && s[j+1] <= '9' && s[i] >= '0' && s[i] <= '9') {
+				j++
+			}
+			out = append(out, jinjaToken{'n', i, j, s[i:j]})
+			i = j
+		default:
+			n := 1
+			for _, op := range []string{"==", "!=", "<=", ">=", "//", "**"} {
+				if strings.HasPrefix(s[i:], op) {
+					n = 2
+				}
+			}
+			out = append(out, jinjaToken{'o', i, i + n, s[i : i+n]})
+			i += n
+		}
+	}
+	return out
+}
+
+// jinjaFilterStops end a filter's operand, scanning back: every operator
+// that binds less tightly than a filter.
+var jinjaFilterStops = map[string]bool{
+	"==": true, "!=": true, "<": true, ">": true, "<=": true, ">=": true, "+": true, "-": true, "*": true,
+	"/": true, "//": true, "%": true, "**": true, "~": true, ",": true, ":": true, "=": true,
+	"in": true, "not": true, "is": true, "and": true, "or": true, "if": true, "else": true,
+	"for": true, "set": true, "with": true, "import": true, "as": true, "from": true, "elif": true,
+}
+
+// jinjaFilterOperands parenthesises each filter chain with its operand
+// (x | f | g becomes (x | f | g)) where gonja would read it otherwise.
+// jinja2 binds a filter to the unary operand before it: not x | length
+// is not (x | length), a in b | upper is a in (b | upper); gonja applies
+// a filter to the whole comparison or negation before it.
+func jinjaFilterOperands(s string) string {
+	if !strings.Contains(s, "|") {
+		return s
+	}
+	toks := jinjaTokens(s)
+	type ins struct {
+		at   int
+		text string
+	}
+	var edits []ins
+	closeOf := func(i int) int { // the token closing the bracket at toks[i]
+		depth := 0
+		for j := i; j < len(toks); j++ {
+			switch toks[j].text {
+			case "(", "[", "{":
+				depth++
+			case ")", "]", "}":
+				if depth--; depth == 0 {
+					return j
+				}
+			}
+		}
+		return -1
+	}
+	openOf := func(i int) int {
+		depth := 0
+		for j := i; j >= 0; j-- {
+			switch toks[j].text {
+			case ")", "]", "}":
+				depth++
+			case "(", "[", "{":
+				if depth--; depth == 0 {
+					return j
+				}
+			}
+		}
+		return -1
+	}
+	for i := 0; i < len(toks); i++ {
+		if toks[i].text != "|" || i == 0 || i > 0 && toks[i-1].text == "|" {
+			continue
+		}
+		// The operand: back to a stop at this depth; a - or + that
+		// follows an operator (or nothing) is unary, part of it.
+		start := i - 1
+		for start >= 0 {
+			t := toks[start]
+			if t.text == ")" || t.text == "]" || t.text == "}" {
+				if start = openOf(start); start < 0 {
+					break
+				}
+			} else if t.text == "(" || t.text == "[" || t.text == "{" {
+				break
+			} else if jinjaFilterStops[t.text] {
+				unary := (t.text == "-" || t.text == "+") && (start == 0 || toks[start-1].kind == 'o' && toks[start-1].text != ")" && toks[start-1].text != "]" && toks[start-1].text != "}" || jinjaFilterStops[toks[start-1].text])
+				if !unary {
+					break
+				}
+			}
+			start--
+		}
+		start++
+		if start >= i {
+			continue
+		}
+		// The chain: | name [(...)] repeated.
+		end := i
+		for end < len(toks) && toks[end].text == "|" {
+			if end+1 >= len(toks) || toks[end+1].kind != 'n' {
+				break
+			}
+			end += 2
+			if end < len(toks) && toks[end].text == "(" {
+				c := closeOf(end)
+				if c < 0 {
+					break
+				}
+				end = c + 1
+			}
+		}
+		if end <= i+1 || end < len(toks) && toks[end].text == "." {
+			continue // x | f.g: no filter jinja2 knows; left for the parser to refuse
+		}
+		// Already alone in brackets: nothing to do.
+		if start > 0 && end < len(toks) && (toks[start-1].text == "(" && toks[end].text == ")") {
+			i = end - 1
+			continue
+		}
+		edits = append(edits, ins{toks[start].start, "("}, ins{toks[end-1].end, ")"})
+		i = end - 1
+	}
+	if len(edits) == 0 {
+		return s
+	}
+	sort.SliceStable(edits, func(a, b int) bool { return edits[a].at < edits[b].at })
+	var b strings.Builder
+	last := 0
+	for _, e := range edits {
+		b.WriteString(s[last:e.at])
+		b.WriteString(e.text)
+		last = e.at
+	}
+	b.WriteString(s[last:])
+	return b.String()
+}
+
+// jinjaDictCalls rewrites dict(a=1, b=x) into the literal {'a': 1, 'b':
+// x}: gonja passes keyword arguments in a map, which loses the order
+// jinja2's dict keeps. A call with positional arguments stays.
+func jinjaDictCalls(s string) string {
+	if !strings.Contains(s, "dict(") {
+		return s
+	}
+	var sb strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\'' || c == '"':
+			end := jinjaStringEnd(s, i)
+			sb.WriteString(s[i:end])
+			i = end - 1
+			continue
+		case strings.HasPrefix(s[i:], "dict(") && (i == 0 || !isIdentByte(s[i-1]) && s[i-1] != '.'):
+			open := i + 4
+			end := jinjaGroupEnd(s, open)
+			if end < 0 {
+				break
+			}
+			if lit, ok := dictLiteral(jinjaDictCalls(s[open+1 : end])); ok {
+				sb.WriteString(lit)
+				i = end
+				continue
+			}
+		}
+		sb.WriteByte(c)
+	}
+	return sb.String()
+}
+
+// dictLiteral turns the arguments of dict(...) into a dict literal, if
+// they are all keyword arguments.
+func dictLiteral(args string) (string, bool) {
+	var parts []string
+	start := 0
+	for i := 0; i <= len(args); i++ {
+		if i < len(args) {
+			switch c := args[i]; c {
+			case '\'', '"':
+				i = jinjaStringEnd(args, i) - 1
+				continue
+			case '(', '[', '{':
+				if e := jinjaGroupEnd(args, i); e >= 0 {
+					i = e
+				}
+				continue
+			case ',':
+			default:
+				continue
+			}
+		}
+		parts = append(parts, args[start:i])
+		start = i + 1
+	}
+	var b strings.Builder
+	b.WriteByte('{')
+	n := 0
+	for _, p := range parts {
+		if strings.TrimSpace(p) == "" {
+			continue // dict() or a trailing comma
+		}
+		eq := strings.IndexByte(p, '=')
+		if eq < 0 || eq+1 < len(p) && p[eq+1] == '=' {
+			return "", false
+		}
+		name := strings.TrimSpace(p[:eq])
+		if name == "" || !isIdentName(name) {
+			return "", false
+		}
+		if n > 0 {
+			b.WriteString(", ")
+		}
+		n++
+		b.WriteString("'" + name + "': " + p[eq+1:])
+	}
+	b.WriteByte('}')
+	return b.String(), true
+}
+
+func isIdentName(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isIdentByte(s[i]) || i == 0 && s[i] >= '0' && s[i] <= '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// jinjaConditionals rewrites the conditional expressions (A if C else B)
+// inside brackets of a tag body, which gonja reads only at the top of
+// {{ }} and {% set %}: in a call's arguments it reads if and else as
+// names, in parentheses it fails. ((C) and [A] or [B])[0] evaluates C,
+// then A or B only, as jinja2 does (gonja's and and or return an
+// operand, as Python's do); without else the value is undefined, as in
+// jinja2. top is the tag's own level, left to gonja.
+func jinjaConditionals(s string, top bool) string {
+	if !strings.Contains(s, "if") {
+		return s
+	}
+	// Nested groups first.
+	var sb strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\'', '"':
+			end := jinjaStringEnd(s, i)
+			sb.WriteString(s[i:end])
+			i = end - 1
+		case '(', '[', '{':
+			end := jinjaGroupEnd(s, i)
+			if end < 0 {
+				sb.WriteString(s[i:])
+				i = len(s)
+				continue
+			}
+			inner := jinjaConditionals(s[i+1:end], false)
+			changed = changed || inner != s[i+1:end]
+			sb.WriteByte(c)
+			sb.WriteString(inner)
+			sb.WriteByte(s[end])
+			i = end
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	if changed {
+		s = sb.String()
+	}
+	if top {
+		return s
+	}
+	// Then each top-level segment (between commas and colons).
+	var out strings.Builder
+	start := 0
+	flush := func(end int) {
+		out.WriteString(jinjaConditional(s[start:end]))
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\'', '"':
+			i = jinjaStringEnd(s, i) - 1
+		case '(', '[', '{':
+			if e := jinjaGroupEnd(s, i); e >= 0 {
+				i = e
+			}
+		case ',', ':':
+			flush(i)
+			out.WriteByte(c)
+			start = i + 1
+		}
+	}
+	flush(len(s))
+	return out.String()
+}
+
+// jinjaConditional rewrites one segment A if C [else B].
+func jinjaConditional(seg string) string {
+	at := jinjaKeyword(seg, "if", 0)
+	if at < 0 || strings.TrimSpace(seg[:at]) == "" {
+		return seg
+	}
+	a, rest := seg[:at], seg[at+2:]
+	c, b := rest, ""
+	hasElse := false
+	if e := jinjaKeyword(rest, "else", 0); e >= 0 {
+		c, b, hasElse = rest[:e], jinjaConditional(rest[e+4:]), true
+	}
+	lead := a[:len(a)-len(strings.TrimLeft(a, " \t\r\n"))]
+	alt := "__dm_undefined__"
+	if hasElse {
+		alt = b
+	}
+	return lead + "((" + c + ") and [" + strings.TrimLeft(a, " \t\r\n") + "] or [" + alt + "])[0]"
+}
+
+// jinjaKeyword is the offset of the word kw in s outside strings and
+// brackets, from from, or -1.
+func jinjaKeyword(s, kw string, from int) int {
+	for i := from; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\'' || c == '"':
+			i = jinjaStringEnd(s, i) - 1
+		case c == '(' || c == '[' || c == '{':
+			if e := jinjaGroupEnd(s, i); e >= 0 {
+				i = e
+			}
+		case strings.HasPrefix(s[i:], kw) && (i == 0 || !isIdentByte(s[i-1])) && (i+len(kw) == len(s) || !isIdentByte(s[i+len(kw)])):
+			return i
+		}
+	}
+	return -1
+}
+
+func isIdentByte(c byte) bool { return c == '_' || isAlnum(c) || c >= 0x80 }
+
+// jinjaStringEnd is the offset after the string literal opening at s[i].
+func jinjaStringEnd(s string, i int) int {
+	q := s[i]
+	for k := i + 1; k < len(s); k++ {
+		if s[k] == '\\' {
+			k++
+			continue
+		}
+		if s[k] == q {
+			return k + 1
+		}
+	}
+	return len(s)
+}
+
+// jinjaGroupEnd is the offset of the bracket closing the one at s[i], or
+// -1.
+func jinjaGroupEnd(s string, i int) int {
+	depth := 0
+	for k := i; k < len(s); k++ {
+		switch s[k] {
+		case '\'', '"':
+			k = jinjaStringEnd(s, k) - 1
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+			if depth == 0 {
+				return k
+			}
+		}
+	}
+	return -1
 }
 
 // jinjaTagNewlines puts a space after every line break inside a tag
@@ -516,7 +905,7 @@ func jinjaTagLiterals(src []byte) []byte {
 					sb.WriteString(body[i:])
 					return sb.String()
 				}
-				sb.WriteString(joinJinjaLiterals(body[i:end]))
+				sb.WriteString(joinJinjaLiterals(jinjaEscapes(body[i:end])))
 				i, prev = end, c
 				continue
 			case c == '(':
@@ -577,6 +966,111 @@ func jinjaLiteralGroup(s string, i int) (end int, ok bool) {
 		}
 	}
 	return end, true
+}
+
+// jinjaEscapes rewrites the escapes of each string literal in group g
+// (literals separated by blanks) so that gonja reads the value jinja2
+// reads. jinja2 decodes a literal as Python's unicode-escape codec does:
+// \n, \t, \\, \', \", \a, \b, \f, \v, \r, octal \ooo, \xhh, \uhhhh and
+// \Uhhhhhhhh are characters, and a backslash before anything else stays
+// ('a\/b' is a, backslash, slash, b). gonja's lexer stops a literal at a
+// quote after any backslash and its parser reads what remains as Go
+// escapes, refusing '\/'. Each literal with a backslash is written again
+// with only escapes both read alike: \x5c for a backslash, \' or \" for
+// the literal's own quote, \xhh for other control characters. A
+// backslash-newline stays for joinJinjaLiterals.
+func jinjaEscapes(g string) string {
+	if strings.IndexByte(g, '\\') < 0 {
+		return g
+	}
+	var sb strings.Builder
+	for i := 0; i < len(g); {
+		c := g[i]
+		if c != '\'' && c != '"' {
+			sb.WriteByte(c)
+			i++
+			continue
+		}
+		k := i + 1
+		for k < len(g) && g[k] != c {
+			if g[k] == '\\' {
+				k++
+			}
+			k++
+		}
+		if k > len(g) {
+			k = len(g)
+		}
+		sb.WriteByte(c)
+		sb.WriteString(pyUnicodeEscape(g[i+1:min(k, len(g))], c))
+		if k < len(g) {
+			sb.WriteByte(c)
+		}
+		i = k + 1
+	}
+	return sb.String()
+}
+
+// pyUnicodeEscape decodes body as Python's unicode-escape codec and
+// writes the value back as gonja reads it inside quote.
+func pyUnicodeEscape(body string, quote byte) string {
+	var sb strings.Builder
+	write := func(r rune) {
+		switch {
+		case r == '\\':
+			sb.WriteString(`\x5c`)
+		case r == rune(quote):
+			sb.WriteString(`\` + string(r))
+		case r == '\n' || r >= 0x20 && r != 0x7f:
+			sb.WriteRune(r)
+		default:
+			fmt.Fprintf(&sb, `\x%02x`, r)
+		}
+	}
+	for i := 0; i < len(body); {
+		c := body[i]
+		if c != '\\' || i+1 >= len(body) {
+			r, n := utf8.DecodeRuneInString(body[i:])
+			write(r)
+			i += n
+			continue
+		}
+		e := body[i+1]
+		switch {
+		case e == '\n' || e == '\r':
+			sb.WriteString(body[i : i+2]) // a continued line: joinJinjaLiterals
+			i += 2
+		case strings.IndexByte("abfnrtv", e) >= 0:
+			write(rune("\a\b\f\n\r\t\v"[strings.IndexByte("abfnrtv", e)]))
+			i += 2
+		case e == '\\' || e == '\'' || e == '"':
+			write(rune(e))
+			i += 2
+		case e >= '0' && e <= '7':
+			j, n := i+1, 0
+			for ; j < len(body) && j < i+4 && body[j] >= '0' && body[j] <= '7'; j++ {
+				n = n*8 + int(body[j]-'0')
+			}
+			write(rune(n))
+			i = j
+		case e == 'x' || e == 'u' || e == 'U':
+			digits := map[byte]int{'x': 2, 'u': 4, 'U': 8}[e]
+			if i+2+digits <= len(body) {
+				if n, err := strconv.ParseUint(body[i+2:i+2+digits], 16, 32); err == nil && n <= unicode.MaxRune {
+					write(rune(n))
+					i += 2 + digits
+					continue
+				}
+			}
+			// jinja2 fails on a truncated escape; gonja will too.
+			sb.WriteString(body[i : i+2])
+			i += 2
+		default:
+			write('\\')
+			i++
+		}
+	}
+	return sb.String()
 }
 
 // joinJinjaLiterals rewrites a group of adjacent literals, each possibly
@@ -751,6 +1245,80 @@ func rewriteDictCall(c *nodes.Call) {
 	c.Parent = nil
 }
 
+var (
+	dictType     = reflect.TypeFor[nodes.Dict]()
+	negationType = reflect.TypeFor[nodes.Negation]()
+)
+
+// boolFunc is __dm_bool__(x): Python's bool(x).
+const boolFunc = "__dm_bool__"
+
+// boolNegation makes not x a bool, as in Python: gonja's not of a
+// number is a number (not 2 is 0, not 0.0 is 1.1).
+func boolNegation(n *nodes.Negation) {
+	if c, ok := n.Term.(*nodes.Call); ok {
+		if f, ok := c.Func.(*nodes.Name); ok && f.Name.Val == boolFunc {
+			return
+		}
+	}
+	at := n.Term.Position()
+	n.Term = &nodes.Call{Location: at, Func: &nodes.Name{Name: &tokens.Token{Type: tokens.Name, Val: boolFunc, Line: at.Line, Col: at.Col}}, Args: []nodes.Expression{n.Term}, Kwargs: map[string]nodes.Expression{}}
+}
+
+func jinjaBool(_ *exec.Evaluator, params *exec.VarArgs) *exec.Value {
+	if len(params.Args) != 1 {
+		return exec.AsValue(errors.New(boolFunc + " is internal to dm"))
+	}
+	if params.Args[0].IsError() {
+		return params.Args[0]
+	}
+	return exec.AsValue(params.Args[0].IsTrue())
+}
+
+// dedupDictPairs makes a dict literal that repeats a literal key
+// ({'a': 1, 'a': 2}) what jinja2 (Python) makes of it: the key in its
+// first place with its last value.
+func dedupDictPairs(d *nodes.Dict) {
+	if len(d.Pairs) < 2 {
+		return
+	}
+	first := map[string]int{}
+	kept := d.Pairs[:0:0]
+	for _, p := range d.Pairs {
+		var key string
+		switch k := p.Key.(type) {
+		case *nodes.String:
+			key = "s:" + k.Val
+		case *nodes.Integer:
+			key = fmt.Sprintf("i:%d", k.Val)
+		default:
+			kept = append(kept, p)
+			continue
+		}
+		if i, ok := first[key]; ok {
+			kept[i] = &nodes.Pair{Key: kept[i].Key, Value: p.Value}
+			continue
+		}
+		first[key] = len(kept)
+		kept = append(kept, p)
+	}
+	d.Pairs = kept
+}
+
+// methodReceiver gives a method call on a computed value ((a ~ b).upper(),
+// (x | string).split('-')) its receiver, which gonja's parser sets only
+// for a call on a name and without which it finds no method.
+func methodReceiver(c *nodes.Call) {
+	if c.Parent != nil {
+		return
+	}
+	if ga, ok := c.Func.(*nodes.GetAttribute); ok {
+		if _, isName := ga.Node.(*nodes.Name); !isName {
+			c.Parent = ga.Node
+		}
+	}
+}
+
 // orderedLoop makes a for loop iterate maps in the render's key order.
 func orderedLoop(f *controlStructures.ForControlStructure) {
 	if c, ok := f.ObjectEvaluator.(*nodes.Call); ok {
@@ -896,6 +1464,41 @@ func jinjaInt(v *exec.Value) int {
 		return 0
 	}
 	return v.Integer()
+}
+
+// jinjaReverse is jinja2's reverse filter: a string backwards, any other
+// iterable's items in reverse order (gonja's sorts them as well).
+func jinjaReverse(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if in.IsString() {
+		r := []rune(in.String())
+		slices.Reverse(r)
+		return exec.AsValue(string(r))
+	}
+	var items []any
+	switch v := jinjaPlain(in, engine.Sorted{}).(type) {
+	case []any:
+		for i := in.Len() - 1; i >= 0; i-- {
+			items = append(items, in.Index(i).Interface())
+		}
+		_ = v
+	case python.Tuple:
+		for i := len(v) - 1; i >= 0; i-- {
+			items = append(items, v[i])
+		}
+	case python.Dict:
+		for i := len(v) - 1; i >= 0; i-- {
+			items = append(items, v[i].K)
+		}
+	default:
+		return exec.AsValue(fmt.Errorf("reverse: %s is not iterable", python.TypeName(v)))
+	}
+	if items == nil {
+		items = []any{}
+	}
+	return exec.AsValue(items)
 }
 
 // jinjaDictsort is jinja2's dictsort: (key, value) pairs sorted by key

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"path"
 	"reflect"
 	"regexp"
@@ -23,6 +24,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/tokens"
 
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/python"
 )
 
 // guardKey is the context variable holding the per-render jinjaGuard. A
@@ -53,6 +55,12 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		cs[n] = get(n)
 	}
 	forParser, macroParser, includeParser, setParser := get("for"), get("macro"), get("include"), get("set")
+	// The globals are made before the control structures: an import
+	// without context runs the imported file in them alone.
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	cs["import"] = importParser(get("import"), globals)
+	cs["from"] = fromParser(get("from"), globals)
+	cs["call"] = parseCall
 	cs["set"] = func(p, args *gparser.Parser) (nodes.ControlStructure, error) {
 		c, err := setParser(p, args)
 		if err != nil {
@@ -81,6 +89,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		if m, ok := c.(*controlStructures.MacroControlStructure); ok {
 			w := m.Macro.Wrapper
 			w.Nodes = append(append([]nodes.Node{checkpointNode(m.Position(), enterCheck)}, w.Nodes...), checkpointNode(m.Position(), exitCheck))
+			return &macroDef{m}, nil
 		}
 		return c, nil
 	}
@@ -107,16 +116,89 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return c, err
 		}
 	}
-	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
 	globals.Set("range", jinjaRange)
 	globals.Set(arithFunc, jinjaArith)
 	globals.Set(iterFunc, jinjaIter)
 	globals.Set(dictFunc, jinjaDict)
+	globals.Set(boolFunc, jinjaBool)
 	filters := boundedFilters(limit)
 	_ = filters.Replace("round", jinjaRound)
 	_ = filters.Replace("tojson", jinjaToJSON(limit))
 	_ = filters.Replace("format", jinjaFormat(limit))
 	_ = filters.Replace("dictsort", jinjaDictsort)
+	_ = filters.Replace("reverse", jinjaReverse)
+	for name, f := range map[string]func(string) string{"capitalize": pyCapitalize, "title": jinjaTitle} {
+		_ = filters.Replace(name, func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+			if in.IsError() {
+				return in
+			}
+			return exec.AsValue(f(jinjaText(in, engine.Sorted{})))
+		})
+	}
+	_ = filters.Replace("wordcount", func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		return exec.AsValue(len(wordRE.FindAllString(jinjaText(in, engine.Sorted{}), -1))) // jinja2's \w+
+	})
+	// string is Python's str(), as {{ }} prints; list refuses what is
+	// not iterable, as Python's list() does.
+	_ = filters.Replace("string", func(e *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
+		if in.IsError() {
+			return in
+		}
+		g, err := guardOf(e.Environment.Context)
+		if err != nil {
+			return exec.AsValue(err)
+		}
+		return exec.AsValue(jinjaText(in, g.order))
+	})
+	if list, ok := filters.Get("list"); ok {
+		_ = filters.Replace("list", func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+			if !in.IsError() && (in.IsNumber() || in.IsBool() || in.IsNil()) {
+				return exec.AsValue(fmt.Errorf("list: '%s' object is not iterable", python.TypeName(jinjaPlain(in, engine.Sorted{}))))
+			}
+			return list(e, in, params)
+		})
+	}
+	// jinja2's lower and upper tests read str() of any value.
+	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
+	for name, f := range map[string]func(string) string{"lower": strings.ToLower, "upper": strings.ToUpper} {
+		_ = tests.Replace(name, func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+			s := jinjaText(in, engine.Sorted{})
+			return f(s) == s && strings.ToLower(s) != strings.ToUpper(s), nil
+		})
+	}
+	// odd, even and divisibleby of any number, as Python's % reads it;
+	// sequence of anything with a length and items (a dict too).
+	mod := func(in *exec.Value, n float64) (float64, bool) {
+		if in.IsBool() || !in.IsNumber() || n == 0 {
+			return 0, false
+		}
+		m := math.Mod(in.Float(), n)
+		if m != 0 && (m < 0) != (n < 0) {
+			m += n
+		}
+		return m, true
+	}
+	_ = tests.Replace("odd", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		m, ok := mod(in, 2)
+		return ok && m == 1, nil
+	})
+	_ = tests.Replace("even", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		m, ok := mod(in, 2)
+		return ok && m == 0, nil
+	})
+	_ = tests.Replace("divisibleby", func(_ *exec.Context, in *exec.Value, params *exec.VarArgs) (bool, error) {
+		if len(params.Args) != 1 || !params.Args[0].IsNumber() {
+			return false, errors.New("divisibleby takes a number")
+		}
+		m, ok := mod(in, params.Args[0].Float())
+		return ok && m == 0, nil
+	})
+	_ = tests.Replace("sequence", func(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+		return in.IsString() || in.IsList() || in.IsDict(), nil
+	})
 	if f, ok := globals.Get("lipsum"); ok {
 		globals.Set("lipsum", boundedLipsum(f))
 	}
@@ -124,7 +206,7 @@ func newJinjaEnv(limit int) *jinjaEnv {
 		env: &exec.Environment{
 			Context:           globals,
 			Filters:           filters,
-			Tests:             builtins.Tests,
+			Tests:             tests,
 			ControlStructures: exec.NewControlStructureSet(cs),
 			Methods:           boundedMethods(limit),
 		},
@@ -431,6 +513,9 @@ func jinjaParseError(file string, err error) error {
 	msg = strings.ReplaceAll(msg, "(Line: 0 Col: 0, ", "(")
 	return engine.At(file, line, engine.Invalid("%s", msg))
 }
+
+// wordRE is jinja2's word for wordcount: \w+, Unicode.
+var wordRE = regexp.MustCompile(`[\p{L}\p{N}_]+`)
 
 var (
 	jinjaLineRE  = regexp.MustCompile(`(?i)\bline:? (\d+)`)

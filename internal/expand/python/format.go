@@ -56,6 +56,9 @@ func Str(v any) string {
 	return pyRepr(v)
 }
 
+// Repr is Python's repr(v).
+func Repr(v any) string { return pyRepr(v) }
+
 // pyRepr is Python's repr(v).
 func pyRepr(v any) string {
 	var sb strings.Builder

@@ -248,10 +248,20 @@ func (s *Schema) validationError(instance any, err error) error {
 	}
 	p := message.NewPrinter(language.English)
 	var out []Violation
+	var limit error // a pattern's match that ran out of time
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		path := instancePath(instance, e.InstanceLocation)
 		switch k := e.ErrorKind.(type) {
+		case *kind.Pattern:
+			if pt := s.patterns[k.Want]; pt != nil {
+				if err := pt.failure(k.Got); err != nil {
+					if limit == nil {
+						limit = fmt.Errorf("%s: %s: %w", s.File, cmp.Or(path, "properties"), err)
+					}
+					return
+				}
+			}
 		case *kind.Required:
 			for _, m := range k.Missing {
 				out = append(out, Violation{path, "missing required property " + strconv.Quote(m)})
@@ -288,6 +298,9 @@ func (s *Schema) validationError(instance any, err error) error {
 		}
 	}
 	walk(ve)
+	if limit != nil {
+		return limit
+	}
 	slices.SortStableFunc(out, func(a, b Violation) int {
 		return cmp.Or(cmp.Compare(a.Path, b.Path), cmp.Compare(a.Message, b.Message))
 	})

@@ -56,6 +56,8 @@ type Schema struct {
 	root     map[string]any // the compiled document, for Unknown
 	defaults *node
 	order    []string // property names in file order
+	// patterns are the compiled patterns by their text.
+	patterns map[string]*pattern
 }
 
 // Info is a schema's `info` section. Any keys are allowed; title and
@@ -93,6 +95,11 @@ func typeAlias(t string) string {
 // errors. Only the schema document itself is read: references to other
 // files or URLs fail, since schemas come from other people's repositories.
 func Parse(data []byte, file string) (*Schema, error) {
+	return ParseWith(data, file, Options{})
+}
+
+// ParseWith is Parse with options.
+func ParseWith(data []byte, file string, o Options) (*Schema, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %s: %w", file, fmt.Sprintf(format, args...), derrors.InvalidArgument)
 	}
@@ -171,7 +178,8 @@ func Parse(data []byte, file string) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft4)
 	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(compilePattern)
+	s.patterns = map[string]*pattern{}
+	c.UseRegexpEngine(patternEngine(o, s.patterns))
 	loc := "mem:///" + url.PathEscape(file)
 	if err := c.AddResource(loc, root); err != nil {
 		return nil, fail("%v", err)

@@ -6,10 +6,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/dmhq/dm/internal/derrors"
+	"github.com/dmhq/dm/internal/expand/engine"
 )
 
 // props decodes YAML properties the way the engine's decoders do for
@@ -542,5 +544,60 @@ func TestApplyValueReference(t *testing.T) {
 	s := mustParse(t, redisSchema)
 	if _, err := s.Apply(props(t, "{image: x, replicas: $(ref.db.replicas), ports: $(ref.db.ports)}")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A schema whose pattern repeats over 1000 times parses and validates.
+func TestParseLongRepeat(t *testing.T) {
+	s := mustParse(t, "properties:\n  description: {type: string, pattern: '^.{0,1023}$'}\n")
+	if _, err := s.Apply(map[string]any{"description": "short"}); err != nil {
+		t.Errorf("short: %v", err)
+	}
+	if _, err := s.Apply(map[string]any{"description": strings.Repeat("x", 1024)}); err == nil || !strings.Contains(err.Error(), "description") {
+		t.Errorf("too long: %v, want an error naming description", err)
+	}
+}
+
+// Patterns are Python's, as Deployment Manager's validator read them:
+// lookahead, lookbehind, backreferences, named groups and inline flags;
+// a match that backtracks without end stops at RegexTimeout, with an
+// error naming it and the property.
+func TestPythonPatterns(t *testing.T) {
+	tests := []struct {
+		pattern string
+		ok, bad []string
+	}{
+		{`^(?!-)[a-z0-9-]{1,63}(?<!-)$`, []string{"web-1", "a"}, []string{"-web", "web-", ""}},
+		{`^(?P<zone>[a-z]+-[a-z]+\d)-(?P=zone)$`, []string{"us-east1-us-east1"}, []string{"us-east1-us-west1"}},
+		{`(?i)^WEB`, []string{"web-1", "Web"}, []string{"wob"}},
+		{`^(\w)\w*\1$`, []string{"abca", "xyx"}, []string{"abc"}},
+		{`^[a-z]{,3}$`, []string{"", "abc"}, []string{"abcd"}},
+		{`^\d+\Z`, []string{"12", "١٢"}, []string{"12\n", "x"}},
+		{`^a+$`, []string{"aa", "aa\n"}, []string{"aa\n\n"}},
+	}
+	for _, tt := range tests {
+		s := mustParse(t, "properties:\n  v: {type: string, pattern: '"+strings.ReplaceAll(tt.pattern, "'", "''")+"'}\n")
+		for _, v := range tt.ok {
+			if _, err := s.Apply(map[string]any{"v": v}); err != nil {
+				t.Errorf("%s, %q: %v", tt.pattern, v, err)
+			}
+		}
+		for _, v := range tt.bad {
+			if _, err := s.Apply(map[string]any{"v": v}); err == nil || !strings.Contains(err.Error(), "properties.v") {
+				t.Errorf("%s, %q: %v, want an error naming properties.v", tt.pattern, v, err)
+			}
+		}
+	}
+	s, err := ParseWith([]byte("properties:\n  v: {type: string, pattern: '^(a|aa)+(?=!)$'}\n"), "t.jinja.schema", Options{RegexTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Apply(map[string]any{"v": strings.Repeat("a", 40) + "!"})
+	var le *engine.LimitError
+	if !errors.As(err, &le) || le.Field != "RegexTimeout" || !strings.Contains(err.Error(), "t.jinja.schema: properties.v: pattern") {
+		t.Errorf("err = %v, want a RegexTimeout limit error naming the file and property", err)
+	}
+	if _, err := Parse([]byte("properties:\n  v: {type: string, pattern: 'a(?i)'}\n"), "t.schema"); err == nil || !strings.Contains(err.Error(), "global flags not at the start") {
+		t.Errorf("a pattern Python refuses: %v", err)
 	}
 }

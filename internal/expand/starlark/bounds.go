@@ -2,6 +2,7 @@ package starlark
 
 import (
 	"fmt"
+	"math"
 
 	"go.starlark.net/starlark"
 	"go.starlark.net/syntax"
@@ -31,11 +32,13 @@ const (
 //	a += b, a *= b    ->  a += __dm_check__("+", a, b)       (lists keep growing in place)
 //	s.replace(o, n)   ->  __dm_replace__(s, o, n)
 func boundStarlark(f *syntax.File) {
+	targets := map[*syntax.IndexExpr]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
 		rewritePythonTree(n)
+		runeRewrites(n, targets)
 		switch n := n.(type) {
 		case *syntax.BinaryExpr:
-			if n.Op == syntax.STAR || n.Op == syntax.PLUS || n.Op == syntax.PERCENT {
+			if n.Op == syntax.STAR || n.Op == syntax.PLUS || n.Op == syntax.PERCENT || n.Op == syntax.SLASHSLASH {
 				call := &syntax.CallExpr{
 					Fn:     &syntax.Ident{NamePos: n.OpPos, Name: starArith},
 					Lparen: n.OpPos,
@@ -117,6 +120,52 @@ func starlarkResultSize(op string, x, y starlark.Value) int {
 	return -1
 }
 
+// pyFloorDiv is Python's x // y: for floats CPython's divmod (the
+// quotient from fmod, so that -3.0 // 0.3 is -11.0 where floor(-3.0 /
+// 0.3) is -10.0), for integers and bools Starlark's floor division.
+func pyFloorDiv(x, y starlark.Value) (starlark.Value, error) {
+	x, y = boolAsInt(x, y), boolAsInt(y, x)
+	_, xf := x.(starlark.Float)
+	_, yf := y.(starlark.Float)
+	if !xf && !yf {
+		return starlark.Binary(syntax.SLASHSLASH, x, y)
+	}
+	a, ok1 := starlark.AsFloat(x)
+	b, ok2 := starlark.AsFloat(y)
+	if !ok1 || !ok2 {
+		return starlark.Binary(syntax.SLASHSLASH, x, y)
+	}
+	if b == 0 {
+		return nil, fmt.Errorf("floored division by zero")
+	}
+	mod := math.Mod(a, b)
+	div := (a - mod) / b
+	if mod != 0 && (b < 0) != (mod < 0) {
+		div -= 1
+	}
+	if div == 0 {
+		return starlark.Float(math.Copysign(0, a/b)), nil
+	}
+	q := math.Floor(div)
+	if div-q > 0.5 {
+		q++
+	}
+	return starlark.Float(q), nil
+}
+
+// boolAsInt is x as an int when x is a bool and other a number.
+func boolAsInt(x, other starlark.Value) starlark.Value {
+	b, ok := x.(starlark.Bool)
+	if !ok {
+		return x
+	}
+	switch other.(type) {
+	case starlark.Int, starlark.Float, starlark.Bool:
+		return starlark.MakeInt64(b2i(b))
+	}
+	return x
+}
+
 // starlarkBounds returns the builtins the rewrite calls and dm's Python
 // builtins (compat.go). A range stays lazy: only the builtins
 // that materialise a sequence (list, sorted, ...) check its length, so a
@@ -131,7 +180,7 @@ func starlarkBounds(limit int) starlark.StringDict {
 		}
 		return nil
 	}
-	ops := map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR, "%": syntax.PERCENT}
+	ops := map[string]syntax.Token{"+": syntax.PLUS, "*": syntax.STAR, "%": syntax.PERCENT, "//": syntax.SLASHSLASH}
 	opArgs := func(b *starlark.Builtin, args starlark.Tuple) (string, error) {
 		if len(args) != 3 {
 			return "", fmt.Errorf("%s is internal to dm", b.Name())
@@ -151,10 +200,15 @@ func starlarkBounds(limit int) starlark.StringDict {
 			if op == "%" {
 				return starPercent(args[1], args[2], limit)
 			}
-			if err := check(op, args[1], args[2]); err != nil {
+			if op == "//" {
+				return pyFloorDiv(args[1], args[2])
+			}
+			// Python's bools are integers: True + 1 is 2.
+			x, y := boolAsInt(args[1], args[2]), boolAsInt(args[2], args[1])
+			if err := check(op, x, y); err != nil {
 				return nil, err
 			}
-			return starlark.Binary(ops[op], args[1], args[2])
+			return starlark.Binary(ops[op], x, y)
 		}),
 		starCheck: starlark.NewBuiltin(starCheck, func(th *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 			op, err := opArgs(b, args)

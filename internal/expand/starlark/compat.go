@@ -2,8 +2,10 @@ package starlark
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"go.starlark.net/starlark"
@@ -46,7 +48,9 @@ var pyTypeNames = map[string]string{
 // py2Methods are the methods rewritten into __dm_method__ calls.
 var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalues": true, "has_key": true,
 	"zfill": true, "ljust": true, "rjust": true, "center": true, "format": true,
-	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true}
+	"copy": true, "sort": true, "reverse": true, "count": true, "encode": true, "decode": true,
+	"swapcase": true, "casefold": true, "isdecimal": true, "isnumeric": true, "isidentifier": true,
+	"join": true, "index": true}
 
 // rewritePythonTree rewrites parsed syntax, in place: `type(x) == dict`
 // compares type names, Python 2 dict methods go through __dm_method__.
@@ -60,12 +64,87 @@ func rewritePythonTree(n syntax.Node) {
 				n.X = typeNameLiteral(n.X)
 			}
 		}
+	case *syntax.DictExpr:
+		dedupDictKeys(n)
 	case *syntax.CallExpr:
+		unboundMethods(n)
 		if d, ok := n.Fn.(*syntax.DotExpr); ok && py2Methods[d.Name.Name] {
 			n.Fn = &syntax.Ident{NamePos: d.Dot, Name: starMethod}
 			n.Args = append([]syntax.Expr{d.X, strLiteral(d.Name.Name, d.Dot)}, n.Args...)
 		}
 	}
+}
+
+// starUnbound makes an unbound str method (str.lower) a function.
+const starUnbound = "__dm_unbound__"
+
+// unboundMethods rewrites a call's arguments that name a method of str
+// (sorted(l, key=str.lower), map(str.strip, l)), which Starlark has no
+// value for, into __dm_unbound__("lower"): a function that calls the
+// method of its first argument.
+func unboundMethods(c *syntax.CallExpr) {
+	fix := func(e syntax.Expr) syntax.Expr {
+		d, ok := e.(*syntax.DotExpr)
+		if !ok {
+			return e
+		}
+		if id, ok := d.X.(*syntax.Ident); !ok || id.Name != "str" && id.Name != "unicode" {
+			return e
+		}
+		return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: d.Dot, Name: starUnbound}, Lparen: d.Dot, Args: []syntax.Expr{strLiteral(d.Name.Name, d.Dot)}, Rparen: d.Dot}
+	}
+	for i, a := range c.Args {
+		if b, ok := a.(*syntax.BinaryExpr); ok && b.Op == syntax.EQ {
+			b.Y = fix(b.Y)
+			continue
+		}
+		c.Args[i] = fix(a)
+	}
+}
+
+// dedupDictKeys makes a dict literal whose keys repeat a literal key
+// ({'a': 1, 'b': 2, 'a': 3}, which Starlark refuses) what Python makes
+// of it: the key keeps its first place and takes its last value.
+func dedupDictKeys(d *syntax.DictExpr) {
+	if len(d.List) < 2 {
+		return
+	}
+	var first map[string]int // literal key -> index of its first entry
+	var drop map[int]bool
+	for i, e := range d.List {
+		ent, ok := e.(*syntax.DictEntry)
+		if !ok {
+			return
+		}
+		lit, ok := ent.Key.(*syntax.Literal)
+		if !ok {
+			continue
+		}
+		key := fmt.Sprintf("%v:%v", lit.Token, lit.Value)
+		if first == nil {
+			first = map[string]int{}
+		}
+		j, seen := first[key]
+		if !seen {
+			first[key] = i
+			continue
+		}
+		d.List[j].(*syntax.DictEntry).Value = ent.Value
+		if drop == nil {
+			drop = map[int]bool{}
+		}
+		drop[i] = true
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := d.List[:0]
+	for i, e := range d.List {
+		if !drop[i] {
+			kept = append(kept, e)
+		}
+	}
+	d.List = kept
 }
 
 func isTypeCall(e syntax.Expr) bool {
@@ -128,7 +207,7 @@ func builtin(name string, fn func(th *starlark.Thread, args starlark.Tuple, kwar
 // may materialise.
 func pyBuiltins(limit int) starlark.StringDict {
 	u := starlark.Universe
-	str, intB := u["str"].(*starlark.Builtin), u["int"].(*starlark.Builtin)
+	str, intB := pyStrBuiltin("str", python.Str), u["int"].(*starlark.Builtin)
 	isinstance := builtin("isinstance", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		var x, t starlark.Value
 		if err := starlark.UnpackPositionalArgs("isinstance", args, kwargs, 2, &x, &t); err != nil {
@@ -178,6 +257,18 @@ func pyBuiltins(limit int) starlark.StringDict {
 			case "decode":
 				// Python 2's str.decode: a str is its text already.
 				return decodeBytes(starlark.Bytes(r), rest, kwargs)
+			case "join":
+				// A string is the characters it joins, as in Python.
+				if len(rest) == 1 {
+					if s, ok := rest[0].(starlark.String); ok {
+						rest = starlark.Tuple{byCharacter(s, true)}
+					}
+				}
+			case "swapcase", "casefold", "isdecimal", "isnumeric", "isidentifier":
+				if len(rest) > 0 || len(kwargs) > 0 {
+					return nil, fmt.Errorf("%s takes no arguments", name)
+				}
+				return strMethod(string(r), name), nil
 			}
 		case starlark.Bytes:
 			if name == "decode" {
@@ -191,8 +282,23 @@ func pyBuiltins(limit int) starlark.StringDict {
 			if name == "copy" && len(rest) == 0 {
 				return starCopy(r, false, 0)
 			}
+		case starlark.Tuple:
+			// Python's tuple.count and tuple.index.
+			if name == "count" {
+				if v, ok, err := listMethod(th, starlark.NewList(r), name, rest, kwargs); ok {
+					return v, err
+				}
+			}
+			if name == "index" && len(rest) == 1 {
+				for i, e := range r {
+					if eq, err := starlark.Equal(e, rest[0]); err != nil || eq {
+						return starlark.MakeInt(i), err
+					}
+				}
+				return nil, fmt.Errorf("tuple.index(x): x not in tuple")
+			}
 		}
-		if str, ok := recv.(starlark.String); ok && python.UsesFormatSpec(string(str)) {
+		if str, ok := recv.(starlark.String); ok && name == "format" && (python.UsesFormatSpec(string(str)) || pythonNotation(rest, kwargs)) {
 			return starFormat(string(str), rest, kwargs, limit)
 		}
 		ha, ok := recv.(starlark.HasAttrs)
@@ -210,7 +316,16 @@ func pyBuiltins(limit int) starlark.StringDict {
 	bounded := func(name string) *starlark.Builtin {
 		orig := u[name].(*starlark.Builtin)
 		return builtin(name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			for _, a := range args {
+			cloned := false
+			for i, a := range args {
+				// A string is a sequence of characters, as in Python.
+				if s, ok := a.(starlark.String); ok {
+					if !cloned {
+						args, cloned = slices.Clone(args), true
+					}
+					args[i] = byCharacter(s, true)
+					a = args[i]
+				}
 				if s, ok := a.(starlark.Sequence); ok {
 					if n := s.Len(); 16*n > limit {
 						return nil, engine.Limit("MaxOutputBytes", limit, "%s() of %d elements would make a value of %d bytes", name, n, 16*n)
@@ -230,6 +345,15 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
 	}
+	d[starUnbound] = builtin(starUnbound, func(th *starlark.Thread, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		name, _ := starlark.AsString(args[0])
+		return builtin("str."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) == 0 {
+				return nil, fmt.Errorf("str.%s needs a string", name)
+			}
+			return starlark.Call(th, method, append(starlark.Tuple{args[0], starlark.String(name)}, args[1:]...), kwargs)
+		}), nil
+	})
 	d[starImport] = builtin(starImport, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 		if len(args) == 0 || len(kwargs) > 0 || th.Load == nil {
 			return nil, fmt.Errorf("%s: want a module name and the names to import", starImport)
@@ -352,8 +476,14 @@ func pyBuiltins(limit int) starlark.StringDict {
 	for k, v := range classBuiltins() {
 		d[k] = v
 	}
-	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip"} {
+	for k, v := range numericBuiltins(limit) {
+		d[k] = v
+	}
+	for _, n := range []string{"list", "tuple", "sorted", "reversed", "enumerate", "zip", "set", "any", "all", "max", "min"} {
 		d[n] = bounded(n)
+	}
+	for k, v := range runeBuiltins() {
+		d[k] = v
 	}
 	return d
 }
@@ -690,6 +820,45 @@ func decodeBytes(b starlark.Bytes, args starlark.Tuple, kwargs []starlark.Tuple)
 	return nil, fmt.Errorf("decode: dm decodes utf-8 and ascii only, not %s", encoding)
 }
 
+// strMethod is Python's str.swapcase, casefold, isdecimal, isnumeric
+// or isidentifier.
+func strMethod(s, name string) starlark.Value {
+	switch name {
+	case "swapcase":
+		return starlark.String(strings.Map(func(r rune) rune {
+			switch {
+			case unicode.IsUpper(r):
+				return unicode.ToLower(r)
+			case unicode.IsLower(r):
+				return unicode.ToUpper(r)
+			}
+			return r
+		}, s))
+	case "casefold":
+		return starlark.String(strings.ReplaceAll(strings.ToLower(s), "ß", "ss"))
+	case "isdecimal", "isnumeric":
+		if s == "" {
+			return starlark.False
+		}
+		for _, r := range s {
+			if name == "isdecimal" && !unicode.Is(unicode.Nd, r) || name == "isnumeric" && !unicode.IsNumber(r) {
+				return starlark.False
+			}
+		}
+		return starlark.True
+	}
+	// isidentifier
+	if s == "" {
+		return starlark.False
+	}
+	for i, r := range s {
+		if r != '_' && !unicode.IsLetter(r) && (i == 0 || !unicode.IsDigit(r)) {
+			return starlark.False
+		}
+	}
+	return starlark.True
+}
+
 // padString is Python's str.zfill, ljust, rjust and center, refusing
 // widths over limit.
 func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, error) {
@@ -734,6 +903,29 @@ func padString(s, name string, args starlark.Tuple, limit int) (starlark.Value, 
 		left++
 	}
 	return starlark.String(strings.Repeat(fill, left) + s + strings.Repeat(fill, n-left)), nil
+}
+
+// pythonNotation reports whether a format argument prints differently
+// in Python than in Starlark (a list, dict, tuple, float or None).
+func pythonNotation(args starlark.Tuple, kwargs []starlark.Tuple) bool {
+	differs := func(v starlark.Value) bool {
+		switch v.(type) {
+		case *starlark.List, starlark.Tuple, *starlark.Dict, starlark.Float, starlark.NoneType:
+			return true
+		}
+		return false
+	}
+	for _, a := range args {
+		if differs(a) {
+			return true
+		}
+	}
+	for _, kw := range kwargs {
+		if differs(kw[1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // starFormat is str.format with Python's format specs.

@@ -50,12 +50,105 @@ func TestRender(t *testing.T) {
 		{name: "hashlib.new, update, copy", src: "import hashlib\ndef GenerateConfig(ctx):\n  h = hashlib.new('md5')\n  h.update('ab'.encode())\n  c = h.copy()\n  c.update(b'c')\n  return {'resources': [{'name': '%s-%s-%d-%s' % (h.hexdigest()[:6], c.hexdigest()[:6], hashlib.sha256(b'').digest_size, b'x'.decode()), 'type': 'T'}]}\n", want: "187ef4-900150-32-x"},
 		{name: "hashlib of a number", src: "import hashlib\ndef GenerateConfig(ctx):\n  return {'resources': [{'name': hashlib.sha1(1).hexdigest(), 'type': 'T'}]}\n", wantErr: "hashlib.sha1: want bytes or str, not int"},
 		{name: "Python 2's str.decode", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'web'.decode('utf-8'), 'type': 'T'}]}\n", want: "web"},
+		// Python as Deployment Manager ran it, where Starlark differs; each
+		// case's want is what CPython makes of it.
+		// A backslash before a character that starts no escape stays (sed
+		// and shell strings); octal and hex escapes over 127 are characters.
+		{name: "escapes Python leaves alone", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': 'sed -e "s/\/x\+/\d/"' + "\." + '''\w''', 'type': 'T'}]}
+`, want: `sed -e "s/\/x\+/\d/"\.\w`},
+		{name: "escapes over 127", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': '\351\xe9\u00e9\x41\101\0'.replace('\0', '0'), 'type': 'T'}]}
+`, want: "éééAA0"},
+		{name: "raw strings and escaped backslashes", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': r'\d\+' + 'a\\+' + b'\+'.decode(), 'type': 'T'}]}
+`, want: `\d\+a\+\+`},
+		{name: "implicit concatenation with escapes", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': ('\+' '\/'
+    u'\n'), 'type': 'T'}]}
+`, want: "\\+\\/\n"},
+		{name: "a line continued in a string", src: `def GenerateConfig(ctx):
+  return {'resources': [{'name': 'a\
+b\-', 'type': 'T'}]}
+`, want: `ab\-`},
+		{name: "context attributes", src: `def helper(ctx):
+  return ctx.shared_vpc + '/' + ctx.env['name']
+def GenerateConfig(context):
+  context.shared_vpc = 'host'
+  context.env['name'] = 'n2'
+  return {'resources': [{'name': helper(context) + str(hasattr(context, 'shared_vpc')), 'type': 'T'}]}
+`, want: "host/n2True"},
+		{name: "object attributes", src: `class R(object):
+  pass
+def GenerateConfig(context):
+  r = R()
+  r.a = 'x'
+  r.a += 'y'
+  return {'resources': [{'name': r.a, 'type': 'T'}]}
+`, want: "xy"},
+		{name: "duplicate dict keys", src: `def GenerateConfig(context):
+  d = {'b': 1, 'a': 2, 'b': 3, 1: 'x', 1: 'y'}
+  return {'resources': [{'name': ','.join(['%s=%s' % kv for kv in d.items()]), 'type': 'T'}]}
+`, want: "b=3,a=2,1=y"},
+		{name: "power", src: `def GenerateConfig(context):
+  x = [2]
+  return {'resources': [{'name': str([2 ** 10, -2 ** 2, 2 ** -1, 2 ** 3 ** 2, x[0] ** 2, (1 + 1) ** 0.5 > 1.41, 10 ** 20, pow(3, 4, 5), 2**len('ab')]), 'type': 'T'}]}
+`, want: "[1024, -4, 0.5, 512, 4, True, 100000000000000000000, 1, 4]"},
+		{name: "chained comparisons", src: `def GenerateConfig(context):
+  n = 5
+  ok = [0 < n <= 10, 1 < n < 3, 'a' <= 'b' < 'c' != 'd', not 0 < n < 2, [x for x in range(9) if 2 < x < 5]]
+  return {'resources': [{'name': str(ok), 'type': 'T'}]}
+`, want: "[True, False, True, True, [3, 4]]"},
+		{name: "round divmod hex", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str([round(2.5), round(3.5), round(-0.5), round(2.675, 2), round(1234, -2), round(1250, -2), divmod(7, -2), hex(255), oct(8), bin(-5)]), 'type': 'T'}]}
+`, want: `[2, 4, 0, 2.67, 1200, 1200, (-4, -1), '0xff', '0o10', '-0b101']`},
+		{name: "str and repr in Python's notation", src: `def GenerateConfig(context):
+  d = {'a': [1.0, None, ('x',)], 'b': 1e16}
+  return {'resources': [{'name': str(d) + repr('q') + '{}|{!r}'.format(['y'], 0.1) + str(True + 1), 'type': 'T'}]}
+`, want: "{'a': [1.0, None, ('x',)], 'b': 1e+16}'q'['y']|0.12"},
+		{name: "re.sub reads its template first", src: `import re
+def GenerateConfig(context):
+  return {'resources': [{'name': re.sub('x', r'\1', 'abc'), 'type': 'T'}]}
+`, wantErr: "invalid group reference 1"},
+		{name: "strings are characters", src: `def GenerateConfig(context):
+  s = 'ünï-日本'
+  out = [len(s), s[0], s[-1], s[1:3], s[::-1], [c for c in s[:2]], list('ab'), sorted('cba'), max('az'), len('abc'), 'abc'[1]]
+  for c in 'xy':
+    out.append(c)
+  d = {'k': [1, 2]}
+  d['k'][0] = 5
+  return {'resources': [{'name': str(out) + str(d), 'type': 'T'}]}
+`, want: "[6, 'ü', '本', 'nï', '本日-ïnü', ['ü', 'n'], ['a', 'b'], ['a', 'b', 'c'], 'z', 3, 'b', 'x', 'y']{'k': [5, 2]}"},
+		{name: "unbound str methods", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str(sorted(['b', 'A', 'c'], key=str.lower) + list(map(str.strip, [' x ']))), 'type': 'T'}]}
+`, want: "['A', 'b', 'c', 'x']"},
+		{name: "a method of a string with braces", src: `import json
+def GenerateConfig(context):
+  return {'resources': [{'name': str(json.dumps({'a': 1}).count('a')) + '{x}'.upper() + '{}'.format(2), 'type': 'T'}]}
+`, want: "1{X}2"},
+		{name: "a huge power", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str(2 ** 100000000), 'type': 'T'}]}
+`, wantErr: "MaxOutputBytes", limit: true},
+		{name: "sys", src: `import sys
+from sys import maxsize
+def GenerateConfig(context):
+  return {'resources': [{'name': '%d %s %d %s' % (sys.maxsize, maxsize == sys.maxsize, sys.version_info[0], sys.version_info.major >= 3), 'type': 'T'}]}
+`, want: "9223372036854775807 True 3 True"},
+		{name: "sys.stderr.write", src: `import sys
+def GenerateConfig(context):
+  sys.stderr.write('warn\n')
+  return {'resources': []}
+`, printed: "t.py:3: warn"},
+		{name: "sys.exit", src: `import sys
+def GenerateConfig(context):
+  sys.exit(1)
+`, wantErr: "t.py:3: sys.exit: a template cannot end the process"},
 		{name: "encode to another codec", src: "def GenerateConfig(ctx):\n  return {'resources': [{'name': 'a'.encode('latin-1'), 'type': 'T'}]}\n", wantErr: "dm encodes to utf-8 and ascii only, not latin-1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cache, _ := lru.New[string, any](16)
-			e := New(1<<20, 1000, cache, func(data []byte, order *engine.Order) (any, error) {
+			e := New(1<<20, 1000, 0, cache, func(data []byte, order *engine.Order) (any, error) {
 				v, _, err := pyyaml.Decode(data, pyyaml.Options{MaxAliases: 100, Record: order.Record})
 				return v, err
 			})

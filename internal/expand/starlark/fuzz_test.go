@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzPythonRewrites runs the source shims of .py templates (classes,
-// literals, is, yaml.load, global) on arbitrary input: no panic, and every line
+// literals and their escapes, is, yaml.load, **, chained comparisons,
+// global) on arbitrary input: no panic, and every line
 // stays on its line (errors must point at the template's own lines). Its
 // corpus keeps 11bc6da7f4ea5397: a lone carriage return, which Starlark
 // counts as a line end, made rewriteGlobals index past its lines.
@@ -26,6 +27,8 @@ func FuzzPythonRewrites(f *testing.F) {
 		"x = '\\\n'\n",
 		"if x:\n    raise ValueError('a, b' % (1, 2))\nassert x, 'm'\nassert (x,\n 2)\n",
 		"N = 0\ndef f(N2):\n    global N, M\n    N += 1\n    M = [N for N2 in 'é']\n    return f(k=N).N\nglobal N\n",
+		"x = -2 ** f(a)[1] ** 2\nif 0 < x <= (y\n  + 1) < 3:\n    z = {**d}\n    w = a.b ** -c\n",
+		"s = '\\+\\/\\351' + b'\\d' + r'\\q'\n",
 	} {
 		f.Add(s)
 	}
@@ -43,7 +46,7 @@ func FuzzPythonRewrites(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out2 = rewriteStatements(out2)
+		out2 = rewriteStatements(rewriteOperators(out2))
 		if n, m := strings.Count(string(out), "\n"), strings.Count(string(out2), "\n"); n != m {
 			t.Fatalf("rewritePython changed the line count: %d -> %d\n%s", n, m, out2)
 		}

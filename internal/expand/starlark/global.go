@@ -211,18 +211,29 @@ func bindTargets(e syntax.Expr, sc *globalScope) {
 	if sc.bound == nil {
 		return // the module: every use is rewritten
 	}
+	eachTarget(e, func(x syntax.Expr) {
+		if id, ok := x.(*syntax.Ident); ok {
+			sc.bound[id.Name] = true
+		}
+	})
+}
+
+// eachTarget calls fn with each target an assignment's left side holds:
+// a name, a subscript, an attribute, inside tuples, lists and
+// parentheses.
+func eachTarget(e syntax.Expr, fn func(syntax.Expr)) {
 	switch e := e.(type) {
-	case *syntax.Ident:
-		sc.bound[e.Name] = true
 	case *syntax.TupleExpr:
 		for _, x := range e.List {
-			bindTargets(x, sc)
+			eachTarget(x, fn)
 		}
 	case *syntax.ListExpr:
 		for _, x := range e.List {
-			bindTargets(x, sc)
+			eachTarget(x, fn)
 		}
 	case *syntax.ParenExpr:
-		bindTargets(e.X, sc)
+		eachTarget(e.X, fn)
+	default:
+		fn(e)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -66,6 +67,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 				u := strings.IndexAny(s[t.start:t.quote], "uU")
 				edits = append(edits, pyEdit{t.start + u, t.start + u + 1, "", 0})
 			}
+			edits = pyEscapes(s, t, prefix, edits)
 			// A run of adjacent literals is one string.
 			j := i
 			for j+1 < len(lex) && lex[j+1].str && onlySpace(s, lex[j].end, lex[j+1].start, lex[j].depth > 0) {
@@ -79,6 +81,7 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 				edits = append(edits, pyEdit{lex[j].end, lex[j].end, ")", 0})
 				for k := i + 1; k <= j; k++ {
 					p := strings.ToLower(s[lex[k].start:lex[k].quote])
+					edits = pyEscapes(s, lex[k], p, edits)
 					if strings.Contains(p, "f") {
 						return nil, engine.At(file, lex[k].line, engine.Invalid("f-strings are not supported in Python-style templates; use %% or format"))
 					}
@@ -137,6 +140,63 @@ func rewritePython(file string, src []byte) ([]byte, error) {
 	}
 	sb.WriteString(s[pos:])
 	return []byte(sb.String()), nil
+}
+
+// pyEscapes appends the edits that make the escapes of string literal t
+// read in Starlark as Python reads them: a backslash before a character
+// that starts no escape is kept ('\+' is a backslash and a plus, which
+// Starlark refuses as an invalid escape), and an octal or hex escape of a
+// code point over 127 ('\351', '\xe9') is that character (Starlark
+// refuses non-ASCII ones in a string; they are bytes in a bytes literal,
+// as in Python). Raw literals have no escapes.
+func pyEscapes(s string, t pyLexeme, prefix string, edits []pyEdit) []pyEdit {
+	if strings.Contains(prefix, "r") {
+		return edits
+	}
+	isBytes := strings.Contains(prefix, "b")
+	body := s[t.quote:t.end]
+	if strings.IndexByte(body, '\\') < 0 {
+		return edits
+	}
+	q := 1
+	if len(body) >= 6 && body[1] == body[0] && body[2] == body[0] {
+		q = 3
+	}
+	for i := q; i < len(body)-q; i++ {
+		if body[i] != '\\' {
+			continue
+		}
+		at := t.quote + i
+		switch c := body[i+1]; {
+		case c == '\n' || c == '\r' || strings.IndexByte("abfnrtv\\'\"", c) >= 0:
+			i++
+		case c >= '0' && c <= '7':
+			j, n := i+1, 0
+			for ; j < len(body)-q && j < i+4 && body[j] >= '0' && body[j] <= '7'; j++ {
+				n = n*8 + int(body[j]-'0')
+			}
+			if n > 127 && !isBytes {
+				edits = append(edits, pyEdit{at, t.quote + j, fmt.Sprintf("\\u%04x", n), 0})
+			} else if n > 255 {
+				edits = append(edits, pyEdit{at, t.quote + j, fmt.Sprintf("\\x%02x", n&0xff), 0})
+			}
+			i = j - 1
+		case c == 'x':
+			if i+4 <= len(body)-q {
+				if n, err := strconv.ParseUint(body[i+2:i+4], 16, 8); err == nil && n > 127 && !isBytes {
+					edits = append(edits, pyEdit{at, at + 4, fmt.Sprintf("\\u%04x", n), 0})
+				}
+			}
+			i++
+		case (c == 'u' || c == 'U' || c == 'N') && !isBytes:
+			i++ // Starlark reads \u and \U as Python does; \N{...} it refuses
+		default:
+			// Python keeps the backslash: write it escaped.
+			edits = append(edits, pyEdit{at, at + 1, "\\\\", 0})
+			i++
+		}
+	}
+	return edits
 }
 
 // onlySpace reports whether s[from:to] holds only what may separate two

@@ -2,32 +2,29 @@ package starlark
 
 import (
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.starlark.net/starlark"
+
+	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/expand/pyre"
 )
 
 // Python's re, as DM templates use it (internal-lb.py:
-// re.compile(...).search(url).group(2)), on Go's regexp. Patterns are
-// Python's syntax as far as RE2 shares it (classes, groups, named groups
-// (?P<name>...), flags, anchors; \Z is \z); backreferences and lookaround,
-// which RE2 lacks, are an error naming the pattern. Positions are byte
+// re.compile(...).search(url).group(2)), on package pyre: Python's
+// syntax (lookaround, backreferences, named groups, inline flags,
+// VERBOSE), RE2 where a pattern needs nothing more, a backtracking engine
+// bounded by Options.RegexTimeout where it does. Positions are byte
 // offsets, as Starlark's string indices are.
 
-// Python's flag values, which templates may or together.
-const (
-	reIgnoreCase = 2
-	reMultiline  = 8
-	reDotAll     = 16
-	reUnicode    = 32
-	reVerbose    = 64
-	reASCII      = 256
-)
-
-// reModule is the part of Python's re that templates use.
-func reModule() starlark.StringDict {
+// reModule is the part of Python's re that templates use; compiled
+// patterns are cached in cache.
+func reModule(timeout time.Duration, cache engine.Cache) starlark.StringDict {
+	compile := func(v starlark.Value, flags int) (*rePattern, error) {
+		return reCompile(v, flags, timeout, cache)
+	}
 	fn := func(name string, f func(th *starlark.Thread, p *rePattern, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error)) *starlark.Builtin {
 		return builtin("re."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) == 0 {
@@ -40,7 +37,7 @@ func reModule() starlark.StringDict {
 			if err != nil {
 				return nil, err
 			}
-			p, err := reCompile(args[0], flags)
+			p, err := compile(args[0], flags)
 			if err != nil {
 				return nil, err
 			}
@@ -54,7 +51,7 @@ func reModule() starlark.StringDict {
 			if err := starlark.UnpackArgs("re.compile", args, kwargs, "pattern", &pat, "flags?", &flags); err != nil {
 				return nil, err
 			}
-			return reCompile(pat, flags)
+			return compile(pat, flags)
 		}),
 		"escape": builtin("re.escape", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			var s string
@@ -63,15 +60,15 @@ func reModule() starlark.StringDict {
 			}
 			return starlark.String(reEscape(s)), nil
 		}),
-		"I": starlark.MakeInt(reIgnoreCase), "IGNORECASE": starlark.MakeInt(reIgnoreCase),
-		"M": starlark.MakeInt(reMultiline), "MULTILINE": starlark.MakeInt(reMultiline),
-		"S": starlark.MakeInt(reDotAll), "DOTALL": starlark.MakeInt(reDotAll),
-		"U": starlark.MakeInt(reUnicode), "UNICODE": starlark.MakeInt(reUnicode),
-		"X": starlark.MakeInt(reVerbose), "VERBOSE": starlark.MakeInt(reVerbose),
-		"A": starlark.MakeInt(reASCII), "ASCII": starlark.MakeInt(reASCII),
+		"I": starlark.MakeInt(pyre.IgnoreCase), "IGNORECASE": starlark.MakeInt(pyre.IgnoreCase),
+		"M": starlark.MakeInt(pyre.Multiline), "MULTILINE": starlark.MakeInt(pyre.Multiline),
+		"S": starlark.MakeInt(pyre.DotAll), "DOTALL": starlark.MakeInt(pyre.DotAll),
+		"U": starlark.MakeInt(pyre.Unicode), "UNICODE": starlark.MakeInt(pyre.Unicode),
+		"X": starlark.MakeInt(pyre.Verbose), "VERBOSE": starlark.MakeInt(pyre.Verbose),
+		"A": starlark.MakeInt(pyre.ASCII), "ASCII": starlark.MakeInt(pyre.ASCII),
+		"L": starlark.MakeInt(pyre.Locale), "LOCALE": starlark.MakeInt(pyre.Locale),
 	}
 	for _, m := range []string{"search", "match", "fullmatch", "findall", "finditer", "sub", "subn", "split"} {
-		m := m
 		d[m] = fn(m, func(th *starlark.Thread, p *rePattern, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			return p.call(th, m, args, kwargs)
 		})
@@ -108,70 +105,6 @@ func reTakeFlags(name string, args starlark.Tuple, kwargs []starlark.Tuple) (int
 	return flags, args, kw, nil
 }
 
-// reTranslate turns a Python pattern into Go's syntax, with flags as a
-// prefix.
-func reTranslate(pat string, flags int) (string, error) {
-	if flags&reVerbose != 0 {
-		return "", fmt.Errorf("re.VERBOSE is not supported")
-	}
-	var b strings.Builder
-	inClass := false
-	for i := 0; i < len(pat); i++ {
-		c := pat[i]
-		switch {
-		case c == '\\' && i+1 < len(pat):
-			n := pat[i+1]
-			switch {
-			case n == 'Z' && !inClass:
-				b.WriteString(`\z`)
-			case n >= '1' && n <= '9' && !inClass:
-				return "", fmt.Errorf("backreference \\%c: Go's regular expressions (RE2) have none", n)
-			default:
-				b.WriteByte(c)
-				b.WriteByte(n)
-			}
-			i++
-			continue
-		case inClass:
-			if c == ']' {
-				inClass = false
-			}
-		case c == '[':
-			inClass = true
-			b.WriteByte(c)
-			// A ] right after [ or [^ is a literal.
-			if i+1 < len(pat) && pat[i+1] == '^' {
-				b.WriteByte('^')
-				i++
-			}
-			if i+1 < len(pat) && pat[i+1] == ']' {
-				b.WriteString(`\]`)
-				i++
-			}
-			continue
-		case c == '(' && strings.HasPrefix(pat[i:], "(?P="):
-			return "", fmt.Errorf("backreference (?P=...): Go's regular expressions (RE2) have none")
-		case c == '(' && (strings.HasPrefix(pat[i:], "(?=") || strings.HasPrefix(pat[i:], "(?!") || strings.HasPrefix(pat[i:], "(?<=") || strings.HasPrefix(pat[i:], "(?<!")):
-			return "", fmt.Errorf("lookaround %s...): Go's regular expressions (RE2) have none", pat[i:i+3])
-		}
-		b.WriteByte(c)
-	}
-	prefix := ""
-	if flags&reIgnoreCase != 0 {
-		prefix += "i"
-	}
-	if flags&reMultiline != 0 {
-		prefix += "m"
-	}
-	if flags&reDotAll != 0 {
-		prefix += "s"
-	}
-	if prefix != "" {
-		return "(?" + prefix + ")" + b.String(), nil
-	}
-	return b.String(), nil
-}
-
 // reEscape is Python 3's re.escape: a backslash before each character
 // special in a pattern.
 func reEscape(s string) string {
@@ -187,14 +120,14 @@ func reEscape(s string) string {
 
 // rePattern is a compiled pattern (re.compile's result).
 type rePattern struct {
-	src                 string
-	flags               int
-	re, anchored, whole *regexp.Regexp
+	src   string
+	flags int
+	re    *pyre.Regexp
 }
 
 var _ starlark.HasAttrs = (*rePattern)(nil)
 
-func reCompile(v starlark.Value, flags int) (*rePattern, error) {
+func reCompile(v starlark.Value, flags int, timeout time.Duration, cache engine.Cache) (*rePattern, error) {
 	if p, ok := v.(*rePattern); ok {
 		return p, nil
 	}
@@ -202,17 +135,14 @@ func reCompile(v starlark.Value, flags int) (*rePattern, error) {
 	if !ok {
 		return nil, fmt.Errorf("re: pattern is %s, not a string", v.Type())
 	}
-	g, err := reTranslate(s, flags)
-	if err == nil {
-		var p rePattern
-		p.src, p.flags = s, flags
-		if p.re, err = regexp.Compile(g); err == nil {
-			p.anchored = regexp.MustCompile(`\A(?:` + g + `)`)
-			p.whole = regexp.MustCompile(`\A(?:` + g + `)\z`)
-			return &p, nil
-		}
+	re, err := engine.Cached(cache, "re:"+strconv.Itoa(flags)+":"+s, func() (any, error) {
+		return pyre.Compile(s, flags, timeout)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("re: %w", err)
 	}
-	return nil, fmt.Errorf("re: pattern %q: %v", s, err)
+	r := re.(*pyre.Regexp)
+	return &rePattern{src: s, flags: r.Flags(), re: r}, nil
 }
 
 func (p *rePattern) String() string        { return "re.compile(" + strconv.Quote(p.src) + ")" }
@@ -222,7 +152,7 @@ func (p *rePattern) Truth() starlark.Bool  { return true }
 func (p *rePattern) Hash() (uint32, error) { return starlark.String(p.src).Hash() }
 
 func (p *rePattern) AttrNames() []string {
-	return []string{"findall", "finditer", "flags", "fullmatch", "groups", "match", "pattern", "search", "split", "sub", "subn"}
+	return []string{"findall", "finditer", "flags", "fullmatch", "groupindex", "groups", "match", "pattern", "search", "split", "sub", "subn"}
 }
 
 func (p *rePattern) Attr(name string) (starlark.Value, error) {
@@ -232,7 +162,15 @@ func (p *rePattern) Attr(name string) (starlark.Value, error) {
 	case "flags":
 		return starlark.MakeInt(p.flags), nil
 	case "groups":
-		return starlark.MakeInt(p.re.NumSubexp()), nil
+		return starlark.MakeInt(p.re.Groups()), nil
+	case "groupindex":
+		d := starlark.NewDict(0)
+		for i, n := range p.re.GroupNames() {
+			if n != "" {
+				_ = d.SetKey(starlark.String(n), starlark.MakeInt(i)) // a fresh dict
+			}
+		}
+		return d, nil
 	}
 	if _, ok := reArity[name]; !ok {
 		return nil, nil
@@ -250,8 +188,11 @@ func (p *rePattern) call(th *starlark.Thread, name string, args starlark.Tuple, 
 		if err := starlark.UnpackArgs(name, args, kwargs, "string", &s); err != nil {
 			return nil, err
 		}
-		re := map[string]*regexp.Regexp{"search": p.re, "match": p.anchored, "fullmatch": p.whole}[name]
-		loc := re.FindStringSubmatchIndex(s)
+		mode := map[string]pyre.Mode{"search": pyre.Search, "match": pyre.Anchored, "fullmatch": pyre.Full}[name]
+		loc, err := p.re.Find(s, mode)
+		if err != nil {
+			return nil, err
+		}
 		if loc == nil {
 			return starlark.None, nil
 		}
@@ -262,20 +203,22 @@ func (p *rePattern) call(th *starlark.Thread, name string, args starlark.Tuple, 
 			return nil, err
 		}
 		var out []starlark.Value
-		for _, loc := range p.re.FindAllStringSubmatchIndex(s, -1) {
+		err := p.re.FindAll(s, func(loc []int) bool {
 			m := &reMatch{p: p, s: s, loc: loc}
-			if name == "finditer" {
+			switch n := p.re.Groups(); {
+			case name == "finditer":
 				out = append(out, m)
-				continue
-			}
-			switch n := p.re.NumSubexp(); n {
-			case 0:
+			case n == 0:
 				out = append(out, m.group(0, starlark.String("")))
-			case 1:
+			case n == 1:
 				out = append(out, m.group(1, starlark.String("")))
 			default:
 				out = append(out, m.groups(starlark.String("")))
 			}
+			return true
+		})
+		if err != nil {
+			return nil, err
 		}
 		return starlark.NewList(out), nil
 	case "sub", "subn":
@@ -300,17 +243,22 @@ func (p *rePattern) call(th *starlark.Thread, name string, args starlark.Tuple, 
 			return nil, err
 		}
 		var out []starlark.Value
-		last := 0
-		for i, loc := range p.re.FindAllStringSubmatchIndex(s, -1) {
-			if maxsplit > 0 && i >= maxsplit {
-				break
+		last, n := 0, 0
+		err := p.re.FindAll(s, func(loc []int) bool {
+			if maxsplit > 0 && n >= maxsplit {
+				return false
 			}
+			n++
 			out = append(out, starlark.String(s[last:loc[0]]))
 			m := &reMatch{p: p, s: s, loc: loc}
-			for g := 1; g <= p.re.NumSubexp(); g++ {
+			for g := 1; g <= p.re.Groups(); g++ {
 				out = append(out, m.group(g, starlark.None))
 			}
 			last = loc[1]
+			return true
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, starlark.String(s[last:]))
 		return starlark.NewList(out), nil
@@ -321,35 +269,53 @@ func (p *rePattern) call(th *starlark.Thread, name string, args starlark.Tuple, 
 // sub replaces up to count (0: all) matches in s by repl, a template
 // (\1, \g<1>, \g<name>, \n) or a function of the match.
 func (p *rePattern) sub(th *starlark.Thread, repl starlark.Value, s string, count int) (string, int, error) {
+	if t, ok := starlark.AsString(repl); ok {
+		// Python reads the template before matching: a bad group
+		// reference fails even where nothing matches.
+		if err := (&reMatch{p: p, loc: make([]int, 2*(p.re.Groups()+1))}).expand(&strings.Builder{}, t); err != nil {
+			return "", 0, err
+		}
+	}
 	var b strings.Builder
 	last, n := 0, 0
-	for _, loc := range p.re.FindAllStringSubmatchIndex(s, -1) {
+	var failed error
+	err := p.re.FindAll(s, func(loc []int) bool {
 		if count > 0 && n >= count {
-			break
+			return false
 		}
 		b.WriteString(s[last:loc[0]])
 		m := &reMatch{p: p, s: s, loc: loc}
 		if fn, ok := repl.(starlark.Callable); ok {
 			v, err := starlark.Call(th, fn, starlark.Tuple{m}, nil)
 			if err != nil {
-				return "", 0, err
+				failed = err
+				return false
 			}
 			r, ok := starlark.AsString(v)
 			if !ok {
-				return "", 0, fmt.Errorf("re.sub: the replacement function returned %s, not a string", v.Type())
+				failed = fmt.Errorf("re.sub: the replacement function returned %s, not a string", v.Type())
+				return false
 			}
 			b.WriteString(r)
 		} else {
 			t, ok := starlark.AsString(repl)
 			if !ok {
-				return "", 0, fmt.Errorf("re.sub: repl is %s, not a string or function", repl.Type())
+				failed = fmt.Errorf("re.sub: repl is %s, not a string or function", repl.Type())
+				return false
 			}
-			if err := m.expand(&b, t); err != nil {
-				return "", 0, err
+			if failed = m.expand(&b, t); failed != nil {
+				return false
 			}
 		}
 		last = loc[1]
 		n++
+		return true
+	})
+	if failed != nil {
+		return "", 0, failed
+	}
+	if err != nil {
+		return "", 0, err
 	}
 	b.WriteString(s[last:])
 	return b.String(), n, nil
@@ -379,13 +345,13 @@ func (m *reMatch) AttrNames() []string {
 // index resolves a group given by number or name.
 func (m *reMatch) index(v starlark.Value) (int, error) {
 	if s, ok := starlark.AsString(v); ok {
-		if i := m.p.re.SubexpIndex(s); i >= 0 {
+		if i := m.p.re.GroupIndex(s); i >= 0 {
 			return i, nil
 		}
 		return 0, fmt.Errorf("no such group %q", s)
 	}
 	var i int
-	if err := starlark.AsInt(v, &i); err != nil || i < 0 || i > m.p.re.NumSubexp() {
+	if err := starlark.AsInt(v, &i); err != nil || i < 0 || i > m.p.re.Groups() {
 		return 0, fmt.Errorf("no such group %s", v)
 	}
 	return i, nil
@@ -400,7 +366,7 @@ func (m *reMatch) group(i int, def starlark.Value) starlark.Value {
 }
 
 func (m *reMatch) groups(def starlark.Value) starlark.Tuple {
-	out := make(starlark.Tuple, m.p.re.NumSubexp())
+	out := make(starlark.Tuple, m.p.re.Groups())
 	for i := range out {
 		out[i] = m.group(i+1, def)
 	}
@@ -455,7 +421,7 @@ func (m *reMatch) Attr(name string) (starlark.Value, error) {
 				return nil, err
 			}
 			d := starlark.NewDict(0)
-			for i, n := range m.p.re.SubexpNames() {
+			for i, n := range m.p.re.GroupNames() {
 				if n != "" {
 					if err := d.SetKey(starlark.String(n), m.group(i, def)); err != nil {
 						return nil, err
@@ -504,7 +470,7 @@ func (m *reMatch) expand(b *strings.Builder, t string) error {
 				j++
 			}
 			g, _ := strconv.Atoi(t[i:j])
-			if g > m.p.re.NumSubexp() {
+			if g > m.p.re.Groups() {
 				return fmt.Errorf("re.sub: invalid group reference %d", g)
 			}
 			if v, ok := m.group(g, starlark.String("")).(starlark.String); ok {

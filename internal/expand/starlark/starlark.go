@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.starlark.net/lib/math"
 	"go.starlark.net/resolve"
@@ -36,11 +37,11 @@ func starlarkOptions() *syntax.FileOptions {
 const moduleExport = "this_module"
 
 // builtinModules names the Python modules dm provides, for messages.
-const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, yaml"
+const builtinModules = "collections, copy, hashlib, json, math, random, re, six, string, sys, yaml"
 
 func isBuiltinModule(m string) bool {
 	switch m {
-	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "yaml":
+	case "collections", "copy", "hashlib", "json", "math", "random", "re", "six", "string", "sys", "yaml":
 		return true
 	}
 	return false
@@ -238,11 +239,11 @@ func delAsPop(line string) (string, bool) {
 			}
 		case '"', '\'':
 			// A string literal: skip it, brackets and all.
-			j := strings.IndexByte(target[i+1:], c)
-			if j < 0 || strings.Contains(target[i+1:i+1+j], "\\") {
+			end, nl, ok := scanString(target, i)
+			if !ok || nl > 0 {
 				return "", false
 			}
-			i += j + 1
+			i = end - 1
 		}
 	}
 	if open <= 0 || depth != 0 {
@@ -293,6 +294,7 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		if err != nil {
 			return nil, err
 		}
+		shimmed = rewriteOperators(shimmed)
 		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
 		if err != nil {
 			return nil, err
@@ -427,13 +429,15 @@ func (sr *starlarkRun) load(thread *starlark.Thread, module string) (starlark.St
 		case "hashlib":
 			d = hashlibModule()
 		case "re":
-			d = reModule()
+			d = reModule(sr.e.regexTimeout, sr.e.cache)
 		case "collections":
 			d = collectionsModule()
 		case "string":
 			d = stringModule()
 		case "random":
 			d = randomModule()
+		case "sys":
+			d = sysModule()
 		case "math":
 			d = starlark.StringDict{}
 			for k, v := range math.Module.Members {
@@ -670,6 +674,9 @@ type Engine struct {
 	cache  engine.Cache
 	maxOut int
 	steps  uint64
+	// regexTimeout bounds a match of the re module on the backtracking
+	// engine.
+	regexTimeout time.Duration
 	// bounds are the builtins of boundStarlark's rewrite, built once.
 	bounds     starlark.StringDict
 	decodeYAML func(data []byte, order *engine.Order) (any, error)
@@ -677,11 +684,12 @@ type Engine struct {
 
 // New returns an engine whose runs are bounded by maxOutputBytes
 // (Options.MaxOutputBytes) and steps Starlark steps
-// (Options.StarlarkSteps), caching compiled programs in cache.
+// (Options.StarlarkSteps), and matches of the re module by regexTimeout
+// (Options.RegexTimeout), caching compiled programs in cache.
 // yaml.load decodes with decodeYAML, recording key order in order, so
 // that values read as in configurations.
-func New(maxOutputBytes int, steps uint64, cache engine.Cache, decodeYAML func(data []byte, order *engine.Order) (any, error)) *Engine {
-	return &Engine{cache: cache, maxOut: maxOutputBytes, steps: steps, bounds: starlarkBounds(maxOutputBytes), decodeYAML: decodeYAML}
+func New(maxOutputBytes int, steps uint64, regexTimeout time.Duration, cache engine.Cache, decodeYAML func(data []byte, order *engine.Order) (any, error)) *Engine {
+	return &Engine{cache: cache, maxOut: maxOutputBytes, steps: steps, regexTimeout: regexTimeout, bounds: starlarkBounds(maxOutputBytes), decodeYAML: decodeYAML}
 }
 
 // Name returns "python".
@@ -750,11 +758,11 @@ func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err 
 	if !ok {
 		return nil, engine.At(inv.File, 0, engine.Invalid("no function GenerateConfig(context)"))
 	}
-	cctx := starlarkstruct.FromStringDict(starlark.String("context"), starlark.StringDict{
-		"properties": starlarkValue(order, inv.Properties), // document order
-		"env":        toStarlark(inv.Env),
-		"imports":    toStarlark(inv.Imports()),
-	})
+	cctx := newNamespace("context", contextAttrs,
+		toStarlark(inv.Env),
+		toStarlark(inv.Imports()),
+		starlarkValue(order, inv.Properties), // document order
+	)
 	ret, err := starlark.Call(thread, fn, starlark.Tuple{cctx}, nil)
 	if err != nil {
 		return nil, e.starlarkError(ctx, thread, inv.File, err)
@@ -779,6 +787,10 @@ func (e *Engine) render(ctx context.Context, inv engine.Invocation) (_ any, err 
 		return nil, engine.At(inv.File, 0, engine.Invalid("GenerateConfig returned a value of type %s; want a YAML string or a dict with resources", ret.Type()))
 	}
 }
+
+// contextAttrs are the attributes of GenerateConfig's context, sorted;
+// SetField copies the slice before adding one.
+var contextAttrs = []string{"env", "imports", "properties"}
 
 var loadPrefixRE = regexp.MustCompile(`cannot load (mod|pkg):([^:]+): `)
 

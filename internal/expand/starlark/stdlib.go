@@ -51,6 +51,49 @@ func randomModule() starlark.StringDict {
 	return d
 }
 
+// sysModule is the part of Python's sys a template can use: the version
+// (Python 3's, whose semantics dm follows: true division, str is text),
+// sys.maxsize (and Python 2's sys.maxint), sys.platform, an empty argv,
+// and sys.stdout and sys.stderr, whose write() goes where print goes
+// (the expansion's logs). sys.exit is refused by name: a template cannot
+// end the process that expands it.
+func sysModule() starlark.StringDict {
+	stream := func(name string) starlark.Value {
+		return newNamespace("file", []string{"flush", "write"},
+			builtin("sys."+name+".flush", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+				return starlark.None, nil
+			}),
+			builtin("sys."+name+".write", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+				var s string
+				if err := starlark.UnpackPositionalArgs("sys."+name+".write", args, kwargs, 1, &s); err != nil {
+					return nil, err
+				}
+				if th.Print != nil {
+					th.Print(th, strings.TrimSuffix(s, "\n"))
+				}
+				return starlark.MakeInt(len(s)), nil
+			}),
+		)
+	}
+	maxsize := starlark.MakeInt64(1<<63 - 1)
+	return starlark.StringDict{
+		"version": starlark.String("3.11.0 (dm)"),
+		"version_info": &namedTuple{typename: "sys.version_info", fields: []string{"major", "minor", "micro", "releaselevel", "serial"},
+			index: map[string]int{"major": 0, "minor": 1, "micro": 2, "releaselevel": 3, "serial": 4},
+			Tuple: starlark.Tuple{starlark.MakeInt(3), starlark.MakeInt(11), starlark.MakeInt(0), starlark.String("final"), starlark.MakeInt(0)}},
+		"maxsize":   maxsize,
+		"maxint":    maxsize,
+		"platform":  starlark.String("linux"),
+		"byteorder": starlark.String("little"),
+		"argv":      starlark.NewList([]starlark.Value{starlark.String("")}),
+		"stdout":    stream("stdout"),
+		"stderr":    stream("stderr"),
+		"exit": builtin("sys.exit", func(*starlark.Thread, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+			return nil, fmt.Errorf("sys.exit: a template cannot end the process that expands it; raise an exception (raise ValueError('...')) to stop the expansion with a message")
+		}),
+	}
+}
+
 // collectionsModule is Python's collections module: namedtuple and
 // OrderedDict (a dict: Starlark's dicts keep insertion order, as an
 // OrderedDict does).

@@ -1,41 +1,34 @@
-package schema
+package pyre
 
 import (
 	"regexp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // maxRepeat is the largest repeat count Go's regexp takes (RE2's limit).
 const maxRepeat = 1000
 
-// compilePattern compiles a schema's pattern as DM, in Python, read it: a
-// repeat count over RE2's limit of 1000 (`^.{0,1023}$`, the Cloud
-// Foundation Toolkit's limit on a description's length) is split into
-// repeats of at most 1000 that match the same strings (`.{0,1000}.{0,23}`).
-func compilePattern(s string) (jsonschema.Regexp, error) {
+// maxSplitRepeat is the largest count splitRepeats splits.
+const maxSplitRepeat = 10 * maxRepeat
+
+// compileRE2 compiles a translated pattern with Go's regexp; a repeat
+// count over RE2's limit of 1000 (`^.{0,1023}$`, the Cloud Foundation
+// Toolkit's limit on a description's length) is split into repeats of at
+// most 1000 that match the same strings (`.{0,1000}.{0,23}`).
+func compileRE2(s string) (*regexp.Regexp, error) {
 	re, err := regexp.Compile(s)
 	if err == nil {
 		return re, nil
 	}
 	if r, ok := splitRepeats(s); ok {
 		if re2, err2 := regexp.Compile(r); err2 == nil {
-			return patternOf{re2, s}, nil
+			return re2, nil
 		}
 	}
 	return nil, err
 }
-
-// patternOf is a compiled rewrite of a pattern, named as written.
-type patternOf struct {
-	*regexp.Regexp
-	src string
-}
-
-func (p patternOf) String() string { return p.src }
 
 // repeatRE is a counted repeat: {m}, {m,} or {m,n}.
 var repeatRE = regexp.MustCompile(`^\{(\d+)(,(\d*))?\}`)
@@ -94,6 +87,11 @@ func splitRepeats(s string) (out string, ok bool) {
 				b.WriteString(m[0] + lazy)
 				atom = -1
 				continue
+			}
+			if lo > maxSplitRepeat || hi > maxSplitRepeat {
+				// Split, it would make a pattern too large to compile in
+				// reasonable time: the backtracking engine counts instead.
+				return s, false
 			}
 			ok = true
 			rest, a := b.String()[:atom], b.String()[atom:]
