@@ -144,6 +144,19 @@ var funcs = template.FuncMap{
 		return "/r/" + name
 	},
 	"query": url.QueryEscape,
+	// breakable is text that may wrap after a slash besides
+	// its spaces, never inside a name: a long default such as
+	// gcr.io/google-samples/gb-frontend:v4 wraps at its path's slashes.
+	"breakable": func(s string) template.HTML {
+		var b strings.Builder
+		for _, r := range s {
+			b.WriteString(template.HTMLEscapeString(string(r)))
+			if r == '/' {
+				b.WriteString("<wbr>")
+			}
+		}
+		return template.HTML(b.String())
+	},
 	// plural counts n things: "1 version", "2 versions".
 	"plural": func(n int, thing string) string {
 		if n == 1 {
