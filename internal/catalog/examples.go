@@ -328,6 +328,7 @@ func (e *Examples) walk() {
 		_, ok := e.opts.Resolver.ByKey(c.Registry)
 		return !ok
 	})
+	e.requeue()
 	for k := range e.results {
 		if !live[k] {
 			delete(e.results, k)
@@ -356,8 +357,9 @@ func (e *Examples) next() (exampleJob, bool) {
 		j = e.queue[0]
 		e.queue[0] = exampleJob{}
 		e.queue = e.queue[1:]
-		// A result imported while the job waited is not tested again.
-		if r, ok := e.results[j.key]; !ok || r.Tested.IsZero() {
+		// A result imported while the job waited is not tested again,
+		// nor a version no snapshot holds any more.
+		if r, ok := e.results[j.key]; ok && r.Tested.IsZero() {
 			break
 		}
 	}
@@ -393,6 +395,7 @@ func (e *Examples) worker(ctx context.Context) {
 				e.mu.Lock()
 				if _, live := e.results[j.key]; live {
 					e.queue = append(e.queue, j)
+					e.requeue()
 				}
 				e.mu.Unlock()
 				select {
@@ -463,6 +466,50 @@ func (e *Examples) Forget(registry string) {
 		if k.registry == registry {
 			delete(e.results, k)
 			e.dirty = true
+		}
+	}
+}
+
+// Drop forgets g, a registry no longer served: its queued tests go (a job
+// refers to the registry and its snapshot) and, unless another registry
+// of its key serves in its place, its results, as the next walk would.
+func (e *Examples) Drop(g *index.Registry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requeue()
+	key := g.Key()
+	if _, ok := e.opts.Resolver.ByKey(key); ok {
+		return
+	}
+	delete(e.seen, key)
+	delete(e.settle, key)
+	for k := range e.results {
+		if k.registry == key {
+			delete(e.results, k)
+		}
+	}
+	for k := range e.byRef {
+		if k.registry == key {
+			delete(e.byRef, k)
+		}
+	}
+	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return c.Registry == key })
+	e.dirty = true
+	e.gen.Add(1)
+}
+
+// requeue drops the queued jobs of registries no longer served, which
+// refer to the registry and its snapshot, and moves those of a registry
+// opened anew under the same key (a rotated token) to the new one, which
+// reads the same content. e.mu is held.
+func (e *Examples) requeue() {
+	e.queue = slices.DeleteFunc(e.queue, func(j exampleJob) bool {
+		_, ok := e.opts.Resolver.ByKey(j.key.registry)
+		return !ok
+	})
+	for i, j := range e.queue {
+		if g, _ := e.opts.Resolver.ByKey(j.key.registry); g != j.g {
+			e.queue[i].g = g
 		}
 	}
 }
