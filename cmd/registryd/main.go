@@ -25,10 +25,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -206,6 +208,20 @@ func newCommand(e env, s *settings) *cobra.Command {
 				if kube.maxEntries <= 0 {
 					return derrors.Errorf(derrors.InvalidArgument, "--max-tree-entries %d: want a positive number", kube.maxEntries)
 				}
+				if kube.maxNSRegistries <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-registries %d: want a positive number", kube.maxNSRegistries)
+				}
+				if n, err = sandbox.ParseBytes(kube.maxNSBytes); err != nil {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-bytes %q: want a size such as 1GiB", kube.maxNSBytes)
+				}
+				s.kube.maxNamespaceBytes = int64(n)
+				s.kube.maxIndexBytes = defaultIndexBytes(debug.SetMemoryLimit(-1))
+				if kube.maxAllBytes != "" {
+					if n, err = sandbox.ParseBytes(kube.maxAllBytes); err != nil {
+						return derrors.Errorf(derrors.InvalidArgument, "--max-index-bytes %q: want a size such as 4GiB", kube.maxAllBytes)
+					}
+					s.kube.maxIndexBytes = int64(n)
+				}
 			}
 			s.exampleSettle = settle
 			if settle == 0 {
@@ -262,6 +278,9 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.DurationVar(&kube.minRefresh, "min-refresh-interval", time.Minute, "shortest refresh interval an object gets: a shorter spec.refreshInterval is raised to it, and its Ready condition says so")
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
+	f.IntVar(&kube.maxNSRegistries, "max-namespace-registries", defaultNamespaceRegistries, "most Registries of one namespace indexed; the newest beyond it are not (Ready False, NamespaceQuotaExceeded)")
+	f.StringVar(&kube.maxNSBytes, "max-namespace-bytes", defaultNamespaceBytes, "most index bytes the Registries of one namespace may hold together (`SIZE`; 1 KiB per file listed, and the files' bytes up to the in-memory cache's 32 MiB); the newest beyond it are not indexed (Ready False, NamespaceQuotaExceeded)")
+	f.StringVar(&kube.maxAllBytes, "max-index-bytes", "", "most index bytes every registry served may hold together (`SIZE`; default half of GOMEMLIMIT, or 4GiB without one); the newest Registries beyond it are not indexed (Ready False, DaemonQuotaExceeded)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
@@ -280,6 +299,34 @@ type kubeFlags struct {
 	maxBytes    string
 	// maxRegistryBytes is maxBytes parsed.
 	maxRegistryBytes int64
+	// maxNSRegistries, maxNSBytes and maxAllBytes are the namespaces' and
+	// the daemon's bounds; maxNamespaceBytes and maxIndexBytes the sizes
+	// parsed.
+	maxNSRegistries                  int
+	maxNSBytes, maxAllBytes          string
+	maxNamespaceBytes, maxIndexBytes int64
+}
+
+// Defaults of the bounds of what the cluster's objects make registryd
+// hold, for a node of 2 cores and 24 GiB (registryd's template asks for
+// far less): 64 Registries of a namespace, which polls GitHub for each,
+// and 1 GiB of index for them, some eight registries at the largest
+// --max-tree-entries allows; 4 GiB of index in all, whose collections
+// and requests take as much again.
+const (
+	defaultNamespaceRegistries = 64
+	defaultNamespaceBytes      = "1GiB"
+	defaultDaemonBytes         = 4 << 30
+)
+
+// defaultIndexBytes is --max-index-bytes by default: half the memory
+// limit the Go runtime was given (GOMEMLIMIT), the rest being for
+// collecting and for requests, or defaultDaemonBytes without one.
+func defaultIndexBytes(limit int64) int64 {
+	if limit <= 0 || limit == math.MaxInt64 {
+		return defaultDaemonBytes
+	}
+	return limit / 2
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

@@ -258,7 +258,11 @@ func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
 	}
 	suspended += r.note
 	var bound *fetch.BoundError
+	var quota *QuotaError
 	switch {
+	case errors.As(r.g.LastErr(), &quota):
+		// Refused for a quota: the next sync leaves it out, saying so.
+		set(v1alpha1.ConditionReady, false, quota.Reason(), quota.Error())
 	case errors.As(r.g.LastErr(), &bound):
 		// Over a bound the registry is not served (index.Registry drops
 		// its snapshot): say which bound, and the flag that sets it.
