@@ -94,6 +94,9 @@ type Examples struct {
 	// imported are results from Import of versions no snapshot walked
 	// yet.
 	imported map[exampleKey]*ExampleResult
+	// resultsPeak and importedPeak are the most entries the maps held
+	// since they were last made (compact).
+	resultsPeak, importedPeak int
 }
 
 // exampleKey keys a result: the registry's key (index.Registry.Key:
@@ -334,6 +337,7 @@ func (e *Examples) walk() {
 			delete(e.results, k)
 		}
 	}
+	e.compact()
 
 	e.dirty = true
 	e.gen.Add(1)
@@ -357,6 +361,10 @@ func (e *Examples) next() (exampleJob, bool) {
 		j = e.queue[0]
 		e.queue[0] = exampleJob{}
 		e.queue = e.queue[1:]
+		if len(e.queue) == 0 {
+			// The emptied array would stay as long as the slice does.
+			e.queue = nil
+		}
 		// A result imported while the job waited is not tested again,
 		// nor a version no snapshot holds any more.
 		if r, ok := e.results[j.key]; ok && r.Tested.IsZero() {
@@ -468,6 +476,35 @@ func (e *Examples) Forget(registry string) {
 			e.dirty = true
 		}
 	}
+	e.compact()
+}
+
+// compact copies the result maps anew once they hold less than half of
+// what they held at most: Go's maps keep the room of deleted entries, and
+// a deleted registry's results would keep theirs for good.
+func (e *Examples) compact() {
+	if n := len(e.results); n < e.resultsPeak/2 {
+		e.results = copyMap(e.results)
+		e.resultsPeak = n
+	} else {
+		e.resultsPeak = max(e.resultsPeak, n)
+	}
+	if n := len(e.imported); n < e.importedPeak/2 {
+		e.imported = copyMap(e.imported)
+		e.importedPeak = n
+	} else {
+		e.importedPeak = max(e.importedPeak, n)
+	}
+}
+
+// copyMap returns a map of m's entries sized for them (maps.Clone keeps
+// m's room).
+func copyMap[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // Drop forgets g, a registry no longer served: its queued tests go (a job
@@ -488,6 +525,7 @@ func (e *Examples) Drop(g *index.Registry) {
 			delete(e.results, k)
 		}
 	}
+	e.compact()
 	for k := range e.byRef {
 		if k.registry == key {
 			delete(e.byRef, k)
@@ -511,6 +549,9 @@ func (e *Examples) requeue() {
 		if g, _ := e.opts.Resolver.ByKey(j.key.registry); g != j.g {
 			e.queue[i].g = g
 		}
+	}
+	if cap(e.queue) > 2*len(e.queue)+64 {
+		e.queue = slices.Clip(slices.Clone(e.queue))
 	}
 }
 

@@ -107,7 +107,7 @@ type Options struct {
 	// ReleaseAfter is how long after registries holding at least
 	// ReleaseBytes of index are stopped the watcher returns the freed
 	// memory to the system (debug.FreeOSMemory), at most once per
-	// ReleaseAfter; zero means 5 seconds and 64 MiB.
+	// ReleaseAfter; zero means 10 seconds and 64 MiB.
 	ReleaseAfter time.Duration
 	ReleaseBytes int64
 	// StaticIdentities are the identities of the registries of flags and
@@ -200,8 +200,11 @@ type Watcher struct {
 	// qmu guards quota; it is taken after mu, never before.
 	qmu   sync.Mutex
 	quota quotas
-	// release returns the memory of stopped registries to the system.
+	// release returns the memory of stopped registries to the system;
+	// collect asks the Lease holder to delete the results of registries
+	// no longer served now, not at the next minute.
 	release *releaser
+	collect atomic.Bool
 }
 
 // New returns a Watcher; Run starts it.

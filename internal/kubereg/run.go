@@ -179,7 +179,10 @@ func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs, results toolsc
 		if !w.leader.Load() {
 			continue
 		}
-		if tick%resultsGCTicks == 0 {
+		// At once after a registry goes: its results' ConfigMaps are
+		// the largest part of what it leaves in every replica's memory
+		// (their informers hold them).
+		if w.collect.Swap(false) || tick%resultsGCTicks == 0 {
 			w.collectResults(ctx, regs, cregs, results)
 		}
 		for _, o := range objects(regs, cregs) {

@@ -403,6 +403,7 @@ func (w *Watcher) forget(r *running) {
 	if w.srv != nil {
 		w.srv.Forget(r.g)
 	}
+	w.collect.Store(true)
 	w.release.freed(r.g.Cost())
 }
 
