@@ -232,44 +232,54 @@ func (e *Examples) Run(ctx context.Context) {
 // walk queues the versions of changed snapshots that have no result yet
 // and forgets the results of versions no snapshot holds any more.
 func (e *Examples) walk() {
-	regs := e.opts.Resolver.Registries()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// One set of registries for the whole walk: what it keeps and what it
+	// forgets agree, whatever is added or removed meanwhile (the next walk
+	// sees that).
+	regs := e.opts.Resolver.Registries()
+	served := make(map[string]bool, len(regs))
+	for _, g := range regs {
+		served[g.Key()] = true
+	}
 	changed := false
 	// A registry no longer served is a change too: what was kept of it
 	// goes below.
 	for key := range e.seen {
-		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+		if !served[key] {
 			changed = true
 		}
 	}
 	for _, g := range regs {
+		// One key string per registry, not one per version: every
+		// result's key shares it.
+		gk := g.Key()
 		snap := g.Snapshot()
-		if snap == nil || e.seen[g.Key()] == snap {
+		if snap == nil || e.seen[gk] == snap {
 			continue
 		}
 		ready := true
 		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
-			st := e.settle[g.Key()]
+			st := e.settle[gk]
 			switch {
 			case st.snap != snap:
 				// A new snapshot: its new versions are pending from now
 				// on, tested once it has settled.
-				e.settle[g.Key()] = settling{snap, time.Now()}
+				e.settle[gk] = settling{snap, time.Now()}
 				ready = false
 			case time.Since(st.since) < e.opts.RemoteSettle:
 				continue
 			}
 		}
-		first := e.seen[g.Key()] == nil
+		first := e.seen[gk] == nil
 		if ready {
-			e.seen[g.Key()] = snap
+			e.seen[gk] = snap
 		}
 		changed = true
 		now := time.Now()
 		for _, t := range snap.AllTemplates() {
 			for i, v := range t.Versions {
-				key := exampleKey{g.Key(), v.Digest}
+				key := exampleKey{gk, v.Digest}
 				r, ok := e.results[key]
 				if ok && !r.held {
 					continue
@@ -296,7 +306,7 @@ func (e *Examples) walk() {
 				// On a registry's first index every version is new: list
 				// each template's highest version only.
 				if !first || i == len(t.Versions)-1 {
-					e.recent = append(e.recent, Change{Registry: g.Key(), Ref: v.Ref, Seen: now})
+					e.recent = append(e.recent, Change{Registry: gk, Ref: v.Ref, Seen: now})
 				}
 			}
 		}
@@ -311,26 +321,28 @@ func (e *Examples) walk() {
 	e.byRef = map[refKey]exampleKey{}
 	for _, g := range regs {
 		if snap := g.Snapshot(); snap != nil {
+			gk := g.Key()
 			for _, t := range snap.AllTemplates() {
 				for _, v := range t.Versions {
-					k := exampleKey{g.Key(), v.Digest}
+					k := exampleKey{gk, v.Digest}
 					live[k] = true
-					e.byRef[refKey{g.Key(), v.Ref}] = k
+					e.byRef[refKey{gk, v.Ref}] = k
 				}
 			}
 		}
 	}
 	// A registry no longer served leaves nothing behind.
 	for key := range e.seen {
-		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+		if !served[key] {
 			delete(e.seen, key)
+		}
+	}
+	for key := range e.settle {
+		if !served[key] {
 			delete(e.settle, key)
 		}
 	}
-	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool {
-		_, ok := e.opts.Resolver.ByKey(c.Registry)
-		return !ok
-	})
+	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return !served[c.Registry] })
 	e.requeue()
 	for k := range e.results {
 		if !live[k] {
