@@ -279,7 +279,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.IntVar(&kube.maxEntries, "max-tree-entries", fetch.DefaultMaxEntries, "most entries an object's registry may list; a larger one is not served (Ready False, TooLarge)")
 	f.StringVar(&kube.maxBytes, "max-registry-bytes", "256MiB", "most bytes the files of an object's registry may hold (`SIZE`); a larger one is not served (Ready False, TooLarge)")
 	f.IntVar(&kube.maxNSRegistries, "max-namespace-registries", defaultNamespaceRegistries, "most Registries of one namespace indexed; the newest beyond it are not (Ready False, NamespaceQuotaExceeded)")
-	f.StringVar(&kube.maxNSBytes, "max-namespace-bytes", defaultNamespaceBytes, "most index bytes the Registries of one namespace may hold together (`SIZE`; 1 KiB per file listed, and the files' bytes up to the in-memory cache's 32 MiB); the newest beyond it are not indexed (Ready False, NamespaceQuotaExceeded)")
+	f.StringVar(&kube.maxNSBytes, "max-namespace-bytes", defaultNamespaceBytes, "most index bytes the Registries of one namespace may hold together (`SIZE`; 1.5 KiB per file listed, and the files' bytes up to the in-memory cache's 32 MiB); the newest beyond it are not indexed (Ready False, NamespaceQuotaExceeded)")
 	f.StringVar(&kube.maxAllBytes, "max-index-bytes", "", "most index bytes every registry served may hold together (`SIZE`; default half of GOMEMLIMIT, or 4GiB without one); the newest Registries beyond it are not indexed (Ready False, DaemonQuotaExceeded)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
@@ -310,7 +310,7 @@ type kubeFlags struct {
 // Defaults of the bounds of what the cluster's objects make registryd
 // hold, for a node of 2 cores and 24 GiB (registryd's template asks for
 // far less): 64 Registries of a namespace, which polls GitHub for each,
-// and 1 GiB of index for them, some eight registries at the largest
+// and 1 GiB of index for them, some six registries at the largest
 // --max-tree-entries allows; 4 GiB of index in all, whose collections
 // and requests take as much again.
 const (

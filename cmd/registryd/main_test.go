@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -296,6 +297,9 @@ func TestBadConfiguration(t *testing.T) {
 		{"arguments", []string{"serve"}, "unknown command"},
 		{"bad log level", []string{"--log-level", "loud"}, "log-level"},
 		{"address taken", []string{"--addr", "256.0.0.1:1"}, "listening"},
+		{"bad namespace bytes", []string{"--watch-registries", "--max-namespace-bytes", "lots"}, "--max-namespace-bytes"},
+		{"zero index bytes", []string{"--watch-registries", "--max-index-bytes", "0"}, "--max-index-bytes"},
+		{"no namespace registries", []string{"--watch-registries", "--max-namespace-registries", "0"}, "--max-namespace-registries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -309,6 +313,18 @@ func TestBadConfiguration(t *testing.T) {
 				t.Errorf("run(%q) = %v: the configuration is YAML", tt.args, err)
 			}
 		})
+	}
+}
+
+// TestDefaultIndexBytes: --max-index-bytes is half of GOMEMLIMIT, or
+// 4 GiB without one.
+func TestDefaultIndexBytes(t *testing.T) {
+	for _, tt := range []struct{ limit, want int64 }{
+		{math.MaxInt64, 4 << 30}, {0, 4 << 30}, {2 << 30, 1 << 30}, {10 << 30, 5 << 30},
+	} {
+		if got := defaultIndexBytes(tt.limit); got != tt.want {
+			t.Errorf("defaultIndexBytes(%d) = %d, want %d", tt.limit, got, tt.want)
+		}
 	}
 }
 

@@ -238,10 +238,11 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 
 // EntryBytes is what one entry of a listing costs in memory once indexed,
 // for Cost: the entry itself, its share of its version and template, and
-// what the search index, the examples' results and the answers cached
-// of its version keep (measured with registries of 99,000 entries, one
-// file per version, the costliest layout; docs/benchmarks.md).
-const EntryBytes = 1 << 10
+// what the examples' results (in memory and in their ConfigMaps'
+// informer) and the search index keep of its version (measured with
+// registries of 99,000 tree entries, one file per version, the costliest
+// layout: 1.5 KiB; docs/benchmarks.md).
+const EntryBytes = 1536
 
 // Cost estimates the memory an index of t holds: EntryBytes per entry,
 // and the bytes of its files up to cached, the bound of the content kept
