@@ -29,6 +29,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -97,16 +98,8 @@ type pageKey struct{ registry, of string }
 func (c *Catalog) Forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for k := range c.cache {
-		if k.registry == key {
-			delete(c.cache, k)
-		}
-	}
-	for k := range c.registryPages {
-		if k.registry == key {
-			delete(c.registryPages, k)
-		}
-	}
+	maps.DeleteFunc(c.cache, func(k pageKey, _ *versionPage) bool { return k.registry == key })
+	maps.DeleteFunc(c.registryPages, func(k pageKey, _ []byte) bool { return k.registry == key })
 }
 
 // maxCached bounds the version pages kept; the cache is dropped whole when

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -477,17 +478,11 @@ func (e *Examples) Import(registry, digest string, r ExampleResult) {
 func (e *Examples) Forget(registry string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for k := range e.imported {
-		if k.registry == registry {
-			delete(e.imported, k)
-		}
-	}
-	for k := range e.results {
-		if k.registry == registry {
-			delete(e.results, k)
-			e.dirty = true
-		}
-	}
+	of := func(k exampleKey, _ *ExampleResult) bool { return k.registry == registry }
+	maps.DeleteFunc(e.imported, of)
+	n := len(e.results)
+	maps.DeleteFunc(e.results, of)
+	e.dirty = e.dirty || len(e.results) != n
 	e.compact()
 }
 
@@ -532,17 +527,9 @@ func (e *Examples) Drop(g *index.Registry) {
 	}
 	delete(e.seen, key)
 	delete(e.settle, key)
-	for k := range e.results {
-		if k.registry == key {
-			delete(e.results, k)
-		}
-	}
+	maps.DeleteFunc(e.results, func(k exampleKey, _ *ExampleResult) bool { return k.registry == key })
 	e.compact()
-	for k := range e.byRef {
-		if k.registry == key {
-			delete(e.byRef, k)
-		}
-	}
+	maps.DeleteFunc(e.byRef, func(k refKey, _ exampleKey) bool { return k.registry == key })
 	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return c.Registry == key })
 	e.dirty = true
 	e.gen.Add(1)
