@@ -26,10 +26,12 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -234,6 +236,20 @@ func newCommand(e env, s *settings) *cobra.Command {
 				if kube.reviewRate <= 0 {
 					return derrors.Errorf(derrors.InvalidArgument, "--token-review-rate %g: want a positive number of reviews a second", kube.reviewRate)
 				}
+				if kube.maxNSRegistries <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-registries %d: want a positive number", kube.maxNSRegistries)
+				}
+				if n, err = sandbox.ParseBytes(kube.maxNSBytes); err != nil {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-bytes %q: want a size such as 1GiB", kube.maxNSBytes)
+				}
+				s.kube.maxNamespaceBytes = int64(n)
+				s.kube.maxIndexBytes = defaultIndexBytes(debug.SetMemoryLimit(-1))
+				if kube.maxAllBytes != "" {
+					if n, err = sandbox.ParseBytes(kube.maxAllBytes); err != nil {
+						return derrors.Errorf(derrors.InvalidArgument, "--max-index-bytes %q: want a size such as 4GiB", kube.maxAllBytes)
+					}
+					s.kube.maxIndexBytes = int64(n)
+				}
 			}
 			for _, p := range proxies {
 				prefix, err := parseProxy(p)
@@ -306,6 +322,9 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.StringArrayVar(&kube.tokenAudiences, "token-audience", nil, "audience a JWT bearer token must name to be reviewed (repeatable; default: the audiences of registryd's own ServiceAccount token in a pod, none checked outside one)")
 	f.BoolVar(&kube.refuseOpaque, "refuse-opaque-tokens", false, "refuse bearer tokens that are not JWTs (a cloud's webhook tokens, static or bootstrap tokens) without a TokenReview")
 	f.Float64Var(&kube.reviewRate, "token-review-rate", kubereg.DefaultClientRate, "TokenReviews a second one client address may cause with tokens the apiserver has not authenticated lately (bursts of 5 times as many); past it 429")
+	f.IntVar(&kube.maxNSRegistries, "max-namespace-registries", defaultNamespaceRegistries, "most Registries of one namespace indexed; the newest beyond it are not (Ready False, NamespaceQuotaExceeded)")
+	f.StringVar(&kube.maxNSBytes, "max-namespace-bytes", defaultNamespaceBytes, "most index bytes the Registries of one namespace may hold together (`SIZE`; 1.5 KiB per file listed, and the files' bytes up to the in-memory cache's 32 MiB); the newest beyond it are not indexed (Ready False, NamespaceQuotaExceeded)")
+	f.StringVar(&kube.maxAllBytes, "max-index-bytes", "", "most index bytes every registry served may hold together (`SIZE`; default half of GOMEMLIMIT, or 4GiB without one); the newest Registries beyond it are not indexed (Ready False, DaemonQuotaExceeded)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
 	cmd.SetErr(e.stderr)
@@ -331,6 +350,12 @@ type kubeFlags struct {
 	tokenIssuers, tokenAudiences []string
 	refuseOpaque                 bool
 	reviewRate                   float64
+	// maxNSRegistries, maxNSBytes and maxAllBytes are the namespaces' and
+	// the daemon's bounds; maxNamespaceBytes and maxIndexBytes the sizes
+	// parsed.
+	maxNSRegistries                  int
+	maxNSBytes, maxAllBytes          string
+	maxNamespaceBytes, maxIndexBytes int64
 }
 
 // parseProxy reads a --trusted-proxy: a CIDR, or one address.
@@ -342,6 +367,28 @@ func parseProxy(v string) (netip.Prefix, error) {
 		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), nil
 	}
 	return netip.Prefix{}, derrors.Errorf(derrors.InvalidArgument, "--trusted-proxy %q: want an address or a CIDR such as 10.0.0.0/8", v)
+}
+
+// Defaults of the bounds of what the cluster's objects make registryd
+// hold, for a node of 2 cores and 24 GiB (registryd's template asks for
+// far less): 64 Registries of a namespace, which polls GitHub for each,
+// and 1 GiB of index for them, some six registries at the largest
+// --max-tree-entries allows; 4 GiB of index in all, whose collections
+// and requests take as much again.
+const (
+	defaultNamespaceRegistries = 64
+	defaultNamespaceBytes      = "1GiB"
+	defaultDaemonBytes         = 4 << 30
+)
+
+// defaultIndexBytes is --max-index-bytes by default: half the memory
+// limit the Go runtime was given (GOMEMLIMIT), the rest being for
+// collecting and for requests, or defaultDaemonBytes without one.
+func defaultIndexBytes(limit int64) int64 {
+	if limit <= 0 || limit == math.MaxInt64 {
+		return defaultDaemonBytes
+	}
+	return limit / 2
 }
 
 // podNamespace is the namespace of registryd's pod: $POD_NAMESPACE (the

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"net"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -303,6 +304,9 @@ func TestBadConfiguration(t *testing.T) {
 		{"bad log level", []string{"--log-level", "loud"}, "log-level"},
 		{"bad address", []string{"--addr", "256.0.0.1:1"}, "listening"},
 		{"address in use", []string{"--addr", taken.Addr().String()}, "listening on " + taken.Addr().String() + ": another program serves that address already (a registryd still running?): give another with --addr HOST:PORT (make run ADDR=127.0.0.1:8081)"},
+		{"bad namespace bytes", []string{"--watch-registries", "--max-namespace-bytes", "lots"}, "--max-namespace-bytes"},
+		{"zero index bytes", []string{"--watch-registries", "--max-index-bytes", "0"}, "--max-index-bytes"},
+		{"no namespace registries", []string{"--watch-registries", "--max-namespace-registries", "0"}, "--max-namespace-registries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -316,6 +320,18 @@ func TestBadConfiguration(t *testing.T) {
 				t.Errorf("run(%q) = %v: the configuration is YAML", tt.args, err)
 			}
 		})
+	}
+}
+
+// TestDefaultIndexBytes: --max-index-bytes is half of GOMEMLIMIT, or
+// 4 GiB without one.
+func TestDefaultIndexBytes(t *testing.T) {
+	for _, tt := range []struct{ limit, want int64 }{
+		{math.MaxInt64, 4 << 30}, {0, 4 << 30}, {2 << 30, 1 << 30}, {10 << 30, 5 << 30},
+	} {
+		if got := defaultIndexBytes(tt.limit); got != tt.want {
+			t.Errorf("defaultIndexBytes(%d) = %d, want %d", tt.limit, got, tt.want)
+		}
 	}
 }
 

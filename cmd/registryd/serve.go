@@ -276,7 +276,7 @@ func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks 
 		GitHubAPI: s.githubAPI, Refresh: s.refresh, Static: static, StaticWebhooks: hooks,
 		AllowedAPIs: s.kube.allowedAPIs, AllowedOCIHosts: s.kube.allowedOCIHosts, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
 		MaxTreeEntries: s.kube.maxEntries, MaxRegistryBytes: s.kube.maxRegistryBytes,
-		Forget:        metrics.Forget,
+		MaxNamespaceRegistries: s.kube.maxNSRegistries, MaxNamespaceBytes: s.kube.maxNamespaceBytes, MaxIndexBytes: s.kube.maxIndexBytes,
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,
 		Logger: log,
 	})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/fetch/githubtest"
+	"github.com/dmhq/dm/internal/index/indextest"
 )
 
 // BenchmarkTenancy measures issue 28's numbers (make bench-tenancy) with
@@ -186,9 +187,129 @@ func rssMiB(t testing.TB, pid int) float64 {
 	return 0
 }
 
+// rssParts reads a process's anonymous and file-backed resident memory
+// from /proc, in MiB.
+func rssParts(t testing.TB, pid int) (anon, file float64) {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		for name, dst := range map[string]*float64{"RssAnon:": &anon, "RssFile:": &file} {
+			if v, ok := strings.CutPrefix(line, name); ok {
+				kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 64)
+				must(t, err)
+				*dst = kb / 1024
+			}
+		}
+	}
+	return anon, file
+}
+
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
 	}
 	return def
+}
+
+// BenchmarkTenancyMemory measures what a Registry's memory costs and
+// whether it returns (make bench-tenancy): one registryd under its
+// template's rights against the test apiserver, six Registries whose
+// trees list 99,000 entries each (under --max-tree-entries 100000; two
+// in each of three namespaces), registryd's RSS read from
+// /proc before, once all six are Ready, and after all six are deleted
+// (target: within 20% of where it started).
+func BenchmarkTenancyMemory(b *testing.B) {
+	env, c := startCluster(b)
+	ctx := context.Background()
+	// A directory, not a fstest.MapFS, which walks 50,000 files in
+	// quadratic time.
+	src := b.TempDir()
+	must(b, indextest.WriteFiles(src, bigTree(330, 150, 0)))
+	repo := githubtest.NewRepo(b, src)
+	const registries = 6
+	repos := map[string]string{}
+	for i := range registries {
+		repos[fmt.Sprintf("acme/big%d", i)] = repo
+	}
+	gh := githubtest.New(repos)
+	defer gh.Close()
+	r := startReplica(b, replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL,
+		"--example-settle", "0", "--max-tree-entries", "100000", "--max-registry-bytes", "256MiB")...)
+	r.token = env.AdminToken // /metrics is guarded
+	pid := r.cmd.Process.Pid
+	namespaces := []string{env.Namespace(b), env.Namespace(b), env.Namespace(b)}
+	time.Sleep(10 * time.Second) // registryd settled: its informers listed, its workers started
+	start := rssMiB(b, pid)
+	startAnon, startFile := rssParts(b, pid)
+	var objs []*v1alpha1.Registry
+	for i := range registries {
+		o := &v1alpha1.Registry{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i%len(namespaces)], Name: fmt.Sprintf("big%d", i)},
+			Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: fmt.Sprintf("big%d", i), Branch: "main"}}}
+		must(b, c.Create(ctx, o))
+		objs = append(objs, o)
+	}
+	peak := start
+	waitForf(b, 10*time.Minute, func() string { return "every big registry Ready" }, func() bool {
+		peak = max(peak, rssMiB(b, pid))
+		for _, o := range objs {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || !apimeta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionReady) {
+				return false
+			}
+		}
+		return true
+	})
+	time.Sleep(10 * time.Second) // the examples walked, the indexing's garbage collected
+	indexed := rssMiB(b, pid)
+	// The live heap is about half the next collection's goal (GOGC=100).
+	liveIndexed := r.metric("go_memstats_next_gc_bytes") / 2 / (1 << 20)
+	for _, o := range objs {
+		must(b, c.Delete(ctx, o))
+	}
+	// RSS returns as fast as registryd gives it back: wait until it is
+	// within 20% of the start, for at most two and a half minutes.
+	deleted := time.Now()
+	var after float64
+	for time.Since(deleted) < 150*time.Second {
+		time.Sleep(5 * time.Second)
+		if after = rssMiB(b, pid); after <= start*1.2 {
+			break
+		}
+	}
+	liveAfter := r.metric("go_memstats_next_gc_bytes") / 2 / (1 << 20)
+	// What stays beside the heap: the runtime's own structures, sized by
+	// the largest heap it had (spans are never given back), and the
+	// program's pages read from its file.
+	var runtimeMiB float64
+	for _, m := range []string{"go_memstats_mspan_sys_bytes", "go_memstats_mcache_sys_bytes", "go_memstats_buck_hash_sys_bytes", "go_memstats_gc_sys_bytes", "go_memstats_other_sys_bytes"} {
+		runtimeMiB += r.metric(m) / (1 << 20)
+	}
+	anon, file := rssParts(b, pid)
+	b.Logf("after the deletes: RssAnon %.0f MiB, RssFile %.0f MiB (at start: %.0f and %.0f); heap in use %.0f MiB; the runtime's structures %.0f MiB",
+		anon, file, startAnon, startFile, r.metric("go_memstats_heap_inuse_bytes")/(1<<20), runtimeMiB)
+	b.ReportMetric(start, "RSS-start-MiB")
+	b.ReportMetric(indexed, "RSS-indexed-MiB")
+	b.ReportMetric(after, "RSS-deleted-MiB")
+	b.ReportMetric(after/start, "deleted/start")
+	b.Logf("registryd's RSS: %.0f MiB at start, %.0f MiB with %d registries of 99,000 entries indexed (peak %.0f; live heap about %.0f MiB), %.0f MiB %s after they were deleted (live heap about %.0f MiB): %.2fx of the start (target 1.2x)",
+		start, indexed, registries, peak, liveIndexed, after, time.Since(deleted).Round(time.Second), liveAfter, after/start)
+}
+
+// bigTree returns the files of a registry of templates templates of
+// versions versions each, every version of its template file and extra
+// files more: templates*(1+versions*(2+extra)) tree entries, counting
+// the directories as GitHub lists them. Each version's template differs
+// (so does its directory's tree); the extra files are alike.
+func bigTree(templates, versions, extra int) map[string]string {
+	files := map[string]string{}
+	for t := range templates {
+		for v := range versions {
+			dir := fmt.Sprintf("t%04d/v1.0.%d", t, v)
+			files[fmt.Sprintf("%s/t%04d.jinja", dir, t)] = fmt.Sprintf("resources: []\n# t%04d v1.0.%d\n", t, v)
+			for x := range extra {
+				files[fmt.Sprintf("%s/doc%02d.txt", dir, x)] = "x\n"
+			}
+		}
+	}
+	return files
 }

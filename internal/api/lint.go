@@ -21,7 +21,7 @@ func (s *Service) languageFindings(ctx context.Context, res *resolve.Resolution)
 	if !s.expander.RunsLintRules(string(v.Language)) || v.Problem != "" {
 		return nil
 	}
-	if fs, ok := s.lints.Get(v.Path + "@" + v.CacheKey()); ok {
+	if fs, ok := s.lints.Get(contentKeyOf(v)); ok {
 		return fs
 	}
 	files := make(map[string][]byte, len(v.Files))
@@ -34,6 +34,6 @@ func (s *Service) languageFindings(ctx context.Context, res *resolve.Resolution)
 		files[e.Path] = b
 	}
 	fs := s.expander.LintRules(ctx, v, files)
-	s.lints.Add(v.Path+"@"+v.CacheKey(), fs)
+	s.lints.Add(contentKeyOf(v), fs)
 	return fs
 }

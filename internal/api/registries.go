@@ -291,7 +291,7 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 		mem = 32 << 20
 	}
 	g := &index.Registry{Name: spec.Prefix, Namespace: spec.Namespace, Object: spec.Object, Identity: spec.Identity(),
-		MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, Logger: log, OnIndex: setup.Hooks.OnIndex}
+		MaxEntries: spec.MaxEntries, MaxBytes: spec.MaxBytes, CachedBytes: mem, Logger: log, OnIndex: setup.Hooks.OnIndex}
 	// Each registry has a directory of its own: nothing one registry
 	// fetched or listed is read by another.
 	dir := ""

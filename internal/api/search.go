@@ -51,16 +51,31 @@ func (s *Service) Search(ctx context.Context, q, registry string) (*SearchResult
 // search index per recent snapshot and the metadata of the versions it
 // has read.
 type searcher struct {
-	// metas caches search metadata by version digest.
-	metas *lru.Cache[string, *VersionMeta]
-	// indexes holds the search index of recent snapshots.
-	indexes *lru.Cache[*index.Snapshot, *searchIndex]
+	// metas caches search metadata by version.
+	metas *lru.Cache[contentKey, *VersionMeta]
+	// indexes holds the search index of each registry's current snapshot,
+	// by the registry's identity: one per registry, replaced when its
+	// snapshot is, so that no index keeps an older snapshot alive.
+	indexes *lru.Cache[string, *searchIndex]
 }
 
+// indexEntries bounds the search indexes kept: one per registry.
+const indexEntries = 1024
+
 func newSearcher() *searcher {
-	metas, _ := lru.New[string, *VersionMeta](metaCacheEntries) // fails only for size <= 0
-	indexes, _ := lru.New[*index.Snapshot, *searchIndex](64)
+	metas, _ := lru.New[contentKey, *VersionMeta](metaCacheEntries) // fails only for size <= 0
+	indexes, _ := lru.New[string, *searchIndex](indexEntries)
 	return &searcher{metas: metas, indexes: indexes}
+}
+
+// forget drops what is kept of the registry of identity id.
+func (s *searcher) forget(id string) {
+	s.indexes.Remove(id)
+	for _, k := range s.metas.Keys() {
+		if k.source == id {
+			s.metas.Remove(k)
+		}
+	}
 }
 
 // search matches words (lower-cased, at least one) against the templates
@@ -76,7 +91,7 @@ func (s *searcher) search(ctx context.Context, sel selection, words []string) *S
 		if snap == nil {
 			continue
 		}
-		ix := s.indexOf(snap)
+		ix := s.indexOf(g.ID(), snap)
 		for i := range ix.entries {
 			e := &ix.entries[i]
 			t := e.t
@@ -139,7 +154,7 @@ func (s *searcher) meta(ctx context.Context, g *index.Registry, v *index.Version
 	if v == nil {
 		return &VersionMeta{read: true}
 	}
-	if m, ok := s.metas.Get(v.CacheKey()); ok {
+	if m, ok := s.metas.Get(contentKeyOf(v)); ok {
 		return m
 	}
 	m, err := readMeta(ctx, g, v)
@@ -147,23 +162,25 @@ func (s *searcher) meta(ctx context.Context, g *index.Registry, v *index.Version
 		return m // not cached: a passing fault is retried next time
 	}
 	m.read = true
-	s.metas.Add(v.CacheKey(), m)
+	s.metas.Add(contentKeyOf(v), m)
 	return m
 }
 
 // searchIndex is what Search matches in one snapshot, lower-cased once:
 // a query then costs string comparisons, not allocations.
 type searchIndex struct {
+	snap    *index.Snapshot
 	entries []searchEntry
 }
 
-// indexOf returns snap's search index, building it on first use.
-func (s *searcher) indexOf(snap *index.Snapshot) *searchIndex {
-	if ix, ok := s.indexes.Get(snap); ok {
+// indexOf returns the search index of snap, the current snapshot of the
+// registry of identity id, building it on first use.
+func (s *searcher) indexOf(id string, snap *index.Snapshot) *searchIndex {
+	if ix, ok := s.indexes.Get(id); ok && ix.snap == snap {
 		return ix
 	}
 	all := snap.AllTemplates()
-	ix := &searchIndex{entries: make([]searchEntry, len(all))}
+	ix := &searchIndex{snap: snap, entries: make([]searchEntry, len(all))}
 	for i, t := range all {
 		e := &ix.entries[i]
 		e.t, e.name, e.coll = t, strings.ToLower(t.Name), strings.ToLower(t.Collection)
@@ -189,7 +206,7 @@ func (s *searcher) indexOf(snap *index.Snapshot) *searchIndex {
 			}
 		}
 	}
-	s.indexes.Add(snap, ix)
+	s.indexes.Add(id, ix)
 	return ix
 }
 

@@ -44,8 +44,28 @@ type Service struct {
 	resolver *resolve.Resolver
 	expander *expand.Expander
 	search   *searcher
-	// lints caches the findings of languages' own lint rules by digest.
-	lints *lru.Cache[string, []index.Finding]
+	// lints caches the findings of languages' own lint rules by version.
+	lints *lru.Cache[contentKey, []index.Finding]
+}
+
+// contentKey keys what is cached of a version's content: the identity of
+// the registry that listed it (Version.Source: another registry's listing
+// may name the same hashes), its digest and its directory.
+type contentKey struct{ source, digest, path string }
+
+func contentKeyOf(v *index.Version) contentKey { return contentKey{v.Source, v.Digest, v.Path} }
+
+// Forget drops what the service caches of the content of the registry of
+// identity id (index.Registry.ID), no longer served: search metadata and
+// indexes, lint findings and the expander's files and compiled templates.
+func (s *Service) Forget(id string) {
+	for _, k := range s.lints.Keys() {
+		if k.source == id {
+			s.lints.Remove(k)
+		}
+	}
+	s.search.forget(id)
+	s.expander.Forget(id)
 }
 
 // NewService returns a Service over r. Its expander, configured by eo
@@ -53,7 +73,7 @@ type Service struct {
 // calls.
 func NewService(r *resolve.Resolver, eo expand.Options) *Service {
 	eo.Resolver = r
-	lints, _ := lru.New[string, []index.Finding](lintCacheEntries) // fails only for size <= 0
+	lints, _ := lru.New[contentKey, []index.Finding](lintCacheEntries) // fails only for size <= 0
 	return &Service{resolver: r, expander: expand.New(eo), search: newSearcher(), lints: lints}
 }
 

@@ -29,6 +29,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"runtime"
@@ -83,9 +84,22 @@ type Catalog struct {
 	timeout  time.Duration
 
 	mu    sync.Mutex
-	cache map[string]*versionPage // canonical reference + digest -> what never changes
+	cache map[pageKey]*versionPage // canonical reference + digest -> what never changes
 	// registryPages are rendered registry pages by what they show.
-	registryPages map[string][]byte
+	registryPages map[pageKey][]byte
+}
+
+// pageKey keys what is cached of a page: the key of its registry
+// (index.Registry.Key: registries of two namespaces may share a prefix)
+// and what else it depends on.
+type pageKey struct{ registry, of string }
+
+// Forget drops the pages cached of the registry of key, no longer served.
+func (c *Catalog) Forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	maps.DeleteFunc(c.cache, func(k pageKey, _ *versionPage) bool { return k.registry == key })
+	maps.DeleteFunc(c.registryPages, func(k pageKey, _ []byte) bool { return k.registry == key })
 }
 
 // maxCached bounds the version pages kept; the cache is dropped whole when
@@ -101,9 +115,9 @@ func New(opts Options) *Catalog {
 		log:      opts.Logger,
 		md:       goldmark.New(goldmark.WithExtensions(extension.GFM)),
 		timeout:  opts.PreviewTimeout,
-		cache:    map[string]*versionPage{},
+		cache:    map[pageKey]*versionPage{},
 
-		registryPages: map[string][]byte{},
+		registryPages: map[pageKey][]byte{},
 	}
 	if c.expander == nil {
 		c.expander = opts.Service
@@ -474,7 +488,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 	if err != nil || pageNum < 1 || pageNum > (reg.Templates+pageSize-1)/pageSize {
 		pageNum = 1
 	}
-	key := fmt.Sprintf("%s|%p|%d|%s|%s|%s|%d|%d", reg.Name, snap, gen, reg.Status, reg.LastSuccess, reg.LastError, reg.FindingCount, pageNum)
+	key := pageKey{index.Key(reg.Namespace, reg.Name), fmt.Sprintf("%p|%d|%s|%s|%s|%d|%d", snap, gen, reg.Status, reg.LastSuccess, reg.LastError, reg.FindingCount, pageNum)}
 	c.mu.Lock()
 	body, ok := c.registryPages[key]
 	c.mu.Unlock()
@@ -525,7 +539,7 @@ func (c *Catalog) handleRegistry(w http.ResponseWriter, r *http.Request) {
 	}
 	c.mu.Lock()
 	if len(c.registryPages) >= maxCached {
-		c.registryPages = map[string][]byte{}
+		c.registryPages = map[pageKey][]byte{}
 	}
 	c.registryPages[key] = body
 	c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -96,6 +97,9 @@ type Examples struct {
 	// imported are results from Import of versions no snapshot walked
 	// yet.
 	imported map[exampleKey]*ExampleResult
+	// resultsPeak and importedPeak are the most entries the maps held
+	// since they were last made (compact).
+	resultsPeak, importedPeak int
 }
 
 // exampleKey keys a result: the registry's key (index.Registry.Key:
@@ -266,38 +270,48 @@ func (e *Examples) Run(ctx context.Context) {
 // and forgets the results of versions no snapshot holds any more. It
 // returns the new versions to list as recent changes once dated.
 func (e *Examples) walk() (jobs []dateJob) {
-	regs := e.opts.Resolver.Registries()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// One set of registries for the whole walk: what it keeps and what it
+	// forgets agree, whatever is added or removed meanwhile (the next walk
+	// sees that).
+	regs := e.opts.Resolver.Registries()
+	served := make(map[string]bool, len(regs))
+	for _, g := range regs {
+		served[g.Key()] = true
+	}
 	changed := false
 	// A registry no longer served is a change too: what was kept of it
 	// goes below.
 	for key := range e.seen {
-		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+		if !served[key] {
 			changed = true
 		}
 	}
 	for _, g := range regs {
+		// One key string per registry, not one per version: every
+		// result's key shares it.
+		gk := g.Key()
 		snap := g.Snapshot()
-		if snap == nil || e.seen[g.Key()] == snap {
+		if snap == nil || e.seen[gk] == snap {
 			continue
 		}
 		ready := true
 		if g.Kind == api.KindGitHub && e.opts.RemoteSettle > 0 {
-			st := e.settle[g.Key()]
+			st := e.settle[gk]
 			switch {
 			case st.snap != snap:
 				// A new snapshot: its new versions are pending from now
 				// on, tested once it has settled.
-				e.settle[g.Key()] = settling{snap, time.Now()}
+				e.settle[gk] = settling{snap, time.Now()}
 				ready = false
 			case time.Since(st.since) < e.opts.RemoteSettle:
 				continue
 			}
 		}
-		first := e.seen[g.Key()] == nil
+		first := e.seen[gk] == nil
 		if ready {
-			e.seen[g.Key()] = snap
+			e.seen[gk] = snap
 		}
 		changed = true
 		now := time.Now()
@@ -314,7 +328,7 @@ func (e *Examples) walk() (jobs []dateJob) {
 				}
 			}
 			for i, v := range t.Versions {
-				key := exampleKey{g.Key(), v.Digest}
+				key := exampleKey{gk, v.Digest}
 				r, ok := e.results[key]
 				if ok && !r.held {
 					continue
@@ -339,7 +353,7 @@ func (e *Examples) walk() (jobs []dateJob) {
 				}
 				e.queue = append(e.queue, exampleJob{key: key, g: g, version: v})
 				if !first || i == listed {
-					job.changes = append(job.changes, Change{Registry: g.Key(), Ref: v.Ref, Seen: now, Initial: first, Prerelease: v.Prerelease(), dir: v.Path})
+					job.changes = append(job.changes, Change{Registry: gk, Ref: v.Ref, Seen: now, Initial: first, Prerelease: v.Prerelease(), dir: v.Path})
 				}
 			}
 		}
@@ -354,31 +368,35 @@ func (e *Examples) walk() (jobs []dateJob) {
 	e.byRef = map[refKey]exampleKey{}
 	for _, g := range regs {
 		if snap := g.Snapshot(); snap != nil {
+			gk := g.Key()
 			for _, t := range snap.AllTemplates() {
 				for _, v := range t.Versions {
-					k := exampleKey{g.Key(), v.Digest}
+					k := exampleKey{gk, v.Digest}
 					live[k] = true
-					e.byRef[refKey{g.Key(), v.Ref}] = k
+					e.byRef[refKey{gk, v.Ref}] = k
 				}
 			}
 		}
 	}
 	// A registry no longer served leaves nothing behind.
 	for key := range e.seen {
-		if _, ok := e.opts.Resolver.ByKey(key); !ok {
+		if !served[key] {
 			delete(e.seen, key)
+		}
+	}
+	for key := range e.settle {
+		if !served[key] {
 			delete(e.settle, key)
 		}
 	}
-	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool {
-		_, ok := e.opts.Resolver.ByKey(c.Registry)
-		return !ok
-	})
+	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return !served[c.Registry] })
+	e.requeue()
 	for k := range e.results {
 		if !live[k] {
 			delete(e.results, k)
 		}
 	}
+	e.compact()
 
 	e.dirty = true
 	e.gen.Add(1)
@@ -439,8 +457,13 @@ func (e *Examples) next() (exampleJob, bool) {
 		j = e.queue[0]
 		e.queue[0] = exampleJob{}
 		e.queue = e.queue[1:]
-		// A result imported while the job waited is not tested again.
-		if r, ok := e.results[j.key]; !ok || r.Tested.IsZero() {
+		if len(e.queue) == 0 {
+			// The emptied array would stay as long as the slice does.
+			e.queue = nil
+		}
+		// A result imported while the job waited is not tested again,
+		// nor a version no snapshot holds any more.
+		if r, ok := e.results[j.key]; ok && r.Tested.IsZero() {
 			break
 		}
 	}
@@ -476,6 +499,7 @@ func (e *Examples) worker(ctx context.Context) {
 				e.mu.Lock()
 				if _, live := e.results[j.key]; live {
 					e.queue = append(e.queue, j)
+					e.requeue()
 				}
 				e.mu.Unlock()
 				select {
@@ -537,16 +561,79 @@ func (e *Examples) Import(registry, digest string, r ExampleResult) {
 func (e *Examples) Forget(registry string) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for k := range e.imported {
-		if k.registry == registry {
-			delete(e.imported, k)
+	of := func(k exampleKey, _ *ExampleResult) bool { return k.registry == registry }
+	maps.DeleteFunc(e.imported, of)
+	n := len(e.results)
+	maps.DeleteFunc(e.results, of)
+	e.dirty = e.dirty || len(e.results) != n
+	e.compact()
+}
+
+// compact copies the result maps anew once they hold less than half of
+// what they held at most: Go's maps keep the room of deleted entries, and
+// a deleted registry's results would keep theirs for good.
+func (e *Examples) compact() {
+	if n := len(e.results); n < e.resultsPeak/2 {
+		e.results = copyMap(e.results)
+		e.resultsPeak = n
+	} else {
+		e.resultsPeak = max(e.resultsPeak, n)
+	}
+	if n := len(e.imported); n < e.importedPeak/2 {
+		e.imported = copyMap(e.imported)
+		e.importedPeak = n
+	} else {
+		e.importedPeak = max(e.importedPeak, n)
+	}
+}
+
+// copyMap returns a map of m's entries sized for them (maps.Clone keeps
+// m's room).
+func copyMap[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Drop forgets g, a registry no longer served: its queued tests go (a job
+// refers to the registry and its snapshot) and, unless another registry
+// of its key serves in its place, its results, as the next walk would.
+func (e *Examples) Drop(g *index.Registry) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.requeue()
+	key := g.Key()
+	if _, ok := e.opts.Resolver.ByKey(key); ok {
+		return
+	}
+	delete(e.seen, key)
+	delete(e.settle, key)
+	maps.DeleteFunc(e.results, func(k exampleKey, _ *ExampleResult) bool { return k.registry == key })
+	e.compact()
+	maps.DeleteFunc(e.byRef, func(k refKey, _ exampleKey) bool { return k.registry == key })
+	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return c.Registry == key })
+	e.dirty = true
+	e.gen.Add(1)
+}
+
+// requeue drops the queued jobs of registries no longer served, which
+// refer to the registry and its snapshot, and moves those of a registry
+// opened anew under the same key (a rotated token) to the new one, which
+// reads the same content. e.mu is held.
+func (e *Examples) requeue() {
+	e.queue = slices.DeleteFunc(e.queue, func(j exampleJob) bool {
+		_, ok := e.opts.Resolver.ByKey(j.key.registry)
+		return !ok
+	})
+	for i, j := range e.queue {
+		if g, _ := e.opts.Resolver.ByKey(j.key.registry); g != j.g {
+			e.queue[i].g = g
 		}
 	}
-	for k := range e.results {
-		if k.registry == registry {
-			delete(e.results, k)
-			e.dirty = true
-		}
+	if cap(e.queue) > 2*len(e.queue)+64 {
+		e.queue = slices.Clip(slices.Clone(e.queue))
 	}
 }
 

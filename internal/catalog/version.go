@@ -88,10 +88,11 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 	// The page lists the template's other versions too: it lasts as long
 	// as the registry's snapshot.
 	var snap *index.Snapshot
+	regKey := res.Registry
 	if g, ok := c.svc.Resolver().Registry(ctx, res.Registry); ok {
-		snap = g.Snapshot()
+		snap, regKey = g.Snapshot(), g.Key()
 	}
-	key := fmt.Sprintf("%s@%s|%p", res.Resolved, res.Digest, snap)
+	key := pageKey{regKey, fmt.Sprintf("%s@%s|%p", res.Resolved, res.Digest, snap)}
 	c.mu.Lock()
 	vp := c.cache[key]
 	c.mu.Unlock()
@@ -119,7 +120,7 @@ func (c *Catalog) version(ctx context.Context, ref string) (*versionPage, string
 	vp.Props, vp.Fields = describe(tv)
 	c.mu.Lock()
 	if len(c.cache) >= maxCached {
-		c.cache = map[string]*versionPage{}
+		c.cache = map[pageKey]*versionPage{}
 	}
 	c.cache[key] = vp
 	c.mu.Unlock()

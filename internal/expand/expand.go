@@ -869,6 +869,25 @@ func (r *run) expandTemplate(ctx context.Context, sc *scope, p, chain []string, 
 	return &LayoutResource{Name: res.Name, Type: res.Type, Properties: props, Resources: nodes, Outputs: outputs, Metadata: res.Metadata, AccessControl: res.AccessControl}, nil
 }
 
+// Forget drops the files and compiled templates cached of the versions
+// listed by the registry of identity source (index.Version.Source), no
+// longer served.
+func (x *Expander) Forget(source string) {
+	mark := "version:" + source + "@"
+	for _, k := range x.bundles.Keys() {
+		if strings.HasPrefix(k, mark) {
+			x.bundles.Remove(k)
+		}
+	}
+	// Compiled templates are keyed by their files' key, after their
+	// engine's name.
+	for _, k := range x.compiled.Keys() {
+		if strings.Contains(k, mark) {
+			x.compiled.Remove(k)
+		}
+	}
+}
+
 // bundle returns the files of a resolved version, cached by digest.
 func (x *Expander) bundle(ctx context.Context, rs *resolve.Resolution) (*bundle, error) {
 	key := "version:" + rs.Version.CacheKey()

@@ -61,6 +61,15 @@ type Registry struct {
 	// no index to serve: each failure in a row doubles it, up to the
 	// refresh interval (Backoff). Zero means RetryUnready.
 	RetryMin time.Duration
+	// CachedBytes bounds the file content the registry's source keeps in
+	// memory (its blob cache), for Cost; zero means none is kept.
+	CachedBytes int64
+	// Admit, if set, is asked whether the registry may hold a listing
+	// within the bounds above before it is indexed (by a refresh or Load),
+	// with the listing's Cost: an error refuses it, and the registry then
+	// serves nothing, as over its own bounds. registryd's per-namespace
+	// and daemon bounds answer it.
+	Admit func(cost int64) error
 	// OnIndex, if set, is called after every refresh attempt with the
 	// registry's Key, the result ("ok", "unchanged", "error") and its
 	// duration.
@@ -68,6 +77,8 @@ type Registry struct {
 
 	snap      atomic.Pointer[Snapshot]
 	refreshMu sync.Mutex
+	// cost is the Cost of the current snapshot's listing.
+	cost atomic.Int64
 
 	mu     sync.Mutex
 	status Status
@@ -211,10 +222,11 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 			break
 		}
 	}
-	if err := r.checkBounds(tree); err != nil {
+	cost, err := r.admit(tree)
+	if err != nil {
 		// Over a bound the registry is not served at all: a partial index
 		// would resolve references to versions it could not read.
-		r.snap.Store(nil)
+		r.drop()
 		r.unpersist()
 		return "error", fmt.Errorf("refreshing %s: %w", r.Name, err)
 	}
@@ -224,8 +236,56 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 		// Serving the new index matters more than caching it.
 		r.logger().Warn("cannot persist snapshot", "registry", r.Name, "err", err)
 	}
-	r.snap.Store(s)
+	r.install(s, cost)
 	return "ok", nil
+}
+
+// EntryBytes is what one entry of a listing costs in memory once indexed,
+// for Cost: the entry itself, its share of its version and template, and
+// what the examples' results (in memory and in their ConfigMaps'
+// informer) and the search index keep of its version (measured with
+// registries of 99,000 tree entries, one file per version, the costliest
+// layout: 1.5 KiB; docs/benchmarks.md).
+const EntryBytes = 1536
+
+// Cost estimates the memory an index of t holds: EntryBytes per entry,
+// and the bytes of its files up to cached, the bound of the content kept
+// in memory.
+func Cost(t *fetch.Tree, cached int64) int64 {
+	var files int64
+	for _, e := range t.Entries {
+		files += max(e.Size, 0)
+	}
+	return int64(len(t.Entries))*EntryBytes + min(files, max(cached, 0))
+}
+
+// Cost returns the Cost of the current snapshot's listing, 0 without one.
+func (r *Registry) Cost() int64 { return r.cost.Load() }
+
+// admit checks t against r's bounds and asks Admit, returning t's Cost.
+func (r *Registry) admit(t *fetch.Tree) (int64, error) {
+	if err := r.checkBounds(t); err != nil {
+		return 0, err
+	}
+	cost := Cost(t, r.CachedBytes)
+	if r.Admit != nil {
+		if err := r.Admit(cost); err != nil {
+			return 0, err
+		}
+	}
+	return cost, nil
+}
+
+// install makes s, whose listing costs cost, the current snapshot.
+func (r *Registry) install(s *Snapshot, cost int64) {
+	r.cost.Store(cost)
+	r.snap.Store(s)
+}
+
+// drop serves nothing any more.
+func (r *Registry) drop() {
+	r.snap.Store(nil)
+	r.cost.Store(0)
 }
 
 // BoundError is fetch.BoundError: a listing over a registry's bounds.
@@ -248,8 +308,20 @@ func (r *Registry) checkBounds(t *fetch.Tree) error {
 	return nil
 }
 
-// Install makes s the current snapshot, as a refresh would.
-func (r *Registry) Install(s *Snapshot) { r.snap.Store(s) }
+// Install makes s the current snapshot, as a refresh would, if Admit
+// admits it.
+func (r *Registry) Install(s *Snapshot) error {
+	if s == nil {
+		r.drop()
+		return nil
+	}
+	cost, err := r.admit(s.Tree)
+	if err != nil {
+		return err
+	}
+	r.install(s, cost)
+	return nil
+}
 
 // SnapshotFile is the name of a registry's persisted snapshot in its
 // CacheDir.
@@ -315,12 +387,13 @@ func (r *Registry) Load() error {
 	if err != nil {
 		return fmt.Errorf("loading snapshot of %s from %s: %w", r.Name, r.snapshotPath(), err)
 	}
-	if err := r.checkBounds(tree); err != nil {
+	cost, err := r.admit(tree)
+	if err != nil {
 		return fmt.Errorf("loading snapshot of %s: %w", r.Name, err)
 	}
 	s := Build(r.Name, tree, meta)
 	s.setSource(r.ID())
-	r.snap.Store(s)
+	r.install(s, cost)
 	r.mu.Lock()
 	r.status.FromCache = true
 	r.mu.Unlock()
@@ -418,10 +491,10 @@ func (r *Registry) Run(ctx context.Context, interval time.Duration, first func()
 			fails = 0
 		}
 		wait := Jitter(interval)
-		var bound *BoundError
-		// A registry over a bound waits its interval: retrying sooner
-		// would only spend the source's rate limit on the same refusal.
-		if r.Snapshot() == nil && !errors.As(r.LastErr(), &bound) {
+		// A registry over a bound (its own, or Admit's) waits its
+		// interval: retrying sooner would only spend the source's rate
+		// limit on the same refusal.
+		if r.Snapshot() == nil && !errors.Is(r.LastErr(), derrors.LimitExceeded) {
 			wait = Jitter(Backoff(fails, r.RetryMin, interval))
 		}
 		if wait <= 0 {

@@ -41,6 +41,7 @@ import (
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/catalog"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/server"
 )
@@ -50,6 +51,9 @@ type Server interface {
 	SetWebhookRegistries(regs []server.WebhookRegistry)
 	RequestRefresh(name, commit string) bool
 	Examples() *catalog.Examples
+	// Forget drops what the server keeps of a registry no longer served
+	// (caches, metrics series): its memory returns with the registry's.
+	Forget(g *index.Registry)
 }
 
 // Options configure a Watcher.
@@ -93,6 +97,24 @@ type Options struct {
 	// bound. Zero means fetch.DefaultMaxEntries and no byte bound.
 	MaxTreeEntries   int
 	MaxRegistryBytes int64
+	// MaxNamespaceRegistries bounds the Registries of one namespace
+	// indexed, and MaxNamespaceBytes what their indexes hold (the index
+	// bytes of index.Cost); MaxIndexBytes bounds the index bytes of every
+	// registry served, the flags' first, then ClusterRegistries, then
+	// Registries. Objects are admitted oldest first (by creation time,
+	// then namespace and name): over a bound the newest are not indexed,
+	// and their Ready condition says which bound (NamespaceQuotaExceeded,
+	// DaemonQuotaExceeded). ClusterRegistries, the operator's, are exempt
+	// from the namespace bounds. Zero means no bound.
+	MaxNamespaceRegistries int
+	MaxNamespaceBytes      int64
+	MaxIndexBytes          int64
+	// ReleaseAfter is how long after registries holding at least
+	// ReleaseBytes of index are stopped the watcher returns the freed
+	// memory to the system (debug.FreeOSMemory), at most once per
+	// ReleaseAfter; zero means 10 seconds and 64 MiB.
+	ReleaseAfter time.Duration
+	ReleaseBytes int64
 	// StaticIdentities are the identities of the registries of flags and
 	// the configuration file (api.RegistrySpec.Identity): their cache
 	// directories are never cleaned.
@@ -101,10 +123,6 @@ type Options struct {
 	// the watcher removes the cache directories no registry uses (those of
 	// objects deleted while registryd was down); zero means a minute.
 	CacheGCDelay time.Duration
-	// Forget, if set, is called with the key of a registry no longer
-	// served (its object deleted, or opened anew under another
-	// identity): what is kept per registry elsewhere (metrics) goes.
-	Forget func(key string)
 	// StaticWebhooks are the flag registries' webhook registrations, kept
 	// beside the objects'.
 	StaticWebhooks []server.WebhookRegistry
@@ -183,6 +201,15 @@ type Watcher struct {
 	pushes    map[string]string
 	pushCh    chan struct{}
 	pushStore toolscache.Store
+
+	// qmu guards quota; it is taken after mu, never before.
+	qmu   sync.Mutex
+	quota quotas
+	// release returns the memory of stopped registries to the system;
+	// collect asks the Lease holder to delete the results of registries
+	// no longer served now, not at the next minute.
+	release *releaser
+	collect atomic.Bool
 }
 
 // New returns a Watcher; Run starts it.
@@ -226,8 +253,23 @@ func New(opts Options) (*Watcher, error) {
 	for _, p := range opts.Static {
 		w.static[p] = true
 	}
+	w.quota = quotas{nsRegistries: opts.MaxNamespaceRegistries, nsBytes: opts.MaxNamespaceBytes, allBytes: opts.MaxIndexBytes,
+		charges: map[string]charge{}, measured: map[string]measure{}, static: w.staticCost}
+	w.release = newReleaser(opts.ReleaseAfter, opts.ReleaseBytes, log)
 	w.secrets = newSecretWatches(w)
 	return w, nil
+}
+
+// staticCost is what the registries of flags hold, which the daemon's
+// bound counts before any object's.
+func (w *Watcher) staticCost() int64 {
+	var n int64
+	for p := range w.static {
+		if g, ok := w.opts.Resolver.ByKey(p); ok {
+			n += g.Cost()
+		}
+	}
+	return n
 }
 
 // Config returns the connection to the apiserver the watcher uses.

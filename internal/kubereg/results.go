@@ -31,6 +31,10 @@ const (
 	resultsRegistry = "dm.io/registry"
 )
 
+// maxShardBytes bounds the data of one result ConfigMap, under the
+// apiserver's 1 MiB bound on an object.
+const maxShardBytes = 900 << 10
+
 // resultName is the ConfigMap holding digest's result in registry.
 func resultName(registry, digest string) string {
 	h := sha256.Sum256([]byte(registry))
@@ -111,12 +115,24 @@ func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
 		}
 		byName := map[string][]pendingResult{}
 		for _, p := range batch {
+			// A registry no longer served has no results to keep: its
+			// ConfigMaps go (collectResults), and so do these.
+			if _, ok := w.opts.Resolver.ByKey(p.registry); !ok {
+				continue
+			}
 			n := resultName(p.registry, p.digest)
 			byName[n] = append(byName[n], p)
 		}
 		var failed []pendingResult
 		for name, ps := range byName {
-			if err := w.writeResults(ctx, store, name, ps); err != nil {
+			err := w.writeResults(ctx, store, name, ps)
+			switch {
+			case err == nil:
+			case apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err):
+				// Trying again would be refused again: the other
+				// replicas test these versions themselves.
+				w.log.Warn("cannot store example results; not trying again", "configmap", name, "results", len(ps), "err", err)
+			default:
 				w.log.Warn("cannot store example results; trying again", "configmap", name, "err", err)
 				failed = append(failed, ps...)
 			}
@@ -143,12 +159,32 @@ func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name
 	if cm.Data == nil {
 		cm.Data = map[string]string{}
 	}
+	size := 0
+	for k, v := range cm.Data {
+		size += len(k) + len(v)
+	}
+	dropped := 0
 	for _, p := range ps {
 		b, err := json.Marshal(p.r)
 		if err != nil {
 			return err
 		}
-		cm.Data[resultKey(p.digest)] = string(b)
+		k := resultKey(p.digest)
+		grow := len(k) + len(b)
+		if old, ok := cm.Data[k]; ok {
+			grow -= len(k) + len(old)
+		}
+		if size+grow > maxShardBytes {
+			// A shard is one object, of at most 1 MiB: what does not
+			// fit is not stored (the other replicas test it themselves).
+			dropped++
+			continue
+		}
+		size += grow
+		cm.Data[k] = string(b)
+	}
+	if dropped > 0 {
+		w.log.Warn("example results not stored: their ConfigMap is full", "configmap", name, "results", dropped)
 	}
 	if cm.ResourceVersion == "" {
 		err := w.client.Create(wctx, cm)

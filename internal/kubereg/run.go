@@ -179,7 +179,10 @@ func (w *Watcher) writeStatuses(ctx context.Context, regs, cregs, results toolsc
 		if !w.leader.Load() {
 			continue
 		}
-		if tick%resultsGCTicks == 0 {
+		// At once after a registry goes: its results' ConfigMaps are
+		// the largest part of what it leaves in every replica's memory
+		// (their informers hold them).
+		if w.collect.Swap(false) || tick%resultsGCTicks == 0 {
 			w.collectResults(ctx, regs, cregs, results)
 		}
 		for _, o := range objects(regs, cregs) {
@@ -258,7 +261,11 @@ func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
 	}
 	suspended += r.note
 	var bound *fetch.BoundError
+	var quota *QuotaError
 	switch {
+	case errors.As(r.g.LastErr(), &quota):
+		// Refused for a quota: the next sync leaves it out, saying so.
+		set(v1alpha1.ConditionReady, false, quota.Reason(), quota.Error())
 	case errors.As(r.g.LastErr(), &bound):
 		// Over a bound the registry is not served (index.Registry drops
 		// its snapshot): say which bound, and the flag that sets it.

@@ -51,6 +51,11 @@ type desired struct {
 	note string
 	// mirror is spec.mirror's target, with its credential.
 	mirror *api.OCISpec
+	// object is the object's key; rank its place in the quotas' order;
+	// gen its generation.
+	object string
+	rank   rank
+	gen    int64
 }
 
 // key is the served registry's key (index.Registry.Key).
@@ -102,6 +107,9 @@ type running struct {
 	g      *index.Registry
 	cancel context.CancelFunc
 	pushed string // the last pushed commit acted on
+	// gone is set, with the watcher's qmu held, when the registry is no
+	// longer served: a refresh still under way is then admitted no more.
+	gone bool
 }
 
 // problem is why an object is not served (or not as asked).
@@ -305,15 +313,27 @@ func (w *Watcher) sync(ctx context.Context, regs, cregs toolscache.Store) {
 	problems := map[string]problem{}
 	pushed := map[string]string{}
 	pushes := w.pushedCommits()
+	now := time.Now()
+	w.qmu.Lock()
+	// Oldest first, each object is admitted if the bounds have room for
+	// it beside the older ones: over a bound, the newest are not indexed.
+	admitted := w.quota.tally()
 	for _, o := range objs {
 		d, pr := w.want(o, claimed, needed)
 		if pr != nil {
 			problems[o.key] = *pr
 			continue
 		}
+		cost, _ := w.quota.known(o, now)
+		if qe := admitted.admit(o.namespace, cost); qe != nil {
+			problems[o.key] = quotaProblem(qe)
+			continue
+		}
+		d.object, d.rank, d.gen = o.key, rank{cluster: o.namespace == "", created: o.created, key: o.key}, o.gen
 		want[o.key] = d
 		pushed[o.key] = pushes[o.uid]
 	}
+	w.qmu.Unlock()
 	w.secrets.ensure(ctx, needed)
 
 	w.mu.Lock()
@@ -381,14 +401,17 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	// off to its own; opened anew (a changed spec or Secret), it starts
 	// again from there.
 	g.RetryMin = w.opts.MinRefresh
+	nr := &running{desired: d, g: g}
+	g.Admit = func(cost int64) error { return w.admit(nr, cost) }
 	if old != nil && d.sameSource(old.desired) && old.g.Snapshot() != nil {
-		g.Install(old.g.Snapshot())
+		_ = g.Install(old.g.Snapshot())
 	} else if g.CacheDir != "" {
 		if err := g.Load(); err == nil {
 			w.log.Info("serving persisted snapshot", "registry", g.Name)
 		}
 	}
 	rctx, cancel := context.WithCancel(ctx)
+	nr.cancel = cancel
 	if !d.suspend {
 		var wg sync.WaitGroup
 		if d.mirror != nil {
@@ -404,11 +427,52 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	w.opts.Resolver.Put(g)
 	if old != nil {
 		old.cancel()
+		w.gone(old, false)
 		if old.g.CacheDir != g.CacheDir {
 			w.forget(old)
 		}
 	}
-	return &running{desired: d, g: g, cancel: cancel}, nil
+	return nr, nil
+}
+
+// admit is r's index.Registry.Admit: the quotas' answer for a listing of
+// r's registry that costs cost. A refused listing's cost is kept, so that
+// the next sync leaves the object out until there is room for it.
+func (w *Watcher) admit(r *running, cost int64) error {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	if r.gone {
+		return fmt.Errorf("registry %s is no longer served: %w", r.key(), context.Canceled)
+	}
+	key := r.object
+	prev, had := w.quota.charges[key]
+	if qe := w.quota.fits(key, r.rank, r.spec.Namespace, cost); qe != nil {
+		delete(w.quota.charges, key)
+		// Tried again after its refresh interval: its repository may
+		// have shrunk meanwhile.
+		w.quota.measured[key] = measure{uid: r.spec.UID, gen: r.gen, cost: cost, until: time.Now().Add(max(r.refresh, time.Minute))}
+		w.wake()
+		return qe
+	}
+	w.quota.charges[key] = charge{rank: r.rank, namespace: r.spec.Namespace, cost: cost}
+	delete(w.quota.measured, key)
+	if !had || prev.cost != cost {
+		// Newer objects may not fit any more, or refused ones may now.
+		w.wake()
+	}
+	return nil
+}
+
+// gone marks r as no longer served and drops its charge (with forget, or
+// when another registry took its object's place, whose charge is its
+// own). w.mu is held.
+func (w *Watcher) gone(r *running, drop bool) {
+	w.qmu.Lock()
+	defer w.qmu.Unlock()
+	r.gone = true
+	if drop {
+		delete(w.quota.charges, r.object)
+	}
 }
 
 // stop stops serving key's registry and, with forget, removes what it
@@ -416,6 +480,7 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 // object goes. w.mu is held.
 func (w *Watcher) stop(key string, r *running, forget bool) {
 	r.cancel()
+	w.gone(r, true)
 	w.opts.Resolver.Remove(r.g)
 	delete(w.running, key)
 	if w.byRegistry[r.key()] == key {
@@ -427,18 +492,22 @@ func (w *Watcher) stop(key string, r *running, forget bool) {
 	w.log.Info("no longer serving registry from the cluster", "object", key, "registry", r.key())
 }
 
-// forget removes what r kept on disk and in metrics. A registry no longer
-// served may still be refreshing: its refresh may write the directory
-// again, which the next start of registryd removes (cleanCache).
+// forget removes what r kept on disk and what the server keeps of it
+// (caches, metrics), and returns its memory to the system once a large
+// part of the index is gone. A registry no longer served may still be
+// refreshing: its refresh may write the directory again, which the next
+// start of registryd removes (cleanCache).
 func (w *Watcher) forget(r *running) {
 	if r.g.CacheDir != "" {
 		if err := os.RemoveAll(r.g.CacheDir); err != nil {
 			w.log.Warn("cannot remove the registry's cache directory", "registry", r.key(), "err", err)
 		}
 	}
-	if w.opts.Forget != nil {
-		w.opts.Forget(r.key())
+	if w.srv != nil {
+		w.srv.Forget(r.g)
 	}
+	w.collect.Store(true)
+	w.release.freed(r.g.Cost())
 }
 
 // apiAllowed reports whether registryd may send requests to the GitHub

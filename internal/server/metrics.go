@@ -2,6 +2,7 @@ package server
 
 import (
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -38,7 +39,18 @@ type Metrics struct {
 
 	registries *registryCollector
 	examples   *exampleCollector
+
+	// mu guards gone: the keys of registries forgotten lately, whose
+	// refreshes and reads still under way record nothing, so that their
+	// series stay gone. A registry opened anew under the key takes it
+	// out.
+	mu   sync.RWMutex
+	gone map[string]time.Time
 }
+
+// goneFor is how long a forgotten registry's key records nothing: longer
+// than any refresh or read still under way when it was forgotten.
+const goneFor = 10 * time.Minute
 
 // WorkerExit counts an expansion worker retired for reason
 // (sandbox.Options.OnExit).
@@ -113,6 +125,7 @@ func NewMetrics() *Metrics {
 		}, []string{"reason"}),
 		registries: &registryCollector{},
 		examples:   &exampleCollector{},
+		gone:       map[string]time.Time{},
 	}
 	m.reg.MustRegister(
 		m.indexDuration, m.indexResults, m.githubRequests, m.ociRequests, m.cacheLookups,
@@ -133,8 +146,18 @@ func (m *Metrics) TokenReview(lane, result string) {
 func (m *Metrics) TokenUnreviewed(reason string) { m.tokensRefused.WithLabelValues(reason).Inc() }
 
 // Forget drops the series of the registry of key (index.Registry.Key),
-// no longer served: their memory returns with the registry's.
+// no longer served: their memory returns with the registry's, and what
+// its refreshes and reads still under way would record is not recorded.
 func (m *Metrics) Forget(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	for k, at := range m.gone {
+		if now.Sub(at) > goneFor {
+			delete(m.gone, k)
+		}
+	}
+	m.gone[key] = now
 	l := prometheus.Labels{"registry": key}
 	m.indexDuration.DeletePartialMatch(l)
 	m.indexResults.DeletePartialMatch(l)
@@ -143,21 +166,57 @@ func (m *Metrics) Forget(key string) {
 	m.cacheLookups.DeletePartialMatch(l)
 }
 
+// record runs add unless the registry of key was forgotten.
+func (m *Metrics) record(key string, add func()) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if _, gone := m.gone[key]; !gone {
+		add()
+	}
+}
+
+// opened notes that a registry of key is served (again).
+func (m *Metrics) opened(key string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.gone, key)
+}
+
+// Series counts the series of the per-registry metrics labelled with the
+// registry of key, for tests of Forget.
+func (m *Metrics) Series(key string) int {
+	n := 0
+	mfs, _ := m.reg.Gather()
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			for _, l := range mt.GetLabel() {
+				if l.GetName() == "registry" && l.GetValue() == key {
+					n++
+				}
+			}
+		}
+	}
+	return n
+}
+
 // Registry returns the Prometheus registry that holds the metrics, for
 // serving them and for tests.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
 // ObserveIndex records a refresh; its signature is index.Registry.OnIndex's.
 func (m *Metrics) ObserveIndex(registry, result string, d time.Duration) {
-	m.indexDuration.WithLabelValues(registry, result).Observe(d.Seconds())
-	m.indexResults.WithLabelValues(registry, result).Inc()
+	m.record(registry, func() {
+		m.indexDuration.WithLabelValues(registry, result).Observe(d.Seconds())
+		m.indexResults.WithLabelValues(registry, result).Inc()
+	})
 }
 
 // GitHubRequestFunc returns a hook for fetch.GitHubOptions.OnRequest that
 // counts one registry's GitHub requests.
 func (m *Metrics) GitHubRequestFunc(registry string) func(endpoint string, status int) {
+	m.opened(registry)
 	return func(endpoint string, status int) {
-		m.githubRequests.WithLabelValues(registry, endpoint, strconv.Itoa(status)).Inc()
+		m.record(registry, func() { m.githubRequests.WithLabelValues(registry, endpoint, strconv.Itoa(status)).Inc() })
 	}
 }
 
@@ -172,16 +231,19 @@ func (m *Metrics) OCIRequestFunc(registry string) func(endpoint string, status i
 // CacheLookupFunc returns a hook for fetch.Cache.OnLookup that counts one
 // registry's blob lookups.
 func (m *Metrics) CacheLookupFunc(registry string) func(where string) {
+	m.opened(registry)
 	byWhere := map[string]prometheus.Counter{}
 	for _, w := range []string{"memory", "disk", "miss"} {
 		byWhere[w] = m.cacheLookups.WithLabelValues(registry, w)
 	}
 	return func(where string) {
+		// Once forgotten, the counters above are no series any more:
+		// counting into them records nothing.
 		if c, ok := byWhere[where]; ok {
 			c.Inc()
 			return
 		}
-		m.cacheLookups.WithLabelValues(registry, where).Inc()
+		m.record(registry, func() { m.cacheLookups.WithLabelValues(registry, where).Inc() })
 	}
 }
 

@@ -134,9 +134,7 @@ func (h *resolveHandler) serve(w http.ResponseWriter, r *http.Request) int {
 // first use.
 func (h *resolveHandler) encoded(res *resolve.Resolution) (*encodedVersion, error) {
 	if g := h.s.resolver.Generation(); h.gen.Load() != g {
-		h.answers.Store(new(sync.Map))
-		h.size.Store(0)
-		h.gen.Store(g)
+		h.reset(g)
 	}
 	m := h.answers.Load()
 	if e, ok := m.Load(res.Version); ok {
@@ -161,6 +159,13 @@ func (h *resolveHandler) encoded(res *resolve.Resolution) (*encodedVersion, erro
 	}
 	m.Store(res.Version, e)
 	return e, nil
+}
+
+// reset drops every encoded answer, for the resolver's generation g.
+func (h *resolveHandler) reset(g uint64) {
+	h.answers.Store(new(sync.Map))
+	h.size.Store(0)
+	h.gen.Store(g)
 }
 
 // refQuery returns the first ref, registry and namespace parameters of a
