@@ -60,7 +60,7 @@ func (b *testBinaries) get() (string, error) {
 		// stack counts toward the worker's address-space limit, and a
 		// worker that happened to start a few threads met MaxMemory
 		// running a template that allocates nothing.
-		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm", "./cmd/dm-helm-render")
+		cmd := exec.Command("go", "build", "-o", b.dir+"/", "./cmd/registryd", "./cmd/dm", "./cmd/dm-helm", "./cmd/dm-helm-render", "./cmd/dm-sigstore")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.err = fmt.Errorf("go build: %w\n%s", err, out)

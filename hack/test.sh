@@ -87,8 +87,9 @@ apt_install() { # PACKAGE...
 }
 
 setup() {
-  # patch: the catalog's diffs are applied with GNU patch.
-  for tool in git gcc patch; do
+  # patch: the catalog's diffs are applied with GNU patch; openssl makes
+  # the key pairs the signature tests sign with, as a user would.
+  for tool in git gcc patch openssl; do
     command -v "$tool" >/dev/null 2>&1 && continue
     # gcc: the race detector needs cgo.
     pkg="$tool"; [ "$tool" = gcc ] && pkg=build-essential

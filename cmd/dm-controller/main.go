@@ -39,6 +39,8 @@ import (
 	"github.com/dmhq/dm/internal/expand/helm"
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/signature"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 	"github.com/dmhq/dm/internal/version"
 )
 
@@ -97,6 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		cfg                     controller.RunConfig
 		dirs, githubs, ocis     []string
 		plainHTTP               bool
+		verify                  signature.PolicyFiles
 		githubAPI, logLevel     string
 		memory                  string
 	)
@@ -124,6 +127,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 				}
 				spec.OCI.PlainHTTP = plainHTTP
 				specs = append(specs, spec)
+			}
+			if verify.Set() {
+				if cfg.Server != "" {
+					return derrors.Errorf(derrors.InvalidArgument, "--verify-key, --verify-identity, --trusted-root and --require-signature apply to the controller's own registries; with --server, registryd verifies with its per-registry policy")
+				}
+				pc, err := verify.Config()
+				if err != nil {
+					return err
+				}
+				for i := range specs {
+					specs[i].Verify = pc
+				}
+				cfg.Checker = &sigstore.Checker{}
 			}
 			cfg.Registries = specs
 			if (cfg.Server != "") == (len(specs) > 0) {
@@ -155,6 +171,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	f.StringArrayVar(&githubs, "github", nil, "index a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable), with GITHUB_TOKEN as token")
 	f.StringArrayVar(&ocis, "registry-oci", nil, "index an OCI registry (`PREFIX=oci://HOST/PATH`, repeatable), with Docker's configuration ($DOCKER_CONFIG) for credentials")
 	f.BoolVar(&plainHTTP, "plain-http", false, "speak plain HTTP to the hosts of --registry-oci (a loopback or in-cluster registry)")
+	f.StringArrayVar(&verify.Keys, "verify-key", nil, "verify the signatures of templates' versions with the public key in `FILE` (PEM ECDSA P-256; repeatable); an instance of a version that fails is Stalled, VerificationFailed")
+	f.StringArrayVar(&verify.Identities, "verify-identity", nil, "trust keyless signatures of `ISSUER=SUBJECT-REGEXP` (regular expressions matched whole; repeatable; needs --trusted-root)")
+	f.StringVar(&verify.TrustedRoot, "trusted-root", "", "Sigstore trusted_root.json `FILE` keyless signatures chain to")
+	f.BoolVar(&verify.Required, "require-signature", false, "refuse versions without a signature")
 	f.StringVar(&githubAPI, "github-api", fetch.DefaultGitHubAPI, "GitHub REST API base `URL`")
 	f.StringVar(&cfg.DefaultRegistry, "default-registry", "", "registry short references resolve against, `[HOST/]OWNER/REPO[/COLLECTION]` (default: the only registry)")
 	f.StringVar(&cfg.CacheDir, "cache-dir", "", "`directory` for persisted snapshots of GitHub registries (default: none)")

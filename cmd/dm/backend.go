@@ -18,6 +18,8 @@ import (
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/signature"
+	"github.com/dmhq/dm/internal/signature/sigproxy"
 )
 
 // globals are dm's global flags, resolved against the environment.
@@ -53,6 +55,13 @@ type globals struct {
 	// started on the first chart.
 	charts chartFlags
 	helm   *helmproxy.Engine
+	// verify is the signature policy of in-process registries;
+	// signing (dm sign) resolves without it.
+	verify  verifyFlags
+	signing bool
+	// sig is the dm-sigstore client of this run, started on the first
+	// signature to verify or make.
+	sig *sigproxy.Client
 
 	getenv func(string) string
 	stderr io.Writer
@@ -71,6 +80,9 @@ func (g *globals) backend() (api.Backend, error) {
 	server := g.server
 	if server == "" {
 		server = g.getenv("DM_SERVER")
+	}
+	if server != "" && g.verify.set() {
+		return nil, &usageError{errors.New("--verify-key, --verify-identity, --trusted-root and --require-signature apply to registries read in-process; registryd verifies with its own per-registry policy")}
 	}
 	if server != "" {
 		c, err := g.serverClient(server)
@@ -173,8 +185,19 @@ func (b *localBackend) service(ctx context.Context) (*api.Service, error) {
 	if b.g.verbose {
 		log = slog.New(slog.NewTextHandler(b.g.stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	setup := api.Setup{CacheDir: b.g.cacheDirOrDefault(), Logger: log}
-	regs, err := api.OpenRegistries(b.specs, setup)
+	setup := api.Setup{CacheDir: b.g.cacheDirOrDefault(), Logger: log, Signatures: signature.NewCache(0), Checker: b.g.sigstore()}
+	specs := b.specs
+	if pc, err := b.g.verify.config(); err != nil {
+		return nil, err
+	} else if pc != nil && !b.g.signing {
+		// The policy of the flags holds for every registry, those a full
+		// reference adds included.
+		specs = slices.Clone(specs)
+		for i := range specs {
+			specs[i].Verify = pc
+		}
+	}
+	regs, err := api.OpenRegistries(specs, setup)
 	if err != nil {
 		return nil, err
 	}
@@ -221,6 +244,16 @@ func (b *localBackend) sandboxed() bool {
 }
 
 var _ api.Backend = (*localBackend)(nil)
+
+// spec returns the spec of the registry of prefix.
+func (b *localBackend) spec(prefix string) (api.RegistrySpec, bool) {
+	for _, s := range b.specs {
+		if s.Prefix == prefix {
+			return s, true
+		}
+	}
+	return api.RegistrySpec{}, false
+}
 
 // Registries lists the in-process registries.
 func (b *localBackend) Registries(ctx context.Context) (*api.RegistryList, error) {
@@ -329,6 +362,15 @@ func (b *localBackend) Expand(ctx context.Context, req *api.ExpandRequest) (*api
 		b.pool = nil
 	}()
 	return b.pool.Expand(ctx, req)
+}
+
+// sigstore returns the run's dm-sigstore client: dm links no Sigstore
+// library.
+func (g *globals) sigstore() *sigproxy.Client {
+	if g.sig == nil {
+		g.sig = &sigproxy.Client{Getenv: g.getenv}
+	}
+	return g.sig
 }
 
 // cacheDirOrDefault is --cache-dir, else $XDG_CACHE_HOME/dm or ~/.cache/dm,

@@ -156,6 +156,9 @@ func cmdResolve(ctx context.Context, g *globals, p *printer, ref string) error {
 	if res.Note != "" {
 		fmt.Fprintln(g.stderr, "dm:", res.Note)
 	}
+	if res.Signer != "" {
+		fmt.Fprintln(g.stderr, "dm: signed by", res.Signer)
+	}
 	if ok, err := p.structured(res); ok {
 		return err
 	}

@@ -27,6 +27,15 @@ func TestDepsLeaveOutHelm(t *testing.T) {
 		if forbidden[dep] {
 			t.Errorf("dm depends on %s", dep)
 		}
+		// sigstore-go (and the Rekor, go-openapi and protobuf packages it
+		// brings) cost every command about a hundred package inits: dm
+		// verifies and signs in dm-sigstore.
+		if strings.HasPrefix(dep, "github.com/sigstore/") || dep == "github.com/dmhq/dm/internal/signature/sigstore" {
+			t.Errorf("dm depends on %s: signatures are dm-sigstore's (internal/signature/sigproxy)", dep)
+		}
+	}
+	if !strings.Contains(string(out), "github.com/dmhq/dm/internal/signature/sigproxy\n") {
+		t.Errorf("dm does not link sigproxy: the test checks nothing of signatures")
 	}
 	if !strings.Contains(string(out), "github.com/dmhq/dm/internal/expand/helmproxy\n") {
 		t.Errorf("dm does not link helmproxy: the test checks nothing")

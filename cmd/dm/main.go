@@ -125,6 +125,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	pf.StringArrayVar(&g.setStrings, "set-string", nil, "template properties `KEY=VALUE[,KEY=VALUE...]` whose values are always strings (tag=1.10 stays \"1.10\"; repeatable; after --properties)")
 	addKubeFlags(pf, &g.kube)
 	addChartFlags(pf, &g.charts)
+	addVerifyFlags(pf, &g.verify)
 	pf.StringArrayVar(&g.properties, "properties", nil, "template properties `KEY=VALUE[,KEY=VALUE...]`, typed as YAML types them (replicas=3 is a number); KEY may be a dotted path (repeatable)")
 
 	root.RegisterFlagCompletionFunc("output", completeOutput)
@@ -143,6 +144,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		newExportCmd(g, stdout),
 		newPushCommand(g, p),
 		newMirrorCommand(g, p),
+		newSignCommand(g, p),
 		newInstallCmd(g, stdout),
 		newShowCommand(g, stdout),
 		initCmd(stdout),

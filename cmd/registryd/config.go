@@ -21,6 +21,8 @@ import (
 	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/signature"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 )
 
 // Config is registryd's configuration file (--config), in YAML:
@@ -47,6 +49,13 @@ import (
 //	  prefix: github.com/acme/templates  # required for oci: the prefix it answers to
 //	  plain_http: false             # optional: speak plain HTTP to its host
 //	  docker_config: /etc/registryd/docker/config.json  # optional: credentials (default Docker's configuration, $DOCKER_CONFIG)
+//	  verify:                       # optional, on any registry: its signature policy
+//	    keys: [keys/acme.pub]       # PEM public keys (ECDSA P-256), relative to the config file
+//	    identities:                 # keyless signers: regular expressions matched whole
+//	    - issuer: https://token.actions.githubusercontent.com
+//	      subject: https://github.com/acme/templates/.github/workflows/.*
+//	    trusted_root: trusted_root.json  # Sigstore trusted_root.json (required with identities)
+//	    required: true              # refuse versions without a signature
 //
 // Flags override the file: a flag given on the command line wins over the
 // file's setting, and --registry-dir or --github flags replace the file's
@@ -93,6 +102,44 @@ type RegistryConfig struct {
 	// after each refresh; MirrorPlainHTTP lets it be plain HTTP.
 	MirrorTo        string `json:"mirror_to,omitempty"`
 	MirrorPlainHTTP bool   `json:"mirror_plain_http,omitempty"`
+	// Verify is the registry's signature policy.
+	Verify *VerifyConfig `json:"verify,omitempty"`
+}
+
+// VerifyConfig is a registry's signature policy in the configuration
+// file: files of keys and of a trusted root, identities, and whether a
+// signature is required.
+type VerifyConfig struct {
+	Keys        []string             `json:"keys,omitempty"`
+	Identities  []signature.Identity `json:"identities,omitempty"`
+	TrustedRoot string               `json:"trusted_root,omitempty"`
+	Required    bool                 `json:"required,omitempty"`
+}
+
+// policy reads the files v names.
+func (v *VerifyConfig) policy(where string) (*signature.PolicyConfig, error) {
+	if v == nil {
+		return nil, nil
+	}
+	c := &signature.PolicyConfig{Identities: v.Identities, Required: v.Required}
+	for i, k := range v.Keys {
+		b, err := os.ReadFile(k)
+		if err != nil {
+			return nil, fmt.Errorf("%s: verify.keys[%d]: %w", where, i, err)
+		}
+		c.Keys = append(c.Keys, b)
+	}
+	if v.TrustedRoot != "" {
+		b, err := os.ReadFile(v.TrustedRoot)
+		if err != nil {
+			return nil, fmt.Errorf("%s: verify.trusted_root: %w", where, err)
+		}
+		c.TrustedRoot = b
+	}
+	if _, err := sigstore.NewPolicy(*c); err != nil {
+		return nil, fmt.Errorf("%s: verify: %w", where, err)
+	}
+	return c, nil
 }
 
 // loadConfig reads a configuration file; relative directories in it are
@@ -113,6 +160,16 @@ func loadConfig(name string) (*Config, error) {
 		}
 		if d := c.Registries[i].DockerConfig; d != "" && !filepath.IsAbs(d) {
 			c.Registries[i].DockerConfig = filepath.Join(base, d)
+		}
+		if v := c.Registries[i].Verify; v != nil {
+			for j, k := range v.Keys {
+				if !filepath.IsAbs(k) {
+					v.Keys[j] = filepath.Join(base, k)
+				}
+			}
+			if v.TrustedRoot != "" && !filepath.IsAbs(v.TrustedRoot) {
+				v.TrustedRoot = filepath.Join(base, v.TrustedRoot)
+			}
 		}
 	}
 	return c, nil
@@ -312,6 +369,11 @@ func (c *Config) specs(getenv func(string) string, secrets map[string]string) ([
 		default:
 			return nil, fmt.Errorf("%s: set github, dir or oci: %w", where, derrors.InvalidArgument)
 		}
+		pc, err := r.Verify.policy(where)
+		if err != nil {
+			return nil, err
+		}
+		out[len(out)-1].Verify = pc
 	}
 	return out, nil
 }

@@ -4,15 +4,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -68,21 +65,9 @@ func TestOCIRegistryObjects(t *testing.T) {
 	for _, o := range []client.Object{regA, regB, regEvil} {
 		must(t, c.Create(ctx, o))
 	}
-	cond := func(obj client.Object, typ string) *metav1.Condition {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return nil
-		}
-		return apimeta.FindStatusCondition(obj.(*v1alpha1.Registry).Status.Conditions, typ)
-	}
 	wait := func(obj client.Object, typ string, st metav1.ConditionStatus, reason, msg string) {
 		t.Helper()
-		var last *metav1.Condition
-		waitForf(t, 90*time.Second, func() string {
-			return fmt.Sprintf("%s: %s=%s %s %q (last %+v)", obj.GetName(), typ, st, reason, msg, last)
-		}, func() bool {
-			last = cond(obj, typ)
-			return last != nil && last.Status == st && (reason == "" || last.Reason == reason) && strings.Contains(last.Message, msg)
-		})
+		waitCondition(t, c, obj, typ, st, reason, msg)
 	}
 	wait(regA, v1alpha1.ConditionReady, metav1.ConditionTrue, "Indexed", "")
 	wait(regB, v1alpha1.ConditionReady, metav1.ConditionFalse, "IndexFailed", "refused the credentials")

@@ -23,6 +23,8 @@ import (
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
 	"github.com/dmhq/dm/internal/server"
+	"github.com/dmhq/dm/internal/signature"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 )
 
 const (
@@ -48,6 +50,9 @@ func serve(ctx context.Context, s *settings, e env) error {
 	setup := api.Setup{
 		CacheDir: s.cacheDir,
 		Logger:   log,
+		// One bound on verified results for the whole daemon.
+		Signatures: signature.NewCache(0),
+		Checker:    &sigstore.Checker{},
 		Hooks: api.Hooks{
 			OnIndex:       metrics.ObserveIndex,
 			GitHubRequest: metrics.GitHubRequestFunc,

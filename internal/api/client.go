@@ -77,6 +77,8 @@ func NewClient(baseURL string, hc *http.Client) (*Client, error) {
 type HTTPError struct {
 	Status  int
 	Message string
+	// Kind is the answer's kind, if it named one.
+	Kind string
 }
 
 // Error returns the server's message.
@@ -94,6 +96,9 @@ func (e *HTTPError) Unwrap() error {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		return derrors.Unauthorized
 	case http.StatusUnprocessableEntity:
+		if e.Kind == derrors.WireKind(derrors.VerificationFailed) {
+			return derrors.VerificationFailed
+		}
 		return derrors.LimitExceeded
 	case http.StatusServiceUnavailable, http.StatusBadGateway, http.StatusGatewayTimeout, http.StatusTooManyRequests:
 		return derrors.Unavailable
@@ -157,7 +162,7 @@ func (c *Client) raw(ctx context.Context, method, path string, q url.Values, hea
 		if json.Unmarshal(b, &e) != nil || e.Error == "" {
 			e.Error = fmt.Sprintf("%s %s: %s", method, path, resp.Status)
 		}
-		return nil, nil, &HTTPError{Status: resp.StatusCode, Message: e.Error}
+		return nil, nil, &HTTPError{Status: resp.StatusCode, Message: e.Error, Kind: e.Kind}
 	}
 	return b, resp.Header, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/signature"
 )
 
 // Resolve resolves ref, short references against registry ("" for the
@@ -45,6 +46,7 @@ func ResolutionOf(res *resolve.Resolution) Resolution {
 		Schema:       v.Schema,
 		Example:      v.Example,
 		Note:         res.Note,
+		Signer:       res.Signer,
 	}
 }
 
@@ -90,6 +92,27 @@ func (s *Service) template(ctx context.Context, ref, registry string, lint bool)
 		out.Findings = append(out.Findings, Findings(s.languageFindings(ctx, res))...)
 	}
 	out.Versions = TemplateInfo(res.Ref.Registry(), res.Template).Versions
+	if sig := res.Version.Signature; sig != nil {
+		out.Signature = &File{Path: sig.Path, Size: sig.Size, SHA: sig.SHA}
+	}
+	if lint && res.Registry.Verifier != nil {
+		// Who signed each sibling, or why it is refused: the catalog marks
+		// them. Verified once per version and policy (cached).
+		for i, v := range res.Template.Versions {
+			if v.Problem != "" || i >= len(out.Versions) {
+				continue
+			}
+			signer, err := res.Registry.Verifier.VerifyVersion(ctx, res.Registry, res.Template, v)
+			out.Versions[i].Signer = signer
+			if err != nil {
+				out.Versions[i].Refused = derrors.Message(err)
+				var se *signature.Error
+				if errors.As(err, &se) {
+					out.Versions[i].RefusedReason = string(se.Reason)
+				}
+			}
+		}
+	}
 	d := Describer(string(res.Language), res.Schema)
 	if res.Schema != "" {
 		b, err := res.ReadFile(ctx, res.Schema)
@@ -210,6 +233,16 @@ func (s *Service) file(ctx context.Context, ref, registry, path string) (*FileCo
 		return nil, err
 	}
 	e, ok := res.Version.File(path)
+	if !ok && path == index.SignatureFile && res.Version.Signature != nil {
+		// Not part of the version, but read as its files are: a mirror
+		// copies it.
+		e = *res.Version.Signature
+		b, err := res.Registry.Blob(ctx, e.SHA)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading %s: %w", res.Resolved(), path, err)
+		}
+		return &FileContent{Resolved: res.Resolved(), File: File{Path: e.Path, Size: e.Size, SHA: e.SHA}, Content: b}, nil
+	}
 	if !ok {
 		return nil, fmt.Errorf("%s: no file %q in %s: %w", res.Resolved(), path, res.Version.Path, derrors.NotFound)
 	}

@@ -193,6 +193,8 @@ func versionInfo(v *index.Version) VersionInfo {
 		Language:   string(v.Language),
 		Prerelease: v.Prerelease(),
 		Problem:    v.Problem,
+		// A mirror copies the file: read as the version's files are.
+		SignatureFile: v.Signature != nil,
 	}
 }
 

@@ -91,7 +91,7 @@ func MirrorCandidates(ctx context.Context, b Backend, prefix string, info Publis
 				continue
 			}
 			ref := v.Ref + "@" + v.Digest
-			cands = append(cands, oci.Candidate{
+			c := oci.Candidate{
 				Ref:    v.Ref,
 				Meta:   artifact.Metadata{Name: t.Name, Collection: t.Collection, Version: v.Version},
 				Digest: v.Digest,
@@ -102,7 +102,15 @@ func MirrorCandidates(ctx context.Context, b Backend, prefix string, info Publis
 					}
 					return ReadVersion(ctx, b, tv, info)
 				},
-			})
+			}
+			if v.SignatureFile {
+				// The signature goes with the version: an air-gapped
+				// registry's policy verifies what it was signed over.
+				c.Signature = func(ctx context.Context) ([]byte, error) {
+					return b.ReadFile(ctx, ref, "", index.SignatureFile)
+				}
+			}
+			cands = append(cands, c)
 		}
 	}
 	return cands, notes, nil

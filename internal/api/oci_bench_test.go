@@ -11,6 +11,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 )
 
 // sources are the example registry served by the GitHub test server and
@@ -42,7 +43,7 @@ func exampleSources(b *testing.B) *sources {
 // own, and returns a resolver over it.
 func open(b *testing.B, spec api.RegistrySpec, cacheDir string) (*index.Registry, *resolve.Resolver) {
 	b.Helper()
-	g, err := api.OpenRegistry(spec, api.Setup{CacheDir: cacheDir})
+	g, err := api.OpenRegistry(spec, api.Setup{CacheDir: cacheDir, Checker: &sigstore.Checker{}})
 	if err != nil {
 		b.Fatal(err)
 	}

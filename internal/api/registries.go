@@ -19,6 +19,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/signature"
 )
 
 // Registry kinds, as reported in Registry.Kind.
@@ -52,6 +53,9 @@ type RegistrySpec struct {
 	// beyond the source's own (fetch.DefaultMaxEntries for GitHub).
 	MaxEntries int
 	MaxBytes   int64
+	// Verify, if set, is the registry's signature policy: every version
+	// resolved from it is verified first (package signature).
+	Verify *signature.PolicyConfig
 }
 
 // Identity returns who reads what for the registry spec describes: the
@@ -277,6 +281,13 @@ type Setup struct {
 	MemoryBytes int64
 	Logger      *slog.Logger
 	Hooks       Hooks
+	// Signatures, if set, holds the verified results of every registry's
+	// policy (one bound for the process); nil gives each registry its own.
+	Signatures *signature.Cache
+	// Checker verifies signatures for the registries with a policy
+	// (package signature/sigstore, or dm's dm-sigstore); without one such
+	// a registry cannot be opened.
+	Checker signature.Checker
 }
 
 // OpenRegistry builds the registry spec describes. It reads nothing yet:
@@ -348,6 +359,13 @@ func OpenRegistry(spec RegistrySpec, setup Setup) (*index.Registry, error) {
 		src, g.Kind, g.Location = fetch.NewLocal(spec.FS), KindEmbedded, "embedded registry-example"
 	default:
 		return nil, fmt.Errorf("registry %s: no source: %w", spec.Prefix, derrors.InvalidArgument)
+	}
+	if spec.Verify != nil {
+		v, err := signature.NewVerifier(spec.Verify, setup.Checker, setup.Signatures)
+		if err != nil {
+			return nil, fmt.Errorf("registry %s: signature policy: %w", spec.Prefix, err)
+		}
+		g.Verifier = v
 	}
 	c := fetch.NewCache(src, blobDir, mem)
 	if setup.Hooks.CacheLookup != nil {

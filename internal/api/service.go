@@ -134,6 +134,12 @@ func (s *Service) defaultFor(registry string) (resolve.Registry, error) {
 	return resolve.ParseRegistry(registry)
 }
 
+// DefaultRegistryFor is the default registry for short references:
+// registry when given, else the resolver's.
+func (s *Service) DefaultRegistryFor(registry string) (resolve.Registry, error) {
+	return s.defaultFor(registry)
+}
+
 func (s *Service) resolve(ctx context.Context, ref, registry string) (*resolve.Resolution, error) {
 	def, err := s.defaultFor(registry)
 	if err != nil {

@@ -37,6 +37,10 @@ import (
 // Error is the body of every error answer.
 type Error struct {
 	Error string `json:"error"`
+	// Kind names the error's kind where the status alone does not
+	// (verification_failed and limit_exceeded are both 422), as
+	// derrors.WireKind names it.
+	Kind string `json:"kind,omitempty"`
 }
 
 // Finding is one lint finding of a registry.
@@ -151,6 +155,16 @@ type VersionInfo struct {
 	Prerelease bool   `json:"prerelease,omitempty"`
 	// Problem, when set, makes the version unusable.
 	Problem string `json:"problem,omitempty"`
+	// Signer is who signed the version and Refused why its registry's
+	// policy refuses it; set only where a version is described with its
+	// siblings (GET /v1/templates/{ref}) and the registry has a policy.
+	Signer  string `json:"signer,omitempty"`
+	Refused string `json:"refused,omitempty"`
+	// RefusedReason is the refusal's reason (NoSignature, KeyNotTrusted, …).
+	RefusedReason string `json:"refused_reason,omitempty"`
+	// SignatureFile reports that the version has a signature file
+	// (index.SignatureFile), which a mirror copies.
+	SignatureFile bool `json:"signature_file,omitempty"`
 }
 
 // Template is a template and its versions, lowest first.
@@ -209,6 +223,10 @@ type Resolution struct {
 	// Note explains a choice the request did not spell out, such as the
 	// version chosen for a reference without one.
 	Note string `json:"note,omitempty"`
+	// Signer is who signed the version, as its registry's policy verified
+	// it; "" where the registry verifies nothing or lets an unsigned
+	// version through.
+	Signer string `json:"signer,omitempty"`
 }
 
 // Pinned is the resolved version pinned to its digest: the reference that
@@ -229,6 +247,9 @@ type Property struct {
 // example and lint findings.
 type TemplateVersion struct {
 	Resolution
+	// Signature is the version's signature file (index.SignatureFile),
+	// when it has one: not among Files, read by its path as they are.
+	Signature *File `json:"signature,omitempty"`
 	// Title and Description come from the schema's info section (for an
 	// OpenShift template without a schema, from its metadata).
 	Title       string `json:"title,omitempty"`

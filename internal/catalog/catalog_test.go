@@ -27,6 +27,7 @@ import (
 	"github.com/dmhq/dm/internal/fetch/githubtest"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 )
 
 // countingExpander counts the expansions it passes on.
@@ -67,7 +68,7 @@ func newTestEnv(t testing.TB) *testEnv {
 // once its index has stayed the same for settle (negative: at once).
 func serveRegistry(t testing.TB, spec api.RegistrySpec, settle time.Duration) *testEnv {
 	t.Helper()
-	reg, err := api.OpenRegistry(spec, api.Setup{})
+	reg, err := api.OpenRegistry(spec, api.Setup{Checker: &sigstore.Checker{}})
 	if err != nil {
 		t.Fatal(err)
 	}

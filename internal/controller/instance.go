@@ -574,6 +574,7 @@ func stalled(err error) bool {
 		errors.Is(err, derrors.LimitExceeded),
 		errors.Is(err, derrors.NotFound),
 		errors.Is(err, derrors.Ambiguous),
+		errors.Is(err, derrors.VerificationFailed),
 		apierrors.IsForbidden(err),
 		apierrors.IsInvalid(err),
 		apierrors.IsConflict(err):
@@ -590,6 +591,9 @@ const referenceWait = 15 * time.Second
 // reason is the condition reason of an error.
 func reason(err error) string {
 	switch {
+	case errors.Is(err, derrors.VerificationFailed):
+		// Before the rest: a refused signature names its version and why.
+		return "VerificationFailed"
 	case errors.Is(err, errNoAccount):
 		return "NoServiceAccount"
 	case errors.Is(err, errGroupNotAllowed):

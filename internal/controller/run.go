@@ -22,6 +22,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/resolve"
 	"github.com/dmhq/dm/internal/sandbox"
+	"github.com/dmhq/dm/internal/signature"
 )
 
 // RunConfig is what dm-controller runs with; cmd/dm-controller fills it
@@ -31,7 +32,10 @@ type RunConfig struct {
 	REST *rest.Config
 	// Server is a registryd URL that expands (--server); else Registries
 	// are indexed in the controller and expanded in its sandbox workers.
-	Server     string
+	Server string
+	// Checker verifies the signatures of Registries with a policy
+	// (signature/sigstore's).
+	Checker    signature.Checker
 	Registries []api.RegistrySpec
 	// DefaultRegistry is the registry short references resolve against
 	// (--default-registry); "" means the only registry.
@@ -170,7 +174,7 @@ func openRegistries(ctx context.Context, wg *sync.WaitGroup, cfg RunConfig, n *N
 	if err != nil {
 		return nil, nil, err
 	}
-	setup := api.Setup{CacheDir: cfg.CacheDir, Logger: log, Hooks: api.Hooks{
+	setup := api.Setup{CacheDir: cfg.CacheDir, Logger: log, Checker: cfg.Checker, Signatures: signature.NewCache(0), Hooks: api.Hooks{
 		OnIndex: func(registry, result string, _ time.Duration) {
 			if result == "ok" {
 				n.Changed(registry)

@@ -41,6 +41,10 @@ var (
 	// Conflict means a write lost an optimistic-concurrency race: what it
 	// was based on changed in the meantime.
 	Conflict = errors.New("conflict")
+	// VerificationFailed means a template version's signature did not
+	// verify against its registry's policy, or it has none and the policy
+	// requires one.
+	VerificationFailed = errors.New("verification failed")
 )
 
 // HTTPStatus returns the HTTP status code that corresponds to err.
@@ -58,7 +62,7 @@ func HTTPStatus(err error) int {
 		return http.StatusUnauthorized
 	case errors.Is(err, Forbidden):
 		return http.StatusForbidden
-	case errors.Is(err, LimitExceeded):
+	case errors.Is(err, LimitExceeded), errors.Is(err, VerificationFailed):
 		return http.StatusUnprocessableEntity
 	case errors.Is(err, Unavailable):
 		return http.StatusServiceUnavailable

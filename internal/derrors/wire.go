@@ -15,7 +15,7 @@ type wireKind struct {
 // side the status it would get in-process. It is the one table both
 // protocols use: two copies once drifted, and a kind one of them lacked
 // became a 500. A function, not a variable: no package state to change.
-func wireKinds() [10]wireKind {
+func wireKinds() [11]wireKind {
 	return [...]wireKind{
 		{"not_found", NotFound},
 		{"invalid", InvalidArgument},
@@ -25,6 +25,7 @@ func wireKinds() [10]wireKind {
 		{"unauthorized", Unauthorized},
 		{"forbidden", Forbidden},
 		{"limit_exceeded", LimitExceeded},
+		{"verification_failed", VerificationFailed},
 		{"unavailable", Unavailable},
 		{"not_modified", NotModified},
 	}

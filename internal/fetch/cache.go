@@ -46,6 +46,10 @@ func NewCache(src Source, dir string, maxBytes int64) *Cache {
 	return c
 }
 
+// Unwrap returns the underlying source, for what a source offers beyond
+// listings and blobs (an OCI registry's signatures).
+func (c *Cache) Unwrap() Source { return c.src }
+
 // Tree passes through to the underlying source: listings are not cached here.
 func (c *Cache) Tree(ctx context.Context, prev *Tree) (*Tree, error) {
 	return c.src.Tree(ctx, prev)

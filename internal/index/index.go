@@ -32,6 +32,13 @@ const MetadataFile = "registry.yaml"
 // ExampleFile is the example configuration every version should carry.
 const ExampleFile = "example.yaml"
 
+// SignatureFile is the Sigstore bundle that signs a version in a GitHub
+// or local registry (dm sign writes it): a file of the version directory
+// that is not part of the version. It is left out of Files, so it changes
+// neither the content digest nor what is pushed to OCI (where a signature
+// is a referrer of the artifact instead).
+const SignatureFile = "signature.sigstore.json"
+
 // SchemaSuffix is appended to a template file's name to name its schema.
 const SchemaSuffix = engine.SchemaSuffix
 
@@ -99,6 +106,9 @@ type Version struct {
 	Example  string   `json:"example,omitempty"`
 	// Digest is sha256 over the sorted relative paths and content hashes.
 	Digest string `json:"digest"`
+	// Signature is the version's SignatureFile, if it has one; it is not
+	// among Files.
+	Signature *fetch.Entry `json:"signature,omitempty"`
 	// Source is the Identity of the registry that listed the version.
 	// Content is cached by Source and Digest together, never by Digest
 	// alone: another registry's listing may name the same hashes without
@@ -513,6 +523,10 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	v.Files = make([]fetch.Entry, 0, hi-lo)
 	for _, e := range b.entries[lo:hi] {
 		e.Path = e.Path[len(prefix):]
+		if e.Path == SignatureFile {
+			v.Signature = &e
+			continue
+		}
 		v.Files = append(v.Files, e)
 	}
 	v.Digest = Digest(v.Files)
@@ -522,6 +536,9 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	}
 	var code, data []string
 	for fn := range d.files {
+		if fn == SignatureFile {
+			continue
+		}
 		if l, ok := b.langs.ForFile(fn); ok && l.Marker == fn {
 			code = append(code, fn) // a directory template (Chart.yaml)
 			continue

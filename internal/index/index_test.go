@@ -142,3 +142,36 @@ func BenchmarkBuild10k(b *testing.B) {
 		}
 	}
 }
+
+// TestSignatureFile: a version's signature file is not part of the
+// version: not among its files, not in its digest, not a template file
+// (a template named signature keeps its own), and recorded apart.
+func TestSignatureFile(t *testing.T) {
+	files := map[string]string{
+		"redis/v1.0.0/redis.jinja":         "kind: a\n",
+		"redis/v1.0.0/example.yaml":        "resources: []\n",
+		"signature/v1.0.0/signature.jinja": "kind: s\n",
+		"signature/v1.0.0/example.yaml":    "resources: []\n",
+	}
+	before := build(files)
+	files["redis/v1.0.0/"+index.SignatureFile] = `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json"}`
+	files["signature/v1.0.0/"+index.SignatureFile] = "{}"
+	after := build(files)
+	for _, name := range []string{"redis", "signature"} {
+		b, _ := before.Template("", name)
+		a, _ := after.Template("", name)
+		vb, va := b.Versions[0], a.Versions[0]
+		if va.Digest != vb.Digest || len(va.Files) != len(vb.Files) {
+			t.Errorf("%s: signing changed the version: digest %s -> %s, %d -> %d files", name, vb.Digest, va.Digest, len(vb.Files), len(va.Files))
+		}
+		if _, ok := va.File(index.SignatureFile); ok {
+			t.Errorf("%s: the signature file is among the version's files", name)
+		}
+		if va.Signature == nil || va.Signature.Path != index.SignatureFile || vb.Signature != nil {
+			t.Errorf("%s: Signature %+v (before %+v)", name, va.Signature, vb.Signature)
+		}
+		if va.Problem != "" || va.Template != name+".jinja" {
+			t.Errorf("%s: template file %q, problem %q", name, va.Template, va.Problem)
+		}
+	}
+}

@@ -74,6 +74,10 @@ type Registry struct {
 	// registry's Key, the result ("ok", "unchanged", "error") and its
 	// duration.
 	OnIndex func(registry, result string, d time.Duration)
+	// Verifier, if set, checks every version resolved from the registry
+	// against the registry's signature policy before it is used (package
+	// signature's Verifier); nil verifies nothing.
+	Verifier Verifier
 
 	snap      atomic.Pointer[Snapshot]
 	refreshMu sync.Mutex
@@ -84,6 +88,14 @@ type Registry struct {
 	status Status
 	// lastErr is the last refresh's error, for its kind (LastErr).
 	lastErr error
+}
+
+// A Verifier checks a version's signature before the version is used. It
+// returns who signed it ("" for an unsigned version its policy lets
+// through) or an error matching derrors.VerificationFailed that names the
+// version and why.
+type Verifier interface {
+	VerifyVersion(ctx context.Context, g *Registry, t *Template, v *Version) (signer string, err error)
 }
 
 // Status describes the registry's freshness.

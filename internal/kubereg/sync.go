@@ -24,6 +24,8 @@ import (
 	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/server"
+	"github.com/dmhq/dm/internal/signature"
+	"github.com/dmhq/dm/internal/signature/sigstore"
 )
 
 // object is a Registry or a ClusterRegistry, as the sync loop reads it.
@@ -66,7 +68,7 @@ func (d desired) key() string { return index.Key(d.spec.Namespace, d.prefix) }
 // made again under the same name).
 func (d desired) same(e desired) bool {
 	return d.prefix == e.prefix && d.spec.UID == e.spec.UID && sameSpec(d.spec, e.spec, true) && d.refresh == e.refresh && d.suspend == e.suspend &&
-		sameOCI(d.mirror, e.mirror, true)
+		sameOCI(d.mirror, e.mirror, true) && d.spec.Verify.Equal(e.spec.Verify)
 }
 
 // sameSpec reports whether a and b read the same source, with the same
@@ -211,6 +213,10 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 		}
 		return strings.TrimSpace(v), nil
 	}
+	verify, pr := verifySpec(o.spec.Verify, read)
+	if pr != nil {
+		return desired{}, pr
+	}
 	var mirror *api.OCISpec
 	if m := o.spec.Mirror; m != nil {
 		var pr *problem
@@ -221,7 +227,7 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 	if o.spec.OCI != nil {
 		d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend, mirror: mirror,
 			spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
-				MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes}}
+				MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes, Verify: verify}}
 		var pr *problem
 		if d.spec.OCI, pr = w.ociSpec("spec.oci", o.spec.OCI, read); pr != nil {
 			return d, pr
@@ -240,7 +246,7 @@ func (w *Watcher) want(o object, claimed map[string]string, needed map[string]bo
 	}
 	d := desired{prefix: p, refresh: w.opts.Refresh, suspend: o.spec.Suspend, mirror: mirror,
 		spec: api.RegistrySpec{Prefix: p, Namespace: o.namespace, Object: o.name, UID: o.uid,
-			MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes,
+			MaxEntries: w.opts.MaxTreeEntries, MaxBytes: w.opts.MaxRegistryBytes, Verify: verify,
 			GitHub: &api.GitHubSpec{Owner: gh.Owner, Repo: gh.Repo, Branch: gh.Branch, APIURL: apiURL}}}
 	w.refreshInterval(o, &d)
 	tok, pr := read("spec.tokenSecretRef", o.spec.TokenSecretRef)
@@ -293,6 +299,41 @@ func (w *Watcher) ociSpec(field string, o *v1alpha1.RegistryOCI, read func(strin
 		spec.DockerConfig = []byte("{}")
 	}
 	return spec, nil
+}
+
+// verifySpec reads an object's spec.verify: its key and trusted root from
+// the object's own Secrets' namespace (read), so a namespace's Registry
+// names only its own Secrets and a ClusterRegistry's policy is
+// registryd's namespace's to set.
+func verifySpec(v *v1alpha1.RegistryVerify, read func(string, *v1alpha1.SecretKeyReference) (string, *problem)) (*signature.PolicyConfig, *problem) {
+	if v == nil {
+		return nil, nil
+	}
+	c := &signature.PolicyConfig{Required: v.Required}
+	key, pr := read("spec.verify.keySecretRef", v.KeySecretRef)
+	if pr != nil {
+		return nil, pr
+	}
+	if key != "" {
+		c.Keys = [][]byte{[]byte(key)}
+	}
+	root, pr := read("spec.verify.trustedRootSecretRef", v.TrustedRootSecretRef)
+	if pr != nil {
+		return nil, pr
+	}
+	if root != "" {
+		c.TrustedRoot = []byte(root)
+	}
+	for _, id := range v.Identities {
+		c.Identities = append(c.Identities, signature.Identity{Issuer: id.Issuer, Subject: id.Subject})
+	}
+	// Compiled as registryd will verify with it: a trusted root
+	// sigstore-go does not read is the object's problem now, not a
+	// refusal of every version later.
+	if _, err := sigstore.NewPolicy(*c); err != nil {
+		return nil, &problem{true, "InvalidSpec", "spec.verify: " + err.Error()}
+	}
+	return c, nil
 }
 
 // objectPrefix is an object's reference prefix as written: spec.prefix,

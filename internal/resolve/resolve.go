@@ -32,6 +32,10 @@ type Resolution struct {
 	// Note explains a choice the caller did not spell out, such as the
 	// version picked for a reference without one.
 	Note string
+	// Signer is who signed the version, as its registry's Verifier
+	// verified it; "" when the registry verifies nothing or the version
+	// is unsigned and its policy lets it through.
+	Signer string
 }
 
 // Resolved returns the canonical reference as a string.
@@ -297,7 +301,18 @@ func (r *Resolver) ResolveRef(ctx context.Context, ref Ref, def Registry) (*Reso
 	canon := ref
 	canon.Version = v.Semver
 	canon.Digest = ""
-	return &Resolution{Ref: canon, Registry: reg, Version: v, Template: t, Note: note}, nil
+	res := &Resolution{Ref: canon, Registry: reg, Version: v, Template: t, Note: note}
+	// A version that fails its registry's policy is refused, not passed
+	// over for an older one: silently resolving redis:v1 to a lower
+	// version would roll back what a reference means without a word.
+	if reg.Verifier != nil {
+		signer, err := reg.Verifier.VerifyVersion(ctx, reg, t, v)
+		if err != nil {
+			return nil, err
+		}
+		res.Signer = signer
+	}
+	return res, nil
 }
 
 // NearRegistries returns ref as it would read under each of registries

@@ -502,7 +502,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if status >= 500 {
 		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "status", status, "err", msg)
 	}
-	writeJSON(w, status, api.Error{Error: msg})
+	e := api.Error{Error: msg}
+	if errors.Is(err, derrors.VerificationFailed) {
+		e.Kind = derrors.WireKind(derrors.VerificationFailed)
+	}
+	writeJSON(w, status, e)
 }
 
 // answer writes v, or err.

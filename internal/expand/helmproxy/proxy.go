@@ -9,14 +9,13 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
+	dmprogram "github.com/dmhq/dm/internal/program"
 )
 
 // Program is the name of the program that renders, downloads and lints
@@ -194,28 +193,7 @@ func FindRender(getenv func(string) string) (string, error) {
 }
 
 func find(getenv func(string) string, program, env string) (string, error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	if p := getenv(env); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			return "", fmt.Errorf("$%s: %w; %s", env, err, installHint(env))
-		}
-		return p, nil
-	}
-	var tried []string
-	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), program)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, nil
-		}
-		tried = append(tried, filepath.Dir(exe))
-	}
-	if p, err := exec.LookPath(program); err == nil {
-		return p, nil
-	}
-	tried = append(tried, "$PATH")
-	return "", derrors.Errorf(derrors.Unavailable, "Helm charts are rendered by the %s program, which is not installed (not in %s): %s", program, strings.Join(tried, " nor "), installHint(env))
+	return dmprogram.Find(getenv, program, env, "Helm charts are rendered", installHint(env))
 }
 
 // child is one dm-helm or dm-helm-render process.

@@ -21,6 +21,10 @@ type Candidate struct {
 	// name, collection and version, and what the source says besides).
 	// It is called only for a version to push.
 	Read func(ctx context.Context) (artifact.Metadata, []artifact.Content, error)
+	// Signature, if set, reads the version's Sigstore bundle in its
+	// source (a signature file), stored as a referrer of the pushed
+	// version when the target lacks it.
+	Signature func(ctx context.Context) ([]byte, error)
 }
 
 // MirrorStep is what Mirror did with one candidate.
@@ -44,6 +48,8 @@ type MirrorResult struct {
 	Conflicts []*ConflictError
 	// IndexWritten reports that the index artifact was written.
 	IndexWritten bool
+	// Signatures counts the signatures stored as referrers.
+	Signatures int
 }
 
 // Mirror pushes every candidate the target lacks: a version whose tag
@@ -60,6 +66,12 @@ func (p *Pusher) Mirror(ctx context.Context, cands []Candidate, step func(i, n i
 		c := &cands[i]
 		s := MirrorStep{Candidate: c}
 		s.Result, s.Err = p.mirrorOne(ctx, c)
+		if s.Err == nil && c.Signature != nil {
+			var signed bool
+			if signed, s.Err = p.mirrorSignature(ctx, c, s.Result.ManifestDigest); signed {
+				res.Signatures++
+			}
+		}
 		var ce *ConflictError
 		switch {
 		case errors.As(s.Err, &ce):
@@ -126,6 +138,28 @@ func (p *Pusher) mirrorOne(ctx context.Context, c *Candidate) (*PushResult, erro
 		return nil, derrors.Errorf(derrors.Conflict, "%s changed while it was read (listed %s, read %s): mirror again", c.Ref, c.Digest, packed.Digest)
 	}
 	return p.Push(ctx, packed, c.Meta.Collection, c.Meta.Name, c.Meta.Version)
+}
+
+// mirrorSignature stores c's signature as a referrer of its pushed
+// manifest unless the target holds it already.
+func (p *Pusher) mirrorSignature(ctx context.Context, c *Candidate, manifestDigest string) (bool, error) {
+	b, err := c.Signature(ctx)
+	if err != nil {
+		return false, fmt.Errorf("%s: reading its signature: %w", c.Ref, err)
+	}
+	_, have, err := p.Signatures(ctx, c.Meta.Collection, c.Meta.Name, c.Meta.Version)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range have {
+		if string(h) == string(b) {
+			return false, nil
+		}
+	}
+	if _, err := p.PushSignature(ctx, c.Meta.Collection, c.Meta.Name, c.Meta.Version, manifestDigest, b); err != nil {
+		return false, fmt.Errorf("%s: storing its signature: %w", c.Ref, err)
+	}
+	return true, nil
 }
 
 // MirrorConflictError lists the tags a mirror found holding other

@@ -60,6 +60,41 @@ type RegistryOCI struct {
 	CredentialsSecretRef *LocalSecretReference `json:"credentialsSecretRef,omitempty"`
 }
 
+// RegistryVerify is a registry's signature policy: every version resolved
+// from the registry is verified against it before it is used, and one
+// that fails is not served (registryd answers 422, dm-controller stalls
+// the instance with reason VerificationFailed). A Registry's Secrets are
+// in its own namespace; a ClusterRegistry's in registryd's.
+type RegistryVerify struct {
+	// KeySecretRef names the Secret key holding a PEM public key (ECDSA
+	// P-256, as openssl or cosign write it) that signs versions.
+	// +optional
+	KeySecretRef *SecretKeyReference `json:"keySecretRef,omitempty"`
+	// Identities are the keyless signers trusted: the OIDC issuer and the
+	// certificate's subject, regular expressions matched against the
+	// whole value (Flux's matchOIDCIdentity). They need
+	// trustedRootSecretRef.
+	// +optional
+	Identities []OIDCIdentity `json:"identities,omitempty"`
+	// TrustedRootSecretRef names the Secret key holding the Sigstore
+	// trusted_root.json keyless signatures chain to: verification is
+	// offline.
+	// +optional
+	TrustedRootSecretRef *SecretKeyReference `json:"trustedRootSecretRef,omitempty"`
+	// Required refuses versions without a signature.
+	// +optional
+	Required bool `json:"required,omitempty"`
+}
+
+// OIDCIdentity is a keyless signer: regular expressions of its OIDC
+// issuer and certificate subject.
+type OIDCIdentity struct {
+	// +kubebuilder:validation:MinLength=1
+	Issuer string `json:"issuer"`
+	// +kubebuilder:validation:MinLength=1
+	Subject string `json:"subject"`
+}
+
 // RegistrySpec says where a registry's templates are read and how.
 type RegistrySpec struct {
 	// GitHub is the repository the registry is read from; set it or oci.
@@ -97,6 +132,9 @@ type RegistrySpec struct {
 	// Suspend stops refreshing: the last index stays served.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// Verify is the registry's signature policy.
+	// +optional
+	Verify *RegistryVerify `json:"verify,omitempty"`
 }
 
 // LintCounts counts a registry's lint findings by severity.
