@@ -239,6 +239,12 @@ func newCommand(e env, s *settings) *cobra.Command {
 				if kube.maxNSRegistries <= 0 {
 					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-registries %d: want a positive number", kube.maxNSRegistries)
 				}
+				if kube.maxListings <= 0 {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-listings %d: want a positive number", kube.maxListings)
+				}
+				if kube.maxNSListings <= 0 || kube.maxNSListings > kube.maxListings {
+					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-listings %d: want a positive number no larger than --max-listings (%d)", kube.maxNSListings, kube.maxListings)
+				}
 				if n, err = sandbox.ParseBytes(kube.maxNSBytes); err != nil {
 					return derrors.Errorf(derrors.InvalidArgument, "--max-namespace-bytes %q: want a size such as 1GiB", kube.maxNSBytes)
 				}
@@ -324,6 +330,8 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f.Float64Var(&kube.reviewRate, "token-review-rate", kubereg.DefaultClientRate, "TokenReviews a second one client address may cause with tokens the apiserver has not authenticated lately (bursts of 5 times as many); past it 429")
 	f.IntVar(&kube.maxNSRegistries, "max-namespace-registries", defaultNamespaceRegistries, "most Registries of one namespace indexed; the newest beyond it are not (Ready False, NamespaceQuotaExceeded)")
 	f.StringVar(&kube.maxNSBytes, "max-namespace-bytes", defaultNamespaceBytes, "most index bytes the Registries of one namespace may hold together (`SIZE`; 1.5 KiB per file listed, and the files' bytes up to the in-memory cache's 32 MiB); the newest beyond it are not indexed (Ready False, NamespaceQuotaExceeded)")
+	f.IntVar(&kube.maxListings, "max-listings", defaultListings, "most listings of Registry and ClusterRegistry objects read at once, for the whole daemon (a listing is held whole in memory until it is indexed: up to --max-tree-entries entries); the others wait for a slot")
+	f.IntVar(&kube.maxNSListings, "max-namespace-listings", defaultNamespaceListings, "most listings of one namespace's Registries read at once, within --max-listings, so that one namespace's Registries cannot hold every slot")
 	f.StringVar(&kube.maxAllBytes, "max-index-bytes", "", "most index bytes every registry served may hold together (`SIZE`; default half of GOMEMLIMIT, or 4GiB without one); the newest Registries beyond it are not indexed (Ready False, DaemonQuotaExceeded)")
 	cmd.SetVersionTemplate("registryd {{.Version}}\n")
 	cmd.SetOut(e.stdout)
@@ -356,6 +364,8 @@ type kubeFlags struct {
 	maxNSRegistries                  int
 	maxNSBytes, maxAllBytes          string
 	maxNamespaceBytes, maxIndexBytes int64
+	// maxListings and maxNSListings bound the listings in flight.
+	maxListings, maxNSListings int
 }
 
 // parseProxy reads a --trusted-proxy: a CIDR, or one address.
@@ -377,8 +387,13 @@ func parseProxy(v string) (netip.Prefix, error) {
 // and requests take as much again.
 const (
 	defaultNamespaceRegistries = 64
-	defaultNamespaceBytes      = "1GiB"
-	defaultDaemonBytes         = 4 << 30
+	// Four listings of the largest registry the per-registry bounds allow
+	// hold some 200 MiB before they are indexed; two of them one
+	// namespace's.
+	defaultListings          = 4
+	defaultNamespaceListings = 2
+	defaultNamespaceBytes    = "1GiB"
+	defaultDaemonBytes       = 4 << 30
 )
 
 // defaultIndexBytes is --max-index-bytes by default: half the memory

@@ -307,6 +307,8 @@ func TestBadConfiguration(t *testing.T) {
 		{"bad namespace bytes", []string{"--watch-registries", "--max-namespace-bytes", "lots"}, "--max-namespace-bytes"},
 		{"zero index bytes", []string{"--watch-registries", "--max-index-bytes", "0"}, "--max-index-bytes"},
 		{"no namespace registries", []string{"--watch-registries", "--max-namespace-registries", "0"}, "--max-namespace-registries"},
+		{"no listings", []string{"--watch-registries", "--max-listings", "0"}, "--max-listings 0"},
+		{"namespace listings over the daemon's", []string{"--watch-registries", "--max-listings", "2", "--max-namespace-listings", "3"}, "no larger than --max-listings (2)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -282,6 +282,7 @@ func newWatcher(s *settings, setup api.Setup, resolver *resolve.Resolver, hooks 
 		AllowedAPIs: s.kube.allowedAPIs, AllowedOCIHosts: s.kube.allowedOCIHosts, MinRefresh: s.kube.minRefresh, StaticIdentities: ids,
 		MaxTreeEntries: s.kube.maxEntries, MaxRegistryBytes: s.kube.maxRegistryBytes,
 		MaxNamespaceRegistries: s.kube.maxNSRegistries, MaxNamespaceBytes: s.kube.maxNamespaceBytes, MaxIndexBytes: s.kube.maxIndexBytes,
+		MaxListings: s.kube.maxListings, MaxNamespaceListings: s.kube.maxNSListings,
 		LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: lease / 4,
 		Logger: log,
 	})

@@ -70,6 +70,13 @@ type Registry struct {
 	// serves nothing, as over its own bounds. registryd's per-namespace
 	// and daemon bounds answer it.
 	Admit func(cost int64) error
+	// Gate, if set, is asked for a slot before the source is listed by a
+	// refresh; the slot is held until the listing is indexed or dropped
+	// (a listing is held whole in memory until then), and given back by
+	// calling release. An error (its context ended) fails the refresh.
+	// registryd bounds the listings in flight per namespace and for the
+	// daemon with it.
+	Gate func(ctx context.Context) (release func(), err error)
 	// OnIndex, if set, is called after every refresh attempt with the
 	// registry's Key, the result ("ok", "unchanged", "error") and its
 	// duration.
@@ -211,6 +218,13 @@ func (r *Registry) refresh(ctx context.Context, commit string) (string, error) {
 	var prev *fetch.Tree
 	if s := r.Snapshot(); s != nil {
 		prev = s.Tree
+	}
+	if r.Gate != nil {
+		release, err := r.Gate(ctx)
+		if err != nil {
+			return "error", fmt.Errorf("refreshing %s: waiting for a listing slot: %w", r.Name, err)
+		}
+		defer release()
 	}
 	var tree *fetch.Tree
 	var err error

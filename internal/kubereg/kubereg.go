@@ -109,6 +109,14 @@ type Options struct {
 	MaxNamespaceRegistries int
 	MaxNamespaceBytes      int64
 	MaxIndexBytes          int64
+	// MaxListings bounds the objects' listings in flight (read from their
+	// source and not yet indexed) for the daemon, and
+	// MaxNamespaceListings those of one namespace's Registries
+	// (ClusterRegistries share a lane of their own): a listing is held
+	// whole in memory before the index bounds above can weigh it. Zero
+	// means no bound.
+	MaxListings          int
+	MaxNamespaceListings int
 	// ReleaseAfter is how long after registries holding at least
 	// ReleaseBytes of index are stopped the watcher returns the freed
 	// memory to the system (debug.FreeOSMemory), at most once per
@@ -210,6 +218,8 @@ type Watcher struct {
 	// no longer served now, not at the next minute.
 	release *releaser
 	collect atomic.Bool
+	// listings bounds the objects' listings in flight.
+	listings *listingGate
 }
 
 // New returns a Watcher; Run starts it.
@@ -255,6 +265,7 @@ func New(opts Options) (*Watcher, error) {
 	}
 	w.quota = quotas{nsRegistries: opts.MaxNamespaceRegistries, nsBytes: opts.MaxNamespaceBytes, allBytes: opts.MaxIndexBytes,
 		charges: map[string]charge{}, measured: map[string]measure{}, static: w.staticCost}
+	w.listings = newListingGate(opts.MaxListings, opts.MaxNamespaceListings)
 	w.release = newReleaser(opts.ReleaseAfter, opts.ReleaseBytes, log)
 	w.secrets = newSecretWatches(w)
 	return w, nil

@@ -444,6 +444,8 @@ func (w *Watcher) start(ctx context.Context, d desired, old *running) (*running,
 	g.RetryMin = w.opts.MinRefresh
 	nr := &running{desired: d, g: g}
 	g.Admit = func(cost int64) error { return w.admit(nr, cost) }
+	ns := d.spec.Namespace
+	g.Gate = func(ctx context.Context) (func(), error) { return w.listings.acquire(ctx, ns) }
 	if old != nil && d.sameSource(old.desired) && old.g.Snapshot() != nil {
 		_ = g.Install(old.g.Snapshot())
 	} else if g.CacheDir != "" {

@@ -73,6 +73,8 @@ type Server struct {
 	total     int
 	byKind    map[string]int
 	byStatus  map[int]int
+	inFlight  map[string]int // requests of a kind being answered now
+	maxFlight map[string]int // the most of a kind answered at once
 	remaining int
 	reset     time.Time
 
@@ -88,6 +90,8 @@ func New(repos map[string]string) *Server {
 		done:      make(chan struct{}),
 		byKind:    map[string]int{},
 		byStatus:  map[int]int{},
+		inFlight:  map[string]int{},
+		maxFlight: map[string]int{},
 		remaining: RateLimit,
 		reset:     time.Now().Add(time.Hour),
 		trees:     map[string][]treeEntry{},
@@ -155,6 +159,15 @@ func (s *Server) RequestsTo(kind string) int {
 	return s.byKind[kind]
 }
 
+// MaxInFlight returns the most requests of one kind (as RequestsTo)
+// answered at once since the start or the last ResetCounts: how many
+// listings a client ran concurrently.
+func (s *Server) MaxInFlight(kind string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxFlight[kind]
+}
+
 // Responses returns the number of answers with the given status code, such
 // as http.StatusNotModified.
 func (s *Server) Responses(status int) int {
@@ -171,6 +184,10 @@ func (s *Server) ResetCounts() {
 	s.total = 0
 	s.byKind = map[string]int{}
 	s.byStatus = map[int]int{}
+	s.maxFlight = map[string]int{}
+	for k, n := range s.inFlight {
+		s.maxFlight[k] = n
+	}
 }
 
 // kindOf classifies a request path for the counters.
@@ -248,11 +265,19 @@ func (s *Server) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, s: s}
 		s.mu.Lock()
+		kind := kindOf(r.URL.Path)
 		s.total++
-		s.byKind[kindOf(r.URL.Path)]++
+		s.byKind[kind]++
+		s.inFlight[kind]++
+		s.maxFlight[kind] = max(s.maxFlight[kind], s.inFlight[kind])
 		f := s.faults
 		token := s.token
 		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			s.inFlight[kind]--
+			s.mu.Unlock()
+		}()
 
 		if f.Latency > 0 {
 			t := time.NewTimer(f.Latency)
