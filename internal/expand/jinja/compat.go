@@ -1021,14 +1021,21 @@ func pyUnicodeEscape(body string, quote byte) string {
 			sb.WriteString(`\x5c`)
 		case r == rune(quote):
 			sb.WriteString(`\` + string(r))
-		case r == '\n' || r >= 0x20 && r != 0x7f:
+		case r >= 0x20 && r != 0x7f:
 			sb.WriteRune(r)
 		default:
+			// A newline an escape made (\n, \x0a, \012) is written as an
+			// escape too: a line break would move every later line.
 			fmt.Fprintf(&sb, `\x%02x`, r)
 		}
 	}
 	for i := 0; i < len(body); {
 		c := body[i]
+		if c == '\n' {
+			sb.WriteByte(c) // a line break of the source stays one
+			i++
+			continue
+		}
 		if c != '\\' || i+1 >= len(body) {
 			r, n := utf8.DecodeRuneInString(body[i:])
 			write(r)

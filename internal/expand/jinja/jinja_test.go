@@ -39,6 +39,11 @@ func TestRender(t *testing.T) {
 		{name: "adding an undefined key", src: "{{ 'p/' + properties['clusterType'] }}", wantErr: `unable to add "p/" and None (or an undefined name or key)`},
 		{name: "adding None", src: "{{ properties.n + None }}", wantErr: "unable to add 3 and None"},
 		{name: "joining an undefined key with ~", src: "[{{ 'p/' ~ properties['clusterType'] }}]", want: "[p/]"},
+		// A newline an escape makes is a newline of the value, and the
+		// source's lines stay where they were: an error on the next line
+		// names that line.
+		{name: "escapes making newlines", src: `{{ "a\nb" }}|{{ 'c\x0Ad' }}|{{ 'e\012f' }}|{{ 'g\/h' }}`, want: "a\nb|c\nd|e\nf|g\\/h"},
+		{name: "a line after an escaped newline", src: "{{ 'a\\x0a' }}\n{{ nosuch(1) }}", wantErr: "t.jinja:2: "},
 		{name: "set again to a value prints it", src: "{% set p = properties.port %}{% set p = properties.n %}[{{ p }}]", want: "[3]"},
 	}
 	for _, tt := range tests {
