@@ -333,6 +333,17 @@ func (b *localBackend) ReadFile(ctx context.Context, ref, registry, path string)
 	return s.ReadFile(ctx, ref, registry, path)
 }
 
+// VersionSignatures reads a version's signatures where its registry
+// keeps them (api.SignatureReader), for dm mirror.
+func (b *localBackend) VersionSignatures(ctx context.Context, ref, registry string) ([][]byte, error) {
+	b.need(ref)
+	s, err := b.service(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.VersionSignatures(ctx, ref, registry)
+}
+
 // Expand expands in-process, or in a sandboxed worker process when a
 // GitHub registry is configured: its templates are other people's code.
 // The user's own files and directories and the embedded example run

@@ -169,6 +169,8 @@ type mirrorResult struct {
 	Pushed    []string `json:"pushed"`
 	Present   int      `json:"present"`
 	Conflicts []string `json:"conflicts,omitempty"`
+	// Signatures counts the signatures stored as referrers.
+	Signatures int `json:"signatures"`
 }
 
 func cmdMirror(ctx context.Context, g *globals, p *printer, sourceArg, target string) error {
@@ -214,7 +216,7 @@ func cmdMirror(ctx context.Context, g *globals, p *printer, sourceArg, target st
 	if err != nil && !errors.As(err, &conflict) {
 		return err
 	}
-	out.Present = res.Present
+	out.Present, out.Signatures = res.Present, res.Signatures
 	for _, c := range res.Conflicts {
 		out.Conflicts = append(out.Conflicts, c.Repository+":"+c.Tag)
 	}
@@ -224,11 +226,19 @@ func cmdMirror(ctx context.Context, g *globals, p *printer, sourceArg, target st
 		}
 		return err
 	}
+	sigs := ""
+	switch res.Signatures {
+	case 0:
+	case 1:
+		sigs = "; stored 1 signature"
+	default:
+		sigs = fmt.Sprintf("; stored %d signatures", res.Signatures)
+	}
 	switch {
 	case res.Pushed == 0 && len(res.Conflicts) == 0:
-		fmt.Fprintf(p.w, "nothing to push: %s holds all %d versions of %s\n", target, res.Present, prefix)
+		fmt.Fprintf(p.w, "nothing to push: %s holds all %d versions of %s%s\n", target, res.Present, prefix, sigs)
 	default:
-		fmt.Fprintf(p.w, "pushed %d versions of %s to %s; %d were there already\n", res.Pushed, prefix, target, res.Present)
+		fmt.Fprintf(p.w, "pushed %d versions of %s to %s; %d were there already%s\n", res.Pushed, prefix, target, res.Present, sigs)
 	}
 	return err
 }

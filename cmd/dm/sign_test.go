@@ -210,4 +210,20 @@ func TestMirrorSignatures(t *testing.T) {
 	if got := len(tagsOf(t, reg.Host, "acme/tpl/redis")); got != tags {
 		t.Errorf("a second mirror changed the tags: %d -> %d", tags, got)
 	}
+
+	// From that registry (its signatures under the tag fallback) to
+	// another with the referrers API: the referrers go with the versions.
+	reg2 := ocitest.New(t, ocitest.Options{})
+	target2 := reg2.URL + "/mirror/tpl"
+	fromOCI := []string{"--plain-http"}
+	if r := run(append(fromOCI, "mirror", target, target2)...); r.code != 0 || !strings.Contains(r.stdout, "stored 1 signature\n") {
+		t.Fatalf("mirror from OCI: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	policy2 := []string{"--registry-oci", "github.com/acme/tpl=" + target2, "--plain-http", "--verify-key", pub, "--require-signature"}
+	if r := run(append(policy2, "resolve", "redis:v1.0")...); r.code != 0 || !strings.Contains(r.stderr, "signed by key") {
+		t.Fatalf("the signature mirrored from OCI: %d %s", r.code, r.stderr)
+	}
+	if r := run(append(fromOCI, "mirror", target, target2)...); r.code != 0 || !strings.Contains(r.stdout+r.stderr, "nothing to push") || strings.Contains(r.stdout+r.stderr, "signature") {
+		t.Fatalf("second mirror from OCI: %d %s %s", r.code, r.stdout, r.stderr)
+	}
 }

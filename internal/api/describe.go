@@ -253,6 +253,17 @@ func (s *Service) file(ctx context.Context, ref, registry, path string) (*FileCo
 	return &FileContent{Resolved: res.Resolved(), File: File{Path: e.Path, Size: e.Size, SHA: e.SHA}, Content: b}, nil
 }
 
+// VersionSignatures returns the Sigstore bundles of the version ref
+// resolves to, where its registry keeps them (signature.Bundles), for a
+// mirror to copy.
+func (s *Service) VersionSignatures(ctx context.Context, ref, registry string) ([][]byte, error) {
+	res, err := s.resolve(ctx, ref, registry)
+	if err != nil {
+		return nil, err
+	}
+	return signature.Bundles(ctx, res.Registry, res.Version)
+}
+
 // ReadFile is File's content alone, for Backend.
 func (s *Service) ReadFile(ctx context.Context, ref, registry, path string) ([]byte, error) {
 	f, err := s.File(ctx, ref, registry, path)

@@ -103,17 +103,30 @@ func MirrorCandidates(ctx context.Context, b Backend, prefix string, info Publis
 					return ReadVersion(ctx, b, tv, info)
 				},
 			}
-			if v.SignatureFile {
-				// The signature goes with the version: an air-gapped
-				// registry's policy verifies what it was signed over.
-				c.Signature = func(ctx context.Context) ([]byte, error) {
-					return b.ReadFile(ctx, ref, "", index.SignatureFile)
+			// The signatures go with the version: an air-gapped
+			// registry's policy verifies what they were made over.
+			if sr, ok := b.(SignatureReader); ok {
+				c.Signatures = func(ctx context.Context) ([][]byte, error) { return sr.VersionSignatures(ctx, ref, "") }
+			} else if v.SignatureFile {
+				c.Signatures = func(ctx context.Context) ([][]byte, error) {
+					sig, err := b.ReadFile(ctx, ref, "", index.SignatureFile)
+					if err != nil {
+						return nil, err
+					}
+					return [][]byte{sig}, nil
 				}
 			}
 			cands = append(cands, c)
 		}
 	}
 	return cands, notes, nil
+}
+
+// SignatureReader is a Backend that reads a version's signatures where
+// its source keeps them, OCI referrers included (Service); from another
+// (a registryd's Client) a mirror copies signature files alone.
+type SignatureReader interface {
+	VersionSignatures(ctx context.Context, ref, registry string) ([][]byte, error)
 }
 
 // NewPusher returns the pusher of an OCI registry spec: its credential

@@ -202,6 +202,32 @@ func (v *Verifier) verify(ctx context.Context, g *index.Registry, t *index.Templ
 	return signer, err, time.Time{}
 }
 
+// Bundles returns the Sigstore bundles of version ver of g where its
+// source keeps them: an OCI registry's referrers of its manifest, else
+// its SignatureFile; none for an unsigned version. A mirror copies them
+// with the version, so that the target's policy verifies it as the
+// source's did.
+func Bundles(ctx context.Context, g *index.Registry, ver *index.Version) ([][]byte, error) {
+	if oci, ok := ociSource(g.Source); ok {
+		_, bs, err := oci.Signatures(ctx, ver.Path)
+		if err != nil {
+			return nil, fmt.Errorf("%s: reading its signatures: %w", ver.Ref, err)
+		}
+		return bs, nil
+	}
+	if ver.Signature == nil {
+		return nil, nil
+	}
+	if ver.Signature.Size > MaxBundleBytes {
+		return nil, fmt.Errorf("%s: its %s holds %d bytes, more than a bundle may (%d)", ver.Ref, index.SignatureFile, ver.Signature.Size, MaxBundleBytes)
+	}
+	b, err := g.Blob(ctx, ver.Signature.SHA)
+	if err != nil {
+		return nil, fmt.Errorf("%s: reading %s: %w", ver.Ref, index.SignatureFile, err)
+	}
+	return [][]byte{b}, nil
+}
+
 // Digest returns the sha256 of b as "sha256:<hex>".
 func Digest(b []byte) string {
 	s := sha256.Sum256(b)

@@ -1,9 +1,11 @@
 package oci
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/dmhq/dm/internal/derrors"
@@ -21,10 +23,11 @@ type Candidate struct {
 	// name, collection and version, and what the source says besides).
 	// It is called only for a version to push.
 	Read func(ctx context.Context) (artifact.Metadata, []artifact.Content, error)
-	// Signature, if set, reads the version's Sigstore bundle in its
-	// source (a signature file), stored as a referrer of the pushed
-	// version when the target lacks it.
-	Signature func(ctx context.Context) ([]byte, error)
+	// Signatures, if set, reads the version's Sigstore bundles in its
+	// source (a signature file, or an OCI registry's referrers), each
+	// stored as a referrer of the pushed version when the target lacks
+	// it.
+	Signatures func(ctx context.Context) ([][]byte, error)
 }
 
 // MirrorStep is what Mirror did with one candidate.
@@ -66,11 +69,10 @@ func (p *Pusher) Mirror(ctx context.Context, cands []Candidate, step func(i, n i
 		c := &cands[i]
 		s := MirrorStep{Candidate: c}
 		s.Result, s.Err = p.mirrorOne(ctx, c)
-		if s.Err == nil && c.Signature != nil {
-			var signed bool
-			if signed, s.Err = p.mirrorSignature(ctx, c, s.Result.ManifestDigest); signed {
-				res.Signatures++
-			}
+		if s.Err == nil && c.Signatures != nil {
+			var stored int
+			stored, s.Err = p.mirrorSignatures(ctx, c, s.Result.ManifestDigest)
+			res.Signatures += stored
 		}
 		var ce *ConflictError
 		switch {
@@ -140,26 +142,32 @@ func (p *Pusher) mirrorOne(ctx context.Context, c *Candidate) (*PushResult, erro
 	return p.Push(ctx, packed, c.Meta.Collection, c.Meta.Name, c.Meta.Version)
 }
 
-// mirrorSignature stores c's signature as a referrer of its pushed
-// manifest unless the target holds it already.
-func (p *Pusher) mirrorSignature(ctx context.Context, c *Candidate, manifestDigest string) (bool, error) {
-	b, err := c.Signature(ctx)
+// mirrorSignatures stores each of c's signatures the target lacks as a
+// referrer of its pushed manifest, and returns how many it stored.
+func (p *Pusher) mirrorSignatures(ctx context.Context, c *Candidate, manifestDigest string) (int, error) {
+	bundles, err := c.Signatures(ctx)
 	if err != nil {
-		return false, fmt.Errorf("%s: reading its signature: %w", c.Ref, err)
+		return 0, fmt.Errorf("%s: reading its signatures: %w", c.Ref, err)
+	}
+	if len(bundles) == 0 {
+		return 0, nil
 	}
 	_, have, err := p.Signatures(ctx, c.Meta.Collection, c.Meta.Name, c.Meta.Version)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
-	for _, h := range have {
-		if string(h) == string(b) {
-			return false, nil
+	stored := 0
+	for _, b := range bundles {
+		if slices.ContainsFunc(have, func(h []byte) bool { return bytes.Equal(h, b) }) {
+			continue
 		}
+		if _, err := p.PushSignature(ctx, c.Meta.Collection, c.Meta.Name, c.Meta.Version, manifestDigest, b); err != nil {
+			return stored, fmt.Errorf("%s: storing its signature: %w", c.Ref, err)
+		}
+		have = append(have, b)
+		stored++
 	}
-	if _, err := p.PushSignature(ctx, c.Meta.Collection, c.Meta.Name, c.Meta.Version, manifestDigest, b); err != nil {
-		return false, fmt.Errorf("%s: storing its signature: %w", c.Ref, err)
-	}
-	return true, nil
+	return stored, nil
 }
 
 // MirrorConflictError lists the tags a mirror found holding other
