@@ -210,9 +210,9 @@ func lazyImport(line string) (string, bool) {
 var delRE = regexp.MustCompile(`^(\s*)del\s+(.+?)\s*(#.*)?$`)
 
 // delAsPop translates `del x[key]`, one subscript of a dict or a list, to
-// x.pop(key), which removes the same item (and fails as del does when it
-// is missing); other del statements (a name, a slice, several targets)
-// stay unsupported.
+// __dm_del__(x, key): x.pop(key), which removes the same item (and fails
+// as del does when it is missing), or an object's __delitem__; other del
+// statements (a name, a slice, several targets) stay unsupported.
 func delAsPop(line string) (string, bool) {
 	m := delRE.FindStringSubmatch(line)
 	if m == nil || !strings.HasSuffix(m[2], "]") {
@@ -249,7 +249,7 @@ func delAsPop(line string) (string, bool) {
 	if open <= 0 || depth != 0 {
 		return "", false
 	}
-	return m[1] + target[:open] + ".pop(" + target[open+1:len(target)-1] + ")", true
+	return m[1] + starDel + "(" + target[:open] + ", " + target[open+1:len(target)-1] + ")", true
 }
 
 // moduleFile returns the file of a dotted module name: relative to the
