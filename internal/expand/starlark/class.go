@@ -108,7 +108,7 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 		}
 		name, base := m[1], m[2]
 		refuse := func(line int, format string, args ...any) error {
-			return engine.At(file, line+1, engine.Invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod or @classmethod) and attributes", name, fmt.Sprintf(format, args...)))
+			return engine.At(file, line+1, engine.Invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod, @classmethod or @property) and attributes", name, fmt.Sprintf(format, args...)))
 		}
 		baseExpr := "None"
 		switch {
