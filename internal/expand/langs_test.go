@@ -221,7 +221,7 @@ func TestPythonRefused(t *testing.T) {
 	}{
 		{"f-string", "y = 1\nx = f'{y}'", "t.py:8: f-strings are not supported in Python-style templates; use % or format"},
 		{"f-string in a concatenation", "x = ('a'\n  F\"b\")", "t.py:8: f-strings are not supported"},
-		{"try", "try:\n    x = 1\nexcept:\n    x = 2", `t.py:7: Python's "try" is not supported`},
+		{"try with finally", "try:\n    x = 1\nfinally:\n    x = 2", `t.py:9: try: finally is not supported`},
 		{"a huge padding", "x = 'x'.zfill(100000000)", "t.py:7: zfill(100000000) would make a value of 100000000 bytes"},
 		{"raise stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError('x is %d' % x)", "t.py:9: ValueError: x is 1"},
 		{"a raise over lines stops the expansion with its message", "x = 1\nif x > 0:\n    raise ValueError(\n        'x is \\\"{}\\\", '  # the value\n        'want 0'.format(x)\n    )\ny = 2", `t.py:9: ValueError: x is "1", want 0`},

@@ -869,6 +869,7 @@ func classBuiltins() starlark.StringDict {
 			}
 			return c, nil
 		}),
+		starTry: builtin(starTry, tryBuiltin),
 		starDel: builtin(starDel, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) != 2 || len(kwargs) != 0 {
 				return nil, fmt.Errorf("%s is internal to dm", starDel)

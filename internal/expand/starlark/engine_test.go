@@ -170,6 +170,80 @@ def GenerateConfig(context):
 def GenerateConfig(context):
   raise Error('zone %s is unknown' % 'z')
 `, wantErr: "t.py:4: Error: zone z is unknown"},
+		// try/except as CPython runs it (want is CPython's).
+		{name: "try and except", src: `class Error(Exception):
+  pass
+def get(d, k):
+  try:
+    return d[k]
+  except KeyError:
+    return 'none'
+def parse(s):
+  try:
+    n = int(s)
+  except (ValueError, TypeError) as e:
+    n = -1
+  else:
+    n = n * 2
+  return n
+def wrap(f):
+  try:
+    return f()
+  except Exception as e:
+    return 'caught ' + str(e)
+def bad():
+  raise Error('x')
+def partial():
+  a = 0
+  try:
+    a = 1
+    b = [][3]
+  except LookupError:
+    pass
+  return a
+def GenerateConfig(context):
+  out = [get({'a': 1}, 'a'), get({}, 'b'), parse('21'), parse('x'), wrap(bad), partial()]
+  try:
+    out.append({}['k'])
+  except:
+    out.append('bare')
+  for i in range(3):
+    try:
+      out.append(10 // (1 - i))
+    except ZeroDivisionError:
+      out.append('z')
+  return {'resources': [{'name': str(out), 'type': 'T'}]}
+`, want: "[1, 'none', 42, -1, 'caught x', 1, 'bare', 10, 'z', -10]"},
+		{name: "an exception no handler catches", src: `def GenerateConfig(context):
+  try:
+    x = {}['k']
+  except ValueError:
+    x = 1
+  return {}
+`, wantErr: "t.py:3: key \"k\" not in dict"},
+		{name: "try with finally", src: `def GenerateConfig(context):
+  try:
+    x = 1
+  finally:
+    x = 2
+  return {}
+`, wantErr: "t.py:4: try: finally is not supported"},
+		{name: "a try body that reads what it assigns", src: `def GenerateConfig(context):
+  n = 1
+  try:
+    n = n + 1
+  except KeyError:
+    pass
+  return {}
+`, wantErr: "t.py:4: try: its body reads n before it assigns it"},
+		{name: "steps are not caught", src: `def GenerateConfig(context):
+  try:
+    for i in range(100000):
+      pass
+  except:
+    pass
+  return {}
+`, wantErr: "StarlarkSteps", limit: true},
 		{name: "duplicate dict keys", src: `def GenerateConfig(context):
   d = {'b': 1, 'a': 2, 'b': 3, 1: 'x', 1: 'y'}
   return {'resources': [{'name': ','.join(['%s=%s' % kv for kv in d.items()]), 'type': 'T'}]}

@@ -295,7 +295,11 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 			return nil, err
 		}
 		shimmed = rewriteOperators(shimmed)
-		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
+		tried, hasTry, err := rewriteTry(file, rewriteStatements(shimmed))
+		if err != nil {
+			return nil, err
+		}
+		rewritten, err := rewriteImports(file, tried, exists)
 		if err != nil {
 			return nil, err
 		}
@@ -309,6 +313,11 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		}
 		if hasGlobals {
 			declareGlobalsDict(f)
+		}
+		if hasTry {
+			if err := translateTry(file, f); err != nil {
+				return nil, err
+			}
 		}
 		boundStarlark(f)
 		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := e.bounds[name]; return ok })
