@@ -188,8 +188,11 @@ var dmTypes = []dmType{
 	{"gcp-types/cloudfunctions-v1:projects.locations.functions", "CloudFunctionsFunction", ""},
 	{"gcp-types/cloudfunctions-v1beta2:projects.locations.functions", "CloudFunctionsFunction", ""},
 	{"gcp-types/cloudfunctions-v2:projects.locations.functions", "CloudFunctions2Function", ""},
+	{"gcp-types/cloudfunctions-v2:virtual.projects.locations.functions.iamMemberBinding", "IAMPolicyMember", ""},
 	{"gcp-types/cloudfunctions-v2alpha:projects.locations.functions", "CloudFunctions2Function", ""},
+	{"gcp-types/cloudfunctions-v2alpha:virtual.projects.locations.functions.iamMemberBinding", "IAMPolicyMember", ""},
 	{"gcp-types/cloudfunctions-v2beta:projects.locations.functions", "CloudFunctions2Function", ""},
+	{"gcp-types/cloudfunctions-v2beta:virtual.projects.locations.functions.iamMemberBinding", "IAMPolicyMember", ""},
 	{"gcp-types/cloudkms-v1:projects.locations.keyRings", "KMSKeyRing", ""},
 	{"gcp-types/cloudkms-v1:projects.locations.keyRings.cryptoKeys", "KMSCryptoKey", ""},
 	{"gcp-types/cloudresourcemanager-v1:projects", "Project", ""},
@@ -1876,7 +1879,7 @@ var kinds = []kindInfo{
 	},
 	{
 		Kind: "CloudFunctions2Function", APIVersion: "cloudfunctions2.cnrm.cloud.google.com/v1alpha1", Plural: "cloudfunctions2functions",
-		REST: "v2.projects.locations.functions", Body: "cloudfunctions/v2 projects.locations.functions.create", IAM: false, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_cloudfunctions2functions.cloudfunctions2.cnrm.cloud.google.com.yaml",
+		REST: "v2.projects.locations.functions", Body: "cloudfunctions/v2 projects.locations.functions.create", IAM: true, CRD: "apiextensions.k8s.io_v1_customresourcedefinition_cloudfunctions2functions.cloudfunctions2.cnrm.cloud.google.com.yaml",
 		NameFrom: []string{"functionId", "name"}, RESTName: "projects/{project}/locations/{location}/functions/{name}",
 		Wrappers: []string{"function"},
 		Spec: []field{
