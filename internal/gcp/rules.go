@@ -58,6 +58,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"MonitoringMetricDescriptor":       monitoringRule,
 	"MonitoringAlertPolicy":            monitoringRule,
 	"MonitoringNotificationChannel":    monitoringRule,
+	"MonitoringGroup":                  monitoringRule,
 	"MonitoringUptimeCheckConfig":      monitoringRule,
 }
 
