@@ -518,8 +518,8 @@ func TestErrors(t *testing.T) {
 			[]string{"action"}},
 		{"action of an API whose methods are named shorter", `[{name: s, type: "gcp-types/sqladmin-v1beta4:sql.users.delete"}]`,
 			[]string{"is a Deployment Manager action (a method call)"}},
-		{"collection of an unmapped API", `[{name: s, type: "gcp-types/tpu-v1alpha1:projects.locations.nodes"}]`,
-			[]string{"type gcp-types/tpu-v1alpha1:projects.locations.nodes is not a supported Google Cloud type"}},
+		{"collection of an unmapped API", `[{name: s, type: "gcp-types/notebooks-v1:projects.locations.instances"}]`,
+			[]string{"type gcp-types/notebooks-v1:projects.locations.instances is not a supported Google Cloud type"}},
 		// Pub/Sub refused properties its messages lack; Compute Engine
 		// ignored them (TestLeftOut).
 		// A typo gets the field meant; a name near none the list.

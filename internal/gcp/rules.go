@@ -59,6 +59,7 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"MonitoringAlertPolicy":            monitoringRule,
 	"MonitoringNotificationChannel":    monitoringRule,
 	"MonitoringGroup":                  monitoringRule,
+	"TPUNode":                          parentOnly("projects/{project}/locations/{zone}"),
 	"MonitoringUptimeCheckConfig":      monitoringRule,
 }
 
