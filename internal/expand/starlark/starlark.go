@@ -148,7 +148,7 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			if m[1] == "class" {
 				return nil, engine.At(file, i+1, engine.Invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
 			}
-			return nil, engine.At(file, i+1, engine.Invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, yield, del or print statements)", strings.TrimSpace(m[1])))
+			return nil, engine.At(file, i+1, engine.Invalid("Python's %q is not supported: dm runs .py templates as Starlark, with no with, yield, nonlocal, print statement, del of a name or re-raise", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
