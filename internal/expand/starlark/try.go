@@ -191,7 +191,10 @@ func tryStmts(file string, st *syntax.IfStmt, n int, list func([]syntax.Stmt) ([
 		}
 		h := handler{body: clause.True}
 		for i, a := range call.Args {
-			lit, _ := a.(*syntax.Literal)
+			lit, ok := a.(*syntax.Literal)
+			if !ok {
+				return nil, refuse(clause.If, "cannot read an except clause")
+			}
 			s, _ := lit.Value.(string)
 			if i == 0 {
 				h.as = s
