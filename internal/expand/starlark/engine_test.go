@@ -214,6 +214,26 @@ def GenerateConfig(context):
       out.append('z')
   return {'resources': [{'name': str(out), 'type': 'T'}]}
 `, want: "[1, 'none', 42, -1, 'caught x', 1, 'bare', 10, 'z', -10]"},
+		{name: "exception classes of failures", src: `def kind(f):
+  try:
+    f()
+    return 'ok'
+  except ValueError:
+    return 'V'
+  except TypeError:
+    return 'T'
+  except LookupError:
+    return 'L'
+  except AttributeError:
+    return 'A'
+  except ZeroDivisionError:
+    return 'Z'
+def unpack():
+  a, b = [1, 2, 3]
+def GenerateConfig(context):
+  out = [kind(lambda: '%x' % 1.5), kind(lambda: [1].index(3)), kind(unpack), kind(lambda: 'a'.index('z')), kind(lambda: int('q')), kind(lambda: 'a' + 1), kind(lambda: {}['k']), kind(lambda: [][0]), kind(lambda: 'a'.nope), kind(lambda: 1 // 0), kind(lambda: len(5)), kind(lambda: 'x')]
+  return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
+`, want: "TVVVVTLLAZTok"},
 		{name: "an exception no handler catches", src: `def GenerateConfig(context):
   try:
     x = {}['k']

@@ -473,12 +473,12 @@ var (
 		class string
 	}{
 		{regexp.MustCompile(`^key .* not in |^pop: missing key|^dict\.pop`), "KeyError"},
-		{regexp.MustCompile(`out of range|^index: `), "IndexError"},
+		{regexp.MustCompile(`out of range`), "IndexError"},
 		{regexp.MustCompile(`has no \.\S+ field or method|has no attribute`), "AttributeError"},
 		{regexp.MustCompile(`division by zero|modulo by zero`), "ZeroDivisionError"},
-		{regexp.MustCompile(`invalid literal|not a valid|^int: |^float: |could not convert`), "ValueError"},
+		{regexp.MustCompile(`invalid literal|not a valid|^int: |^float: |could not convert|unsupported format character|incomplete format|substring not found|values to unpack|math domain error|not in list`), "ValueError"},
 		{regexp.MustCompile(`^undefined: `), "NameError"},
-		{regexp.MustCompile(`unknown binary op|unsupported|not supported|got .*, want |not callable|not iterable|not subscriptable|unhashable|missing argument|unexpected keyword|takes|for parameter`), "TypeError"},
+		{regexp.MustCompile(`unknown binary op|unsupported|not supported|got .*, want |not callable|not iterable|not subscriptable|unhashable|missing argument|unexpected keyword|takes|for parameter|is required, not|must be .*, not|can only concatenate|has no len|not all arguments converted|format requires|cannot be interpreted|argument`), "TypeError"},
 	}
 )
 
