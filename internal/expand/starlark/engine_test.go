@@ -234,6 +234,33 @@ def GenerateConfig(context):
   out = [kind(lambda: '%x' % 1.5), kind(lambda: [1].index(3)), kind(unpack), kind(lambda: 'a'.index('z')), kind(lambda: int('q')), kind(lambda: 'a' + 1), kind(lambda: {}['k']), kind(lambda: [][0]), kind(lambda: 'a'.nope), kind(lambda: 1 // 0), kind(lambda: len(5)), kind(lambda: 'x')]
   return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
 `, want: "TVVVVTLLAZTok"},
+		{name: "except of a template's class catches what derives from it", src: `class Error(Exception):
+  pass
+class Bad(Error):
+  pass
+class Other(ValueError):
+  pass
+def kind(f):
+  try:
+    f()
+    return 'ok'
+  except Error as e:
+    return 'E' + str(e)
+  except ValueError:
+    return 'V'
+  except Exception:
+    return 'X'
+def bad():
+  raise Bad('b')
+def err():
+  raise Error('e')
+def other():
+  raise Other('o')
+def unknown():
+  raise RuntimeError('r')
+def GenerateConfig(context):
+  return {'resources': [{'name': ','.join([kind(bad), kind(err), kind(other), kind(unknown)]), 'type': 'T'}]}
+`, want: "Eb,Ee,V,X"},
 		{name: "an exception no handler catches", src: `def GenerateConfig(context):
   try:
     x = {}['k']

@@ -504,23 +504,41 @@ func failureClass(err error) (class, msg string) {
 	return "Exception", msg
 }
 
+// classChain is the class a failure names and the classes it derives
+// from, most derived first: a template's class (looked up in globals, the
+// try body's module) by its bases, a builtin by Python's hierarchy; a
+// class of no known base derives from Exception.
+func classChain(class string, globals starlark.StringDict) []string {
+	var chain []string
+	if c, ok := globals[class].(*pyClass); ok {
+		for k := c; k != nil; k = k.base {
+			chain = append(chain, k.name)
+			if k.exception != "" {
+				class = k.exception
+				break
+			}
+			class = "Exception"
+		}
+	} else if _, builtin := pyExceptionParents[class]; !builtin && class != "BaseException" {
+		chain = append(chain, class)
+		class = "Exception"
+	}
+	for k := class; k != ""; k = pyExceptionParents[k] {
+		chain = append(chain, k)
+	}
+	return chain
+}
+
 // catches reports whether an except clause naming classes catches a
-// failure of class: a builtin class by its parents, a template's own
-// class by name (or Exception, which every template error derives from).
-func catches(classes []string, class string) bool {
+// failure whose class and bases are chain.
+func catches(classes, chain []string) bool {
 	for _, c := range classes {
-		if c == "" || c == "BaseException" {
+		if c == "" {
 			return true
 		}
-		for k := class; k != ""; k = pyExceptionParents[k] {
+		for _, k := range chain {
 			if k == c {
 				return true
-			}
-			if _, builtin := pyExceptionParents[k]; !builtin && k != "BaseException" {
-				k = "Exception" // a template's class derives from Exception
-				if k == c {
-					return true
-				}
 			}
 		}
 	}
@@ -548,6 +566,11 @@ func tryBuiltin(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tupl
 		return nil, err
 	}
 	class, msg := failureClass(err)
+	var globals starlark.StringDict
+	if fn, ok := args[0].(*starlark.Function); ok {
+		globals = fn.Globals()
+	}
+	chain := classChain(class, globals)
 	for i, h := range args[1:] {
 		t, _ := h.(starlark.Tuple)
 		var classes []string
@@ -555,7 +578,7 @@ func tryBuiltin(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tupl
 			s, _ := starlark.AsString(c)
 			classes = append(classes, s)
 		}
-		if catches(classes, class) {
+		if catches(classes, chain) {
 			return starlark.Tuple{starlark.MakeInt(i), &pyException{class: class, msg: msg}, state}, nil
 		}
 	}
