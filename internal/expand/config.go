@@ -56,6 +56,10 @@ type Resource struct {
 	// Helm is where a type: helm resource's chart comes from, and its
 	// content template (seed 002); nil for every other type.
 	Helm *HelmChart `json:"-"`
+	// project is a resource's project field, which Deployment Manager
+	// ignored (every resource of a deployment is in its project): Expand
+	// warns naming it, and leaves it out.
+	project any
 }
 
 // HelmType is the type of a resource that is a Helm chart.
@@ -277,6 +281,8 @@ func resourcesFromValue(v any, line func(path ...any) int) ([]Resource, error) {
 					r.Helm = &HelmChart{}
 				}
 				*map[string]*string{"chart": &r.Helm.Chart, "url": &r.Helm.URL, "repo": &r.Helm.Repo, "version": &r.Helm.Version, "content": &r.Helm.Content}[k] = s
+			case "project":
+				r.project = fv
 			default:
 				if k == "action" {
 					// DM's actions call an API method at deploy time.

@@ -276,6 +276,29 @@ func TestConfigOutputFields(t *testing.T) {
 	}
 }
 
+// TestResourceProject: a resource's project field, which Deployment
+// Manager ignored, is left out with a warning naming it, in a
+// configuration and in a template's output, as the reference expander
+// (scripts/dmref) does.
+func TestResourceProject(t *testing.T) {
+	config := "imports: [{path: t.py}]\nresources:\n- {name: top, type: t.py, project: p1}\n- {name: ns, type: v1/Namespace, project: p2}\n"
+	py := "def GenerateConfig(context):\n  return {'resources': [{'name': 'cm', 'type': 'v1/ConfigMap', 'project': 'p3', 'properties': {'data': {'a': 'b'}}}]}\n"
+	res, err := New(Options{}).Expand(t.Context(), Request{Config: []byte(config), ConfigName: "config.yaml", Imports: map[string][]byte{"t.py": []byte(py)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Config.Resources) != 2 {
+		t.Fatalf("%d resources, want 2", len(res.Config.Resources))
+	}
+	want := []string{"top: the resource's project field (p1) is ignored", "ns: the resource's project field (p2) is ignored", "top > cm: the resource's project field (p3) is ignored"}
+	got := strings.Join(res.Warnings, "\n")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("warnings %q lack %q", res.Warnings, w)
+		}
+	}
+}
+
 func TestActionRefused(t *testing.T) {
 	_, err := New(Options{}).Expand(t.Context(), Request{Config: []byte("resources:\n- name: bind\n  action: gcp-types/compute-v1:compute.routers.patch\n  properties: {router: r}\n")})
 	if err == nil || !strings.Contains(err.Error(), "resources[0] (bind) is a Deployment Manager action (gcp-types/compute-v1:compute.routers.patch)") {

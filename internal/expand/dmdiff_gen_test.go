@@ -487,7 +487,7 @@ func (g *diffGen) pyStmts(s *pyScope, ind string, n int) []string {
 	types := []string{"str", "int", "float", "bool", "list", "dict"}
 	for i := 0; i < n; i++ {
 		typ := types[g.rng.IntN(len(types))]
-		switch r := g.rng.IntN(22); {
+		switch r := g.rng.IntN(28); {
 		case r < 10:
 			e := g.pyExpr(s, typ, 3)
 			out = append(out, ind+s.fresh(typ)+" = "+e)
@@ -549,6 +549,42 @@ func (g *diffGen) pyStmts(s *pyScope, ind string, n int) []string {
 		case r == 20:
 			g.use("py raise")
 			out = append(out, ind+"if "+g.pyExpr(s, "bool", 1)+" and "+g.pick("False", "len('x') > 3")+":", ind+"  raise ValueError('bad ' + "+g.pyExpr(s, "str", 1)+")")
+		case r == 22:
+			g.use("py special methods")
+			bg := fmt.Sprintf("bg%d", s.n)
+			s.n++
+			k := g.strLit(false)
+			out = append(out, ind+bg+" = Bag("+g.pyExpr(s, "list", 1)+")", ind+bg+"["+k+"] = "+g.pyExpr(s, "str", 1))
+			out = append(out, ind+s.fresh("str")+" = "+bg+"["+k+"] + str("+bg+") + repr("+bg+") + '%s' % "+bg)
+			out = append(out, ind+s.fresh("list")+" = [len("+bg+"), "+k+" in "+bg+", 'zz' in "+bg+", bool("+bg+"), "+bg+".first, "+bg+".KIND] + [x for x in "+bg+"]")
+			if g.chance(0.5) {
+				out = append(out, ind+"del "+bg+"["+k+"]", ind+s.fresh("bool")+" = "+k+" in "+bg)
+			}
+		case r == 23:
+			g.use("py sorting objects")
+			out = append(out, ind+s.fresh("str")+" = str(sorted([Ver("+g.intLit()+"), Ver("+g.intLit()+"), Ver("+g.intLit()+")])) + str(Ver(1) == Ver(1)) + str(Ver(1) != Ver(2)) + str(len(set([Ver(2), Ver(2)]))) + str(Ver(3)(2)) + repr(Ver(1) + Ver(2))")
+		case r == 24:
+			g.use("py assert")
+			out = append(out, ind+"assert "+g.pyExpr(s, "bool", 1)+g.pick("", ", 'assertion '", ", (\n"+ind+"    'over lines ' + "+g.pyExpr(s, "str", 1)+")"))
+		case r == 25:
+			g.use("py try except")
+			if d, ok := g.pyVar(s, "dict"); ok && g.chance(0.5) {
+				v := s.fresh("str")
+				out = append(out, ind+"try:", ind+"  "+v+" = str("+d+"["+g.strLit(false)+"])", ind+"except "+g.pick("KeyError", "LookupError", "(KeyError, IndexError)", "Exception")+g.pick("", " as e")+":", ind+"  "+v+" = 'missing'")
+				break
+			}
+			e := g.pyExpr(s, "str", 1)
+			v := s.fresh("str")
+			out = append(out, ind+"try:", ind+"  "+v+" = str(int("+e+"))", ind+"except "+g.pick("ValueError", "Exception", "(TypeError, ValueError)")+":", ind+"  "+v+" = 'nan'", ind+"else:", ind+"  "+v+" += '!'")
+		case r == 26:
+			g.use("py try except index")
+			e := g.pyExpr(s, "list", 1)
+			v := s.fresh("str")
+			out = append(out, ind+"try:", ind+"  "+v+" = str("+e+"["+g.pick("0", "5", "-1")+"])", ind+"except IndexError:", ind+"  "+v+" = 'none'")
+		case r == 27:
+			g.use("py bool bitwise")
+			e := "(" + g.pyExpr(s, "bool", 1) + ") " + g.pick("^", "&", "|") + " (" + g.pyExpr(s, "bool", 1) + ")"
+			out = append(out, ind+s.fresh("bool")+" = "+e)
 		default:
 			g.use("py del")
 			if d, ok := g.pyVar(s, "dict"); ok {
@@ -572,6 +608,73 @@ func (g *diffGen) rePattern(jinja bool) string {
 	return "'" + strings.ReplaceAll(p, `\`, `\\`) + "'"
 }
 
+// diffPyClasses are the classes generated templates use: special
+// methods, a property, comparisons and hashing.
+const diffPyClasses = `class Bag(object):
+  KIND = 'bag'
+
+  def __init__(self, items):
+    self.items = list(items)
+    self.props = {}
+
+  def __getitem__(self, k):
+    return self.props[k]
+
+  def __setitem__(self, k, v):
+    self.props[k] = v
+
+  def __delitem__(self, k):
+    del self.props[k]
+
+  def __contains__(self, k):
+    return k in self.props
+
+  def __len__(self):
+    return len(self.items)
+
+  def __iter__(self):
+    return iter(self.items)
+
+  def __str__(self):
+    return 'Bag(%s)' % len(self.items)
+
+  def __repr__(self):
+    return 'Bag!'
+
+  @property
+  def first(self):
+    return self.items[0] if self.items else None
+
+
+class Ver(object):
+
+  def __init__(self, n):
+    self.n = n
+
+  def __eq__(self, o):
+    return self.n == o.n
+
+  def __ne__(self, o):
+    return self.n != o.n
+
+  def __lt__(self, o):
+    return self.n < o.n
+
+  def __hash__(self):
+    return self.n
+
+  def __call__(self, x):
+    return self.n * x
+
+  def __add__(self, o):
+    return Ver(self.n + o.n)
+
+  def __repr__(self):
+    return 'Ver%d' % self.n
+
+
+`
+
 // pythonCase is a Python template, a helper module and a configuration.
 func (g *diffGen) pythonCase() diffCase {
 	g.use("python template")
@@ -584,6 +687,7 @@ func (g *diffGen) pythonCase() diffCase {
 		b.WriteString("import helpers\nfrom helpers import PREFIX as P\n")
 	}
 	b.WriteString("\n\nclass Box(object):\n  \"\"\"A plain record.\"\"\"\n  KIND = 'box'\n\n  def __init__(self, n):\n    self.n = n\n\n  def describe(self):\n    return '%s:%s:%s' % (self.KIND, self.n, getattr(self, 'label', '-'))\n\n\n")
+	b.WriteString(diffPyClasses)
 	b.WriteString("def helper(s, n=2):\n  return (s + '|') * n\n\n\n")
 	b.WriteString("def GenerateConfig(context):\n")
 	for _, l := range g.pyStmts(s, "  ", 3+g.rng.IntN(8)) {

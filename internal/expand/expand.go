@@ -611,6 +611,9 @@ func (r *run) expandList(ctx context.Context, sc *scope, path []string, chain []
 			return nil, &Error{Path: path, Template: parent, Err: invalid("%s has two resources named %q; names must be unique among siblings", where, res.Name)}
 		}
 		seen[res.Name] = true
+		if res.project != nil {
+			r.warn(fmt.Sprintf("%s: the resource's project field (%v) is ignored, as Deployment Manager ignored it: a deployment's resources are in its project (for Config Connector, the namespace's project annotation)", strings.Join(p, " > "), res.project))
+		}
 		r.count++
 		if r.count > r.x.opts.MaxResources {
 			return nil, &Error{Path: p, Err: limitErr("MaxResources", r.x.opts.MaxResources, "expansion has more than %d resources", r.x.opts.MaxResources)}

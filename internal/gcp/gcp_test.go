@@ -518,8 +518,8 @@ func TestErrors(t *testing.T) {
 			[]string{"action"}},
 		{"action of an API whose methods are named shorter", `[{name: s, type: "gcp-types/sqladmin-v1beta4:sql.users.delete"}]`,
 			[]string{"is a Deployment Manager action (a method call)"}},
-		{"collection of an unmapped API", `[{name: s, type: "gcp-types/tpu-v1alpha1:projects.locations.nodes"}]`,
-			[]string{"type gcp-types/tpu-v1alpha1:projects.locations.nodes is not a supported Google Cloud type"}},
+		{"collection of an unmapped API", `[{name: s, type: "gcp-types/notebooks-v1:projects.locations.instances"}]`,
+			[]string{"type gcp-types/notebooks-v1:projects.locations.instances is not a supported Google Cloud type"}},
 		// Pub/Sub refused properties its messages lack; Compute Engine
 		// ignored them (TestLeftOut).
 		// A typo gets the field meant; a name near none the list.
@@ -872,6 +872,15 @@ func TestDMSampleForms(t *testing.T) {
 - name: cft-bucket
   type: gcp-types/storage-v1:buckets
   properties: {name: cft-bucket-1, location: us-east1}
+- name: fn
+  type: gcp-types/cloudfunctions-v2beta:projects.locations.functions
+  properties: {parent: projects/p/locations/us-east1, functionId: fn-1, function: {buildConfig: {runtime: python312, entryPoint: h, source: {storageSource: {bucket: b, object: f.zip}}}}}
+- name: fn-bind
+  type: gcp-types/cloudfunctions-v2beta:virtual.projects.locations.functions.iamMemberBinding
+  properties: {resource: $(ref.fn.name), role: roles/cloudfunctions.viewer, member: "serviceAccount:123@cloudservices.gserviceaccount.com"}
+- name: fn-bind-external
+  type: gcp-types/cloudfunctions-v2:virtual.projects.locations.functions.iamMemberBinding
+  properties: {resource: projects/p/locations/us-east1/functions/other, role: roles/cloudfunctions.invoker, member: allUsers}
 - name: cft-folder-bind
   type: gcp-types/cloudresourcemanager-v2:virtual.folders.iamMemberBinding
   properties: {resource: "123", role: roles/viewer, member: "group:g@example.com"}
@@ -907,6 +916,9 @@ func TestDMSampleForms(t *testing.T) {
 		{"ContainerCluster/gke", "spec.subnetworkRef", nil},
 		{"IAMPolicyMember/cft-bucket-bind", "spec.resourceRef", map[string]any{"apiVersion": "storage.cnrm.cloud.google.com/v1beta1", "kind": "StorageBucket", "name": "cft-bucket-1"}},
 		{"IAMPolicyMember/cft-folder-bind", "spec.resourceRef", map[string]any{"kind": "Folder", "external": "folders/123"}},
+		{"IAMPolicyMember/fn-bind", "spec.resourceRef", map[string]any{"apiVersion": "cloudfunctions2.cnrm.cloud.google.com/v1alpha1", "kind": "CloudFunctions2Function", "name": "fn-1"}},
+		{"IAMPolicyMember/fn-bind", "spec.role", "roles/cloudfunctions.viewer"},
+		{"IAMPolicyMember/fn-bind-external", "spec.resourceRef", map[string]any{"kind": "CloudFunctions2Function", "external": "projects/p/locations/us-east1/functions/other"}},
 		{"IAMPolicyMember/cft-folder-bind", "metadata.annotations.cnrm.cloud.google.com/project-id", "p"},
 		{"LoggingLogSink/org-sink", "spec.organizationRef", map[string]any{"external": "123"}}, // organization is parent's ID
 		{"DNSRecordSet/rrs", "spec.name", "www.example.com."},                                  // DM's records: the first is the resource's

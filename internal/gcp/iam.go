@@ -152,8 +152,10 @@ func (oc *objConv) member(member string) error {
 // iamMemberBinding maps DM's virtual iamMemberBinding types: one member of
 // one role on a project (virtual.projects, properties.resource the
 // project), a folder (virtual.folders, folders/ID), an organization
-// (virtual.organizations, organizations/ID) or a bucket (virtual.buckets,
-// properties.bucket its name or a reference to it).
+// (virtual.organizations, organizations/ID), a bucket (virtual.buckets,
+// properties.bucket its name or a reference to it) or a Cloud Functions
+// (2nd gen) function (virtual.projects.locations.functions,
+// properties.resource its name or a reference to it).
 func iamMemberBinding(oc *objConv, props map[string]any) error {
 	virtual := oc.it.res.Type[strings.LastIndex(oc.it.res.Type, ":")+1:]
 	kind, key, what := "Project", "resource", "the project"
@@ -164,6 +166,8 @@ func iamMemberBinding(oc *objConv, props map[string]any) error {
 		kind, what = "Organization", "the organization, organizations/ID"
 	case "virtual.buckets.iamMemberBinding":
 		kind, key, what = "StorageBucket", "bucket", "the bucket"
+	case "virtual.projects.locations.functions.iamMemberBinding":
+		kind, what = "CloudFunctions2Function", "the function, projects/P/locations/L/functions/F or $(ref.NAME.name)"
 	}
 	target, _ := props[key].(string)
 	role, _ := props["role"].(string)
@@ -183,14 +187,14 @@ func iamMemberBinding(oc *objConv, props map[string]any) error {
 		}
 		prefix := strings.ToLower(kind) + "s/"
 		oc.spec["resourceRef"] = map[string]any{"kind": kind, "external": prefix + strings.TrimPrefix(target, prefix)}
-	case "StorageBucket":
+	case "StorageBucket", "CloudFunctions2Function":
 		ref, err := oc.ref(target, &field{Path: "resourceRef", Target: kind}, []seg{{key: "spec"}, {key: "resourceRef"}}, key)
 		if err != nil {
 			return err
 		}
 		rm, _ := ref.(map[string]any)
 		if rm == nil {
-			return invalid("properties.bucket is empty: name the bucket")
+			return invalid("properties.%s is empty: name %s", key, what)
 		}
 		rm["kind"] = kind
 		if rm["name"] != nil {

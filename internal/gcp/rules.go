@@ -58,6 +58,8 @@ var rules = map[string]func(oc *objConv, props map[string]any) error{
 	"MonitoringMetricDescriptor":       monitoringRule,
 	"MonitoringAlertPolicy":            monitoringRule,
 	"MonitoringNotificationChannel":    monitoringRule,
+	"MonitoringGroup":                  monitoringRule,
+	"TPUNode":                          parentOnly("projects/{project}/locations/{zone}"),
 	"MonitoringUptimeCheckConfig":      monitoringRule,
 }
 

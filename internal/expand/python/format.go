@@ -48,10 +48,20 @@ func (d Dict) get(key string) (any, bool) {
 	return nil, false
 }
 
+// Object is a value of a Python class: its repr is String, its str
+// PyStr.
+type Object interface {
+	String() string
+	PyStr() string
+}
+
 // Str is Python's str(v).
 func Str(v any) string {
-	if s, ok := v.(string); ok {
-		return s
+	switch v := v.(type) {
+	case string:
+		return v
+	case Object:
+		return v.PyStr()
 	}
 	return pyRepr(v)
 }

@@ -5,8 +5,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
 
 	"github.com/dmhq/dm/internal/expand/engine"
 )
@@ -30,7 +32,11 @@ import (
 // in a class body (nested classes, other decorators, statements) is
 // refused with an error naming class and the line.
 
-const starClass = "__dm_class__"
+const (
+	starClass = "__dm_class__"
+	// starDel is del x[k] (delAsPop).
+	starDel = "__dm_del__"
+)
 
 var (
 	classRE     = regexp.MustCompile(`^class\s+([A-Za-z_]\w*)\s*(?:\(\s*([\w.]*)\s*\))?\s*:\s*(#.*)?$`)
@@ -102,13 +108,16 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 		}
 		name, base := m[1], m[2]
 		refuse := func(line int, format string, args ...any) error {
-			return engine.At(file, line+1, engine.Invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod or @classmethod) and attributes", name, fmt.Sprintf(format, args...)))
+			return engine.At(file, line+1, engine.Invalid("class %s: %s; dm translates classes that hold only methods (plain, @staticmethod, @classmethod or @property) and attributes", name, fmt.Sprintf(format, args...)))
 		}
 		baseExpr := "None"
 		switch {
 		case base == "" || base == "object":
 		case classes[base]:
 			baseExpr = base
+		case pyExceptions[base]:
+			// class Error(Exception): pass, for raise Error('...').
+			baseExpr = fmt.Sprintf("%q", base)
 		default:
 			return nil, refuse(i, "its base %s is not a class of this file", base)
 		}
@@ -134,7 +143,7 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 			return nil, refuse(i, "it has no body")
 		}
 		var members []string
-		static, classm := []string{}, []string{}
+		static, classm, props := []string{}, []string{}, []string{}
 		decorator := ""
 		for j := i + 1; j < end; j++ {
 			if cont[j] {
@@ -154,7 +163,7 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 				continue
 			}
 			switch {
-			case t == "@staticmethod" || t == "@classmethod":
+			case t == "@staticmethod" || t == "@classmethod" || t == "@property":
 				decorator = t
 				lines[j] = ""
 			case strings.HasPrefix(t, "@"):
@@ -167,6 +176,8 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 					static = append(static, mm[1])
 				case "@classmethod":
 					classm = append(classm, mm[1])
+				case "@property":
+					props = append(props, mm[1])
 				}
 				decorator = ""
 				lines[j] = "def " + classMember(name, mm[1]) + rest[len(mm[0])-1:]
@@ -187,7 +198,7 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 		for _, mem := range members {
 			table = append(table, fmt.Sprintf("%q: %s", mem, classMember(name, mem)))
 		}
-		lines[i] = fmt.Sprintf("%s = %s(%q, lambda: {%s}, %s, %s, %s)", name, starClass, name, strings.Join(table, ", "), baseExpr, pyStrTuple(static), pyStrTuple(classm))
+		lines[i] = fmt.Sprintf("%s = %s(%q, lambda: {%s}, %s, %s, %s, %s)", name, starClass, name, strings.Join(table, ", "), baseExpr, pyStrTuple(static), pyStrTuple(classm), pyStrTuple(props))
 		classes[name] = true
 		changed = true
 		i = end - 1
@@ -196,6 +207,12 @@ func translateClasses(file string, src []byte) ([]byte, error) {
 		return src, nil
 	}
 	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// pyExceptions are the builtin exception classes a class may derive from.
+var pyExceptions = map[string]bool{
+	"Exception": true, "BaseException": true, "ValueError": true, "TypeError": true, "KeyError": true,
+	"IndexError": true, "AttributeError": true, "RuntimeError": true, "LookupError": true, "NotImplementedError": true,
 }
 
 func classMember(class, member string) string { return "__dm_" + class + "_" + member }
@@ -219,12 +236,19 @@ type pyClass struct {
 	base    *pyClass
 	static  map[string]bool
 	classm  map[string]bool
-	frozen  bool
+	props   map[string]bool
+	// exception is the builtin exception class the class derives from
+	// directly, if any: its objects keep their arguments in args.
+	exception string
+	frozen    bool
+	// objects counts the objects made, for their identity hashes.
+	objects atomic.Uint32
 }
 
 var (
-	_ starlark.HasAttrs = (*pyClass)(nil)
-	_ starlark.Callable = (*pyClass)(nil)
+	_ starlark.HasAttrs    = (*pyClass)(nil)
+	_ starlark.HasSetField = (*pyClass)(nil)
+	_ starlark.Callable    = (*pyClass)(nil)
 )
 
 func (c *pyClass) String() string        { return "<class '" + c.name + "'>" }
@@ -270,6 +294,17 @@ func (c *pyClass) Attr(name string) (starlark.Value, error) {
 	return v, nil
 }
 
+// SetField sets a class attribute (C.x = v), which objects then read.
+func (c *pyClass) SetField(name string, v starlark.Value) error {
+	if c.frozen {
+		return fmt.Errorf("cannot set .%s of a frozen class %s", name, c.name)
+	}
+	if _, _, err := c.member(nil, name); err != nil {
+		return err
+	}
+	return c.members.SetKey(starlark.String(name), v)
+}
+
 // AttrNames lists the members of the class and its bases.
 func (c *pyClass) AttrNames() []string {
 	seen := map[string]bool{}
@@ -291,21 +326,39 @@ func (c *pyClass) AttrNames() []string {
 
 // CallInternal makes an object and runs __init__.
 func (c *pyClass) CallInternal(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-	obj := &pyObject{class: c, attrs: map[string]starlark.Value{}}
+	obj := &pyObject{class: c, attrs: map[string]starlark.Value{}, thread: th, id: c.objects.Add(1)}
+	self, err := obj.self(th)
+	if err != nil {
+		return nil, err
+	}
 	init, _, err := c.member(th, "__init__")
 	if err != nil {
 		return nil, err
 	}
 	if init == nil {
+		if c.isException() && len(kwargs) == 0 {
+			obj.attrs["args"] = args
+			return self, nil
+		}
 		if len(args)+len(kwargs) > 0 {
 			return nil, fmt.Errorf("%s() takes no arguments", c.name)
 		}
-		return obj, nil
+		return self, nil
 	}
-	if _, err := starlark.Call(th, init, append(starlark.Tuple{obj}, args...), kwargs); err != nil {
+	if _, err := starlark.Call(th, init, append(starlark.Tuple{self}, args...), kwargs); err != nil {
 		return nil, err
 	}
-	return obj, nil
+	return self, nil
+}
+
+// isException reports whether the class derives from a builtin exception.
+func (c *pyClass) isException() bool {
+	for k := c; k != nil; k = k.base {
+		if k.exception != "" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *pyClass) isSubclassOf(o *pyClass) bool {
@@ -317,20 +370,205 @@ func (c *pyClass) isSubclassOf(o *pyClass) bool {
 	return false
 }
 
-// pyObject is an instance of a translated class.
+// pyObject is an instance of a translated class. Its Go type is one of
+// pyObject, pyIterObject, pyCallObject and pyIterCallObject (self), so that
+// only objects of a class with __iter__ are iterable and only those of a
+// class with __call__ are callable, as in Python.
 type pyObject struct {
-	class  *pyClass
-	attrs  map[string]starlark.Value
+	class *pyClass
+	attrs map[string]starlark.Value
+	// self is the value the object is (this or a wrapper of it): what
+	// methods are bound to.
+	value starlark.Value
+	// thread is the thread that made the object, which its special
+	// methods run on when Starlark calls them without one (o[k], str(o),
+	// sorting): the expansion's, so its steps and cancellation bound them.
+	thread *starlark.Thread
+	id     uint32
 	frozen bool
 }
 
-var _ starlark.HasSetField = (*pyObject)(nil)
+var (
+	_ starlark.HasSetField = (*pyObject)(nil)
+	_ starlark.HasSetKey   = (*pyObject)(nil)
+	_ starlark.Container   = (*pyObject)(nil)
+	_ starlark.Comparable  = (*pyObject)(nil)
+	_ starlark.HasBinary   = (*pyObject)(nil)
+	_ starlark.Sequence    = (*pyIterObject)(nil)
+	_ starlark.Callable    = (*pyCallObject)(nil)
+	_ starlark.Sequence    = (*pyIterCallObject)(nil)
+	_ starlark.Callable    = (*pyIterCallObject)(nil)
+)
 
-func (o *pyObject) String() string       { return "<" + o.class.name + " object>" }
-func (o *pyObject) Type() string         { return o.class.name }
-func (o *pyObject) Truth() starlark.Bool { return true }
+// self makes the value the object is, by the special methods of its class.
+func (o *pyObject) self(th *starlark.Thread) (starlark.Value, error) {
+	iter, _, err := o.class.member(th, "__iter__")
+	if err != nil {
+		return nil, err
+	}
+	call, _, err := o.class.member(th, "__call__")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case iter != nil && call != nil:
+		o.value = &pyIterCallObject{o}
+	case iter != nil:
+		o.value = &pyIterObject{o}
+	case call != nil:
+		o.value = &pyCallObject{o}
+	default:
+		o.value = o
+	}
+	return o.value, nil
+}
+
+// asObject returns the object a value of a translated class is.
+func asObject(v starlark.Value) (*pyObject, bool) {
+	switch v := v.(type) {
+	case *pyObject:
+		return v, true
+	case *pyIterObject:
+		return v.pyObject, true
+	case *pyCallObject:
+		return v.pyObject, true
+	case *pyIterCallObject:
+		return v.pyObject, true
+	}
+	return nil, false
+}
+
+// special returns the special method name of the object's class bound to
+// the object, or nil: Python looks them up on the type, not the object.
+func (o *pyObject) special(name string) (starlark.Value, error) {
+	v, _, err := o.class.member(o.thread, name)
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return bindMethod(name, v, o.value), nil
+}
+
+// callSpecial calls the special method name; found is false if the
+// class has none.
+func (o *pyObject) callSpecial(name string, args ...starlark.Value) (v starlark.Value, found bool, err error) {
+	m, err := o.special(name)
+	if err != nil || m == nil {
+		return nil, false, err
+	}
+	v, err = starlark.Call(o.thread, m, args, nil)
+	return v, true, err
+}
+
+// String is __str__, else __repr__, else Python's default.
+func (o *pyObject) String() string {
+	for _, name := range []string{"__str__", "__repr__"} {
+		v, found, err := o.callSpecial(name)
+		if !found {
+			continue
+		}
+		if s, ok := v.(starlark.String); ok && err == nil {
+			return string(s)
+		}
+		break
+	}
+	return o.defaultText()
+}
+
+// defaultText is what str makes of an object whose class defines neither
+// __str__ nor __repr__: an exception's argument, else Python's default.
+func (o *pyObject) defaultText() string {
+	if args, ok := o.attrs["args"].(starlark.Tuple); ok && o.class.isException() {
+		switch len(args) {
+		case 0:
+			return ""
+		case 1:
+			if s, ok := args[0].(starlark.String); ok {
+				return string(s)
+			}
+			return args[0].String()
+		}
+		return args.String()
+	}
+	return "<" + o.class.name + " object>"
+}
+
+// pyStringOf is str(o) or repr(o) as Python runs them, the special
+// method's failure an error; ok is false for a value of no class.
+func pyStringOf(v starlark.Value, repr bool) (starlark.Value, bool, error) {
+	o, ok := asObject(v)
+	if !ok {
+		return nil, false, nil
+	}
+	names := []string{"__str__", "__repr__"}
+	if repr {
+		names = names[1:]
+	}
+	for _, name := range names {
+		s, found, err := o.callSpecial(name)
+		if !found {
+			continue
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		if _, isStr := s.(starlark.String); !isStr {
+			return nil, true, fmt.Errorf("%s returned non-string (type %s)", name, s.Type())
+		}
+		return s, true, nil
+	}
+	return starlark.String(o.defaultText()), true, nil
+}
+
+// pyLenOf is len(o) by __len__; ok is false for a value of no class.
+func pyLenOf(v starlark.Value) (starlark.Value, bool, error) {
+	o, ok := asObject(v)
+	if !ok {
+		return nil, false, nil
+	}
+	n, found, err := o.callSpecial("__len__")
+	switch {
+	case !found && err == nil:
+		return nil, true, fmt.Errorf("object of type '%s' has no len()", o.class.name)
+	case err != nil:
+		return nil, true, err
+	}
+	if _, isInt := n.(starlark.Int); !isInt {
+		return nil, true, fmt.Errorf("'%s' object cannot be interpreted as an integer", n.Type())
+	}
+	return n, true, nil
+}
+
+func (o *pyObject) Type() string { return o.class.name }
+
+// Truth is __bool__, else __len__ not 0, else true. A failing method
+// reads as true: Starlark's truth cannot fail.
+func (o *pyObject) Truth() starlark.Bool {
+	if v, found, err := o.callSpecial("__bool__"); found {
+		return err != nil || v.Truth() == starlark.True
+	}
+	if v, found, err := o.callSpecial("__len__"); found {
+		return err != nil || v.Truth() == starlark.True
+	}
+	return true
+}
+
+// Hash is __hash__; an object of a class that defines __eq__ without it
+// is unhashable (Python 3); others hash by identity.
 func (o *pyObject) Hash() (uint32, error) {
-	return 0, fmt.Errorf("unhashable: %s object", o.class.name)
+	if v, found, err := o.callSpecial("__hash__"); found {
+		if err != nil {
+			return 0, err
+		}
+		i, ok := v.(starlark.Int)
+		if !ok {
+			return 0, fmt.Errorf("__hash__ method should return an integer")
+		}
+		return i.Hash()
+	}
+	if eq, _, err := o.class.member(o.thread, "__eq__"); err != nil || eq != nil {
+		return 0, fmt.Errorf("unhashable type: '%s'", o.class.name)
+	}
+	return o.id*2654435761 ^ uint32(len(o.class.name)), nil
 }
 
 // Freeze freezes the object and its attributes.
@@ -345,7 +583,7 @@ func (o *pyObject) Freeze() {
 }
 
 // Attr returns an attribute of the object, else of its class (methods
-// bound to the object).
+// bound to the object, a property's getter called).
 func (o *pyObject) Attr(name string) (starlark.Value, error) {
 	if v, ok := o.attrs[name]; ok {
 		return v, nil
@@ -354,9 +592,10 @@ func (o *pyObject) Attr(name string) (starlark.Value, error) {
 }
 
 // boundMember looks name up in class c and binds it for obj: a method to
-// obj, a class method to obj's class, a static method or attribute not.
+// obj, a class method to obj's class, a static method or attribute not; a
+// property's getter is called.
 func boundMember(c *pyClass, name string, obj *pyObject) (starlark.Value, error) {
-	v, owner, err := c.member(nil, name)
+	v, owner, err := c.member(obj.thread, name)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -365,10 +604,12 @@ func boundMember(c *pyClass, name string, obj *pyObject) (starlark.Value, error)
 		return v, nil
 	case owner.classm[name]:
 		return bindMethod(name, v, obj.class), nil
+	case owner.props[name]:
+		return starlark.Call(obj.thread, v, starlark.Tuple{obj.value}, nil)
 	}
 	if _, ok := v.(starlark.Callable); ok {
 		if _, isClass := v.(*pyClass); !isClass {
-			return bindMethod(name, v, obj), nil
+			return bindMethod(name, v, obj.value), nil
 		}
 	}
 	return v, nil
@@ -384,13 +625,210 @@ func (o *pyObject) AttrNames() []string {
 	return names
 }
 
-// SetField sets an attribute (self.x = v).
+// SetField sets an attribute (self.x = v); a property has no setter.
 func (o *pyObject) SetField(name string, v starlark.Value) error {
 	if o.frozen {
 		return fmt.Errorf("cannot set .%s of a frozen %s object", name, o.class.name)
 	}
+	if _, owner, err := o.class.member(o.thread, name); err == nil && owner != nil && owner.props[name] {
+		return fmt.Errorf("can't set attribute %s of a %s object: it is a property without a setter", name, o.class.name)
+	}
 	o.attrs[name] = v
 	return nil
+}
+
+// Get is o[k] by __getitem__.
+func (o *pyObject) Get(k starlark.Value) (starlark.Value, bool, error) {
+	v, found, err := o.callSpecial("__getitem__", k)
+	if !found && err == nil {
+		return nil, false, fmt.Errorf("'%s' object is not subscriptable", o.class.name)
+	}
+	return v, err == nil, err
+}
+
+// SetKey is o[k] = v by __setitem__.
+func (o *pyObject) SetKey(k, v starlark.Value) error {
+	_, found, err := o.callSpecial("__setitem__", k, v)
+	if !found && err == nil {
+		return fmt.Errorf("'%s' object does not support item assignment", o.class.name)
+	}
+	return err
+}
+
+// pyDelItem is del o[k] by __delitem__; ok is false for a value of no
+// class.
+func pyDelItem(x, k starlark.Value) (bool, error) {
+	o, ok := asObject(x)
+	if !ok {
+		return false, nil
+	}
+	_, found, err := o.callSpecial("__delitem__", k)
+	if !found && err == nil {
+		return true, fmt.Errorf("'%s' object does not support item deletion", o.class.name)
+	}
+	return true, err
+}
+
+// Has is k in o: __contains__, else a walk of __iter__, as Python does.
+func (o *pyObject) Has(k starlark.Value) (bool, error) {
+	if v, found, err := o.callSpecial("__contains__", k); found {
+		if err != nil {
+			return false, err
+		}
+		return v.Truth() == starlark.True, nil
+	}
+	it, found, err := o.callSpecial("__iter__")
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return false, fmt.Errorf("argument of type '%s' is not iterable", o.class.name)
+	}
+	seq, ok := it.(starlark.Iterable)
+	if !ok {
+		return false, fmt.Errorf("iter() returned non-iterator of type '%s'", it.Type())
+	}
+	iter := seq.Iterate()
+	defer iter.Done()
+	var x starlark.Value
+	for iter.Next(&x) {
+		if eq, err := starlark.Equal(x, k); err != nil || eq {
+			return eq, err
+		}
+	}
+	return false, nil
+}
+
+// compareMethods are the special methods of each comparison, and the
+// reflected one Python tries on the right operand.
+var compareMethods = map[syntax.Token][2]string{
+	syntax.EQL: {"__eq__", "__eq__"},
+	syntax.NEQ: {"__ne__", "__ne__"},
+	syntax.LT:  {"__lt__", "__gt__"},
+	syntax.LE:  {"__le__", "__ge__"},
+	syntax.GT:  {"__gt__", "__lt__"},
+	syntax.GE:  {"__ge__", "__le__"},
+}
+
+// CompareSameType compares by the class's special methods: == and != by
+// identity where the class defines neither, an ordering only where it
+// defines it (sorted needs __lt__), as Python 3 does.
+func (o *pyObject) CompareSameType(op syntax.Token, y starlark.Value, depth int) (bool, error) {
+	other, _ := asObject(y)
+	names := compareMethods[op]
+	if v, found, err := o.callSpecial(names[0], y); found {
+		if err != nil {
+			return false, err
+		}
+		return v.Truth() == starlark.True, nil
+	}
+	if other != nil && names[1] != names[0] {
+		if v, found, err := other.callSpecial(names[1], o.value); found {
+			if err != nil {
+				return false, err
+			}
+			return v.Truth() == starlark.True, nil
+		}
+	}
+	switch op {
+	case syntax.EQL:
+		return other == o, nil
+	case syntax.NEQ:
+		if v, found, err := o.callSpecial("__eq__", y); found {
+			if err != nil {
+				return false, err
+			}
+			return v.Truth() == starlark.False, nil
+		}
+		return other != o, nil
+	}
+	return false, fmt.Errorf("'%s' not supported between instances of '%s' and '%s'", op, o.class.name, y.Type())
+}
+
+// binaryMethods are the special methods of the arithmetic operators, and
+// the reflected ones.
+var binaryMethods = map[syntax.Token][2]string{
+	syntax.PLUS:       {"__add__", "__radd__"},
+	syntax.MINUS:      {"__sub__", "__rsub__"},
+	syntax.STAR:       {"__mul__", "__rmul__"},
+	syntax.SLASH:      {"__truediv__", "__rtruediv__"},
+	syntax.SLASHSLASH: {"__floordiv__", "__rfloordiv__"},
+	syntax.PERCENT:    {"__mod__", "__rmod__"},
+}
+
+// Binary runs an arithmetic operator by the class's special method (the
+// reflected one when the object is on the right); nil, nil where the class
+// has none, for Starlark's error.
+func (o *pyObject) Binary(op syntax.Token, y starlark.Value, side starlark.Side) (starlark.Value, error) {
+	names, ok := binaryMethods[op]
+	if !ok {
+		return nil, nil
+	}
+	name := names[0]
+	if side == starlark.Right {
+		name = names[1]
+	}
+	v, _, err := o.callSpecial(name, y)
+	return v, err
+}
+
+// pyIterObject is an object of a class with __iter__.
+type pyIterObject struct{ *pyObject }
+
+func (o *pyIterObject) Iterate() starlark.Iterator { return o.iterate() }
+func (o *pyIterObject) Len() int                   { return o.length() }
+
+// iterate walks what __iter__ returns. Starlark's iteration cannot fail:
+// where __iter__ fails or returns no iterable, the object is not
+// iterable (nil), and the loop says so.
+func (o *pyObject) iterate() starlark.Iterator {
+	v, found, err := o.callSpecial("__iter__")
+	if !found || err != nil {
+		return nil
+	}
+	if seq, ok := v.(starlark.Iterable); ok {
+		return seq.Iterate()
+	}
+	return nil
+}
+
+// length is __len__, or -1 (no length) where it fails or is absent.
+func (o *pyObject) length() int {
+	v, found, err := o.callSpecial("__len__")
+	if !found || err != nil {
+		return -1
+	}
+	n, err := starlark.AsInt32(v)
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
+}
+
+// pyCallObject is an object of a class with __call__.
+type pyCallObject struct{ *pyObject }
+
+func (o *pyCallObject) Name() string { return o.class.name }
+func (o *pyCallObject) CallInternal(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	return o.call(th, args, kwargs)
+}
+
+func (o *pyObject) call(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	m, err := o.special("__call__")
+	if err != nil {
+		return nil, err
+	}
+	return starlark.Call(th, m, args, kwargs)
+}
+
+// pyIterCallObject is an object of a class with __iter__ and __call__.
+type pyIterCallObject struct{ *pyObject }
+
+func (o *pyIterCallObject) Iterate() starlark.Iterator { return o.iterate() }
+func (o *pyIterCallObject) Len() int                   { return o.length() }
+func (o *pyIterCallObject) Name() string               { return o.class.name }
+func (o *pyIterCallObject) CallInternal(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	return o.call(th, args, kwargs)
 }
 
 func bindMethod(name string, fn, self starlark.Value) *starlark.Builtin {
@@ -414,7 +852,7 @@ func classBuiltins() starlark.StringDict {
 	}
 	return starlark.StringDict{
 		starClass: builtin(starClass, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
-			if len(args) != 5 {
+			if len(args) != 6 {
 				return nil, fmt.Errorf("%s is internal to dm", starClass)
 			}
 			name, _ := starlark.AsString(args[0])
@@ -422,18 +860,39 @@ func classBuiltins() starlark.StringDict {
 			if !ok {
 				return nil, fmt.Errorf("%s is internal to dm", starClass)
 			}
-			c := &pyClass{name: name, table: table, static: names(args[3]), classm: names(args[4])}
-			if b, ok := args[2].(*pyClass); ok {
+			c := &pyClass{name: name, table: table, static: names(args[3]), classm: names(args[4]), props: names(args[5])}
+			switch b := args[2].(type) {
+			case *pyClass:
 				c.base = b
+			case starlark.String:
+				c.exception = string(b)
 			}
 			return c, nil
+		}),
+		starTry: builtin(starTry, tryBuiltin),
+		starDel: builtin(starDel, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			if len(args) != 2 || len(kwargs) != 0 {
+				return nil, fmt.Errorf("%s is internal to dm", starDel)
+			}
+			if ok, err := pyDelItem(args[0], args[1]); ok {
+				return starlark.None, err
+			}
+			var pop starlark.Value
+			if a, ok := args[0].(starlark.HasAttrs); ok {
+				pop, _ = a.Attr("pop")
+			}
+			if pop == nil {
+				return nil, fmt.Errorf("'%s' object does not support item deletion", args[0].Type())
+			}
+			_, err := starlark.Call(th, pop, args[1:], nil)
+			return starlark.None, err
 		}),
 		"super": builtin("super", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			if len(args) != 2 {
 				return nil, fmt.Errorf("super: dm supports super(Class, self)")
 			}
 			c, ok1 := args[0].(*pyClass)
-			o, ok2 := args[1].(*pyObject)
+			o, ok2 := asObject(args[1])
 			if !ok1 || !ok2 || c.base == nil {
 				return nil, fmt.Errorf("super: want a class with a base and one of its objects")
 			}

@@ -57,6 +57,14 @@ var py2Methods = map[string]bool{"iteritems": true, "iterkeys": true, "itervalue
 func rewritePythonTree(n syntax.Node) {
 	switch n := n.(type) {
 	case *syntax.BinaryExpr:
+		if n.Op == syntax.CIRCUMFLEX || n.Op == syntax.AMP || n.Op == syntax.PIPE {
+			// Python's bitwise operators take bools (a bool is an int):
+			// ('a' in p) ^ ('b' in p) is True or False. A BinaryExpr
+			// cannot become a call in place: f and f(op, x, y) is the
+			// call's value (f, a builtin, is true).
+			x, y := n.X, n.Y
+			n.Op, n.X, n.Y = syntax.AND, &syntax.Ident{NamePos: n.OpPos, Name: starBitOp}, &syntax.CallExpr{Fn: &syntax.Ident{NamePos: n.OpPos, Name: starBitOp}, Lparen: n.OpPos, Args: []syntax.Expr{strLiteral(n.Op.String(), n.OpPos), x, y}, Rparen: n.OpPos}
+		}
 		if n.Op == syntax.EQL || n.Op == syntax.NEQ {
 			if isTypeCall(n.X) {
 				n.Y = typeNameLiteral(n.Y)
@@ -73,6 +81,37 @@ func rewritePythonTree(n syntax.Node) {
 			n.Args = append([]syntax.Expr{d.X, strLiteral(d.Name.Name, d.Dot)}, n.Args...)
 		}
 	}
+}
+
+// starBitOp is x ^ y, x & y and x | y (rewritePythonTree).
+const starBitOp = "__dm_bitop__"
+
+// bitOp is Python's x op y for ^, & and |: on two bools a bool, on a bool
+// and an int an int, else Starlark's (ints, sets, dict union).
+func bitOp(_ *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	if len(args) != 3 || len(kwargs) != 0 {
+		return nil, fmt.Errorf("%s is internal to dm", starBitOp)
+	}
+	op := map[string]syntax.Token{"^": syntax.CIRCUMFLEX, "&": syntax.AMP, "|": syntax.PIPE}[string(args[0].(starlark.String))]
+	x, y := args[1], args[2]
+	xb, xIsBool := x.(starlark.Bool)
+	yb, yIsBool := y.(starlark.Bool)
+	if xIsBool && yIsBool {
+		switch op {
+		case syntax.CIRCUMFLEX:
+			return starlark.Bool(xb != yb), nil
+		case syntax.AMP:
+			return starlark.Bool(xb && yb), nil
+		}
+		return starlark.Bool(xb || yb), nil
+	}
+	if xIsBool {
+		x = starlark.MakeInt(int(b2i(xb)))
+	}
+	if yIsBool {
+		y = starlark.MakeInt(int(b2i(yb)))
+	}
+	return starlark.Binary(op, x, y)
 }
 
 // starUnbound makes an unbound str method (str.lower) a function.
@@ -214,7 +253,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, err
 		}
 		if c, ok := t.(*pyClass); ok {
-			o, ok := x.(*pyObject)
+			o, ok := asObject(x)
 			return starlark.Bool(ok && o.class.isSubclassOf(c)), nil
 		}
 		names, err := starTypeNames(t)
@@ -345,6 +384,7 @@ func pyBuiltins(limit int) starlark.StringDict {
 			return nil, fmt.Errorf("basestring cannot be called; use str")
 		}),
 	}
+	d[starBitOp] = builtin(starBitOp, bitOp)
 	d[starUnbound] = builtin(starUnbound, func(th *starlark.Thread, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		name, _ := starlark.AsString(args[0])
 		return builtin("str."+name, func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
@@ -672,8 +712,22 @@ func starPlain(v starlark.Value, depth int) (any, error) {
 		}
 		return out, nil
 	}
+	if r, ok, err := pyStringOf(v, true); ok && err == nil {
+		s, _, err := pyStringOf(v, false)
+		if err != nil {
+			return nil, err
+		}
+		return objectText{str: string(s.(starlark.String)), repr: string(r.(starlark.String))}, nil
+	}
 	return v.String(), nil
 }
+
+// objectText is an object of a class as Python writes it: its __str__
+// and __repr__.
+type objectText struct{ str, repr string }
+
+func (o objectText) String() string { return o.repr }
+func (o objectText) PyStr() string  { return o.str }
 
 // starPercent is `x % y`: Python's string formatting for a string x,
 // Starlark's operator otherwise.

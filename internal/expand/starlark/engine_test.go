@@ -86,6 +86,211 @@ def GenerateConfig(context):
   r.a += 'y'
   return {'resources': [{'name': r.a, 'type': 'T'}]}
 `, want: "xy"},
+		// Special methods as CPython runs them (want is CPython's).
+		{name: "special methods", src: `class Bag(object):
+  KIND = 'bag'
+  def __init__(self, *items):
+    self.items = list(items)
+    self.props = {}
+  def __getitem__(self, k):
+    return self.props[k]
+  def __setitem__(self, k, v):
+    self.props[k] = v
+  def __delitem__(self, k):
+    self.props.pop(k)
+  def __contains__(self, k):
+    return k in self.props
+  def __len__(self):
+    return len(self.items)
+  def __iter__(self):
+    return iter(self.items)
+  def __str__(self):
+    return 'Bag(%s)' % ','.join([str(i) for i in self.items])
+  def __repr__(self):
+    return 'Bag!'
+  @property
+  def first(self):
+    return self.items[0]
+class V(object):
+  def __init__(self, n):
+    self.n = n
+  def __eq__(self, o):
+    return self.n == o.n
+  def __ne__(self, o):
+    return self.n != o.n
+  def __lt__(self, o):
+    return self.n < o.n
+  def __hash__(self):
+    return self.n
+  def __call__(self, x):
+    return self.n * x
+  def __add__(self, o):
+    return V(self.n + o.n)
+  def __repr__(self):
+    return 'V%d' % self.n
+def GenerateConfig(context):
+  b = Bag(3, 1, 2)
+  b['a'] = 1
+  b['b'] = 2
+  del b['a']
+  out = [b['b'], 'a' in b, 'b' in b, len(b), [i for i in b], str(b), repr(b), '%s' % b, b.first, b.KIND, bool(Bag()), bool(b)]
+  vs = sorted([V(3), V(1), V(2)])
+  out += [repr(vs), V(1) == V(1), V(1) != V(2), V(1) == V(2), V(2)(5), repr(V(1) + V(2)), len(set([V(1), V(1), V(2)])), {V(4): 'x'}[V(4)], max(vs), callable(V(1)), callable(b)]
+  Bag.KIND = 'sack'
+  out.append(b.KIND)
+  return {'resources': [{'name': str(out), 'type': 'T'}]}
+`, want: "[2, False, True, 3, [3, 1, 2], 'Bag(3,1,2)', 'Bag!', 'Bag(3,1,2)', 3, 'bag', False, True, '[V1, V2, V3]', True, True, False, 10, 'V3', 2, 'x', V3, True, False, 'sack']"},
+		{name: "assert over lines", src: `def GenerateConfig(context):
+  p = {'zone': 'z'}
+  assert ('region' in p) ^ ('zone' in p), (
+      'Need exactly one of zone or region %s' % p['nope'])
+  assert p, \
+    'empty'
+  return {'resources': [{'name': 'ok', 'type': 'T'}]}
+`, want: "ok"},
+		{name: "assert over lines fails", src: `def GenerateConfig(context):
+  p = {}
+  assert ('region' in p) ^ ('zone' in p), (
+      'Need exactly one of zone or region')
+  return {}
+`, wantErr: "t.py:3: AssertionError: Need exactly one of zone or region"},
+		{name: "bitwise operators on bools", src: `def GenerateConfig(context):
+  return {'resources': [{'name': str([True & 1, False | False, 6 ^ 3, True ^ True, 5 & 3 | 8]), 'type': 'T'}]}
+`, want: "[1, False, 5, False, 9]"},
+		{name: "exception classes", src: `class Error(Exception):
+  """A template's error."""
+class Bad(Error):
+  pass
+def GenerateConfig(context):
+  e = Bad('boom')
+  return {'resources': [{'name': str(e) + str(isinstance(e, Error)) + str(len(e.args)) + repr(str(Error())), 'type': 'T'}]}
+`, want: "boomTrue1''"},
+		{name: "raise of an exception class", src: `class Error(Exception):
+  pass
+def GenerateConfig(context):
+  raise Error('zone %s is unknown' % 'z')
+`, wantErr: "t.py:4: Error: zone z is unknown"},
+		// try/except as CPython runs it (want is CPython's).
+		{name: "try and except", src: `class Error(Exception):
+  pass
+def get(d, k):
+  try:
+    return d[k]
+  except KeyError:
+    return 'none'
+def parse(s):
+  try:
+    n = int(s)
+  except (ValueError, TypeError) as e:
+    n = -1
+  else:
+    n = n * 2
+  return n
+def wrap(f):
+  try:
+    return f()
+  except Exception as e:
+    return 'caught ' + str(e)
+def bad():
+  raise Error('x')
+def partial():
+  a = 0
+  try:
+    a = 1
+    b = [][3]
+  except LookupError:
+    pass
+  return a
+def GenerateConfig(context):
+  out = [get({'a': 1}, 'a'), get({}, 'b'), parse('21'), parse('x'), wrap(bad), partial()]
+  try:
+    out.append({}['k'])
+  except:
+    out.append('bare')
+  for i in range(3):
+    try:
+      out.append(10 // (1 - i))
+    except ZeroDivisionError:
+      out.append('z')
+  return {'resources': [{'name': str(out), 'type': 'T'}]}
+`, want: "[1, 'none', 42, -1, 'caught x', 1, 'bare', 10, 'z', -10]"},
+		{name: "exception classes of failures", src: `def kind(f):
+  try:
+    f()
+    return 'ok'
+  except ValueError:
+    return 'V'
+  except TypeError:
+    return 'T'
+  except LookupError:
+    return 'L'
+  except AttributeError:
+    return 'A'
+  except ZeroDivisionError:
+    return 'Z'
+def unpack():
+  a, b = [1, 2, 3]
+def GenerateConfig(context):
+  out = [kind(lambda: '%x' % 1.5), kind(lambda: [1].index(3)), kind(unpack), kind(lambda: 'a'.index('z')), kind(lambda: int('q')), kind(lambda: 'a' + 1), kind(lambda: {}['k']), kind(lambda: [][0]), kind(lambda: 'a'.nope), kind(lambda: 1 // 0), kind(lambda: len(5)), kind(lambda: 'x')]
+  return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
+`, want: "TVVVVTLLAZTok"},
+		{name: "except of a template's class catches what derives from it", src: `class Error(Exception):
+  pass
+class Bad(Error):
+  pass
+class Other(ValueError):
+  pass
+def kind(f):
+  try:
+    f()
+    return 'ok'
+  except Error as e:
+    return 'E' + str(e)
+  except ValueError:
+    return 'V'
+  except Exception:
+    return 'X'
+def bad():
+  raise Bad('b')
+def err():
+  raise Error('e')
+def other():
+  raise Other('o')
+def unknown():
+  raise RuntimeError('r')
+def GenerateConfig(context):
+  return {'resources': [{'name': ','.join([kind(bad), kind(err), kind(other), kind(unknown)]), 'type': 'T'}]}
+`, want: "Eb,Ee,V,X"},
+		{name: "an exception no handler catches", src: `def GenerateConfig(context):
+  try:
+    x = {}['k']
+  except ValueError:
+    x = 1
+  return {}
+`, wantErr: "t.py:3: key \"k\" not in dict"},
+		{name: "try with finally", src: `def GenerateConfig(context):
+  try:
+    x = 1
+  finally:
+    x = 2
+  return {}
+`, wantErr: "t.py:4: try: finally is not supported"},
+		{name: "a try body that reads what it assigns", src: `def GenerateConfig(context):
+  n = 1
+  try:
+    n = n + 1
+  except KeyError:
+    pass
+  return {}
+`, wantErr: "t.py:4: try: its body reads n before it assigns it"},
+		{name: "steps are not caught", src: `def GenerateConfig(context):
+  try:
+    for i in range(100000):
+      pass
+  except:
+    pass
+  return {}
+`, wantErr: "StarlarkSteps", limit: true},
 		{name: "duplicate dict keys", src: `def GenerateConfig(context):
   d = {'b': 1, 'a': 2, 'b': 3, 1: 'x', 1: 'y'}
   return {'resources': [{'name': ','.join(['%s=%s' % kv for kv in d.items()]), 'type': 'T'}]}

@@ -29,6 +29,10 @@ func FuzzPythonRewrites(f *testing.F) {
 		"N = 0\ndef f(N2):\n    global N, M\n    N += 1\n    M = [N for N2 in 'é']\n    return f(k=N).N\nglobal N\n",
 		"x = -2 ** f(a)[1] ** 2\nif 0 < x <= (y\n  + 1) < 3:\n    z = {**d}\n    w = a.b ** -c\n",
 		"s = '\\+\\/\\351' + b'\\d' + r'\\q'\n",
+		"def f(d):\n    try:\n        x = d['k']\n    except (KeyError, IndexError) as e:\n        x = str(e)\n    else:\n        x += '!'\n    return x\n",
+		"try: y = int(s)\nexcept ValueError, e: y = 0\nexcept: pass\nfinally:\n    z = 1\n",
+		"class B(object):\n    @property\n    def p(self):\n        return 1\n    def __getitem__(self, k):\n        return k\nclass E(Exception):\n    pass\n",
+		"assert (a ^\n  b), (\n  'm %s' % c)\n",
 	} {
 		f.Add(s)
 	}
@@ -56,6 +60,16 @@ func FuzzPythonRewrites(f *testing.F) {
 		}
 		if n, m := strings.Count(string(out2), "\n"), strings.Count(string(out3), "\n"); n != m {
 			t.Fatalf("rewriteGlobals changed the line count: %d -> %d\n%s", n, m, out3)
+		}
+		out4, hasTry, err := rewriteTry("f.py", out3)
+		if err != nil {
+			return
+		}
+		if n, m := strings.Count(string(out3), "\n"), strings.Count(string(out4), "\n"); n != m {
+			t.Fatalf("rewriteTry changed the line count: %d -> %d\n%s", n, m, out4)
+		}
+		if file, err := starlarkOptions().Parse("f.py", out4, 0); err == nil && hasTry {
+			_ = translateTry("f.py", file) // must not panic
 		}
 	})
 }

@@ -335,6 +335,8 @@ var (
 	// arguments spanning them.
 	raiseLinesRE = regexp.MustCompile(`(?s)^([ \t]*)raise\s+([A-Za-z_][\w.]*)\s*\((.*)\)[ \t]*(#[^\n]*)?$`)
 	assertRE     = regexp.MustCompile(`^(\s*)assert\s+(.*?)\s*(#[^'"]*)?$`)
+	// assertLinesRE is assertRE over the lines of one statement.
+	assertLinesRE = regexp.MustCompile(`(?s)^([ \t]*)assert\b(.*?)[ \t]*(#[^'"\n]*)?$`)
 )
 
 // rewriteStatements turns the two statements DM templates use to reject
@@ -358,6 +360,22 @@ func rewriteStatements(src []byte) []byte {
 			continue
 		}
 		t := strings.TrimRight(l, "\r")
+		if j := lastLine(cont, i); j > i && strings.HasPrefix(strings.TrimSpace(t), "assert") {
+			// An assert whose condition or message spans lines: the same
+			// expression over the same lines.
+			stmt := make([]string, 0, j-i+1)
+			for _, sl := range lines[i : j+1] {
+				stmt = append(stmt, strings.TrimRight(sl, "\r"))
+			}
+			if m := assertLinesRE.FindStringSubmatch(strings.Join(stmt, "\n")); m != nil && balanced(strings.ReplaceAll(m[2], "\n", " ")) {
+				out := strings.Split(m[1]+assertExpr(m[2]), "\n")
+				if len(out) == j-i+1 {
+					copy(lines[i:j+1], out)
+					changed = true
+				}
+			}
+			continue
+		}
 		if j := lastLine(cont, i); j > i && strings.HasPrefix(strings.TrimSpace(t), "raise") {
 			// A raise whose arguments span lines: fail(...) over the
 			// same lines.
@@ -386,15 +404,7 @@ func rewriteStatements(src []byte) []byte {
 			continue
 		}
 		if m := assertRE.FindStringSubmatch(t); m != nil && balanced(m[2]) {
-			cond, msg := m[2], ""
-			if c := topLevelComma(m[2]); c >= 0 {
-				cond, msg = m[2][:c], strings.TrimSpace(m[2][c+1:])
-			}
-			fail := `fail("AssertionError")`
-			if msg != "" {
-				fail = `fail("AssertionError: " + str(` + msg + `))`
-			}
-			lines[i] = fmt.Sprintf("%s(%s) or %s", m[1], cond, fail)
+			lines[i] = m[1] + assertExpr(m[2])
 			changed = true
 		}
 	}
@@ -402,6 +412,21 @@ func rewriteStatements(src []byte) []byte {
 		return src
 	}
 	return []byte(strings.Join(lines, "\n"))
+}
+
+// assertExpr is the expression an assert statement's text after
+// "assert" (cond[, msg]) becomes: the message read only when the
+// condition is false, as Python does.
+func assertExpr(stmt string) string {
+	cond, msg := stmt, ""
+	if c := topLevelComma(stmt); c >= 0 {
+		cond, msg = stmt[:c], strings.TrimSpace(stmt[c+1:])
+	}
+	fail := `fail("AssertionError")`
+	if msg != "" {
+		fail = `fail("AssertionError: " + str(` + msg + `))`
+	}
+	return "(" + strings.TrimSpace(cond) + ") or " + fail
 }
 
 // lastLine returns the last line of the statement starting at line i,

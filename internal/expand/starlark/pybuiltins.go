@@ -97,6 +97,19 @@ func numericBuiltins(limit int) starlark.StringDict {
 			_, ok := v.(starlark.Callable)
 			return starlark.Bool(ok), nil
 		}),
+		// iter(x) is what a for loop over x walks (an object's __iter__
+		// returns it), as a list: Starlark has no iterator values.
+		"iter": builtin("iter", func(th *starlark.Thread, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var v starlark.Value
+			if err := starlark.UnpackPositionalArgs("iter", args, kwargs, 1, &v); err != nil {
+				return nil, err
+			}
+			ix, err := materialise(th, byCharacter(v, true), limit)
+			if err != nil {
+				return nil, fmt.Errorf("iter: '%s' object is not iterable", v.Type())
+			}
+			return ix, nil
+		}),
 		"frozenset": starlark.Universe["set"],
 		"int":       trimmedNumber("int"),
 		"float":     trimmedNumber("float"),
@@ -123,6 +136,10 @@ func pyStrBuiltin(name string, f func(any) string) *starlark.Builtin {
 					return v, nil
 				}
 				return starlark.String(f(string(v))), nil
+			default:
+				if s, ok, err := pyStringOf(v, name == "repr"); ok {
+					return s, err
+				}
 			}
 		}
 		return starlark.Call(th, orig, args, kwargs)

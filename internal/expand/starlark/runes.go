@@ -127,6 +127,9 @@ func runeBuiltins() starlark.StringDict {
 				if s, ok := args[0].(starlark.String); ok {
 					return starlark.MakeInt(utf8.RuneCountInString(string(s))), nil
 				}
+				if n, ok, err := pyLenOf(args[0]); ok {
+					return n, err
+				}
 			}
 			return starlark.Call(th, starlark.Universe["len"], args, kwargs)
 		}),

@@ -148,7 +148,7 @@ func rewriteImports(file string, src []byte, exists func(module string) bool) ([
 			if m[1] == "class" {
 				return nil, engine.At(file, i+1, engine.Invalid(`Python's "class" is supported only at the top level of a file (dm translates top-level classes of methods and attributes)`))
 			}
-			return nil, engine.At(file, i+1, engine.Invalid("Python's %q is not supported: dm runs .py templates as Starlark (no exceptions, with, yield, del or print statements)", strings.TrimSpace(m[1])))
+			return nil, engine.At(file, i+1, engine.Invalid("Python's %q is not supported: dm runs .py templates as Starlark, with no with, yield, nonlocal, print statement, del of a name or re-raise", strings.TrimSpace(m[1])))
 		}
 	}
 	for _, root := range order {
@@ -210,9 +210,9 @@ func lazyImport(line string) (string, bool) {
 var delRE = regexp.MustCompile(`^(\s*)del\s+(.+?)\s*(#.*)?$`)
 
 // delAsPop translates `del x[key]`, one subscript of a dict or a list, to
-// x.pop(key), which removes the same item (and fails as del does when it
-// is missing); other del statements (a name, a slice, several targets)
-// stay unsupported.
+// __dm_del__(x, key): x.pop(key), which removes the same item (and fails
+// as del does when it is missing), or an object's __delitem__; other del
+// statements (a name, a slice, several targets) stay unsupported.
 func delAsPop(line string) (string, bool) {
 	m := delRE.FindStringSubmatch(line)
 	if m == nil || !strings.HasSuffix(m[2], "]") {
@@ -249,7 +249,7 @@ func delAsPop(line string) (string, bool) {
 	if open <= 0 || depth != 0 {
 		return "", false
 	}
-	return m[1] + target[:open] + ".pop(" + target[open+1:len(target)-1] + ")", true
+	return m[1] + starDel + "(" + target[:open] + ", " + target[open+1:len(target)-1] + ")", true
 }
 
 // moduleFile returns the file of a dotted module name: relative to the
@@ -295,7 +295,11 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 			return nil, err
 		}
 		shimmed = rewriteOperators(shimmed)
-		rewritten, err := rewriteImports(file, rewriteStatements(shimmed), exists)
+		tried, hasTry, err := rewriteTry(file, rewriteStatements(shimmed))
+		if err != nil {
+			return nil, err
+		}
+		rewritten, err := rewriteImports(file, tried, exists)
 		if err != nil {
 			return nil, err
 		}
@@ -309,6 +313,11 @@ func (e *Engine) starlarkProgram(b *fileSet, file string) (*starlark.Program, er
 		}
 		if hasGlobals {
 			declareGlobalsDict(f)
+		}
+		if hasTry {
+			if err := translateTry(file, f); err != nil {
+				return nil, err
+			}
 		}
 		boundStarlark(f)
 		prog, err := starlark.FileProgram(f, func(name string) bool { _, ok := e.bounds[name]; return ok })

@@ -1,6 +1,6 @@
 import yaml
 
-class Foo(Exception):
+class Foo(Base):
     pass
 
 def GenerateConfig(context):
