@@ -15,24 +15,25 @@ var def = resolve.Registry{Host: "github.com", Owner: "acme", Repo: "t"}
 
 func TestSeriesOf(t *testing.T) {
 	for _, tt := range []struct {
-		ref  string
-		want Series
-		ok   bool
+		ref   string
+		want  Series
+		floor string
+		ok    bool
 	}{
-		{"web:v1.2", "github.com/acme/t/web:v1.2", true},
-		{"github.com/acme/t/web:v1.2", "github.com/acme/t/web:v1.2", true},
-		{"apps/web:v1.2", "github.com/acme/t/apps/web:v1.2", true},
-		{"github.com/other/r/web:v1.2", "github.com/other/r/web:v1.2", true},
-		{"web:v1.2.3", "", false}, // exact version
-		{"web:v1", "", false},     // follows minors
-		{"web", "", false},        // follows the newest
-		{"web:v1.2-rc.1", "", false},
-		{"web:v1.2@sha256:" + fmt.Sprintf("%064x", 1), "", false}, // pinned by digest
-		{"not a ref", "", false},
+		{"web:v1.2", "github.com/acme/t/web:v1.2", "", true},
+		{"github.com/acme/t/web:v1.2", "github.com/acme/t/web:v1.2", "", true},
+		{"apps/web:v1.2", "github.com/acme/t/apps/web:v1.2", "", true},
+		{"github.com/other/r/web:v1.2", "github.com/other/r/web:v1.2", "", true},
+		{"web:v1.2.3", "github.com/acme/t/web:v1.2", "v1.2.3", true}, // v1.2, patch 3 or higher
+		{"web:v1", "github.com/acme/t/web:v1.0", "", true},           // v1 is v1.0 and its patches
+		{"web", "", "", false},                                        // follows every version
+		{"web:v1.2.0-rc.1", "", "", false},                            // a pre-release is exact
+		{"web:v1.2@sha256:" + fmt.Sprintf("%064x", 1), "", "", false}, // pinned by digest
+		{"not a ref", "", "", false},
 	} {
-		got, ok := SeriesOf(tt.ref, def)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("SeriesOf(%q) = %q, %v; want %q, %v", tt.ref, got, ok, tt.want, tt.ok)
+		got, floor, ok := SeriesOf(tt.ref, def)
+		if got != tt.want || ok != tt.ok || floor != tt.floor {
+			t.Errorf("SeriesOf(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, got, floor, ok, tt.want, tt.floor, tt.ok)
 		}
 	}
 	if _, err := PolicySeries("web:v1.2.3", def); err == nil {
