@@ -23,6 +23,7 @@ import (
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kubetest"
 	"github.com/dmhq/dm/internal/deploy/release"
+	"github.com/dmhq/dm/internal/rollout/policyctl"
 )
 
 // waveTemplate is template wave at version v: a ConfigMap that records
@@ -488,6 +489,41 @@ func TestRolloutWaves(t *testing.T) {
 		}
 	}
 	f.expectEvents(pname, "RolloutStarted", "WaveStarted", "WavePromoted", "RolloutSucceeded")
+
+	// 4. Paused, a new patch starts no wave; resumed, its canary goes;
+	// aborted (dm rollout abort), the canary goes back to v1.0.3.
+	ref := policyctl.Ref{Name: pname}
+	must(t, policyctl.SetPaused(context.Background(), f.dyn, ref, true))
+	f.writeWave("1.0.4", false)
+	f.until(time.Minute, func() string {
+		if p := f.policy(pname); p.Status.Version != "v1.0.4" || states(p) != "Pending,Pending,Pending" {
+			return "v1.0.4 paused: " + p.Status.Version + " " + states(p)
+		}
+		return ""
+	})
+	for k, ti := range f.instances() {
+		if ti.Status.Resolved == waveBase+"v1.0.4" {
+			t.Errorf("%s took v1.0.4 while the policy was paused", k)
+		}
+	}
+	must(t, policyctl.SetPaused(context.Background(), f.dyn, ref, false))
+	f.until(time.Minute, func() string {
+		p := f.policy(pname)
+		canary := p.Status.Waves[0].Instances
+		if len(canary) == 0 || p.Status.Waves[0].State != v1alpha1.WaveSoaking {
+			return "v1.0.4 canary: " + states(p)
+		}
+		return all("v1.0.4", canary)()
+	})
+	_, moved, err := policyctl.Abort(context.Background(), f.dyn, ref)
+	must(t, err)
+	if len(moved) != canaries {
+		t.Errorf("abort moved %d instances back, want the %d canaries", len(moved), canaries)
+	}
+	f.until(time.Minute, all("v1.0.3", covered))
+	if p := f.policy(pname); states(p) != "RolledBack,Halted,Halted" || !slices.Contains(p.Status.FailedVersions, "v1.0.4") {
+		t.Errorf("after abort: %s, failed %v", states(p), p.Status.FailedVersions)
+	}
 }
 
 // expectEvents waits until the policy has events of each reason.
