@@ -9,6 +9,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dmhq/dm/internal/controller"
@@ -114,4 +116,83 @@ func TestRolloutAsControllerAccount(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// The instances of a TemplateDefinition's kind are covered as
+// TemplateInstances are: held in their wave, then moved.
+func TestRolloutDefinedKind(t *testing.T) {
+	h := setup(t)
+	ctx := context.Background()
+	writeTemplate(t, h.dir, "wavekind", "1.0.0", cmTemplate("1.0.0"), "properties:\n  greeting: {type: string}\n")
+	h.definition(t, &v1alpha1.TemplateDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "wavekind"},
+		Spec: v1alpha1.TemplateDefinitionSpec{Group: "apps.example.com", Names: v1alpha1.DefinitionNames{Kind: "WaveApp"},
+			Template: "wavekind:v1"}, // v1: v1.0 and its patches
+	})
+	p := &v1alpha1.TemplateRolloutPolicy{ObjectMeta: metav1.ObjectMeta{Name: "wavekind"}, Spec: v1alpha1.RolloutPolicySpec{
+		Template: "wavekind:v1.0",
+		Waves: []v1alpha1.Wave{
+			{Name: "first", Percent: ptr(int32(50)), SoakTime: metav1.Duration{Duration: 10 * time.Second}},
+			{Name: "rest"},
+		}}}
+	must(t, h.c.Create(ctx, p))
+	t.Cleanup(func() { _ = h.c.Delete(ctx, p) })
+	policy := func() *v1alpha1.TemplateRolloutPolicy {
+		got := &v1alpha1.TemplateRolloutPolicy{}
+		must(t, h.c.Get(ctx, client.ObjectKey{Name: p.Name}, got))
+		return got
+	}
+	eventually(t, "the policy reads v1.0.0", func() error {
+		if v := policy().Status.Version; v != "v1.0.0" {
+			return fmt.Errorf("version %q", v)
+		}
+		return nil
+	})
+	ns := h.env.Namespace(t)
+	h.account(t, ns, "deployer", true)
+	gvk := schema.GroupVersionKind{Group: "apps.example.com", Version: "v1alpha1", Kind: "WaveApp"}
+	for _, n := range []string{"x", "y"} {
+		must(t, h.c.Create(ctx, object(gvk, ns, n, "deployer", map[string]any{"greeting": "hi"})))
+		h.readyObject(t, gvk, ns, n)
+	}
+	writeTemplate(t, h.dir, "wavekind", "1.0.1", cmTemplate("1.0.1"), "properties:\n  greeting: {type: string}\n")
+	resolved := func(name string) (string, string) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		must(t, h.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u))
+		r, _, _ := unstructured.NestedString(u.Object, "status", "resolved")
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if c, _ := c.(map[string]any); c["type"] == "Ready" {
+				return r, fmt.Sprint(c["reason"])
+			}
+		}
+		return r, ""
+	}
+	eventually(t, "the first WaveApp moved, the other held", func() error {
+		got := policy()
+		if got.Status.Version != "v1.0.1" || len(got.Status.Waves) != 2 || got.Status.Waves[0].State != v1alpha1.WaveSoaking {
+			return fmt.Errorf("version %s waves %+v", got.Status.Version, got.Status.Waves)
+		}
+		if len(got.Status.Waves[0].Instances) != 1 || len(got.Status.Waves[1].Instances) != 1 {
+			return fmt.Errorf("waves %+v", got.Status.Waves)
+		}
+		_, first, _ := strings.Cut(got.Status.Waves[0].Instances[0], "/")
+		_, held, _ := strings.Cut(got.Status.Waves[1].Instances[0], "/")
+		if r, _ := resolved(first); r != registryPrefix+"/wavekind:v1.0.1" {
+			return fmt.Errorf("first %s resolved %s", first, r)
+		}
+		if r, reason := resolved(held); r != registryPrefix+"/wavekind:v1.0.0" || reason != controller.ReasonWaitingForWave {
+			return fmt.Errorf("held %s resolved %s, Ready reason %s", held, r, reason)
+		}
+		return nil
+	})
+	eventually(t, "both WaveApps on v1.0.1", func() error {
+		for _, n := range []string{"x", "y"} {
+			if r, reason := resolved(n); r != registryPrefix+"/wavekind:v1.0.1" || reason == controller.ReasonWaitingForWave {
+				return fmt.Errorf("%s resolved %s, Ready reason %s", n, r, reason)
+			}
+		}
+		return nil
+	})
 }
