@@ -273,3 +273,27 @@ func Failed(st *v1alpha1.RolloutPolicyStatus) bool {
 func InProgress(st *v1alpha1.RolloutPolicyStatus) bool {
 	return st.Previous != "" && !Done(st) && !Failed(st)
 }
+
+// WaveOf names the wave of the instance named key (NAMESPACE/NAME) under
+// a policy: the wave its status lists it in, else the wave Assign gives
+// it among instances (every instance the policy covers, key's included):
+// the wave the next patch would reach it in. "" when instances does not
+// hold key.
+func WaveOf(spec *v1alpha1.RolloutPolicySpec, st *v1alpha1.RolloutPolicyStatus, instances []Instance, key string) (string, error) {
+	if InProgress(st) {
+		for _, w := range st.Waves {
+			if slices.Contains(w.Instances, key) {
+				return w.Name, nil
+			}
+		}
+	}
+	i := slices.IndexFunc(instances, func(in Instance) bool { return in.Key() == key })
+	if i < 0 || len(spec.Waves) == 0 {
+		return "", nil
+	}
+	assign, err := Assign(spec.Waves, instances)
+	if err != nil {
+		return "", err
+	}
+	return spec.Waves[assign[i]].Name, nil
+}

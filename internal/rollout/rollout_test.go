@@ -199,3 +199,27 @@ func TestTargetOf(t *testing.T) {
 		}
 	}
 }
+
+func TestWaveOf(t *testing.T) {
+	spec := &v1alpha1.RolloutPolicySpec{Waves: []v1alpha1.Wave{{Name: "a", Percent: pct(10)}, {Name: "b"}}}
+	in := fleet(20)
+	assign, err := Assign(spec.Waves, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, inst := range in {
+		got, err := WaveOf(spec, &v1alpha1.RolloutPolicyStatus{}, in, inst.Key())
+		if err != nil || got != spec.Waves[assign[i]].Name {
+			t.Errorf("WaveOf(%s) = %q, %v; want %s", inst.Key(), got, err, spec.Waves[assign[i]].Name)
+		}
+	}
+	// Under way, the status's lists count.
+	st := &v1alpha1.RolloutPolicyStatus{Version: "v1.0.1", Previous: "v1.0.0", Waves: []v1alpha1.WaveStatus{
+		{Name: "a", State: v1alpha1.WaveProgressing, Instances: []string{in[0].Key()}}, {Name: "b", State: v1alpha1.WavePending}}}
+	if got, _ := WaveOf(spec, st, in, in[0].Key()); got != "a" {
+		t.Errorf("listed instance in wave %q, want a", got)
+	}
+	if got, _ := WaveOf(spec, st, in, "nowhere/x"); got != "" {
+		t.Errorf("unknown instance in wave %q", got)
+	}
+}
