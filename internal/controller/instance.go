@@ -36,6 +36,7 @@ import (
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
 	"github.com/dmhq/dm/internal/expand/value"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // InstanceReconciler reconciles TemplateInstances.
@@ -61,6 +62,9 @@ type InstanceReconciler struct {
 	// accounts watches, as instances' accounts, what the controller's own
 	// account does not read; nil watches nothing so.
 	accounts *accountWatches
+	// defRegistry is DefaultRegistry parsed: the roll-out policies'
+	// references and the instances' are compared qualified with it.
+	defRegistry resolve.Registry
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
@@ -141,6 +145,8 @@ type applied struct {
 	secret [][]string
 	// rendering is the expansion applied, for taintOf.
 	rendering *rendering
+	// hold is what a roll-out policy allowed; nil when none governs.
+	hold *waveHold
 
 	taintOnce sync.Once
 	taint     *taint
@@ -229,6 +235,15 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			return nil, err
 		}
 	}
+	// A roll-out policy decides which patch the instance runs: the exact
+	// version is expanded, recorded as the instance's own reference.
+	hold, err := r.rolloutHold(ctx, ti)
+	if err != nil {
+		return nil, err
+	}
+	if hold != nil {
+		pinned = hold.pin
+	}
 	res, err := cfg.Deploy(ctx, deploy.DeployOptions{
 		Name:    ti.Name,
 		Upgrade: true,
@@ -256,7 +271,7 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	} else {
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
-	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd}, nil
+	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd, hold: hold}, nil
 }
 
 // gcpProject is the instance's spec.gcp.project.
@@ -344,6 +359,14 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 		for i := range x.References {
 			if x.References[i].Ref == pinned {
 				x.References[i].Ref = src.Input.Ref
+			}
+		}
+		// The layout names the template as it was expanded too: renamed,
+		// the objects' dm.io/template is the resolved version, as
+		// unpinned, and a pin alone makes no new revision.
+		for _, n := range x.Layout.Resources {
+			if n.Type == pinned {
+				n.Type = src.Input.Ref
 			}
 		}
 	}
@@ -482,8 +505,12 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		return unreadyRequeue
 	}
 	meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionReconciling)
-	setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded",
-		fmt.Sprintf("revision %d of %s applied; %d objects ready", rec.Revision, orTemplate(ti.Status.Resolved, ti), len(sts)))
+	msg := fmt.Sprintf("revision %d of %s applied; %d objects ready", rec.Revision, orTemplate(ti.Status.Resolved, ti), len(sts))
+	if h := a.hold; h != nil && h.held {
+		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonWaitingForWave, msg+"; "+h.message())
+		return interval(ti)
+	}
+	setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded", msg)
 	return interval(ti)
 }
 
