@@ -64,6 +64,7 @@ var refusedDifferences = []struct {
 	{regexp.MustCompile(`field \S+ not found in a resource`), "a resource field DM's API did not have, which it refused too (the reference does not check)"},
 	{regexp.MustCompile(`resources\[\d+\]\.(name|type) is null`), "a resource without a name or type, which DM's API refused too (the reference does not check)"},
 	{regexp.MustCompile(`has several outputs named .*; a referenced output must be unique`), "a reference to an output a template returns several times is ambiguous (the reference takes the last)"},
+	{regexp.MustCompile(`has two resources named .*; names must be unique among siblings`), "resources of one name, which DM's API refused too (the reference does not check)"},
 }
 
 // dmref is the reference expander, one process reading cases on stdin.

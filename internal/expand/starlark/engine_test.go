@@ -234,6 +234,19 @@ def GenerateConfig(context):
   out = [kind(lambda: '%x' % 1.5), kind(lambda: [1].index(3)), kind(unpack), kind(lambda: 'a'.index('z')), kind(lambda: int('q')), kind(lambda: 'a' + 1), kind(lambda: {}['k']), kind(lambda: [][0]), kind(lambda: 'a'.nope), kind(lambda: 1 // 0), kind(lambda: len(5)), kind(lambda: 'x')]
   return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
 `, want: "TVVVVTLLAZTok"},
+		// str.format's and %'s own failures, as CPython classes them.
+		{name: "exception classes of formatting", src: `def kind(f):
+  try:
+    f()
+    return 'ok'
+  except ValueError:
+    return 'V'
+  except TypeError:
+    return 'T'
+def GenerateConfig(context):
+  out = [kind(lambda: '{0:x}'.format(1.5)), kind(lambda: '{:.2d}'.format(1)), kind(lambda: '{!z}'.format(1)), kind(lambda: '{'.format()), kind(lambda: '{:.}'.format(1.0)), kind(lambda: '%s %s' % (1,)), kind(lambda: '%c' % 'ab'), kind(lambda: '%*d' % ('a', 1))]
+  return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
+`, want: "VVVVVTTT"},
 		{name: "except of a template's class catches what derives from it", src: `class Error(Exception):
   pass
 class Bad(Error):
