@@ -87,19 +87,34 @@ type DiffOptions struct {
 // deployment has that the new revision would prune. It returns a unified
 // diff and whether anything differs.
 func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, error) {
-	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name)
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source)
 	if err != nil {
 		return "", false, err
 	}
-	src := opts.Source
-	x, err := c.expand(ctx, opts.Name, &src)
+	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
 	if err != nil {
-		return "", false, err
+		return "", false, p.annotate(err)
+	}
+	return diff, changed, nil
+}
+
+// nextRevision expands src as deployment name's next revision, as deploy
+// would apply it (deferred references filled from the live objects,
+// state merged into spec where the object asks), and lists the objects of
+// the deployment's records that it would prune.
+func (c *Config) nextRevision(ctx context.Context, name string, src Source) (*plan, []kube.ObjectRef, error) {
+	ns := c.namespace()
+	hist, err := c.history(ctx, ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	x, err := c.expand(ctx, name, &src)
+	if err != nil {
+		return nil, nil, err
 	}
 	p := x.p
 	if err := p.prepare(ctx, c.Cluster); err != nil {
-		return "", false, err
+		return nil, nil, err
 	}
 	newIDs := map[identity]bool{}
 	for _, o := range p.objects {
@@ -129,7 +144,7 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 	}
 	for _, o := range p.objects {
 		if err := fillDeferred(o.obj.Object, o.deferred, live); err != nil {
-			return "", false, fmt.Errorf("%s: %w", o.where(), err)
+			return nil, nil, fmt.Errorf("%s: %w", o.where(), err)
 		}
 	}
 	var shared []*object
@@ -139,13 +154,92 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 		}
 	}
 	if err := c.mergeStateIntoSpec(ctx, shared); err != nil {
-		return "", false, err
+		return nil, nil, err
 	}
-	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
+	return p, gone, nil
+}
+
+// Change is what deploying a new revision would do to one object.
+type Change struct {
+	Ref kube.ObjectRef
+	// Action is ActionCreate, ActionUpdate or ActionDelete.
+	Action string
+	// Fields are the paths of the fields an update changes
+	// (kube.ChangedFields).
+	Fields []string
+}
+
+// The actions of a Change.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+)
+
+// ChangesOptions are Changes' options.
+type ChangesOptions struct {
+	Name   string
+	Source Source
+	// Force takes over the fields other field managers own, as
+	// dm-controller applies; without it a conflict is an error, as for
+	// Diff.
+	Force bool
+}
+
+// dmAnnotations are the annotations dm writes on every object for
+// itself: a new patch changes dm.io/template on every object, which is no
+// change of the object's own.
+var dmAnnotations = []string{AnnotationTemplate, AnnotationPath, AnnotationNamespace}
+
+// Changes is Diff as data: a server-side dry run of what deploying Source
+// as deployment Name would apply, compared with the live objects, gives
+// one Change for each object that would be created, updated (with the
+// fields that change, not those only the server or dm itself writes) or
+// deleted (in the deployment's records, live, and no longer rendered), in
+// the order of the objects then of the deletions. An object unchanged is
+// absent.
+func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, error) {
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source)
 	if err != nil {
-		return "", false, p.annotate(err)
+		return nil, err
 	}
-	return diff, changed, nil
+	applied, err := c.Cluster.Apply(ctx, p.unstructured(), kube.ApplyOptions{DryRun: true, Force: opts.Force})
+	if err != nil {
+		return nil, p.annotate(err)
+	}
+	var out []Change
+	for _, a := range applied {
+		next, err := a.Object()
+		if err != nil {
+			return nil, err
+		}
+		if a.Created {
+			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
+			continue
+		}
+		live, err := c.Cluster.Get(ctx, a.Ref)
+		if errors.Is(err, derrors.NotFound) {
+			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if fields := kube.ChangedFields(live, next, dmAnnotations); len(fields) > 0 {
+			out = append(out, Change{Ref: a.Ref, Action: ActionUpdate, Fields: fields})
+		}
+	}
+	for _, ref := range gone {
+		_, err := c.Cluster.Get(ctx, ref)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Change{Ref: ref, Action: ActionDelete})
+	}
+	return out, nil
 }
 
 // TypeUse is a template type in use, with one version.
