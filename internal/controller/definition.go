@@ -87,7 +87,7 @@ type DefinitionReconciler struct {
 // instances of the kinds it defines are reconciled by r's code. Registry
 // changes reported to n (nil: none) reconcile the definitions, and the
 // instances of their kinds, that resolve through the registry.
-func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) error {
+func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) (*definedKinds, error) {
 	d := &DefinitionReconciler{
 		client:   mgr.GetClient(),
 		crds:     mgr.GetAPIReader(),
@@ -104,7 +104,7 @@ func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) erro
 			return nil
 		}))
 		if err != nil {
-			return fmt.Errorf("controller: %w", err)
+			return nil, fmt.Errorf("controller: %w", err)
 		}
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
@@ -116,9 +116,9 @@ func setupDefinitions(mgr ctrl.Manager, r *InstanceReconciler, n *Notifier) erro
 		WithOptions(controller.Options{SkipNameValidation: ptr(true)}).
 		Complete(d)
 	if err != nil {
-		return fmt.Errorf("controller: %w", err)
+		return nil, fmt.Errorf("controller: %w", err)
 	}
-	return nil
+	return d.kinds, nil
 }
 
 // registryChanges turns registry changes into events for the definitions

@@ -987,6 +987,11 @@ func TestControllerRights(t *testing.T) {
 		{[]string{"watch", "deployments.apps", "-A"}, "yes"},
 		{[]string{"impersonate", "serviceaccounts", "-n", ns}, "yes"},
 		{[]string{"patch", "templateinstances.dm.io/status", "-n", ns}, "yes"},
+		// Roll-out policies: read, their status written.
+		{[]string{"watch", "templaterolloutpolicies.dm.io"}, "yes"},
+		{[]string{"watch", "rolloutpolicies.dm.io", "-A"}, "yes"},
+		{[]string{"update", "templaterolloutpolicies.dm.io/status"}, "yes"},
+		{[]string{"update", "rolloutpolicies.dm.io/status", "-n", ns}, "yes"},
 		{[]string{"create", "customresourcedefinitions"}, "yes"}, // RBAC says yes; the policy decides
 		// Nothing of a custom resource outside its groups.
 		{[]string{"list", "widgets.other.example.com", "-A"}, "no"},

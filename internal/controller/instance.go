@@ -34,6 +34,7 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // InstanceReconciler reconciles TemplateInstances.
@@ -59,6 +60,9 @@ type InstanceReconciler struct {
 	// accounts watches, as instances' accounts, what the controller's own
 	// account does not read; nil watches nothing so.
 	accounts *accountWatches
+	// defRegistry is DefaultRegistry parsed: the roll-out policies'
+	// references and the instances' are compared qualified with it.
+	defRegistry resolve.Registry
 }
 
 // Reconcile brings one instance to its desired state and writes its status.
@@ -139,6 +143,8 @@ type applied struct {
 	secret [][]string
 	// rendering is the expansion applied, for taintOf.
 	rendering *rendering
+	// hold is what a roll-out policy allowed; nil when none governs.
+	hold *waveHold
 
 	taintOnce sync.Once
 	taint     *taint
@@ -220,6 +226,15 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 			return nil, err
 		}
 	}
+	// A roll-out policy decides which patch the instance runs: the exact
+	// version is expanded, recorded as the instance's own reference.
+	hold, err := r.rolloutHold(ctx, ti)
+	if err != nil {
+		return nil, err
+	}
+	if hold != nil {
+		pinned = hold.pin
+	}
 	res, err := cfg.Deploy(ctx, deploy.DeployOptions{
 		Name:    ti.Name,
 		Upgrade: true,
@@ -239,7 +254,7 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	} else {
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
-	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd}, nil
+	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd, hold: hold}, nil
 }
 
 // pinned returns the exact version the last deployed revision resolved
@@ -395,8 +410,12 @@ func (r *InstanceReconciler) observe(ctx context.Context, ti *v1alpha1.TemplateI
 		return unreadyRequeue
 	}
 	meta.RemoveStatusCondition(&ti.Status.Conditions, v1alpha1.ConditionReconciling)
-	setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded",
-		fmt.Sprintf("revision %d of %s applied; %d objects ready", rec.Revision, orTemplate(ti.Status.Resolved, ti), len(sts)))
+	msg := fmt.Sprintf("revision %d of %s applied; %d objects ready", rec.Revision, orTemplate(ti.Status.Resolved, ti), len(sts))
+	if h := a.hold; h != nil && h.held {
+		setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, ReasonWaitingForWave, msg+"; "+h.message())
+		return interval(ti)
+	}
+	setCondition(ti, v1alpha1.ConditionReady, metav1.ConditionTrue, "Succeeded", msg)
 	return interval(ti)
 }
 

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/resolve"
 )
 
 // Setup adds the TemplateInstance reconciler to mgr. Registry changes
@@ -50,6 +51,13 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		opts:    opts,
 		log:     log,
 		kind:    templateInstances{client: mgr.GetClient()},
+	}
+	if opts.DefaultRegistry != "" {
+		def, err := resolve.ParseRegistry(opts.DefaultRegistry)
+		if err != nil {
+			return fmt.Errorf("controller: the default registry: %w", err)
+		}
+		r.defRegistry = def
 	}
 	r.secretPaths, _ = lru.New[string, [][]string](1024) // fails only for size <= 0
 	r.taints = newTaints()
@@ -98,7 +106,11 @@ func Setup(mgr ctrl.Manager, opts Options, n *Notifier) error {
 		return fmt.Errorf("controller: %w", err)
 	}
 	registerMetrics(mgr.GetClient())
-	if err := setupDefinitions(mgr, r, n); err != nil {
+	kinds, err := setupDefinitions(mgr, r, n)
+	if err != nil {
+		return err
+	}
+	if err := setupRollouts(mgr, r, kinds, events, n); err != nil {
 		return err
 	}
 	r.drift = &driftWatcher{ctrl: c, cache: mgr.GetCache(), accounts: r.accounts, log: log, watched: map[schema.GroupVersionKind]bool{}}

@@ -100,13 +100,14 @@ func instanceOf(_ context.Context, o client.Object) []reconcile.Request {
 // registries, whose index hook calls Changed.
 type Notifier struct {
 	ch chan string
-	// defs carries the same changes to the TemplateDefinitions.
-	defs chan string
+	// defs carries the same changes to the TemplateDefinitions, and
+	// policies to the roll-out policies.
+	defs, policies chan string
 }
 
 // NewNotifier returns a Notifier.
 func NewNotifier() *Notifier {
-	return &Notifier{ch: make(chan string, 64), defs: make(chan string, 64)}
+	return &Notifier{ch: make(chan string, 64), defs: make(chan string, 64), policies: make(chan string, 64)}
 }
 
 // Changed reports that registry has a new index: its key
@@ -115,7 +116,7 @@ func NewNotifier() *Notifier {
 // namespace's instances resolve through. It never blocks: a burst of
 // changes needs one pass.
 func (n *Notifier) Changed(registry string) {
-	for _, ch := range []chan string{n.ch, n.defs} {
+	for _, ch := range []chan string{n.ch, n.defs, n.policies} {
 		select {
 		case ch <- registry:
 		default:

@@ -9,6 +9,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"slices"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -17,17 +18,19 @@ import (
 //go:embed *.yaml
 var files embed.FS
 
-// Each kind's CRD is in a file of its own; these patterns tell whose it is.
-const (
-	controllerFiles = "dm.io_template*.yaml"
-	registryFiles   = "dm.io_*registries.yaml"
+// Each kind's CRD is in a file of its own; these patterns tell whose it
+// is: the controller's are its instances' and definitions' kinds and the
+// roll-out policies.
+var (
+	controllerFiles = []string{"dm.io_template*.yaml", "dm.io_rolloutpolicies.yaml"}
+	registryFiles   = []string{"dm.io_*registries.yaml"}
 )
 
 // All returns the embedded CRDs, in file name order.
-func All() ([]*apiextensionsv1.CustomResourceDefinition, error) { return load("*.yaml") }
+func All() ([]*apiextensionsv1.CustomResourceDefinition, error) { return load([]string{"*.yaml"}) }
 
-// Controller returns the CRDs dm-controller serves: TemplateInstance and
-// TemplateDefinition. Registry and ClusterRegistry are registryd's, so that
+// Controller returns the CRDs dm-controller serves: TemplateInstance,
+// TemplateDefinition, TemplateRolloutPolicy and RolloutPolicy. Registry and ClusterRegistry are registryd's, so that
 // the two can be installed apart and neither owns the other's kinds.
 func Controller() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	return load(controllerFiles)
@@ -40,13 +43,31 @@ func Registry() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 
 // ControllerFiles names the files of the controller's CRDs, which
 // dm-controller's template in registry-example publishes byte for byte.
-func ControllerFiles() ([]string, error) { return fs.Glob(files, controllerFiles) }
+func ControllerFiles() ([]string, error) { return glob(controllerFiles) }
+
+// glob returns the embedded files any of patterns matches, sorted.
+func glob(patterns []string) ([]string, error) {
+	var names []string
+	for _, p := range patterns {
+		m, err := fs.Glob(files, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range m {
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
 
 // File returns an embedded CRD file's bytes.
 func File(name string) ([]byte, error) { return files.ReadFile(name) }
 
-func load(pattern string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	names, err := fs.Glob(files, pattern)
+func load(patterns []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	names, err := glob(patterns)
 	if err != nil {
 		return nil, err
 	}

@@ -22,11 +22,11 @@ func TestAll(t *testing.T) {
 	for _, c := range all {
 		names = append(names, c.Name)
 	}
-	want := []string{"clusterregistries.dm.io", "registries.dm.io", "templatedefinitions.dm.io", "templateinstances.dm.io"}
+	want := []string{"clusterregistries.dm.io", "registries.dm.io", "rolloutpolicies.dm.io", "templatedefinitions.dm.io", "templateinstances.dm.io", "templaterolloutpolicies.dm.io"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("CRDs %v, want %v", names, want)
 	}
-	ti := all[3]
+	ti := all[4]
 	var cols []string
 	for _, c := range ti.Spec.Versions[0].AdditionalPrinterColumns {
 		if c.Priority == 0 {
@@ -49,7 +49,7 @@ func TestControllerAndRegistry(t *testing.T) {
 		load func() ([]*apiextensionsv1.CustomResourceDefinition, error)
 		want []string
 	}{
-		{"Controller", Controller, []string{"templatedefinitions.dm.io", "templateinstances.dm.io"}},
+		{"Controller", Controller, []string{"rolloutpolicies.dm.io", "templatedefinitions.dm.io", "templateinstances.dm.io", "templaterolloutpolicies.dm.io"}},
 		{"Registry", Registry, []string{"clusterregistries.dm.io", "registries.dm.io"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,5 +152,63 @@ func TestDogfoodTemplateCRDs(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("registry-example/%s/crds/%s differs from internal/controller/crds/%s (%v): publish a new dm-controller version with the generated CRDs", latest, n, n, err)
 		}
+	}
+}
+
+// The roll-out policies: one kind per scope, and kubectl get shows the
+// patch rolling out, the waves' states and whether promotion is paused.
+func TestRolloutCRDs(t *testing.T) {
+	all, err := All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, kind, scope string }{
+		{"templaterolloutpolicies.dm.io", "TemplateRolloutPolicy", "Cluster"},
+		{"rolloutpolicies.dm.io", "RolloutPolicy", "Namespaced"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == tc.name })
+			if i < 0 {
+				t.Fatalf("no CRD %s", tc.name)
+			}
+			c := all[i]
+			if c.Spec.Names.Kind != tc.kind || string(c.Spec.Scope) != tc.scope {
+				t.Errorf("kind %s scope %s, want %s %s", c.Spec.Names.Kind, c.Spec.Scope, tc.kind, tc.scope)
+			}
+			v := c.Spec.Versions[0]
+			var cols []string
+			for _, col := range v.AdditionalPrinterColumns {
+				if col.Priority == 0 {
+					cols = append(cols, col.Name)
+				}
+			}
+			if want := []string{"Template", "Version", "Waves", "Paused", "Ready", "Age"}; !slices.Equal(cols, want) {
+				t.Errorf("printer columns %v, want %v", cols, want)
+			}
+			if v.Subresources == nil || v.Subresources.Status == nil {
+				t.Error("no status subresource")
+			}
+			spec := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties
+			for _, f := range []string{"template", "waves", "failurePolicy", "paused"} {
+				if _, ok := spec[f]; !ok {
+					t.Errorf("spec has no field %s", f)
+				}
+			}
+			for _, f := range []string{"name", "selector", "percent", "soakTime", "deadline"} {
+				if _, ok := spec["waves"].Items.Schema.Properties[f]; !ok {
+					t.Errorf("spec.waves[] has no field %s", f)
+				}
+			}
+			status := v.Schema.OpenAPIV3Schema.Properties["status"].Properties
+			for _, f := range []string{"version", "waves", "failedVersions", "conditions"} {
+				if _, ok := status[f]; !ok {
+					t.Errorf("status has no field %s", f)
+				}
+			}
+			states := status["waves"].Items.Schema.Properties["state"].Enum
+			if len(states) != 7 {
+				t.Errorf("wave states %d, want the 7 of the contract", len(states))
+			}
+		})
 	}
 }

@@ -16,6 +16,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		&TemplateDefinition{}, &TemplateDefinitionList{},
 		&Registry{}, &RegistryList{},
 		&ClusterRegistry{}, &ClusterRegistryList{},
+		&TemplateRolloutPolicy{}, &TemplateRolloutPolicyList{},
+		&RolloutPolicy{}, &RolloutPolicyList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
