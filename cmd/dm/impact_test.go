@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -162,11 +163,16 @@ func startFleet(t *testing.T, instances map[string][]map[string]any) *fleet {
 	for i, list := range []string{"1", "2", "3"} {
 		for _, spec := range instances[list] {
 			name := spec["name"].(string)
+			md := map[string]any{"name": name}
+			if l, ok := spec["labels"]; ok {
+				md["labels"] = l
+			}
 			delete(spec, "name")
+			delete(spec, "labels")
 			spec["serviceAccountName"] = "deployer"
 			u := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "dm.io/v1alpha1", "kind": "TemplateInstance",
-				"metadata": map[string]any{"name": name}, "spec": spec,
+				"metadata": md, "spec": spec,
 			}}
 			if _, err := dyn.Resource(tiGVR).Namespace(f.ns[i]).Create(ctx, u, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
@@ -250,7 +256,7 @@ func TestImpactFleet(t *testing.T) {
 		return c
 	}
 	f := startFleet(t, map[string][]map[string]any{
-		"1": {small("a", 1), with(big, "name", "b"), with(small("manual", 1), "updatePolicy", "Manual")},
+		"1": {with(small("a", 1), "labels", map[string]any{"ring": "canary"}), with(big, "name", "b"), with(small("manual", 1), "updatePolicy", "Manual")},
 		"2": {small("c", 1), with(small("exact", 1), "template", "web:v1.2.0"), with(small("older", 1), "template", "web:v1.1")},
 		"3": {small("e", 3), with(big, "name", "f")},
 	})
@@ -268,6 +274,33 @@ func TestImpactFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A roll-out policy: a canary wave by label, then the rest; the third
+	// namespace has a RolloutPolicy of its own, with one wave.
+	policies := schema.GroupVersionResource{Group: "dm.io", Version: "v1alpha1", Resource: "templaterolloutpolicies"}
+	nsPolicies := schema.GroupVersionResource{Group: "dm.io", Version: "v1alpha1", Resource: "rolloutpolicies"}
+	for _, p := range []struct {
+		gvr  schema.GroupVersionResource
+		ns   string
+		name string
+		spec map[string]any
+	}{
+		{policies, "", "web-" + f.ns[0], map[string]any{"template": "web:v1.2", "waves": []any{
+			map[string]any{"name": "canary", "selector": map[string]any{"matchLabels": map[string]any{"ring": "canary"}}},
+			map[string]any{"name": "rest"},
+		}}},
+		{nsPolicies, f.ns[2], "web", map[string]any{"template": "web:v1.2", "waves": []any{map[string]any{"name": "all-at-once"}}}},
+	} {
+		kind := "TemplateRolloutPolicy"
+		if p.ns != "" {
+			kind = "RolloutPolicy"
+		}
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "dm.io/v1alpha1", "kind": kind, "metadata": map[string]any{"name": p.name}, "spec": p.spec}}
+		if _, err := f.dyn.Resource(p.gvr).Namespace(p.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.dyn.Resource(p.gvr).Namespace(p.ns).Delete(context.Background(), p.name, metav1.DeleteOptions{}) })
+	}
+
 	r := f.impact(t, f.env.Kubeconfig, "-A", "-o", "json")
 	if r.code != 1 {
 		t.Fatalf("dm impact -o json: exit %d, want 1 (size big fails)\n%s\n%s", r.code, r.stdout, r.stderr)
@@ -282,6 +315,13 @@ func TestImpactFleet(t *testing.T) {
 	}
 	if want := []string{"impact-000000-1/a", "impact-000000-1/b", "impact-000000-2/c", "impact-000000-3/e", "impact-000000-3/f"}; !slices.Equal(got, want) {
 		t.Errorf("instances %q, want %q (manual, exact, older and pinned absent)", got, want)
+	}
+	waves := map[string]string{}
+	for _, in := range rep.Instances {
+		waves[in.Name] = in.Wave
+	}
+	if want := map[string]string{"a": "canary", "b": "rest", "c": "rest", "e": "all-at-once", "f": "all-at-once"}; !maps.Equal(waves, want) {
+		t.Errorf("waves %v, want %v", waves, want)
 	}
 	for _, in := range rep.Instances {
 		switch in.Name {

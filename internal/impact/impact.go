@@ -80,9 +80,6 @@ type Options struct {
 	// Progress, when set, is told how many of the instances taking the
 	// version are done.
 	Progress func(done, total int)
-	// Wave, when set, names the wave of a roll-out policy an instance is
-	// in; "" when no policy governs it.
-	Wave func(ctx context.Context, ti *v1alpha1.TemplateInstance) (string, error)
 	// Log receives warnings (a kind whose instances cannot be listed);
 	// nil discards them.
 	Log io.Writer
@@ -182,14 +179,16 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ns = opts.Cluster.Namespace()
 	}
 	dyn := opts.Cluster.Dynamic()
-	var cands []candidate
+	// listed are the instances of the version's template; those that
+	// would take it are previewed, and all of them share waves.
+	var listed []candidate
 	err = list(ctx, dyn, v1alpha1.GroupVersion.WithResource("templateinstances"), ns, opts.PageSize, func(u *unstructured.Unstructured) error {
 		ti := &v1alpha1.TemplateInstance{}
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ti); err != nil {
 			return fmt.Errorf("TemplateInstance %s/%s: %w", u.GetNamespace(), u.GetName(), err)
 		}
-		if m.takes(ti) {
-			cands = append(cands, candidate{ti: ti, kind: "TemplateInstance"})
+		if m.sameTemplate(ti.Spec.Template) {
+			listed = append(listed, candidate{ti: ti, kind: "TemplateInstance"})
 		}
 		return nil
 	})
@@ -200,12 +199,22 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cands = append(cands, defined...)
+	listed = append(listed, defined...)
+	var cands []candidate
+	for _, c := range listed {
+		if m.takes(c.ti) {
+			cands = append(cands, c)
+		}
+	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.ti.Namespace, b.ti.Namespace), cmp.Compare(a.kind, b.kind), cmp.Compare(a.ti.Name, b.ti.Name))
 	})
+	waves, err := wavesOf(ctx, dyn, ns, opts.AllNamespaces, opts.PageSize, def, listed, opts.Log)
+	if err != nil {
+		return nil, err
+	}
 
-	p := &previewer{opts: opts, cache: newExpansions(opts.Expander), clients: map[string]*kube.Client{}}
+	p := &previewer{opts: opts, cache: newExpansions(opts.Expander), clients: map[string]*kube.Client{}, waves: waves}
 	rep := &Report{Version: opts.Target.Resolved, Instances: make([]Instance, len(cands))}
 	var done atomic.Int64
 	sem := make(chan struct{}, opts.Concurrency)
@@ -300,9 +309,7 @@ func definedInstances(ctx context.Context, dyn dynamic.Interface, ns string, pag
 			if err != nil {
 				return err
 			}
-			if m.takes(ti) {
-				out = append(out, candidate{ti: ti, kind: gvk.Kind})
-			}
+			out = append(out, candidate{ti: ti, kind: gvk.Kind})
 			return nil
 		})
 		if err != nil {
@@ -395,6 +402,8 @@ type previewer struct {
 	// clients are the impersonating clients, by user and namespace:
 	// discovery is read once per account.
 	clients map[string]*kube.Client
+	// waves are the instances' waves, by NAMESPACE/NAME.
+	waves map[string]string
 }
 
 // client returns a client acting as user in ns, as dm-controller's does.
@@ -419,14 +428,7 @@ func (p *previewer) client(ctx context.Context, user, ns string) (*kube.Client, 
 func (p *previewer) preview(ctx context.Context, c candidate) Instance {
 	ti := c.ti
 	out := Instance{Namespace: ti.Namespace, Name: ti.Name, Kind: c.kind, From: ti.Status.Resolved, To: p.opts.Target.Resolved, Changes: []Change{}}
-	if p.opts.Wave != nil {
-		w, err := p.opts.Wave(ctx, ti)
-		if err != nil {
-			out.Error = "reading its roll-out policy: " + err.Error()
-			return out
-		}
-		out.Wave = w
-	}
+	out.Wave = p.waves[ti.Namespace+"/"+ti.Name]
 	changes, err := p.changes(ctx, ti)
 	if err != nil {
 		out.Error = err.Error()
