@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -203,9 +204,38 @@ func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, er
 	if err != nil {
 		return nil, err
 	}
-	applied, err := c.Cluster.Apply(ctx, p.unstructured(), kube.ApplyOptions{DryRun: true, Force: opts.Force})
+	// The live objects are read while the server dry-runs the new ones:
+	// a preview of many instances waits on round trips, not on work.
+	objs := p.unstructured()
+	refs := make([]kube.ObjectRef, 0, len(objs)+len(gone))
+	for _, o := range objs {
+		refs = append(refs, kube.RefOf(o))
+	}
+	refs = append(refs, gone...)
+	live := make([]*unstructured.Unstructured, len(refs))
+	liveErrs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			live[i], liveErrs[i] = c.Cluster.Get(ctx, ref)
+			if errors.Is(liveErrs[i], derrors.NotFound) {
+				live[i], liveErrs[i] = nil, nil
+			}
+		}()
+	}
+	applied, err := c.Cluster.Apply(ctx, objs, kube.ApplyOptions{DryRun: true, Force: opts.Force})
+	wg.Wait()
 	if err != nil {
 		return nil, p.annotate(err)
+	}
+	if err := errors.Join(liveErrs...); err != nil {
+		return nil, err
+	}
+	byRef := make(map[kube.ObjectRef]*unstructured.Unstructured, len(refs))
+	for i, ref := range refs {
+		byRef[ref] = live[i]
 	}
 	var out []Change
 	for _, a := range applied {
@@ -213,31 +243,19 @@ func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, er
 		if err != nil {
 			return nil, err
 		}
-		if a.Created {
+		was := byRef[a.Ref]
+		if a.Created || was == nil {
 			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
 			continue
 		}
-		live, err := c.Cluster.Get(ctx, a.Ref)
-		if errors.Is(err, derrors.NotFound) {
-			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if fields := kube.ChangedFields(live, next, dmAnnotations); len(fields) > 0 {
+		if fields := kube.ChangedFields(was, next, dmAnnotations); len(fields) > 0 {
 			out = append(out, Change{Ref: a.Ref, Action: ActionUpdate, Fields: fields})
 		}
 	}
 	for _, ref := range gone {
-		_, err := c.Cluster.Get(ctx, ref)
-		if errors.Is(err, derrors.NotFound) {
-			continue
+		if byRef[ref] != nil {
+			out = append(out, Change{Ref: ref, Action: ActionDelete})
 		}
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Change{Ref: ref, Action: ActionDelete})
 	}
 	return out, nil
 }

@@ -86,7 +86,7 @@ type Options struct {
 }
 
 // DefaultConcurrency is Options.Concurrency's default.
-const DefaultConcurrency = 8
+const DefaultConcurrency = 16
 
 // DefaultPageSize is Options.PageSize's default.
 const DefaultPageSize = 250
