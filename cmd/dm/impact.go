@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -88,7 +89,7 @@ func runImpact(cmd *cobra.Command, g *globals, p *printer, f *impactFlags, ref s
 		return err
 	}
 	prog := newProgress(g.stderr)
-	defer prog.done()
+	var mu sync.Mutex
 	rep, err := impact.Run(ctx, impact.Options{
 		Target:                impact.Target{Resolved: res.Resolved, Digest: res.Digest},
 		Expander:              impactExpander(g),
@@ -99,11 +100,16 @@ func runImpact(cmd *cobra.Command, g *globals, p *printer, f *impactFlags, ref s
 		DefaultServiceAccount: f.defaultAccount,
 		Concurrency:           f.concurrency,
 		Progress: func(done, total int) {
+			// Called from the previews' goroutines.
+			mu.Lock()
+			defer mu.Unlock()
 			prog.status("%d/%d instances previewed", done, total)
 		},
 		Log: g.stderr,
 	})
+	mu.Lock()
 	prog.done()
+	mu.Unlock()
 	if err != nil {
 		return err
 	}

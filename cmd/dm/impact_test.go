@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -142,7 +143,8 @@ func startFleet(t *testing.T, instances map[string][]map[string]any) *fleet {
 			InstallCRDs:     true,
 			MetricsAddr:     "0",
 			HealthAddr:      "0",
-			Options:         controller.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), DMVersion: "test"},
+			Options: controller.Options{Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})), DMVersion: "test",
+				DefinitionGroups: []string{"fleet.example.com"}},
 		})
 		if err != nil && ctx.Err() == nil {
 			t.Errorf("controller: %v", err)
@@ -158,6 +160,32 @@ func startFleet(t *testing.T, instances map[string][]map[string]any) *fleet {
 			t.Fatal("the controller installed no CRDs within a minute")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	// A kind whose instances deploy the template: FleetWeb, one in the
+	// second namespace.
+	defs := schema.GroupVersionResource{Group: "dm.io", Version: "v1alpha1", Resource: "templatedefinitions"}
+	def := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "dm.io/v1alpha1", "kind": "TemplateDefinition", "metadata": map[string]any{"name": "fleetweb"},
+		"spec": map[string]any{"group": "fleet.example.com", "names": map[string]any{"kind": "FleetWeb"}, "template": "web:v1.2"},
+	}}
+	if _, err := dyn.Resource(defs).Create(ctx, def, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	fleetWebs := schema.GroupVersionResource{Group: "fleet.example.com", Version: "v1alpha1", Resource: "fleetwebs"}
+	for {
+		fw := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "fleet.example.com/v1alpha1", "kind": "FleetWeb",
+			"metadata": map[string]any{"name": "g", "annotations": map[string]any{"dm.io/service-account-name": "deployer"}},
+			"spec":     map[string]any{"size": "small", "replicas": 1},
+		}}
+		_, err := dyn.Resource(fleetWebs).Namespace(f.ns[1]).Create(ctx, fw, metav1.CreateOptions{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("FleetWeb g: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 	var names [][2]string
 	for i, list := range []string{"1", "2", "3"} {
@@ -180,9 +208,13 @@ func startFleet(t *testing.T, instances map[string][]map[string]any) *fleet {
 			names = append(names, [2]string{f.ns[i], name})
 		}
 	}
-	for _, n := range names {
+	for _, n := range append(names, [2]string{f.ns[1], "g"}) {
+		gvr := tiGVR
+		if n[1] == "g" {
+			gvr = fleetWebs
+		}
 		for {
-			u, err := dyn.Resource(tiGVR).Namespace(n[0]).Get(ctx, n[1], metav1.GetOptions{})
+			u, err := dyn.Resource(gvr).Namespace(n[0]).Get(ctx, n[1], metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -298,7 +330,9 @@ func TestImpactFleet(t *testing.T) {
 		if _, err := f.dyn.Resource(p.gvr).Namespace(p.ns).Create(context.Background(), u, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { f.dyn.Resource(p.gvr).Namespace(p.ns).Delete(context.Background(), p.name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			f.dyn.Resource(p.gvr).Namespace(p.ns).Delete(context.Background(), p.name, metav1.DeleteOptions{})
+		})
 	}
 
 	r := f.impact(t, f.env.Kubeconfig, "-A", "-o", "json")
@@ -313,14 +347,14 @@ func TestImpactFleet(t *testing.T) {
 	for _, in := range rep.Instances {
 		got = append(got, f.placeholders(in.Namespace+"/"+in.Name))
 	}
-	if want := []string{"impact-000000-1/a", "impact-000000-1/b", "impact-000000-2/c", "impact-000000-3/e", "impact-000000-3/f"}; !slices.Equal(got, want) {
+	if want := []string{"impact-000000-1/a", "impact-000000-1/b", "impact-000000-2/g", "impact-000000-2/c", "impact-000000-3/e", "impact-000000-3/f"}; !slices.Equal(got, want) {
 		t.Errorf("instances %q, want %q (manual, exact, older and pinned absent)", got, want)
 	}
 	waves := map[string]string{}
 	for _, in := range rep.Instances {
 		waves[in.Name] = in.Wave
 	}
-	if want := map[string]string{"a": "canary", "b": "rest", "c": "rest", "e": "all-at-once", "f": "all-at-once"}; !maps.Equal(waves, want) {
+	if want := map[string]string{"a": "canary", "b": "rest", "c": "rest", "g": "rest", "e": "all-at-once", "f": "all-at-once"}; !maps.Equal(waves, want) {
 		t.Errorf("waves %v, want %v", waves, want)
 	}
 	for _, in := range rep.Instances {
@@ -342,8 +376,8 @@ func TestImpactFleet(t *testing.T) {
 	golden(t, "fleet.md", f.placeholders(md.stdout))
 	text := f.impact(t, f.env.Kubeconfig, "-A", "-v")
 	golden(t, "fleet.txt", f.placeholders(text.stdout))
-	// a and c share their properties, b and f theirs, e has its own.
-	if !strings.Contains(text.stderr, "dm: 5 instances, 3 expansions") {
+	// a, c and g share their properties, b and f theirs, e has its own.
+	if !strings.Contains(text.stderr, "dm: 6 instances, 3 expansions") {
 		t.Errorf("dm impact -v: %s", text.stderr)
 	}
 
@@ -373,6 +407,21 @@ func TestImpactFleet(t *testing.T) {
 		})
 	}
 
+	// A patch that failed under the third namespace's policy reaches none
+	// of its instances.
+	rp, err := f.dyn.Resource(nsPolicies).Namespace(f.ns[2]).Get(context.Background(), "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedStringSlice(rp.Object, []string{"v1.2.1"}, "status", "failedVersions")
+	if _, err := f.dyn.Resource(nsPolicies).Namespace(f.ns[2]).UpdateStatus(context.Background(), rp, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	failed := f.impact(t, f.env.Kubeconfig, "-n", f.ns[2], "-o", "json")
+	if failed.code != 0 || !strings.Contains(failed.stdout, `"instances": []`) {
+		t.Errorf("a failed patch: exit %d\n%s\n%s", failed.code, failed.stdout, failed.stderr)
+	}
+
 	// A caller who may read one namespace sees it alone.
 	grantNamed(t, f.dyn, f.ns[0], "limited", kubetest.LimitedUser, "get", "list", "impersonate")
 	lim := f.impact(t, f.env.LimitedKubeconfig, "-n", f.ns[0], "-o", "json")
@@ -393,7 +442,7 @@ func TestImpactFleet(t *testing.T) {
 
 // grantNamed lets user do verbs on everything in ns, through a Role and
 // RoleBinding called name.
-func grantNamed(t *testing.T, dyn dynamic.Interface, ns, name, user string, verbs ...string) {
+func grantNamed(t testing.TB, dyn dynamic.Interface, ns, name, user string, verbs ...string) {
 	t.Helper()
 	role := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",

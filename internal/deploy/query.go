@@ -88,7 +88,7 @@ type DiffOptions struct {
 // deployment has that the new revision would prune. It returns a unified
 // diff and whether anything differs.
 func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, error) {
-	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source)
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source, nil)
 	if err != nil {
 		return "", false, err
 	}
@@ -102,12 +102,15 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 // nextRevision expands src as deployment name's next revision, as deploy
 // would apply it (deferred references filled from the live objects,
 // state merged into spec where the object asks), and lists the objects of
-// the deployment's records that it would prune.
-func (c *Config) nextRevision(ctx context.Context, name string, src Source) (*plan, []kube.ObjectRef, error) {
-	ns := c.namespace()
-	hist, err := c.history(ctx, ns, name)
-	if err != nil {
-		return nil, nil, err
+// the deployment's records that it would prune; with current, those of
+// current instead, and the history is not read.
+func (c *Config) nextRevision(ctx context.Context, name string, src Source, current []kube.ObjectRef) (*plan, []kube.ObjectRef, error) {
+	var hist []*release.Record
+	if current == nil {
+		var err error
+		if hist, err = c.history(ctx, c.namespace(), name); err != nil {
+			return nil, nil, err
+		}
 	}
 	x, err := c.expand(ctx, name, &src)
 	if err != nil {
@@ -122,6 +125,11 @@ func (c *Config) nextRevision(ctx context.Context, name string, src Source) (*pl
 		newIDs[idOf(o.ref())] = true
 	}
 	var gone []kube.ObjectRef
+	for _, ref := range current {
+		if !newIDs[idOf(ref)] {
+			gone = append(gone, ref)
+		}
+	}
 	if liveRecord(hist) != nil {
 		for _, r := range pruneCandidates(hist, false) {
 			if ref := refOf(r); !newIDs[idOf(ref)] {
@@ -185,6 +193,11 @@ type ChangesOptions struct {
 	// dm-controller applies; without it a conflict is an error, as for
 	// Diff.
 	Force bool
+	// Current, when not nil, are the objects the deployment has now
+	// (dm-controller's status.inventory): those the new revision no
+	// longer renders are deleted, and the history is not read (for a
+	// fleet's preview, a list of Secrets per instance saved).
+	Current []kube.ObjectRef
 }
 
 // dmAnnotations are the annotations dm writes on every object for
@@ -200,7 +213,7 @@ var dmAnnotations = []string{AnnotationTemplate, AnnotationPath, AnnotationNames
 // the order of the objects then of the deletions. An object unchanged is
 // absent.
 func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, error) {
-	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source)
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source, opts.Current)
 	if err != nil {
 		return nil, err
 	}

@@ -200,19 +200,21 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	listed = append(listed, defined...)
+	waves, refused, err := wavesOf(ctx, dyn, ns, opts.AllNamespaces, opts.PageSize, def, version, listed, opts.Log)
+	if err != nil {
+		return nil, err
+	}
 	var cands []candidate
 	for _, c := range listed {
-		if m.takes(c.ti) {
+		// A patch that failed under the instance's policy reaches none
+		// of its instances.
+		if m.takes(c.ti) && !refused[c.ti.Namespace+"/"+c.ti.Name] {
 			cands = append(cands, c)
 		}
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.ti.Namespace, b.ti.Namespace), cmp.Compare(a.kind, b.kind), cmp.Compare(a.ti.Name, b.ti.Name))
 	})
-	waves, err := wavesOf(ctx, dyn, ns, opts.AllNamespaces, opts.PageSize, def, listed, opts.Log)
-	if err != nil {
-		return nil, err
-	}
 
 	p := &previewer{opts: opts, cache: newExpansions(opts.Expander), clients: map[string]*kube.Client{}, waves: waves}
 	rep := &Report{Version: opts.Target.Resolved, Instances: make([]Instance, len(cands))}
@@ -475,5 +477,19 @@ func (p *previewer) changes(ctx context.Context, ti *v1alpha1.TemplateInstance) 
 		Expander:  p.cache,
 		Namespace: ti.Namespace,
 	}
-	return cfg.Changes(ctx, deploy.ChangesOptions{Name: ti.Name, Source: src, Force: true})
+	// What the instance has now is its status.inventory, which the
+	// controller writes after each apply; an applied instance without
+	// one has its history read instead.
+	var current []kube.ObjectRef
+	if len(ti.Status.Inventory) > 0 || ti.Status.Resolved == "" {
+		current = []kube.ObjectRef{}
+	}
+	for _, o := range ti.Status.Inventory {
+		gv, err := schema.ParseGroupVersion(o.APIVersion)
+		if err != nil {
+			return nil, fmt.Errorf("status.inventory: %s %s: %w", o.Kind, o.Name, err)
+		}
+		current = append(current, kube.ObjectRef{Group: gv.Group, Version: gv.Version, Kind: o.Kind, Namespace: o.Namespace, Name: o.Name})
+	}
+	return cfg.Changes(ctx, deploy.ChangesOptions{Name: ti.Name, Source: src, Force: true, Current: current})
 }

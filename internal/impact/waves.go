@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +30,10 @@ type policy struct {
 // policy's status already places keeps that wave, since a share of a
 // partial fleet is not the controller's. A caller who may not list
 // policies is warned and sees no waves.
-func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, page int64, def resolve.Registry, listed []candidate, log io.Writer) (map[string]string, error) {
+//
+// refused are the instances whose policy lists version among its failed
+// patches: no instance it covers takes them.
+func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, page int64, def resolve.Registry, version string, listed []candidate, log io.Writer) (waves map[string]string, refused map[string]bool, err error) {
 	var ps []policy
 	var rs []rollout.Policy
 	add := func(kind string) func(u *unstructured.Unstructured) error {
@@ -64,13 +68,13 @@ func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, pa
 			if log != nil {
 				fmt.Fprintf(log, "dm: warning: you may not list %ss: the waves they assign are not shown\n", k.kind)
 			}
-			return nil, nil
+			return nil, nil, nil
 		case err != nil:
-			return nil, listError(k.kind+"s", k.ns, err)
+			return nil, nil, listError(k.kind+"s", k.ns, err)
 		}
 	}
 	if len(ps) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	// The instances each policy covers: those that follow its series'
 	// patches and that it governs.
@@ -88,14 +92,20 @@ func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, pa
 			covered[i] = append(covered[i], rollout.Instance{Namespace: ti.Namespace, Name: ti.Name, Labels: ti.Labels})
 		}
 	}
-	out := map[string]string{}
+	out, refused := map[string]string{}, map[string]bool{}
 	for i, in := range covered {
 		if len(in) == 0 {
 			continue
 		}
+		if slices.Contains(ps[i].status.FailedVersions, version) {
+			for _, inst := range in {
+				refused[inst.Key()] = true
+			}
+			continue
+		}
 		idx, err := rollout.Assign(ps[i].spec.Waves, in)
 		if err != nil {
-			return nil, fmt.Errorf("assigning the waves of %s: %w", policyName(rs[i]), err)
+			return nil, nil, fmt.Errorf("assigning the waves of %s: %w", policyName(rs[i]), err)
 		}
 		partial := rs[i].Namespace == "" && !all
 		for j, inst := range in {
@@ -110,7 +120,7 @@ func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, pa
 			}
 		}
 	}
-	return out, nil
+	return out, refused, nil
 }
 
 // policyName names a policy as messages do.
