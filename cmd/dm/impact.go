@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -126,7 +127,8 @@ func runImpact(cmd *cobra.Command, g *globals, p *printer, f *impactFlags, ref s
 		return err
 	}
 	if g.verbose {
-		fmt.Fprintf(g.stderr, "dm: %d instances, %d expansions\n", len(rep.Instances), rep.Expansions)
+		fmt.Fprintf(g.stderr, "dm: %d instances, %d expansions; listed in %s, previewed in %s\n", len(rep.Instances), rep.Expansions,
+			rep.Listing.Round(time.Millisecond), rep.Previewing.Round(time.Millisecond))
 	}
 	if rep.Failed() > 0 || len(matches) > 0 {
 		return &silentExit{1}

@@ -195,8 +195,8 @@ type ChangesOptions struct {
 	Force bool
 	// Current, when not nil, are the objects the deployment has now
 	// (dm-controller's status.inventory): those the new revision no
-	// longer renders are deleted, and the history is not read (for a
-	// fleet's preview, a list of Secrets per instance saved).
+	// longer renders are deleted, and neither the history nor those
+	// objects are read (for a fleet's preview, requests saved).
 	Current []kube.ObjectRef
 }
 
@@ -217,58 +217,64 @@ func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, er
 	if err != nil {
 		return nil, err
 	}
-	// The live objects are read while the server dry-runs the new ones:
-	// a preview of many instances waits on round trips, not on work.
-	objs := p.unstructured()
-	refs := make([]kube.ObjectRef, 0, len(objs)+len(gone))
-	for _, o := range objs {
-		refs = append(refs, kube.RefOf(o))
-	}
-	refs = append(refs, gone...)
-	live := make([]*unstructured.Unstructured, len(refs))
-	liveErrs := make([]error, len(refs))
-	var wg sync.WaitGroup
-	for i, ref := range refs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			live[i], liveErrs[i] = c.Cluster.Get(ctx, ref)
-			if errors.Is(liveErrs[i], derrors.NotFound) {
-				live[i], liveErrs[i] = nil, nil
-			}
-		}()
-	}
-	applied, err := c.Cluster.Apply(ctx, objs, kube.ApplyOptions{DryRun: true, Force: opts.Force})
-	wg.Wait()
+	applied, err := c.Cluster.Apply(ctx, p.unstructured(), kube.ApplyOptions{DryRun: true, Force: opts.Force})
 	if err != nil {
 		return nil, p.annotate(err)
 	}
-	if err := errors.Join(liveErrs...); err != nil {
+	// The live objects of those the server found, read at once: a
+	// preview of many instances waits on round trips.
+	live := make([]*unstructured.Unstructured, len(applied))
+	errs := make([]error, len(applied))
+	var wg sync.WaitGroup
+	for i, a := range applied {
+		if a.Created {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			live[i], errs[i] = c.Cluster.Get(ctx, a.Ref)
+			if errors.Is(errs[i], derrors.NotFound) {
+				live[i], errs[i] = nil, nil
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	byRef := make(map[kube.ObjectRef]*unstructured.Unstructured, len(refs))
-	for i, ref := range refs {
-		byRef[ref] = live[i]
-	}
 	var out []Change
-	for _, a := range applied {
+	for i, a := range applied {
 		next, err := a.Object()
 		if err != nil {
 			return nil, err
 		}
-		was := byRef[a.Ref]
-		if a.Created || was == nil {
+		if live[i] == nil {
 			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
 			continue
 		}
-		if fields := kube.ChangedFields(was, next, dmAnnotations); len(fields) > 0 {
+		if fields := kube.ChangedFields(live[i], next, dmAnnotations); len(fields) > 0 {
 			out = append(out, Change{Ref: a.Ref, Action: ActionUpdate, Fields: fields})
 		}
 	}
-	for _, ref := range gone {
-		if byRef[ref] != nil {
+	if opts.Current != nil {
+		// What the deployment has now is given: each object it no longer
+		// renders is deleted (one deleted by hand meanwhile, the
+		// controller would have made again).
+		for _, ref := range gone {
 			out = append(out, Change{Ref: ref, Action: ActionDelete})
 		}
+		return out, nil
+	}
+	for _, ref := range gone {
+		_, err := c.Cluster.Get(ctx, ref)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Change{Ref: ref, Action: ActionDelete})
 	}
 	return out, nil
 }

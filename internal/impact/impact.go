@@ -23,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/mod/semver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -86,7 +87,7 @@ type Options struct {
 }
 
 // DefaultConcurrency is Options.Concurrency's default.
-const DefaultConcurrency = 16
+const DefaultConcurrency = 32
 
 // DefaultPageSize is Options.PageSize's default.
 const DefaultPageSize = 250
@@ -101,6 +102,9 @@ type Report struct {
 	// Expansions counts the expansions made: one per distinct template
 	// and properties.
 	Expansions int `json:"-"`
+	// Listing and Previewing are how long listing the instances (and
+	// policies) and previewing them took.
+	Listing, Previewing time.Duration `json:"-"`
 }
 
 // Instance is one instance that would take the version.
@@ -179,6 +183,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		ns = opts.Cluster.Namespace()
 	}
 	dyn := opts.Cluster.Dynamic()
+	start := time.Now()
 	// listed are the instances of the version's template; those that
 	// would take it are previewed, and all of them share waves.
 	var listed []candidate
@@ -217,7 +222,8 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 	})
 
 	p := &previewer{opts: opts, cache: newExpansions(opts.Expander), clients: map[string]*kube.Client{}, waves: waves}
-	rep := &Report{Version: opts.Target.Resolved, Instances: make([]Instance, len(cands))}
+	rep := &Report{Version: opts.Target.Resolved, Instances: make([]Instance, len(cands)), Listing: time.Since(start)}
+	start = time.Now()
 	var done atomic.Int64
 	sem := make(chan struct{}, opts.Concurrency)
 	var wg sync.WaitGroup
@@ -238,6 +244,7 @@ func Run(ctx context.Context, opts Options) (*Report, error) {
 		return nil, err
 	}
 	rep.Expansions = int(p.cache.count.Load())
+	rep.Previewing = time.Since(start)
 	return rep, nil
 }
 
