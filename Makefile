@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy bench-impact dm-samples dm-public screenshots dmdiff
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy bench-impact dm-samples dm-public screenshots dmdiff bench-rollout
 
 all: build
 
@@ -257,6 +257,13 @@ bench-auth: testenv
 # DM_BENCH_INSTANCES (default 1000) instances (docs/benchmarks.md).
 bench-controller: testenv
 	$(GO) test -run '^$$' -bench BenchmarkController -benchtime 1x -timeout 40m ./cmd/dm-controller
+
+# A patch rolled out to DM_BENCH_INSTANCES (default 1,000) instances in
+# three waves by dm-controller (a TemplateRolloutPolicy), against the test
+# apiserver: the apiserver writes per instance by resource, beside those
+# of a patch no policy governs (docs/benchmarks.md).
+bench-rollout: testenv
+	$(GO) test -run '^$$' -bench BenchmarkRollout -benchtime 1x -timeout 90m ./cmd/dm-controller
 
 # The public Deployment Manager samples nobody here wrote, converted and
 # applied to a test apiserver holding Config Connector's CRDs under strict

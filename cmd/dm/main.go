@@ -157,6 +157,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	root.AddCommand(newDeployCommands(g, p)...)
 	root.AddCommand(newImportCommand(g, p))
 	root.AddCommand(newImpactCommand(g, p))
+	root.AddCommand(newRolloutCommand(g, p))
 	return root
 }
 

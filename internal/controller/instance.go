@@ -326,6 +326,14 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 				x.References[i].Ref = src.Input.Ref
 			}
 		}
+		// The layout names the template as it was expanded too: renamed,
+		// the objects' dm.io/template is the resolved version, as
+		// unpinned, and a pin alone makes no new revision.
+		for _, n := range x.Layout.Resources {
+			if n.Type == pinned {
+				n.Type = src.Input.Ref
+			}
+		}
 	}
 	return x, nil
 }

@@ -75,10 +75,7 @@ type rolloutMetrics struct {
 // newRolloutMetrics registers the roll-out metrics, or finds them
 // registered by another controller of the process (tests).
 func newRolloutMetrics() *rolloutMetrics {
-	cv := prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dm_controller_rollout_events_total",
-		Help: "Roll-out events by policy and reason: RolloutStarted, WaveStarted, WavePromoted, WaveFailed, WaveRolledBack, WaveHalted, RolloutSucceeded.",
-	}, []string{"policy", "reason"})
+	cv := rolloutEventsVec()
 	if err := metrics.Registry.Register(cv); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
@@ -88,6 +85,14 @@ func newRolloutMetrics() *rolloutMetrics {
 		}
 	}
 	return &rolloutMetrics{events: cv}
+}
+
+// rolloutEventsVec is dm_controller_rollout_events_total, unregistered.
+func rolloutEventsVec() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dm_controller_rollout_events_total",
+		Help: "Roll-out events by policy and reason: RolloutStarted, WaveStarted, WavePromoted, WaveFailed, WaveRolledBack, WaveHalted, RolloutSucceeded.",
+	}, []string{"policy", "reason"})
 }
 
 func (m *rolloutMetrics) event(p policy, reason string) {

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"golang.org/x/mod/semver"
+
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
 	"github.com/dmhq/dm/internal/resolve"
@@ -114,9 +116,9 @@ func policies(ctx context.Context, c client.Reader, ns string, def resolve.Regis
 // policy may move it. Manual, suspended and deleted instances are left
 // alone; a reference pinned by digest or to an exact version has no
 // series.
-func followsPatches(ti *v1alpha1.TemplateInstance, def resolve.Registry) (rollout.Series, bool) {
+func followsPatches(ti *v1alpha1.TemplateInstance, def resolve.Registry) (rollout.Series, string, bool) {
 	if ti.Spec.UpdatePolicy == v1alpha1.UpdateManual || ti.Spec.Suspend || !ti.DeletionTimestamp.IsZero() {
-		return "", false
+		return "", "", false
 	}
 	return rollout.SeriesOf(ti.Spec.Template, def)
 }
@@ -144,7 +146,7 @@ func (h *waveHold) message() string {
 // rolloutHold returns what the policy governing ti allows it; nil when no
 // policy governs it.
 func (r *InstanceReconciler) rolloutHold(ctx context.Context, ti *v1alpha1.TemplateInstance) (*waveHold, error) {
-	series, ok := followsPatches(ti, r.defRegistry)
+	series, floor, ok := followsPatches(ti, r.defRegistry)
 	if !ok {
 		return nil, nil
 	}
@@ -160,6 +162,7 @@ func (r *InstanceReconciler) rolloutHold(ctx context.Context, ti *v1alpha1.Templ
 	base, _, _ := strings.Cut(string(series), ":")
 	t := rollout.TargetOf(p.status, ti.Namespace+"/"+ti.Name)
 	h := &waveHold{policy: p.name(), version: t.Version, held: t.Held, wave: t.Wave, rolling: p.status.Version}
+	digest := t.Digest
 	if h.version == "" {
 		// The policy has not looked at the registry yet: the instance
 		// keeps what it runs, so that no patch gets ahead of it.
@@ -167,9 +170,18 @@ func (r *InstanceReconciler) rolloutHold(ctx context.Context, ti *v1alpha1.Templ
 		if v == "" {
 			return nil, nil
 		}
-		h.version = v
+		h.version, digest = v, ti.Status.Digest
 	}
+	if floor != "" && semver.Compare(floor, h.version) > 0 {
+		// The reference asks for a patch above the one the policy
+		// allows: it resolves as it says.
+		return nil, nil
+	}
+	// A version alone resolves to its highest patch: the digest pins it.
 	h.pin = base + ":" + h.version
+	if digest != "" {
+		h.pin += "@" + digest
+	}
 	return h, nil
 }
 
@@ -232,7 +244,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		r.conditions(p, err)
 		return ctrl.Result{}, r.writeStatus(ctx, p, before)
 	}
-	latest, lerr := r.latest(ctx, obj.GetNamespace(), series)
+	latest, digest, lerr := r.latest(ctx, obj.GetNamespace(), series)
 	if lerr != nil {
 		log.Info("reading the template's patches", "err", lerr)
 	}
@@ -240,7 +252,7 @@ func (r *RolloutReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	out, err := rollout.Step(p.status, rollout.Input{Spec: p.spec, Latest: latest, Instances: in, Observed: obs, Now: r.now()})
+	out, err := rollout.Step(p.status, rollout.Input{Spec: p.spec, Latest: latest, LatestDigest: digest, Instances: in, Observed: obs, Now: r.now()})
 	r.conditions(p, errors.Join(err, lerr))
 	if !equality.Semantic.DeepEqual(before, p.status) {
 		if err := r.writeStatus(ctx, p, before); err != nil {
@@ -268,18 +280,18 @@ func requeueOf(st *v1alpha1.RolloutPolicyStatus, out rollout.Output) time.Durati
 }
 
 // latest is the highest patch of series the registry publishes.
-func (r *RolloutReconciler) latest(ctx context.Context, ns string, series rollout.Series) (string, error) {
+func (r *RolloutReconciler) latest(ctx context.Context, ns string, series rollout.Series) (string, string, error) {
 	if r.opts.Templates == nil {
-		return "", errors.New("the controller describes no template versions")
+		return "", "", errors.New("the controller describes no template versions")
 	}
 	tv, err := r.opts.Templates.Template(api.ForNamespace(ctx, ns), string(series), r.opts.DefaultRegistry)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if !series.InSeries(tv.Version) {
-		return "", fmt.Errorf("%s resolved to %s, not one of its patches", series, tv.Version)
+		return "", "", fmt.Errorf("%s resolved to %s, not one of its patches", series, tv.Version)
 	}
-	return tv.Version, nil
+	return tv.Version, tv.Digest, nil
 }
 
 // covered lists the instances p governs: TemplateInstances and instances
@@ -307,7 +319,7 @@ func (r *RolloutReconciler) covered(ctx context.Context, p policy, series rollou
 		}
 		for i := range dl.Items {
 			def := &dl.Items[i]
-			if s, ok := rollout.SeriesOf(def.Spec.Template, r.def); !ok || s != series || def.Status.CRD != crdName(def) {
+			if s, _, ok := rollout.SeriesOf(def.Spec.Template, r.def); !ok || s != series || def.Status.CRD != crdName(def) {
 				continue
 			}
 			gvk := definedGVK(def)
@@ -336,8 +348,9 @@ func (r *RolloutReconciler) covered(ctx context.Context, p policy, series rollou
 	obs := map[string]rollout.Observed{}
 	for _, c := range cov {
 		ti := c.ti
-		s, ok := followsPatches(ti, r.def)
-		if !ok || s != series {
+		s, floor, ok := followsPatches(ti, r.def)
+		if !ok || s != series || floor != "" && p.status.Version != "" && semver.Compare(floor, p.status.Version) > 0 {
+			// Not this series, or asking for a patch above the policy's.
 			continue
 		}
 		if i := rollout.Governing(ti.Namespace, series, rs); i < 0 || rs[i] != self {
@@ -570,7 +583,7 @@ func (r *RolloutReconciler) governing(ctx context.Context, o client.Object) []re
 	if !ok {
 		return nil
 	}
-	series, ok := rollout.SeriesOf(ti.Spec.Template, r.def)
+	series, _, ok := rollout.SeriesOf(ti.Spec.Template, r.def)
 	if !ok {
 		return nil
 	}

@@ -25,10 +25,11 @@ type policy struct {
 // wavesOf returns the wave each listed instance that a roll-out policy
 // governs would be in when the next patch rolls out, by NAMESPACE/NAME:
 // the waves dm-controller assigns at a roll-out's start (rollout.Assign)
-// over the instances the policy covers. When the caller sees only part
-// of what a TemplateRolloutPolicy covers (one namespace), an instance the
-// policy's status already places keeps that wave, since a share of a
-// partial fleet is not the controller's. A caller who may not list
+// over the instances the policy covers (rollout.WaveOf's rule, once per
+// policy rather than per instance). While a roll-out is under way, or
+// when the caller sees only part of what a TemplateRolloutPolicy covers
+// (one namespace), an instance the policy's status already places keeps
+// that wave. A caller who may not list
 // policies is warned and sees no waves.
 //
 // refused are the instances whose policy lists version among its failed
@@ -84,7 +85,7 @@ func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, pa
 		if ti.Spec.UpdatePolicy == v1alpha1.UpdateManual || ti.Spec.Suspend || ti.DeletionTimestamp != nil {
 			continue
 		}
-		s, ok := rollout.SeriesOf(ti.Spec.Template, def)
+		s, _, ok := rollout.SeriesOf(ti.Spec.Template, def)
 		if !ok {
 			continue
 		}
@@ -107,9 +108,12 @@ func wavesOf(ctx context.Context, dyn dynamic.Interface, ns string, all bool, pa
 		if err != nil {
 			return nil, nil, fmt.Errorf("assigning the waves of %s: %w", policyName(rs[i]), err)
 		}
-		partial := rs[i].Namespace == "" && !all
+		// A roll-out under way keeps its waves until it ends; a partial
+		// view of a cluster-wide policy's instances is not the
+		// controller's, and the status's placement is the better guess.
+		keep := rs[i].Namespace == "" && !all || rollout.InProgress(&ps[i].status)
 		for j, inst := range in {
-			if partial {
+			if keep {
 				if w := rollout.TargetOf(&ps[i].status, inst.Key()).Wave; w != "" {
 					out[inst.Key()] = w
 					continue

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -34,20 +35,31 @@ func (i Instance) Key() string { return i.Namespace + "/" + i.Name }
 type Series string
 
 // SeriesOf returns the series a reference follows under updatePolicy
-// Patch: the reference qualified against def with its version vMAJOR.MINOR.
-// ok is false for a reference no policy governs: one pinned by digest, one
-// with an exact version (v1.2.3) or a pre-release, one following a MAJOR
-// (v1) or the newest version (no version), or one that does not parse.
-func SeriesOf(ref string, def resolve.Registry) (Series, bool) {
+// Patch, as dm resolves versions: web:v1.2, web:v1.2.3 (v1.2, patch 3 or
+// higher) and web:v1 (v1.0) all follow the patches of one MAJOR.MINOR;
+// the series is the reference qualified against def with its version
+// vMAJOR.MINOR. ok is false for a reference no policy governs: one pinned
+// by digest, a pre-release (exact), one without a version (it follows
+// every MAJOR), or one that does not parse. floor is the lowest patch the
+// reference allows (v1.2.3), "" when it names none.
+func SeriesOf(ref string, def resolve.Registry) (s Series, floor string, ok bool) {
 	r, err := resolve.Parse(ref)
-	if err != nil || r.Digest != "" || !minorOnly(r.Version) {
-		return "", false
+	if err != nil || r.Digest != "" || r.Version == "" || strings.ContainsAny(r.Version, "-+") {
+		return "", "", false
 	}
+	sv, ok := index.ParseSemver(r.Version)
+	if !ok {
+		return "", "", false
+	}
+	if strings.Count(r.Version, ".") == 2 {
+		floor = r.Version
+	}
+	r.Version = fmt.Sprintf("v%d.%d", sv.Major, sv.Minor)
 	q, err := resolve.Qualify(r, def)
 	if err != nil {
-		return "", false
+		return "", "", false
 	}
-	return Series(q.String()), true
+	return Series(q.String()), floor, true
 }
 
 // PolicySeries returns the series of a policy's spec.template, which must
@@ -195,6 +207,8 @@ type Target struct {
 	// Version is the patch the instance may run (v1.2.4); "" when the
 	// policy has no roll-out state yet: the instance keeps what it runs.
 	Version string
+	// Digest is Version's digest, "" when the status has none.
+	Digest string
 	// Held is true when the instance is kept from status.version by a
 	// wave that has not reached it (or has been rolled back).
 	Held bool
@@ -210,7 +224,7 @@ func TargetOf(st *v1alpha1.RolloutPolicyStatus, key string) Target {
 	}
 	if st.Previous == "" {
 		// No roll-out yet: the patch the policy found is the fleet's.
-		return Target{Version: st.Version}
+		return Target{Version: st.Version, Digest: st.VersionDigest}
 	}
 	for _, w := range st.Waves {
 		if !slices.Contains(w.Instances, key) {
@@ -218,16 +232,16 @@ func TargetOf(st *v1alpha1.RolloutPolicyStatus, key string) Target {
 		}
 		switch w.State {
 		case v1alpha1.WaveProgressing, v1alpha1.WaveSoaking, v1alpha1.WavePromoted, v1alpha1.WaveFailed:
-			return Target{Version: st.Version, Wave: w.Name}
+			return Target{Version: st.Version, Digest: st.VersionDigest, Wave: w.Name}
 		}
-		return Target{Version: st.Previous, Held: true, Wave: w.Name}
+		return Target{Version: st.Previous, Digest: st.PreviousDigest, Held: true, Wave: w.Name}
 	}
 	if Done(st) {
-		return Target{Version: st.Version}
+		return Target{Version: st.Version, Digest: st.VersionDigest}
 	}
 	// Not yet placed in a wave (new to the policy): the patch before,
 	// until the controller places it.
-	return Target{Version: st.Previous, Held: true}
+	return Target{Version: st.Previous, Digest: st.PreviousDigest, Held: true}
 }
 
 // Done reports whether every wave of the roll-out was promoted.
@@ -258,4 +272,28 @@ func Failed(st *v1alpha1.RolloutPolicyStatus) bool {
 // done nor failed.
 func InProgress(st *v1alpha1.RolloutPolicyStatus) bool {
 	return st.Previous != "" && !Done(st) && !Failed(st)
+}
+
+// WaveOf names the wave of the instance named key (NAMESPACE/NAME) under
+// a policy: the wave its status lists it in, else the wave Assign gives
+// it among instances (every instance the policy covers, key's included):
+// the wave the next patch would reach it in. "" when instances does not
+// hold key.
+func WaveOf(spec *v1alpha1.RolloutPolicySpec, st *v1alpha1.RolloutPolicyStatus, instances []Instance, key string) (string, error) {
+	if InProgress(st) {
+		for _, w := range st.Waves {
+			if slices.Contains(w.Instances, key) {
+				return w.Name, nil
+			}
+		}
+	}
+	i := slices.IndexFunc(instances, func(in Instance) bool { return in.Key() == key })
+	if i < 0 || len(spec.Waves) == 0 {
+		return "", nil
+	}
+	assign, err := Assign(spec.Waves, instances)
+	if err != nil {
+		return "", err
+	}
+	return spec.Waves[assign[i]].Name, nil
 }

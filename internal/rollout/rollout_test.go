@@ -15,24 +15,25 @@ var def = resolve.Registry{Host: "github.com", Owner: "acme", Repo: "t"}
 
 func TestSeriesOf(t *testing.T) {
 	for _, tt := range []struct {
-		ref  string
-		want Series
-		ok   bool
+		ref   string
+		want  Series
+		floor string
+		ok    bool
 	}{
-		{"web:v1.2", "github.com/acme/t/web:v1.2", true},
-		{"github.com/acme/t/web:v1.2", "github.com/acme/t/web:v1.2", true},
-		{"apps/web:v1.2", "github.com/acme/t/apps/web:v1.2", true},
-		{"github.com/other/r/web:v1.2", "github.com/other/r/web:v1.2", true},
-		{"web:v1.2.3", "", false}, // exact version
-		{"web:v1", "", false},     // follows minors
-		{"web", "", false},        // follows the newest
-		{"web:v1.2-rc.1", "", false},
-		{"web:v1.2@sha256:" + fmt.Sprintf("%064x", 1), "", false}, // pinned by digest
-		{"not a ref", "", false},
+		{"web:v1.2", "github.com/acme/t/web:v1.2", "", true},
+		{"github.com/acme/t/web:v1.2", "github.com/acme/t/web:v1.2", "", true},
+		{"apps/web:v1.2", "github.com/acme/t/apps/web:v1.2", "", true},
+		{"github.com/other/r/web:v1.2", "github.com/other/r/web:v1.2", "", true},
+		{"web:v1.2.3", "github.com/acme/t/web:v1.2", "v1.2.3", true}, // v1.2, patch 3 or higher
+		{"web:v1", "github.com/acme/t/web:v1.0", "", true},           // v1 is v1.0 and its patches
+		{"web", "", "", false},                                        // follows every version
+		{"web:v1.2.0-rc.1", "", "", false},                            // a pre-release is exact
+		{"web:v1.2@sha256:" + fmt.Sprintf("%064x", 1), "", "", false}, // pinned by digest
+		{"not a ref", "", "", false},
 	} {
-		got, ok := SeriesOf(tt.ref, def)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("SeriesOf(%q) = %q, %v; want %q, %v", tt.ref, got, ok, tt.want, tt.ok)
+		got, floor, ok := SeriesOf(tt.ref, def)
+		if got != tt.want || ok != tt.ok || floor != tt.floor {
+			t.Errorf("SeriesOf(%q) = %q, %q, %v; want %q, %q, %v", tt.ref, got, floor, ok, tt.want, tt.floor, tt.ok)
 		}
 	}
 	if _, err := PolicySeries("web:v1.2.3", def); err == nil {
@@ -196,5 +197,29 @@ func TestTargetOf(t *testing.T) {
 		if got := TargetOf(tt.st, tt.key); got != tt.want {
 			t.Errorf("TargetOf(%s, %s) = %+v, want %+v", tt.st.Version, tt.key, got, tt.want)
 		}
+	}
+}
+
+func TestWaveOf(t *testing.T) {
+	spec := &v1alpha1.RolloutPolicySpec{Waves: []v1alpha1.Wave{{Name: "a", Percent: pct(10)}, {Name: "b"}}}
+	in := fleet(20)
+	assign, err := Assign(spec.Waves, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, inst := range in {
+		got, err := WaveOf(spec, &v1alpha1.RolloutPolicyStatus{}, in, inst.Key())
+		if err != nil || got != spec.Waves[assign[i]].Name {
+			t.Errorf("WaveOf(%s) = %q, %v; want %s", inst.Key(), got, err, spec.Waves[assign[i]].Name)
+		}
+	}
+	// Under way, the status's lists count.
+	st := &v1alpha1.RolloutPolicyStatus{Version: "v1.0.1", Previous: "v1.0.0", Waves: []v1alpha1.WaveStatus{
+		{Name: "a", State: v1alpha1.WaveProgressing, Instances: []string{in[0].Key()}}, {Name: "b", State: v1alpha1.WavePending}}}
+	if got, _ := WaveOf(spec, st, in, in[0].Key()); got != "a" {
+		t.Errorf("listed instance in wave %q, want a", got)
+	}
+	if got, _ := WaveOf(spec, st, in, "nowhere/x"); got != "" {
+		t.Errorf("unknown instance in wave %q", got)
 	}
 }

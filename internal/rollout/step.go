@@ -57,8 +57,9 @@ const maxFailed = 64
 type Input struct {
 	Spec *v1alpha1.RolloutPolicySpec
 	// Latest is the highest patch of the series the registry publishes,
-	// "" when it could not be read (nothing starts).
-	Latest string
+	// "" when it could not be read (nothing starts); LatestDigest its
+	// digest.
+	Latest, LatestDigest string
 	// Instances are the instances the policy covers (updatePolicy Patch,
 	// following the series), in any order.
 	Instances []Instance
@@ -87,7 +88,7 @@ func Step(st *v1alpha1.RolloutPolicyStatus, in Input) (Output, error) {
 		// A new policy: the patch the registry has now is the fleet's; the
 		// next one rolls out in waves.
 		if in.Latest != "" {
-			st.Version = in.Latest
+			st.Version, st.VersionDigest = in.Latest, in.LatestDigest
 		}
 		return out, nil
 	}
@@ -178,12 +179,12 @@ func Step(st *v1alpha1.RolloutPolicyStatus, in Input) (Output, error) {
 // start begins the roll-out of in.Latest: every wave Pending with the
 // instances Assign gives it.
 func start(st *v1alpha1.RolloutPolicyStatus, in Input, out *Output) error {
-	prev := st.Previous
+	prev, prevDigest := st.Previous, st.PreviousDigest
 	if !Failed(st) {
 		// Done (or the policy's first patch): what the fleet runs.
-		prev = st.Version
+		prev, prevDigest = st.Version, st.VersionDigest
 	}
-	st.Previous, st.Version, st.Aborted = prev, in.Latest, false
+	st.Previous, st.PreviousDigest, st.Version, st.VersionDigest, st.Aborted = prev, prevDigest, in.Latest, in.LatestDigest, false
 	st.Waves = make([]v1alpha1.WaveStatus, len(in.Spec.Waves))
 	for i, w := range in.Spec.Waves {
 		st.Waves[i] = v1alpha1.WaveStatus{Name: w.Name, State: v1alpha1.WavePending}

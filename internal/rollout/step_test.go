@@ -312,3 +312,29 @@ func TestStepResumes(t *testing.T) {
 		t.Errorf("states %s", a.states())
 	}
 }
+
+// The digests go with their versions: the patch before is pinned by its
+// own digest, the new one by its.
+func TestStepDigests(t *testing.T) {
+	st := &v1alpha1.RolloutPolicyStatus{}
+	spec := threeWaves
+	in := Input{Spec: &spec, Latest: "v1.2.4", LatestDigest: "sha256:a", Instances: fleet(20), Now: time.Now()}
+	if _, err := Step(st, in); err != nil {
+		t.Fatal(err)
+	}
+	in.Latest, in.LatestDigest = "v1.2.5", "sha256:b"
+	if _, err := Step(st, in); err != nil {
+		t.Fatal(err)
+	}
+	if st.VersionDigest != "sha256:b" || st.PreviousDigest != "sha256:a" {
+		t.Fatalf("digests %q (version), %q (previous)", st.VersionDigest, st.PreviousDigest)
+	}
+	canary := st.Waves[0].Instances[0]
+	rest := st.Waves[2].Instances[0]
+	if got := TargetOf(st, canary); got.Digest != "sha256:b" {
+		t.Errorf("canary target %+v", got)
+	}
+	if got := TargetOf(st, rest); got.Digest != "sha256:a" || !got.Held {
+		t.Errorf("held target %+v", got)
+	}
+}

@@ -127,10 +127,16 @@ type RolloutPolicyStatus struct {
 	// v1.2.5.
 	// +optional
 	Version string `json:"version,omitempty"`
+	// VersionDigest is Version's digest: an instance is pinned to it.
+	// +optional
+	VersionDigest string `json:"versionDigest,omitempty"`
 	// Previous is the patch the fleet ran before Version: what a failed
-	// wave rolls back to.
+	// wave rolls back to, and what later waves keep meanwhile.
 	// +optional
 	Previous string `json:"previous,omitempty"`
+	// PreviousDigest is Previous's digest.
+	// +optional
+	PreviousDigest string `json:"previousDigest,omitempty"`
 	// Waves are the waves of Version's roll-out.
 	// +optional
 	Waves []WaveStatus `json:"waves,omitempty"`
