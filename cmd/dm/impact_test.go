@@ -270,8 +270,8 @@ func golden(t *testing.T, name, got string) {
 // TestImpactFleet: dm impact on a fleet over three namespaces lists the
 // instances that would take an unpublished patch, each with its diff (a
 // field changed, an object added, one removed), names the property set
-// whose expansion fails, leaves out Manual, exact, digest-pinned and
-// other-MINOR instances, and exits 1 for the failure or a matching
+// whose expansion fails, leaves out Manual, digest-pinned and other-MINOR
+// instances (an exact web:v1.2.0 takes later patches, as dm resolves it), and exits 1 for the failure or a matching
 // --fail-on-change.
 func TestImpactFleet(t *testing.T) {
 	small := func(name string, replicas int) map[string]any {
@@ -347,14 +347,15 @@ func TestImpactFleet(t *testing.T) {
 	for _, in := range rep.Instances {
 		got = append(got, f.placeholders(in.Namespace+"/"+in.Name))
 	}
-	if want := []string{"impact-000000-1/a", "impact-000000-1/b", "impact-000000-2/g", "impact-000000-2/c", "impact-000000-3/e", "impact-000000-3/f"}; !slices.Equal(got, want) {
-		t.Errorf("instances %q, want %q (manual, exact, older and pinned absent)", got, want)
+	// web:v1.2.0 allows v1.2.0 and its later patches, as dm resolves it.
+	if want := []string{"impact-000000-1/a", "impact-000000-1/b", "impact-000000-2/g", "impact-000000-2/c", "impact-000000-2/exact", "impact-000000-3/e", "impact-000000-3/f"}; !slices.Equal(got, want) {
+		t.Errorf("instances %q, want %q (manual, older and pinned absent)", got, want)
 	}
 	waves := map[string]string{}
 	for _, in := range rep.Instances {
 		waves[in.Name] = in.Wave
 	}
-	if want := map[string]string{"a": "canary", "b": "rest", "c": "rest", "g": "rest", "e": "all-at-once", "f": "all-at-once"}; !maps.Equal(waves, want) {
+	if want := map[string]string{"a": "canary", "b": "rest", "c": "rest", "exact": "rest", "g": "rest", "e": "all-at-once", "f": "all-at-once"}; !maps.Equal(waves, want) {
 		t.Errorf("waves %v, want %v", waves, want)
 	}
 	for _, in := range rep.Instances {
@@ -376,8 +377,9 @@ func TestImpactFleet(t *testing.T) {
 	golden(t, "fleet.md", f.placeholders(md.stdout))
 	text := f.impact(t, f.env.Kubeconfig, "-A", "-v")
 	golden(t, "fleet.txt", f.placeholders(text.stdout))
-	// a, c and g share their properties, b and f theirs, e has its own.
-	if !strings.Contains(text.stderr, "dm: 6 instances, 3 expansions") {
+	// a, c, exact and g share their properties, b and f theirs, e has
+	// its own.
+	if !strings.Contains(text.stderr, "dm: 7 instances, 3 expansions") {
 		t.Errorf("dm impact -v: %s", text.stderr)
 	}
 

@@ -364,24 +364,26 @@ func (m matcher) sameTemplate(ref string) bool {
 }
 
 // takes tells whether ti would take the version under its update
-// policy: Patch (Manual keeps what it runs), a reference to the same
-// template without a digest or an exact version, whose version (v1, v1.2)
-// the version matches, in the MAJOR.MINOR the instance runs, and newer
-// than what it runs or the same with other content.
+// policy, as dm resolves its reference once the version is published:
+// Patch (Manual keeps what it runs; a suspended instance applies
+// nothing), a reference to the same template without a digest that
+// allows the version (web:v1.2 and web:v1.2.0 the patches of v1.2,
+// web:v1.2.3 those from v1.2.3, web:v1 those of v1.0, web the highest
+// stable version; a pre-release only when named), and the version newer
+// than what the instance runs, or the same with other content.
 func (m matcher) takes(ti *v1alpha1.TemplateInstance) bool {
-	if ti.Spec.UpdatePolicy == v1alpha1.UpdateManual || !m.sameTemplate(ti.Spec.Template) {
+	if ti.Spec.UpdatePolicy == v1alpha1.UpdateManual || ti.Spec.Suspend || ti.DeletionTimestamp != nil || !m.sameTemplate(ti.Spec.Template) {
 		return false
 	}
 	r, _ := resolve.Parse(ti.Spec.Template) // sameTemplate parsed it
-	if r.Digest != "" || strings.Count(r.Version, ".") == 2 {
+	if r.Digest != "" || semver.Prerelease(m.version) != "" {
 		return false
 	}
-	if semver.Prerelease(m.version) != "" {
-		// Only an exact reference takes a pre-release.
-		return false
-	}
-	if r.Version != "" && !strings.HasPrefix(m.version, r.Version+".") {
-		return false
+	if r.Version != "" {
+		want := semver.Canonical(r.Version)
+		if semver.Prerelease(want) != "" || semver.MajorMinor(want) != semver.MajorMinor(m.version) || semver.Compare(m.version, want) < 0 {
+			return false
+		}
 	}
 	if ti.Status.Resolved == "" {
 		// Never applied: its first apply takes the version.
@@ -390,9 +392,6 @@ func (m matcher) takes(ti *v1alpha1.TemplateInstance) bool {
 	_, running, err := splitResolved(ti.Status.Resolved)
 	if err != nil {
 		return true
-	}
-	if semver.MajorMinor(running) != semver.MajorMinor(m.version) {
-		return false
 	}
 	switch c := semver.Compare(m.version, running); {
 	case c > 0:
