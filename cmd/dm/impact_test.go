@@ -397,6 +397,8 @@ func TestImpactFleet(t *testing.T) {
 		{"rule on a kind unchanged", []string{"--fail-on-change", "Service"}, 0, ""},
 		{"bad rule", []string{"--fail-on-change", "Deployment:spec..x"}, 2, ""},
 		{"bad output", []string{"-o", "yaml"}, 2, ""},
+		{"-A and -n", []string{"-A"}, 2, ""},
+		{"bad concurrency", []string{"--concurrency", "0"}, 2, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.impact(t, f.env.Kubeconfig, append([]string{"-n", f.ns[1]}, tc.args...)...)
