@@ -35,6 +35,9 @@ const (
 // instance the shared expansion with its identity.
 type expansions struct {
 	inner deploy.Expander
+	// one calls inner one expansion at a time: dm's backend is not safe
+	// for concurrent use, and there are few expansions.
+	one   sync.Mutex
 	mu    sync.Mutex
 	byKey map[[sha256.Size]byte]*shared
 	// count counts the expansions made through inner.
@@ -89,8 +92,7 @@ func (e *expansions) Expand(ctx context.Context, src deploy.Source) (*expand.Res
 	s.once.Do(func() {
 		stand := src
 		stand.Name, stand.Deployment, stand.Namespace = standIn(src.Name, src.Deployment), standInName, standInNamespace
-		e.count.Add(1)
-		x, err := e.inner.Expand(ctx, stand)
+		x, err := e.expand(ctx, stand)
 		if err != nil {
 			s.err = err
 			return
@@ -100,8 +102,7 @@ func (e *expansions) Expand(ctx context.Context, src deploy.Source) (*expand.Res
 			[]byte(standInName), nil), []byte(standInNamespace), nil)), []byte(standInCore))
 	})
 	if s.own {
-		e.count.Add(1)
-		return e.inner.Expand(ctx, src)
+		return e.expand(ctx, src)
 	}
 	if s.err != nil {
 		return nil, &identityError{msg: e.identity(s.err.Error(), src), err: s.err}
@@ -111,6 +112,14 @@ func (e *expansions) Expand(ctx context.Context, src deploy.Source) (*expand.Res
 		return nil, fmt.Errorf("reading the shared expansion: %w", err)
 	}
 	return out, nil
+}
+
+// expand expands src through inner, counted, one at a time.
+func (e *expansions) expand(ctx context.Context, src deploy.Source) (*expand.Result, error) {
+	e.one.Lock()
+	defer e.one.Unlock()
+	e.count.Add(1)
+	return e.inner.Expand(ctx, src)
 }
 
 // standIn is the stand-in of a resource name: the instance's name is
