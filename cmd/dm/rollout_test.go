@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,7 @@ func rolloutPolicy(t *testing.T, env *kubetest.Env, ns, name string) {
 	cur["status"] = map[string]any{"version": "v1.2.5", "previous": "v1.2.4", "waves": []any{
 		map[string]any{"name": "canary", "state": "Soaking", "instances": []any{"a/web-1"}, "startedAt": "2026-01-01T00:00:00Z", "readyAt": "2026-01-01T00:00:10Z"},
 		map[string]any{"name": "rest", "state": "Pending", "instances": []any{"a/web-2", "b/web-3"}},
-	}}
+	}, "waveStates": "Soaking,Pending"}
 	code, body, err = env.Do(ctx, env.AdminToken, http.MethodPut, path+"/"+name+"/status", cur)
 	if err != nil || code != http.StatusOK {
 		t.Fatalf("writing the status of %s: %d %s %v", name, code, body, err)
@@ -85,6 +86,20 @@ func TestRolloutCommand(t *testing.T) {
 	cluster := "web-" + ns
 	rolloutPolicy(t, env, "", cluster)
 	rolloutPolicy(t, env, ns, "mine")
+	// kubectl get shows the patch rolling out, the waves' states and
+	// whether promotion is paused.
+	if env.Kubectl == "" {
+		t.Fatal("kubectl is not in .testenv/bin: make testenv builds it (make test does)")
+	}
+	out, err := exec.Command(env.Kubectl, "--kubeconfig", env.Kubeconfig, "get", "templaterolloutpolicies", cluster).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get: %v\n%s", err, out)
+	}
+	for _, w := range []string{"VERSION", "WAVES", "PAUSED", "v1.2.5", "Soaking,Pending", "false"} {
+		if !strings.Contains(string(out), w) {
+			t.Errorf("kubectl get lacks %q:\n%s", w, out)
+		}
+	}
 	kc := []string{"--kubeconfig", env.Kubeconfig}
 	dm := func(args ...string) result { return dmRun(t, nil, append(kc, args...)...) }
 

@@ -83,6 +83,21 @@ type Output struct {
 // It is deterministic: the same status and input give the same result,
 // so a restarted controller resumes where the last one left off.
 func Step(st *v1alpha1.RolloutPolicyStatus, in Input) (Output, error) {
+	out, err := step(st, in)
+	st.WaveStates = States(st)
+	return out, err
+}
+
+// States is the waves' states in order, comma-separated.
+func States(st *v1alpha1.RolloutPolicyStatus) string {
+	parts := make([]string, len(st.Waves))
+	for i, w := range st.Waves {
+		parts[i] = string(w.State)
+	}
+	return strings.Join(parts, ",")
+}
+
+func step(st *v1alpha1.RolloutPolicyStatus, in Input) (Output, error) {
 	var out Output
 	if st.Version == "" {
 		// A new policy: the patch the registry has now is the fleet's; the
@@ -280,6 +295,7 @@ func Abort(st *v1alpha1.RolloutPolicyStatus) ([]string, error) {
 	}
 	st.Aborted = true
 	markFailed(st, st.Version)
+	st.WaveStates = States(st)
 	return moved, nil
 }
 

@@ -127,6 +127,9 @@ func TestStepGoodPatch(t *testing.T) {
 	if got := s.states(); got != "Promoted,Promoted,Promoted" || s.on("v1.2.5") != 20 {
 		t.Fatalf("states %s, %d on v1.2.5", got, s.on("v1.2.5"))
 	}
+	if s.st.WaveStates != s.states() {
+		t.Errorf("waveStates %q, want %q", s.st.WaveStates, s.states())
+	}
 	want := []string{ReasonRolloutStarted, ReasonWaveStarted, ReasonWavePromoted, ReasonWaveStarted, ReasonWavePromoted, ReasonWaveStarted, ReasonWavePromoted, ReasonRolloutSucceeded}
 	if !slices.Equal(s.seen, want) {
 		t.Errorf("events %v, want %v", s.seen, want)

@@ -92,8 +92,9 @@ type RolloutPolicySpec struct {
 	FailurePolicy FailurePolicy `json:"failurePolicy,omitempty"`
 	// Paused stops promotion: the current wave's instances keep the
 	// patch, no further wave goes.
+	// +kubebuilder:default=false
 	// +optional
-	Paused bool `json:"paused,omitempty"`
+	Paused bool `json:"paused"`
 }
 
 // WaveStatus is one wave of the roll-out in progress.
@@ -140,6 +141,10 @@ type RolloutPolicyStatus struct {
 	// Waves are the waves of Version's roll-out.
 	// +optional
 	Waves []WaveStatus `json:"waves,omitempty"`
+	// WaveStates is the waves' states in order, comma-separated
+	// (Promoted,Soaking,Pending): what kubectl get shows.
+	// +optional
+	WaveStates string `json:"waveStates,omitempty"`
 	// FailedVersions are the patches that failed under this policy: no
 	// instance it covers takes them.
 	// +optional
@@ -162,7 +167,7 @@ type RolloutPolicyStatus struct {
 // +kubebuilder:resource:scope=Cluster,shortName=trp,categories=dm
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.template`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
-// +kubebuilder:printcolumn:name="Waves",type=string,JSONPath=`.status.waves[*].state`
+// +kubebuilder:printcolumn:name="Waves",type=string,JSONPath=`.status.waveStates`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -192,7 +197,7 @@ type TemplateRolloutPolicyList struct {
 // +kubebuilder:resource:shortName=rp,categories=dm
 // +kubebuilder:printcolumn:name="Template",type=string,JSONPath=`.spec.template`
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
-// +kubebuilder:printcolumn:name="Waves",type=string,JSONPath=`.status.waves[*].state`
+// +kubebuilder:printcolumn:name="Waves",type=string,JSONPath=`.status.waveStates`
 // +kubebuilder:printcolumn:name="Paused",type=boolean,JSONPath=`.spec.paused`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
