@@ -33,10 +33,11 @@ func newImpactCommand(g *globals, p *printer) *cobra.Command {
 		Use:   "impact REF",
 		Short: "Show what a template version (published or not) would change in every instance that would take it; exit 1 if one fails or --fail-on-change matches",
 		Long: `dm impact lists the TemplateInstances, and the instances of every TemplateDefinition's kind,
-that would take REF under their update policy (Patch, the same template and MAJOR.MINOR, REF
-newer than what they run), expands REF for each (once per distinct properties) and server-side
-dry-runs it as dm-controller applies, impersonating the instance's account. It prints the
-objects each would create, update (with the changed fields) and delete.
+whose reference would resolve to REF once it is published (updatePolicy Patch, no digest pin,
+REF newer than what they run), expands REF for each (once per distinct properties) and
+server-side dry-runs it as dm-controller applies, impersonating the instance's account. It
+prints the objects each would create, update (with the changed fields) and delete, and the
+roll-out wave each is in.
 
 REF is read through the registry flags: --registry-dir PREFIX=DIR previews a version directory
 before it is published. -o text (default), json or markdown (a pull-request comment).`,
