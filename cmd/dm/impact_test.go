@@ -426,6 +426,16 @@ func TestImpactFleet(t *testing.T) {
 		t.Errorf("a failed patch: exit %d\n%s\n%s", failed.code, failed.stdout, failed.stderr)
 	}
 
+	// On a terminal, stderr shows the progress, and the report is on
+	// stdout as without one.
+	master, tty := openPTY(t)
+	tm := &terminal{t: t, master: master}
+	stdout, done := runOnTerminal(t, tty, "--kubeconfig", f.env.Kubeconfig, "--registry-dir", fleetPrefix+"="+f.next, "impact", "web:v1.2.1", "-n", f.ns[1])
+	tm.expect("dm: 3/3 instances previewed")
+	if err := <-done; err != nil || !strings.Contains(stdout.String(), "3 instances would take it") {
+		t.Errorf("on a terminal: %v\n%s", err, stdout)
+	}
+
 	// A caller who may read one namespace sees it alone.
 	grantNamed(t, f.dyn, f.ns[0], "limited", kubetest.LimitedUser, "get", "list", "impersonate")
 	lim := f.impact(t, f.env.LimitedKubeconfig, "-n", f.ns[0], "-o", "json")
