@@ -6,7 +6,7 @@ BIN       := bin
 ADDR      ?= 127.0.0.1:8080
 BENCHTIME ?= 1s
 
-.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-rollout bench-chart bench-convert bench-tenancy dm-samples dm-public screenshots dmdiff
+.PHONY: all build install run test test-short vet fmt-check generate generate-check generate-gcp refresh-gcp unit fuzz bench bench-catalog bench-http bench-e2e dmref clean testenv kubectl dev-cluster bench-deploy bench-scale bench-replicas bench-controller bench-chart bench-convert bench-tenancy bench-impact dm-samples dm-public screenshots dmdiff bench-rollout
 
 all: build
 
@@ -215,6 +215,14 @@ bench-convert: build
 	$(GO) run ./scripts/benchchart -pairs $(PAIRS) \
 	  -a '$(BIN)/dm convert testdata/gcp/bench100/config.yaml --project acme' \
 	  -b '$(BIN)/dm expand testdata/gcp/bench100/config.yaml -o json'
+
+# dm impact over 1,000 instances of 10 distinct property sets in 10
+# namespaces, applied as dm-controller applies them, against a local
+# apiserver: the time of one preview (target under 10 s) and its
+# expansions (exactly 10) (docs/benchmarks.md, dm impact). Setting up the
+# fleet takes some minutes.
+bench-impact: testenv
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkImpact -benchtime 3x -timeout 30m ./cmd/dm/
 
 # Three registryd processes with --watch-registries against one local
 # apiserver and the GitHub test server: push-to-all-replicas p95 over 20

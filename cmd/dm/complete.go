@@ -109,8 +109,11 @@ func versionForms(vs []api.VersionInfo) []string {
 // completeOutput completes -o.
 func completeOutput(cmd *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 	out := []cobra.Completion{"table", "json", "yaml"}
-	if cmd.Name() == "expand" {
+	switch cmd.Name() {
+	case "expand":
 		out = append(out, "manifest", "list")
+	case "impact":
+		out = []cobra.Completion{"text", "json", "markdown"}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -30,6 +30,12 @@ func TestDepsLeaveOutHelm(t *testing.T) {
 		// sigstore-go (and the Rekor, go-openapi and protobuf packages it
 		// brings) cost every command about a hundred package inits: dm
 		// verifies and signs in dm-sigstore.
+		// dm impact reads instances as dm-controller does through the
+		// leaf package controller/instance: the controller itself, and
+		// controller-runtime's package inits, are not every command's.
+		if strings.HasPrefix(dep, "sigs.k8s.io/controller-runtime") || dep == "github.com/dmhq/dm/internal/controller" {
+			t.Errorf("dm depends on %s: dm impact reads instances through internal/controller/instance", dep)
+		}
 		if strings.HasPrefix(dep, "github.com/sigstore/") || dep == "github.com/dmhq/dm/internal/signature/sigstore" {
 			t.Errorf("dm depends on %s: signatures are dm-sigstore's (internal/signature/sigproxy)", dep)
 		}

@@ -88,6 +88,10 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			switch g.output {
 			case "table", "json", "yaml":
+			case "text", "markdown":
+				if cmd.Name() != "impact" {
+					return &usageError{fmt.Errorf("-o %s is for dm impact; want table, json or yaml", g.output)}
+				}
 			case "manifest", "list":
 				// kubectl-ready output of the objects an expansion makes.
 				if cmd.Name() != "expand" {
@@ -152,6 +156,7 @@ func newRoot(g *globals, stdout io.Writer) *cobra.Command {
 	)
 	root.AddCommand(newDeployCommands(g, p)...)
 	root.AddCommand(newImportCommand(g, p))
+	root.AddCommand(newImpactCommand(g, p))
 	root.AddCommand(newRolloutCommand(g, p))
 	return root
 }

@@ -52,7 +52,7 @@ var fixture = map[string]string{
 	"stacks/apps/shop/v2.1.0/example.yaml": "resources: []\n",
 }
 
-func writeTree(t *testing.T, files map[string]string) string {
+func writeTree(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	if err := indextest.WriteFiles(dir, files); err != nil {
@@ -67,7 +67,7 @@ type result struct {
 }
 
 // dmRun runs dm in-process with an environment of only vars.
-func dmRun(t *testing.T, vars map[string]string, args ...string) result {
+func dmRun(t testing.TB, vars map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	if vars == nil {

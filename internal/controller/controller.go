@@ -15,7 +15,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/controller/instance"
 	"github.com/dmhq/dm/internal/deploy/chartlookup"
 	"github.com/dmhq/dm/internal/deploy/kube"
 	"github.com/dmhq/dm/internal/expand/engine"
@@ -80,7 +80,7 @@ const DefaultInterval = 10 * time.Minute
 
 // FieldManager is the server-side apply field manager of the objects the
 // controller applies.
-const FieldManager = "dm-controller"
+const FieldManager = instance.FieldManager
 
 // Finalizer holds an instance until what it rendered is pruned (or, with
 // deletionPolicy Orphan, released).
@@ -159,4 +159,4 @@ func (c *clients) lookupAs(user string) (engine.Lookup, error) {
 }
 
 // errNoAccount is an instance with no ServiceAccount to apply as.
-var errNoAccount = errors.New("spec.serviceAccountName is not set and dm-controller runs without --default-service-account: the controller applies only as an instance's ServiceAccount, so that nobody gains rights through it")
+var errNoAccount = instance.ErrNoAccount

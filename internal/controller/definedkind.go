@@ -8,10 +8,8 @@ import (
 	"strings"
 	"sync"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/controller/instance"
 )
 
 // definedKinds starts one controller per kind a definition defines, once
@@ -139,45 +138,12 @@ func (k *kindReconciler) definition(ctx context.Context) (*v1alpha1.TemplateDefi
 }
 
 // statusFields are the status fields the controller writes on an instance
-// of a defined kind; the status template's outputs go beside them, and an
-// output of the same name is dropped.
-var statusFields = []string{"observedGeneration", "conditions", "resolved", "digest", "revision", "inventory", "outputs"}
+// of a defined kind (instance.StatusFields).
+var statusFields = instance.StatusFields
 
 // asInstance sees u, an instance of def's kind, as a TemplateInstance.
 func asInstance(u *unstructured.Unstructured, def *v1alpha1.TemplateDefinition) (*v1alpha1.TemplateInstance, error) {
-	ti := &v1alpha1.TemplateInstance{}
-	where := u.GetKind() + " " + u.GetNamespace() + "/" + u.GetName()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(map[string]any{"metadata": u.Object["metadata"]}, ti); err != nil {
-		return nil, fmt.Errorf("%s: reading its metadata: %w", where, err)
-	}
-	ti.Spec = v1alpha1.TemplateInstanceSpec{Template: def.Spec.Template, ServiceAccountName: u.GetAnnotations()[AnnotationServiceAccount],
-		GCP: def.Spec.GCP.DeepCopy()}
-	if spec, ok := u.Object["spec"]; ok && spec != nil {
-		b, err := json.Marshal(spec)
-		if err != nil {
-			return nil, fmt.Errorf("%s: spec: %w", where, err)
-		}
-		ti.Spec.Properties = &apiextensionsv1.JSON{Raw: b}
-	}
-	st, _ := u.Object["status"].(map[string]any)
-	known, outputs := map[string]any{}, map[string]any{}
-	for key, v := range st {
-		if slices.Contains(statusFields, key) {
-			known[key] = v
-		} else {
-			outputs[key] = v
-		}
-	}
-	// A status someone else wrote wrongly is written anew.
-	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(known, &ti.Status)
-	ti.Status.Outputs = nil
-	if len(outputs) > 0 {
-		b, err := json.Marshal(outputs)
-		if err == nil {
-			ti.Status.Outputs = &apiextensionsv1.JSON{Raw: b}
-		}
-	}
-	return ti, nil
+	return instance.AsInstance(u, def)
 }
 
 // definedKind is an instance of a kind a definition defines.

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/controller/instance"
 )
 
 // TestDefinedKindStatus writes statuses as an instance of a defined kind
@@ -99,10 +100,10 @@ func TestDefinedKindGCP(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := gcpProject(ti); got != tc.project {
+			if got := instance.GCPProject(ti); got != tc.project {
 				t.Errorf("project %q, want %q", got, tc.project)
 			}
-			if got := gcpDeletionPolicy(ti); got != tc.policy {
+			if got := instance.GCPDeletionPolicy(ti); got != tc.policy {
 				t.Errorf("deletion policy %q, want %q", got, tc.policy)
 			}
 			if tc.gcp != nil && ti.Spec.GCP == tc.gcp {

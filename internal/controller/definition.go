@@ -32,6 +32,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/controller/instance"
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand/engine"
 	dmschema "github.com/dmhq/dm/internal/expand/schema"
@@ -54,7 +55,7 @@ const LabelDefinition = "dm.io/definition"
 // ServiceAccount (in its namespace) the controller applies it as: the
 // instance's spec is all properties, so the account cannot be a spec
 // field. Without it, --default-service-account.
-const AnnotationServiceAccount = "dm.io/service-account-name"
+const AnnotationServiceAccount = instance.AnnotationServiceAccount
 
 // TemplateDescriber describes a template version: its exact version,
 // digest and schema (an api.Service over the controller's registries, or
@@ -239,24 +240,13 @@ func (d *DefinitionReconciler) Reconcile(ctx context.Context, req ctrl.Request) 
 
 // definedGVK is the kind a definition defines.
 func definedGVK(def *v1alpha1.TemplateDefinition) schema.GroupVersionKind {
-	v := def.Spec.Version
-	if v == "" {
-		v = "v1alpha1"
-	}
-	return schema.GroupVersionKind{Group: def.Spec.Group, Version: v, Kind: def.Spec.Names.Kind}
+	return instance.DefinedGVK(def)
 }
 
 // crdName is the name of the CRD of the kind a definition defines.
-func crdName(def *v1alpha1.TemplateDefinition) string {
-	return plural(def) + "." + def.Spec.Group
-}
+func crdName(def *v1alpha1.TemplateDefinition) string { return instance.CRDName(def) }
 
-func plural(def *v1alpha1.TemplateDefinition) string {
-	if def.Spec.Names.Plural != "" {
-		return def.Spec.Names.Plural
-	}
-	return strings.ToLower(def.Spec.Names.Kind) + "s"
-}
+func plural(def *v1alpha1.TemplateDefinition) string { return instance.Plural(def) }
 
 // define resolves the definition's template, applies its kind's CRD and
 // tells whether the apiserver serves it yet.

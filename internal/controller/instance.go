@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,7 +19,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +26,7 @@ import (
 
 	"github.com/dmhq/dm/internal/api"
 	"github.com/dmhq/dm/internal/controller/api/v1alpha1"
+	"github.com/dmhq/dm/internal/controller/instance"
 	"github.com/dmhq/dm/internal/deploy"
 	"github.com/dmhq/dm/internal/deploy/driver"
 	"github.com/dmhq/dm/internal/deploy/kube"
@@ -35,7 +34,6 @@ import (
 	"github.com/dmhq/dm/internal/derrors"
 	"github.com/dmhq/dm/internal/expand"
 	"github.com/dmhq/dm/internal/expand/engine"
-	"github.com/dmhq/dm/internal/expand/value"
 	"github.com/dmhq/dm/internal/resolve"
 )
 
@@ -163,14 +161,7 @@ func (r *InstanceReconciler) tainted(ctx context.Context, a *applied, resolved, 
 
 // user is the Kubernetes user the instance applies as.
 func (r *InstanceReconciler) user(ti *v1alpha1.TemplateInstance) (string, error) {
-	sa := ti.Spec.ServiceAccountName
-	if sa == "" {
-		sa = r.opts.DefaultServiceAccount
-	}
-	if sa == "" {
-		return "", errNoAccount
-	}
-	return "system:serviceaccount:" + ti.Namespace + ":" + sa, nil
+	return instance.User(ti, r.opts.DefaultServiceAccount)
 }
 
 // config returns the deploy configuration of the instance: the cluster and
@@ -247,15 +238,7 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 	res, err := cfg.Deploy(ctx, deploy.DeployOptions{
 		Name:    ti.Name,
 		Upgrade: true,
-		Source: deploy.Source{
-			Input:      release.Input{Ref: ti.Spec.Template, Registry: r.opts.DefaultRegistry, Server: r.opts.Server},
-			Properties: props,
-			Env:        ti.Spec.Env,
-			// The spec says it all: no setting carries over from the last
-			// revision.
-			Project:        gcpProject(ti),
-			DeletionPolicy: gcpDeletionPolicy(ti),
-		},
+		Source:  instance.Source(ti, props, r.opts.DefaultRegistry, r.opts.Server),
 		// Forced: drift is restored, whoever changed the fields.
 		// A Config Connector object that is not ready yet (its Google
 		// Cloud resource being made) is waited for briefly, then the
@@ -272,24 +255,6 @@ func (r *InstanceReconciler) apply(ctx context.Context, ti *v1alpha1.TemplateIns
 		log.Info("applied", "revision", res.Record.Revision, "resolved", res.Resolved, "objects", len(res.Objects))
 	}
 	return &applied{res: res, cfg: cfg, props: props, secret: secret, rendering: rd, hold: hold}, nil
-}
-
-// gcpProject is the instance's spec.gcp.project.
-func gcpProject(ti *v1alpha1.TemplateInstance) string {
-	if ti.Spec.GCP == nil {
-		return ""
-	}
-	return ti.Spec.GCP.Project
-}
-
-// gcpDeletionPolicy is the deletion policy of the instance's Config
-// Connector objects as deploy takes it: delete (Config Connector's
-// default) unless spec.gcp.deletionPolicy is Abandon.
-func gcpDeletionPolicy(ti *v1alpha1.TemplateInstance) string {
-	if ti.Spec.GCP != nil && ti.Spec.GCP.DeletionPolicy == v1alpha1.GCPAbandon {
-		return "abandon"
-	}
-	return "delete"
 }
 
 // pinned returns the exact version the last deployed revision resolved
@@ -377,59 +342,7 @@ func (r *InstanceReconciler) expand(ctx context.Context, src deploy.Source, pinn
 // read as the instance's ServiceAccount; secret are the paths of the
 // values that came from Secrets, which status templates do not see.
 func (r *InstanceReconciler) properties(ctx context.Context, ti *v1alpha1.TemplateInstance, cl deploy.Cluster) (map[string]any, [][]string, error) {
-	var secret [][]string
-	props := map[string]any{}
-	if p := ti.Spec.Properties; p != nil && len(p.Raw) > 0 {
-		v, err := expand.DecodeValue(p.Raw)
-		if err != nil {
-			return nil, nil, fmt.Errorf("spec.properties: %w: %w", err, derrors.InvalidArgument)
-		}
-		m, ok := v.(map[string]any)
-		if !ok && v != nil {
-			return nil, nil, fmt.Errorf("spec.properties: want a mapping of property names to values: %w", derrors.InvalidArgument)
-		}
-		props = value.Merge(props, m)
-	}
-	for i, s := range ti.Spec.PropertiesFrom {
-		where := fmt.Sprintf("spec.propertiesFrom[%d]", i)
-		kind, ref := "", (*v1alpha1.KeyReference)(nil)
-		switch {
-		case s.SecretRef != nil && s.ConfigMapRef == nil:
-			kind, ref = "Secret", s.SecretRef
-		case s.ConfigMapRef != nil && s.SecretRef == nil:
-			kind, ref = "ConfigMap", s.ConfigMapRef
-		default:
-			return nil, nil, fmt.Errorf("%s: give one of secretRef and configMapRef: %w", where, derrors.InvalidArgument)
-		}
-		obj, err := cl.Get(ctx, kube.ObjectRef{Version: "v1", Kind: kind, Namespace: ti.Namespace, Name: ref.Name})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: reading %s %s/%s: %w", where, kind, ti.Namespace, ref.Name, err)
-		}
-		text, ok, _ := unstructured.NestedString(obj.Object, "data", ref.Key)
-		if !ok {
-			return nil, nil, fmt.Errorf("%s: %s %s/%s has no key %s: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.NotFound)
-		}
-		data := []byte(text)
-		if kind == "Secret" {
-			if data, err = base64.StdEncoding.DecodeString(text); err != nil {
-				return nil, nil, fmt.Errorf("%s: Secret %s/%s key %s: %w", where, ti.Namespace, ref.Name, ref.Key, err)
-			}
-		}
-		// The error names the key, never its content: it may be secret.
-		v, err := expand.DecodeValue(data)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %s %s/%s key %s is not YAML: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
-		}
-		m, ok := v.(map[string]any)
-		if !ok && v != nil {
-			return nil, nil, fmt.Errorf("%s: %s %s/%s key %s: want a mapping of property names to values: %w", where, kind, ti.Namespace, ref.Name, ref.Key, derrors.InvalidArgument)
-		}
-		if kind == "Secret" {
-			secret = leafPaths(m, nil, secret)
-		}
-		props = value.Merge(props, m)
-	}
-	return props, secret, nil
+	return instance.Properties(ctx, ti, cl)
 }
 
 // observe fills the status of an applied instance: what was applied and

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dmhq/dm/internal/controller/instance"
 	"github.com/dmhq/dm/internal/expand/schema"
 )
 
@@ -25,15 +26,7 @@ const Redacted = "(redacted)"
 // leafPaths appends the paths of v's leaves (values that are not
 // mappings) below prefix to out.
 func leafPaths(v map[string]any, prefix []string, out [][]string) [][]string {
-	for k, x := range v {
-		p := append(prefix[:len(prefix):len(prefix)], k)
-		if m, ok := x.(map[string]any); ok && len(m) > 0 {
-			out = leafPaths(m, p, out)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
+	return instance.LeafPaths(v, prefix, out)
 }
 
 // redactPaths returns v with the value at each path replaced by Redacted,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -87,25 +88,48 @@ type DiffOptions struct {
 // deployment has that the new revision would prune. It returns a unified
 // diff and whether anything differs.
 func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, error) {
-	ns := c.namespace()
-	hist, err := c.history(ctx, ns, opts.Name)
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source, nil)
 	if err != nil {
 		return "", false, err
 	}
-	src := opts.Source
-	x, err := c.expand(ctx, opts.Name, &src)
+	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
 	if err != nil {
-		return "", false, err
+		return "", false, p.annotate(err)
+	}
+	return diff, changed, nil
+}
+
+// nextRevision expands src as deployment name's next revision, as deploy
+// would apply it (deferred references filled from the live objects,
+// state merged into spec where the object asks), and lists the objects of
+// the deployment's records that it would prune; with current, those of
+// current instead, and the history is not read.
+func (c *Config) nextRevision(ctx context.Context, name string, src Source, current []kube.ObjectRef) (*plan, []kube.ObjectRef, error) {
+	var hist []*release.Record
+	if current == nil {
+		var err error
+		if hist, err = c.history(ctx, c.namespace(), name); err != nil {
+			return nil, nil, err
+		}
+	}
+	x, err := c.expand(ctx, name, &src)
+	if err != nil {
+		return nil, nil, err
 	}
 	p := x.p
 	if err := p.prepare(ctx, c.Cluster); err != nil {
-		return "", false, err
+		return nil, nil, err
 	}
 	newIDs := map[identity]bool{}
 	for _, o := range p.objects {
 		newIDs[idOf(o.ref())] = true
 	}
 	var gone []kube.ObjectRef
+	for _, ref := range current {
+		if !newIDs[idOf(ref)] {
+			gone = append(gone, ref)
+		}
+	}
 	if liveRecord(hist) != nil {
 		for _, r := range pruneCandidates(hist, false) {
 			if ref := refOf(r); !newIDs[idOf(ref)] {
@@ -129,7 +153,7 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 	}
 	for _, o := range p.objects {
 		if err := fillDeferred(o.obj.Object, o.deferred, live); err != nil {
-			return "", false, fmt.Errorf("%s: %w", o.where(), err)
+			return nil, nil, fmt.Errorf("%s: %w", o.where(), err)
 		}
 	}
 	var shared []*object
@@ -139,13 +163,120 @@ func (c *Config) Diff(ctx context.Context, opts DiffOptions) (string, bool, erro
 		}
 	}
 	if err := c.mergeStateIntoSpec(ctx, shared); err != nil {
-		return "", false, err
+		return nil, nil, err
 	}
-	diff, changed, err := c.Cluster.Diff(ctx, p.unstructured(), gone)
+	return p, gone, nil
+}
+
+// Change is what deploying a new revision would do to one object.
+type Change struct {
+	Ref kube.ObjectRef
+	// Action is ActionCreate, ActionUpdate or ActionDelete.
+	Action string
+	// Fields are the paths of the fields an update changes
+	// (kube.ChangedFields).
+	Fields []string
+}
+
+// The actions of a Change.
+const (
+	ActionCreate = "create"
+	ActionUpdate = "update"
+	ActionDelete = "delete"
+)
+
+// ChangesOptions are Changes' options.
+type ChangesOptions struct {
+	Name   string
+	Source Source
+	// Force takes over the fields other field managers own, as
+	// dm-controller applies; without it a conflict is an error, as for
+	// Diff.
+	Force bool
+	// Current, when not nil, are the objects the deployment has now
+	// (dm-controller's status.inventory): those the new revision no
+	// longer renders are deleted, and neither the history nor those
+	// objects are read (for a fleet's preview, requests saved).
+	Current []kube.ObjectRef
+}
+
+// dmAnnotations are the annotations dm writes on every object for
+// itself: a new patch changes dm.io/template on every object, which is no
+// change of the object's own.
+var dmAnnotations = []string{AnnotationTemplate, AnnotationPath, AnnotationNamespace}
+
+// Changes is Diff as data: a server-side dry run of what deploying Source
+// as deployment Name would apply, compared with the live objects, gives
+// one Change for each object that would be created, updated (with the
+// fields that change, not those only the server or dm itself writes) or
+// deleted (in the deployment's records, live, and no longer rendered), in
+// the order of the objects then of the deletions. An object unchanged is
+// absent.
+func (c *Config) Changes(ctx context.Context, opts ChangesOptions) ([]Change, error) {
+	p, gone, err := c.nextRevision(ctx, opts.Name, opts.Source, opts.Current)
 	if err != nil {
-		return "", false, p.annotate(err)
+		return nil, err
 	}
-	return diff, changed, nil
+	applied, err := c.Cluster.Apply(ctx, p.unstructured(), kube.ApplyOptions{DryRun: true, Force: opts.Force})
+	if err != nil {
+		return nil, p.annotate(err)
+	}
+	// The live objects of those the server found, read at once: a
+	// preview of many instances waits on round trips.
+	live := make([]*unstructured.Unstructured, len(applied))
+	errs := make([]error, len(applied))
+	var wg sync.WaitGroup
+	for i, a := range applied {
+		if a.Created {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			live[i], errs[i] = c.Cluster.Get(ctx, a.Ref)
+			if errors.Is(errs[i], derrors.NotFound) {
+				live[i], errs[i] = nil, nil
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []Change
+	for i, a := range applied {
+		next, err := a.Object()
+		if err != nil {
+			return nil, err
+		}
+		if live[i] == nil {
+			out = append(out, Change{Ref: a.Ref, Action: ActionCreate})
+			continue
+		}
+		if fields := kube.ChangedFields(live[i], next, dmAnnotations); len(fields) > 0 {
+			out = append(out, Change{Ref: a.Ref, Action: ActionUpdate, Fields: fields})
+		}
+	}
+	if opts.Current != nil {
+		// What the deployment has now is given: each object it no longer
+		// renders is deleted (one deleted by hand meanwhile, the
+		// controller would have made again).
+		for _, ref := range gone {
+			out = append(out, Change{Ref: ref, Action: ActionDelete})
+		}
+		return out, nil
+	}
+	for _, ref := range gone {
+		_, err := c.Cluster.Get(ctx, ref)
+		if errors.Is(err, derrors.NotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Change{Ref: ref, Action: ActionDelete})
+	}
+	return out, nil
 }
 
 // TypeUse is a template type in use, with one version.

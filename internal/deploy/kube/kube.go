@@ -70,9 +70,11 @@ const DefaultConcurrency = 64
 type Client struct {
 	cfg       Config
 	namespace string
-	raw       rest.Interface // every request of this package; see rest.go
-	dynamic   dynamic.Interface
-	disc      discoveryState
+	// rest is the connection, for REST.
+	rest    *rest.Config
+	raw     rest.Interface // every request of this package; see rest.go
+	dynamic dynamic.Interface
+	disc    discoveryState
 	// dryRunNamespaces are the namespaces dry runs "created": objects in
 	// them pass through later dry runs unchecked.
 	dryRunNamespaces sync.Map
@@ -122,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		dynamic:   dyn,
 		cfg:       cfg,
 		namespace: ns,
+		rest:      rc,
 	}
 	switch dir := cfg.DiscoveryCache; dir {
 	case "-":
@@ -205,6 +208,10 @@ func (c *Client) Namespace() string { return c.namespace }
 // Dynamic returns the client's dynamic client (for the history driver,
 // which keeps records as Secrets).
 func (c *Client) Dynamic() dynamic.Interface { return c.dynamic }
+
+// REST returns a copy of the client's connection: dm impact impersonates
+// instances' accounts with the caller's credentials.
+func (c *Client) REST() *rest.Config { return rest.CopyConfig(c.rest) }
 
 // ObjectRef identifies one object in the cluster.
 type ObjectRef struct {
