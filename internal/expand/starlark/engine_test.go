@@ -244,9 +244,9 @@ def GenerateConfig(context):
   except TypeError:
     return 'T'
 def GenerateConfig(context):
-  out = [kind(lambda: '{0:x}'.format(1.5)), kind(lambda: '{:.2d}'.format(1)), kind(lambda: '{!z}'.format(1)), kind(lambda: '{'.format()), kind(lambda: '{:.}'.format(1.0)), kind(lambda: '%s %s' % (1,)), kind(lambda: '%c' % 'ab'), kind(lambda: '%*d' % ('a', 1))]
+  out = [kind(lambda: '{0:x}'.format(1.5)), kind(lambda: '{:.2d}'.format(1)), kind(lambda: '{!z}'.format(1)), kind(lambda: '{'.format()), kind(lambda: '{:.}'.format(1.0)), kind(lambda: '%s %s' % (1,)), kind(lambda: '%c' % 'ab'), kind(lambda: '%*d' % ('a', 1)), kind(lambda: ','.join([1]))]
   return {'resources': [{'name': ''.join(out), 'type': 'T'}]}
-`, want: "VVVVVTTT"},
+`, want: "VVVVVTTTT"},
 		{name: "except of a template's class catches what derives from it", src: `class Error(Exception):
   pass
 class Bad(Error):
@@ -317,6 +317,11 @@ def GenerateConfig(context):
   ok = [0 < n <= 10, 1 < n < 3, 'a' <= 'b' < 'c' != 'd', not 0 < n < 2, [x for x in range(9) if 2 < x < 5]]
   return {'resources': [{'name': str(ok), 'type': 'T'}]}
 `, want: "[True, False, True, True, [3, 4]]"},
+		// A chain inside another's operand (found by the differential test).
+		{name: "nested chained comparisons", src: `def GenerateConfig(context):
+  ok = [(0 < ((0 < 1000000 <= 100) + int('101', 2)) <= 100), 1 < (2 < 3 < 4) + 1 < 3, [0 < x < 2 < 3 for x in (1, 5)]]
+  return {'resources': [{'name': str(ok), 'type': 'T'}]}
+`, want: "[True, True, [True, False]]"},
 		{name: "round divmod hex", src: `def GenerateConfig(context):
   return {'resources': [{'name': str([round(2.5), round(3.5), round(-0.5), round(2.675, 2), round(1234, -2), round(1250, -2), divmod(7, -2), hex(255), oct(8), bin(-5)]), 'type': 'T'}]}
 `, want: `[2, 4, 0, 2.67, 1200, 1200, (-4, -1), '0xff', '0o10', '-0b101']`},

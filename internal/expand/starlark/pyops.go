@@ -247,7 +247,17 @@ func rewriteOperators(src []byte) []byte {
 		s = rewritePower(s)
 	}
 	if strings.ContainsAny(s, "<>=!") || strings.Contains(s, " in ") || strings.Contains(s, " is ") {
-		s = rewriteChains(s)
+		// A pass rewrites the outermost chains; one nested in another's
+		// operand ((0 < (a < b <= c) + 1 <= 9)) is copied into it as
+		// written and rewritten by the next pass. Each pass goes one
+		// bracket deeper, so brackets bound the passes.
+		for range strings.Count(s, "(") + strings.Count(s, "[") + strings.Count(s, "{") + 1 {
+			next := rewriteChains(s)
+			if next == s {
+				break
+			}
+			s = next
+		}
 	}
 	if s == string(src) {
 		return src

@@ -478,7 +478,7 @@ var (
 		{regexp.MustCompile(`division by zero|modulo by zero`), "ZeroDivisionError"},
 		{regexp.MustCompile(`invalid literal|not a valid|^int: |^float: |could not convert|unsupported format character|incomplete format|substring not found|values to unpack|math domain error|not in list|Unknown format code|Invalid format specifier|Unknown conversion specifier|(?i:single '[{}]' encountered)|unmatched '[{}]' in format|single '[{}]' in format|Format specifier missing precision|Precision not allowed|Cannot specify`), "ValueError"},
 		{regexp.MustCompile(`^undefined: `), "NameError"},
-		{regexp.MustCompile(`unknown binary op|unsupported|not supported|got .*, want |not callable|not iterable|not subscriptable|unhashable|missing argument|unexpected keyword|takes|for parameter|is required, not|must be .*, not|can only concatenate|has no len|not all arguments converted|not enough arguments for format string|requires int or char|wants int|not JSON serializable|format requires|cannot be interpreted|argument`), "TypeError"},
+		{regexp.MustCompile(`unknown binary op|unsupported|not supported|got .*, want |want .*, got |not callable|not iterable|not subscriptable|unhashable|missing argument|unexpected keyword|takes|for parameter|is required, not|must be .*, not|can only concatenate|has no len|not all arguments converted|not enough arguments for format string|requires int or char|wants int|not JSON serializable|format requires|cannot be interpreted|argument`), "TypeError"},
 	}
 )
 
