@@ -135,6 +135,27 @@ func newJinjaEnv(limit int) *jinjaEnv {
 			return exec.AsValue(f(jinjaText(in, engine.Sorted{})))
 		})
 	}
+	// jinja2's trim, lower, upper, center and replace read str() of any
+	// value (5 | trim is '5'); gonja's refuse what is not a string. None
+	// reads as '': gonja holds an undefined value (a property not given,
+	// far more common here than a None written out) as None, and
+	// jinja2's str() of an undefined value is ''.
+	for _, name := range []string{"trim", "lower", "upper", "center", "replace"} {
+		f, ok := filters.Get(name)
+		if !ok {
+			continue
+		}
+		_ = filters.Replace(name, func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+			switch {
+			case in.IsError() || in.IsString():
+			case in.IsNil():
+				in = exec.AsValue("")
+			default:
+				in = exec.AsValue(jinjaText(in, engine.Sorted{}))
+			}
+			return f(e, in, params)
+		})
+	}
 	_ = filters.Replace("wordcount", func(_ *exec.Evaluator, in *exec.Value, _ *exec.VarArgs) *exec.Value {
 		if in.IsError() {
 			return in

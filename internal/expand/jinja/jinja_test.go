@@ -44,6 +44,10 @@ func TestRender(t *testing.T) {
 		// names that line.
 		{name: "escapes making newlines", src: `{{ "a\nb" }}|{{ 'c\x0Ad' }}|{{ 'e\012f' }}|{{ 'g\/h' }}`, want: "a\nb|c\nd|e\nf|g\\/h"},
 		{name: "a line after an escaped newline", src: "{{ 'a\\x0a' }}\n{{ nosuch(1) }}", wantErr: "t.jinja:2: "},
+		// jinja2's string filters read str() of any value; an undefined
+		// one (None in gonja) reads as ''.
+		{name: "string filters of other values", src: "{{ 5 | trim('x') }}|{{ [1, 2] | upper }}|{{ 1.5 | trim }}|{{ true | lower }}|{{ properties.m | replace('a', 'z') }}|{{ 12 | center(4) }}", want: "5|[1, 2]|1.5|true|{'z': 1, 'b': 2, 'c': 3}| 12 "},
+		{name: "string filters of an undefined key", src: "[{{ properties['missing'] | lower }}][{{ properties.port | trim }}][{{ nosuch | upper }}][{{ properties.x | replace('a', 'b') }}]", want: "[][][][]"},
 		{name: "set again to a value prints it", src: "{% set p = properties.port %}{% set p = properties.n %}[{{ p }}]", want: "[3]"},
 	}
 	for _, tt := range tests {
