@@ -153,7 +153,7 @@ func TestTenantCannotStarve(t *testing.T) {
 	teamA, teamB := env.Namespace(t), env.Namespace(t)
 	tokB := tenantAdmin(t, env, c, teamB)
 	tenantAdmin(t, env, c, teamA)
-	applyTemplateRBAC(t, c, "dm-controller:v1", system, map[string]any{"server": "http://registryd", "defaultServiceAccount": "deployer"})
+	applyTemplateRBAC(t, c, "dm-controller:v1.3", system, map[string]any{"server": "http://registryd", "defaultServiceAccount": "deployer"})
 	controllerToken := accountToken(t, env, system, "dm-controller")
 
 	files := map[string]string{"cm/v1.0.0/cm.jinja": "resources: []\n"}

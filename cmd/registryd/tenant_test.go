@@ -35,7 +35,7 @@ import (
 // TestHostileTenant (issue 28) tries registryd on a shared cluster as a
 // hostile tenant would: the admin of namespace team-b, against registryd
 // and dm-controller running with exactly the rights registry-example's
-// registryd:v1 and dm-controller:v1 grant (dm-controller with a real
+// registryd:v1 and dm-controller:v1.3 grant (dm-controller with a real
 // ServiceAccount token, which registryd reviews), GitHub test servers on
 // loopback, and registryd restarted in the middle of each attack. Each
 // attack of the issue gets nothing of team-a and changes nothing team-a or
@@ -449,12 +449,12 @@ func accountToken(t testing.TB, env *kubetest.Env, ns, name string) string {
 
 // startController runs dm-controller until the test ends, asking the
 // registryd at server, with exactly the rights registry-example's
-// dm-controller:v1 grants its ServiceAccount (whose real token it sends
+// dm-controller:v1.3 grants its ServiceAccount (whose real token it sends
 // to registryd, as in a pod) and applying as each namespace's deployer.
 func startController(t *testing.T, env *kubetest.Env, c client.Client, server string) {
 	t.Helper()
 	ctx := context.Background()
-	applyTemplateRBAC(t, c, "dm-controller:v1", system, map[string]any{"server": server, "defaultServiceAccount": "deployer"})
+	applyTemplateRBAC(t, c, "dm-controller:v1.3", system, map[string]any{"server": server, "defaultServiceAccount": "deployer"})
 	rc := &rest.Config{Host: env.Server, BearerToken: accountToken(t, env, system, "dm-controller"),
 		TLSClientConfig: rest.TLSClientConfig{CAData: env.CAData}}
 	cctx, stop := context.WithCancel(ctx)
