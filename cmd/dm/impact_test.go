@@ -438,7 +438,13 @@ func TestImpactFleet(t *testing.T) {
 
 	// A caller who may read one namespace sees it alone.
 	grantNamed(t, f.dyn, f.ns[0], "limited", kubetest.LimitedUser, "get", "list", "impersonate")
+	// The apiserver's authorizer sees a new RoleBinding a moment after
+	// it is written: asked again until it does (bounded).
 	lim := f.impact(t, f.env.LimitedKubeconfig, "-n", f.ns[0], "-o", "json")
+	for i := 0; i < 50 && lim.code != 0 && strings.Contains(lim.stderr, "you may not"); i++ {
+		time.Sleep(200 * time.Millisecond)
+		lim = f.impact(t, f.env.LimitedKubeconfig, "-n", f.ns[0], "-o", "json")
+	}
 	var limRep impact.Report
 	if err := json.Unmarshal([]byte(lim.stdout), &limRep); err != nil {
 		t.Fatalf("limited: %v\n%s\n%s", err, lim.stdout, lim.stderr)

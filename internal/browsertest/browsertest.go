@@ -53,6 +53,10 @@ func New(t testing.TB) context.Context {
 		chromedp.Flag("disable-quic", true),
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1200, 900),
+		// Chromium's first start on a loaded 2-core machine (make test
+		// runs every package beside it) can take longer than chromedp's
+		// 20 s default for printing its DevTools URL.
+		chromedp.WSURLReadTimeout(90 * time.Second),
 	}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelB := chromedp.NewContext(actx)
