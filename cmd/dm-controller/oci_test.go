@@ -8,7 +8,6 @@ import (
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/deploy/kubetest"
-	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
 )
 
@@ -20,10 +19,7 @@ func TestOCIRegistry(t *testing.T) {
 	ns := env.Namespace(t)
 	deployer(t, env, ns)
 	reg := ocitest.New(t, ocitest.Options{})
-	p, err := oci.NewPusher(oci.Options{URL: reg.URL + "/acme/t", PlainHTTP: true, Keychain: oci.DockerKeychain(t.TempDir())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := ocitest.NewPusher(t, reg.URL+"/acme/t")
 	tmpl := "resources:\n- name: cm\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"{{ env['deployment'] }}\"}, data: {from: oci}}\n"
 	ocitest.PushFS(t, p, fstest.MapFS{"cm/v1.0.0/cm.jinja": {Data: []byte(tmpl)}, "cm/v1.0.0/example.yaml": {Data: []byte("resources: []\n")}})
 

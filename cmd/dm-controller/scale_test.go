@@ -272,36 +272,16 @@ func resourceOf(kind string) schema.GroupVersionResource {
 }
 
 // writeVerbs sums the apiserver's apiserver_request_total of writes
-// (POST, PUT, PATCH, APPLY, DELETE) to the kinds instances touch.
+// (POST, PUT, PATCH, APPLY, DELETE) to the kinds instances touch, their
+// subresources included.
 func (s *scale) writeVerbs() int {
 	s.t.Helper()
-	code, body, err := s.env.Do(context.Background(), s.env.AdminToken, "GET", "/metrics", nil)
-	if err != nil || code != 200 {
-		s.t.Fatalf("apiserver /metrics: %d %v", code, err)
-	}
 	resources := map[string]bool{"configmaps": true, "secrets": true, "services": true, "serviceaccounts": true, "roles": true, "templateinstances": true}
 	total := 0
-	for line := range strings.SplitSeq(string(body), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
+	for res, n := range s.writesByResource() {
+		if r, _, _ := strings.Cut(res, "/"); resources[r] {
+			total += n
 		}
-		labels, value, _ := strings.Cut(line[len("apiserver_request_total{"):], "} ")
-		l := map[string]string{}
-		for kv := range strings.SplitSeq(labels, ",") {
-			k, v, _ := strings.Cut(kv, "=")
-			l[k] = strings.Trim(v, `"`)
-		}
-		switch l["verb"] {
-		case "POST", "PUT", "PATCH", "APPLY", "DELETE":
-		default:
-			continue
-		}
-		if !resources[l["resource"]] {
-			continue
-		}
-		var n float64
-		fmt.Sscanf(value, "%g", &n)
-		total += int(n)
 	}
 	return total
 }

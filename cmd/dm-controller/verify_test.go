@@ -12,7 +12,6 @@ import (
 	"testing/fstest"
 
 	"github.com/dmhq/dm/internal/deploy/kubetest"
-	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
 	"github.com/dmhq/dm/internal/signature"
 	"github.com/dmhq/dm/internal/signature/sigstore"
@@ -27,10 +26,7 @@ func TestVerificationFailed(t *testing.T) {
 	ns := env.Namespace(t)
 	deployer(t, env, ns)
 	reg := ocitest.New(t, ocitest.Options{})
-	p, err := oci.NewPusher(oci.Options{URL: reg.URL + "/acme/t", PlainHTTP: true, Keychain: oci.DockerKeychain(t.TempDir())})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := ocitest.NewPusher(t, reg.URL+"/acme/t")
 	tmpl := func(data string) []byte {
 		return []byte("resources:\n- name: cm\n  type: ConfigMap\n  properties: {apiVersion: v1, kind: ConfigMap, metadata: {name: \"{{ env['deployment'] }}\"}, data: {v: " + data + "}}\n")
 	}

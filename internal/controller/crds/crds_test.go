@@ -80,43 +80,53 @@ func TestRegistryCRDs(t *testing.T) {
 		{"clusterregistries.dm.io", "ClusterRegistry", "Cluster"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == tc.name })
-			if i < 0 {
-				t.Fatalf("no CRD %s", tc.name)
-			}
-			c := all[i]
-			if c.Spec.Names.Kind != tc.kind || string(c.Spec.Scope) != tc.scope {
-				t.Errorf("kind %s scope %s, want %s %s", c.Spec.Names.Kind, c.Spec.Scope, tc.kind, tc.scope)
-			}
-			v := c.Spec.Versions[0]
-			var cols []string
-			for _, col := range v.AdditionalPrinterColumns {
-				cols = append(cols, col.Name)
-			}
-			if want := []string{"Prefix", "Commit", "Ready", "Age"}; !slices.Equal(cols, want) {
-				t.Errorf("printer columns %v, want %v", cols, want)
-			}
-			if v.Subresources == nil || v.Subresources.Status == nil {
-				t.Error("no status subresource")
-			}
+			v := checkCRD(t, all, tc.name, tc.kind, tc.scope, false, []string{"Prefix", "Commit", "Ready", "Age"})
 			spec := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties
-			for _, f := range []string{"github", "prefix", "defaultCollection", "tokenSecretRef", "webhookSecretRef", "refreshInterval", "suspend"} {
-				if _, ok := spec[f]; !ok {
-					t.Errorf("spec has no field %s", f)
-				}
-			}
-			for _, f := range []string{"owner", "repo", "branch", "apiURL"} {
-				if _, ok := spec["github"].Properties[f]; !ok {
-					t.Errorf("spec.github has no field %s", f)
-				}
-			}
+			hasFields(t, "spec", spec, "github", "prefix", "defaultCollection", "tokenSecretRef", "webhookSecretRef", "refreshInterval", "suspend")
+			hasFields(t, "spec.github", spec["github"].Properties, "owner", "repo", "branch", "apiURL")
 			status := v.Schema.OpenAPIV3Schema.Properties["status"].Properties
-			for _, f := range []string{"conditions", "commit", "lastSuccessTime", "templates", "versions", "lint", "examples"} {
-				if _, ok := status[f]; !ok {
-					t.Errorf("status has no field %s", f)
-				}
-			}
+			hasFields(t, "status", status, "conditions", "commit", "lastSuccessTime", "templates", "versions", "lint", "examples")
 		})
+	}
+}
+
+// checkCRD finds the CRD called name in all and checks its kind, scope,
+// printer columns (with defaultOnly, those of priority 0 alone) and
+// status subresource; it returns the CRD's first version.
+func checkCRD(t *testing.T, all []*apiextensionsv1.CustomResourceDefinition, name, kind, scope string, defaultOnly bool, wantCols []string) apiextensionsv1.CustomResourceDefinitionVersion {
+	t.Helper()
+	i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == name })
+	if i < 0 {
+		t.Fatalf("no CRD %s", name)
+	}
+	c := all[i]
+	if c.Spec.Names.Kind != kind || string(c.Spec.Scope) != scope {
+		t.Errorf("kind %s scope %s, want %s %s", c.Spec.Names.Kind, c.Spec.Scope, kind, scope)
+	}
+	v := c.Spec.Versions[0]
+	var cols []string
+	for _, col := range v.AdditionalPrinterColumns {
+		if !defaultOnly || col.Priority == 0 {
+			cols = append(cols, col.Name)
+		}
+	}
+	if !slices.Equal(cols, wantCols) {
+		t.Errorf("printer columns %v, want %v", cols, wantCols)
+	}
+	if v.Subresources == nil || v.Subresources.Status == nil {
+		t.Error("no status subresource")
+	}
+	return v
+}
+
+// hasFields checks that the schema properties props, at path, hold every
+// field of fields.
+func hasFields(t *testing.T, path string, props map[string]apiextensionsv1.JSONSchemaProps, fields ...string) {
+	t.Helper()
+	for _, f := range fields {
+		if _, ok := props[f]; !ok {
+			t.Errorf("%s has no field %s", path, f)
+		}
 	}
 }
 
@@ -167,44 +177,12 @@ func TestRolloutCRDs(t *testing.T) {
 		{"rolloutpolicies.dm.io", "RolloutPolicy", "Namespaced"},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			i := slices.IndexFunc(all, func(c *apiextensionsv1.CustomResourceDefinition) bool { return c.Name == tc.name })
-			if i < 0 {
-				t.Fatalf("no CRD %s", tc.name)
-			}
-			c := all[i]
-			if c.Spec.Names.Kind != tc.kind || string(c.Spec.Scope) != tc.scope {
-				t.Errorf("kind %s scope %s, want %s %s", c.Spec.Names.Kind, c.Spec.Scope, tc.kind, tc.scope)
-			}
-			v := c.Spec.Versions[0]
-			var cols []string
-			for _, col := range v.AdditionalPrinterColumns {
-				if col.Priority == 0 {
-					cols = append(cols, col.Name)
-				}
-			}
-			if want := []string{"Template", "Version", "Waves", "Paused", "Ready", "Age"}; !slices.Equal(cols, want) {
-				t.Errorf("printer columns %v, want %v", cols, want)
-			}
-			if v.Subresources == nil || v.Subresources.Status == nil {
-				t.Error("no status subresource")
-			}
+			v := checkCRD(t, all, tc.name, tc.kind, tc.scope, true, []string{"Template", "Version", "Waves", "Paused", "Ready", "Age"})
 			spec := v.Schema.OpenAPIV3Schema.Properties["spec"].Properties
-			for _, f := range []string{"template", "waves", "failurePolicy", "paused"} {
-				if _, ok := spec[f]; !ok {
-					t.Errorf("spec has no field %s", f)
-				}
-			}
-			for _, f := range []string{"name", "selector", "percent", "soakTime", "deadline"} {
-				if _, ok := spec["waves"].Items.Schema.Properties[f]; !ok {
-					t.Errorf("spec.waves[] has no field %s", f)
-				}
-			}
+			hasFields(t, "spec", spec, "template", "waves", "failurePolicy", "paused")
+			hasFields(t, "spec.waves[]", spec["waves"].Items.Schema.Properties, "name", "selector", "percent", "soakTime", "deadline")
 			status := v.Schema.OpenAPIV3Schema.Properties["status"].Properties
-			for _, f := range []string{"version", "waves", "failedVersions", "conditions"} {
-				if _, ok := status[f]; !ok {
-					t.Errorf("status has no field %s", f)
-				}
-			}
+			hasFields(t, "status", status, "version", "waves", "failedVersions", "conditions")
 			states := status["waves"].Items.Schema.Properties["state"].Enum
 			if len(states) != 7 {
 				t.Errorf("wave states %d, want the 7 of the contract", len(states))

@@ -10,7 +10,6 @@ import (
 	"testing"
 
 	"github.com/dmhq/dm/internal/fetch"
-	"github.com/dmhq/dm/internal/fetch/oci"
 	"github.com/dmhq/dm/internal/fetch/oci/artifact"
 	"github.com/dmhq/dm/internal/fetch/oci/ocitest"
 	"github.com/dmhq/dm/internal/index"
@@ -79,7 +78,7 @@ func TestOras(t *testing.T) {
 	}
 
 	// dm pushes; oras pulls.
-	p, _ := oci.NewPusher(oci.Options{URL: reg.URL + "/acme/t", PlainHTTP: true, Keychain: oci.DockerKeychain(t.TempDir())})
+	p := ocitest.NewPusher(t, reg.URL+"/acme/t")
 	content := []artifact.Content{{Path: "redis.jinja", Data: []byte("kind: x\n")}, {Path: "example.yaml", Data: []byte("resources: []\n")}}
 	packed, err := artifact.Pack(artifact.Metadata{Name: "redis", Version: "v2.0.0-rc.1", Description: "A cache."}, content)
 	if err != nil {

@@ -230,6 +230,18 @@ func (r *Registry) Reset() {
 	r.total = 0
 }
 
+// NewPusher returns a pusher to url (the registry's URL and a path)
+// over plain HTTP, with an empty Docker configuration of its own: the
+// test's, never the user's credentials.
+func NewPusher(t testing.TB, url string) *oci.Pusher {
+	t.Helper()
+	p, err := oci.NewPusher(oci.Options{URL: url, PlainHTTP: true, Keychain: oci.DockerKeychain(t.TempDir())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // PushFS pushes every version of the registry directory fsys with p, as
 // dm mirror would (version directories naming one version twice, v1
 // beside v1.0.0, are pushed once), lists its templates in the index
