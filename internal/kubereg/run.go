@@ -222,8 +222,14 @@ func (w *Watcher) status(o object) v1alpha1.RegistryStatus {
 		}
 		apimeta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: o.gen})
 	}
+	// A copy, taken under the lock: sync rewrites the running entry's
+	// fields (its note, its hook secret) as objects change.
+	var r running
 	w.mu.Lock()
-	r, serving := w.running[o.key]
+	rp, serving := w.running[o.key]
+	if serving {
+		r = *rp
+	}
 	pr, hasProblem := w.problems[o.key]
 	w.mu.Unlock()
 	switch {
