@@ -61,6 +61,7 @@ func TestFloodMemory(t *testing.T) {
 func webhookFlood(t *testing.T, registryd string) {
 	url, proc := startRegistrydProcess(t, registryd, []string{"REGISTRYD_WEBHOOK_SECRET=flood-secret"},
 		"--registry-dir", "github.com/acme/templates=./registry-example", "--no-sandbox", "--refresh", "0")
+	t.Logf("registryd before the flood: resident memory %d MiB", statusBytes(t, proc.Pid, "VmRSS")>>20)
 	const size = 24 << 20
 	var ready []int
 	var readyWG sync.WaitGroup
@@ -108,6 +109,7 @@ func webhookFlood(t *testing.T, registryd string) {
 func expandFlood(t *testing.T, registryd string) {
 	url, proc := startRegistrydProcess(t, registryd, nil,
 		"--registry-dir", "github.com/acme/templates=./registry-example", "--no-sandbox", "--refresh", "0")
+	t.Logf("registryd before the flood: resident memory %d MiB", statusBytes(t, proc.Pid, "VmRSS")>>20)
 	big := []byte(`{"config":"# ` + strings.Repeat("x", 8<<20-100) + `\nresources: []\n"}`)
 	var normal []int
 	var normalWG sync.WaitGroup

@@ -92,8 +92,11 @@ type webhooks struct {
 	// cfg holds the registries and their distinct secrets; SetRegistries
 	// replaces it while deliveries are served.
 	cfg atomic.Pointer[hookConfig]
-	// reads is the semaphore of the bodies being read.
+	// reads is the semaphore of the bodies being read; bufs holds the
+	// buffers they were read into, for the next deliveries of a burst
+	// (at most MaxReads are in use at once).
 	reads chan struct{}
+	bufs  sync.Pool
 	// seen holds the IDs of recent deliveries with a good signature.
 	seen *lru.Cache[string, struct{}]
 
@@ -252,7 +255,10 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cfg := h.cfg.Load()
-	body, err := h.read(w, r)
+	body, release, err := h.read(w, r)
+	if err == nil {
+		defer release()
+	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -296,17 +302,33 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.handle(w, r, payload, secret, full, cfg.byRepo[strings.ToLower(full)])
 }
 
-// read reads the body, at most MaxBody bytes.
-func (h *webhooks) read(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+// read reads the body, at most MaxBody bytes, into a buffer sized for it
+// at once: the announced length, else MaxBody. Grown by doubling, a
+// chunked body would cost up to three times MaxBody while it is read, and
+// a flood of them as much again in garbage. release gives the buffer back;
+// call it when done with the body.
+func (h *webhooks) read(w http.ResponseWriter, r *http.Request) (body []byte, release func(), err error) {
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(webhookReadTimeout))
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	want := h.opts.MaxBody
+	if r.ContentLength >= 0 {
+		want = min(r.ContentLength, want)
 	}
+	// MinRead more, so that reading the end needs no room of its own.
+	need := int(want) + bytes.MinRead
+	var b []byte
+	if p, _ := h.bufs.Get().(*[]byte); p != nil && cap(*p) >= need {
+		b = (*p)[:0]
+	} else {
+		b = make([]byte, 0, need)
+	}
+	buf := bytes.NewBuffer(b)
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, h.opts.MaxBody)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), func() {
+		b := buf.Bytes()[:0]
+		h.bufs.Put(&b)
+	}, nil
 }
 
 // matchSignature returns the secret among secrets whose HMAC of body is
