@@ -257,7 +257,10 @@ func checkKeys(doc any, t reflect.Type, path string) error {
 // settings is the configuration registryd runs with, after merging the
 // file, the flags and the environment.
 type settings struct {
-	addr       string
+	addr string
+	// pprofAddr, when set, serves net/http/pprof on a listener of its
+	// own, never on addr.
+	pprofAddr  string
 	registries []api.RegistrySpec
 	def        resolve.Registry
 	refresh    time.Duration

@@ -109,6 +109,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 		chartRepos []string
 		allowURLs  bool
 		addr       string
+		pprofAddr  string
 		logLevel   string
 		memory     string
 		workers    int
@@ -192,6 +193,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 				s.mirrors[prefix] = api.OCISpec{URL: u, PlainHTTP: plainHTTP}
 			}
 			s.addr = cfg.Listen
+			s.pprofAddr = pprofAddr
 			s.readyWait = readyWait
 			s.logLevel = logLevel
 			s.allowURLs = allowURLs || cfg.AllowURLTypes
@@ -292,6 +294,7 @@ func newCommand(e env, s *settings) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&configFile, "config", "", "YAML configuration `file` (flags override it)")
 	f.StringVar(&addr, "addr", "127.0.0.1:8080", "`address` to listen on")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof, unauthenticated) on this `address` of its own, such as 127.0.0.1:6060; off when empty")
 	f.StringArrayVar(&dirs, "registry-dir", nil, "serve local directory DIR under reference prefix PREFIX, such as github.com/acme/templates=./registry-example (`PREFIX=DIR`, repeatable)")
 	f.StringArrayVar(&githubs, "github", nil, "serve a GitHub repository (`OWNER/REPO[@BRANCH]`, repeatable) as registry github.com/OWNER/REPO, with GITHUB_TOKEN as token")
 	f.StringArrayVar(&ocis, "registry-oci", nil, "serve OCI registry oci://HOST/PATH (templates at HOST/PATH/[COLLECTION/]TEMPLATE, tags their versions) under reference prefix PREFIX (`PREFIX=oci://HOST/PATH`, repeatable); credentials from Docker's configuration ($DOCKER_CONFIG)")

@@ -233,6 +233,25 @@ func TestEmbeddedDefault(t *testing.T) {
 	}
 }
 
+// TestPprof checks that --pprof-addr serves Go's profiles on its own
+// address, and that the API's never does.
+func TestPprof(t *testing.T) {
+	pprofAddr := freeAddr(t)
+	d := start(t, []string{"--cache-dir", t.TempDir(), "--pprof-addr", pprofAddr}, nil)
+	resp, err := http.Get("http://" + pprofAddr + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("--pprof-addr's heap profile: %d %.200s", resp.StatusCode, body)
+	}
+	if code := d.get(t, "/debug/pprof/", nil); code != http.StatusNotFound {
+		t.Errorf("the API's address answers /debug/pprof/ with %d, want 404", code)
+	}
+}
+
 func TestConfigFile(t *testing.T) {
 	base := t.TempDir()
 	writeTree(t, filepath.Join(base, "reg"), fixture)

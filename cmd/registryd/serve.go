@@ -78,6 +78,13 @@ func serve(ctx context.Context, s *settings, e env) error {
 		return fmt.Errorf("listening on %s: %w", s.addr, err)
 	}
 	defer l.Close()
+	if s.pprofAddr != "" {
+		stop, err := servePprof(s.pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	// Persisted snapshots of remote registries are served at once; the
 	// others are indexed before serving, for at most readyWait.

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,8 +237,17 @@ func BenchmarkTenancyMemory(b *testing.B) {
 	}
 	gh := githubtest.New(repos)
 	defer gh.Close()
-	r := startReplica(b, replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL,
-		"--example-settle", "0", "--max-tree-entries", "100000", "--max-registry-bytes", "256MiB")...)
+	args := replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL,
+		"--example-settle", "0", "--max-tree-entries", "100000", "--max-registry-bytes", "256MiB")
+	// TENANCY_PROFILES=DIR keeps heap profiles of registryd, indexed and
+	// after the deletes, in DIR (go tool pprof -sample_index=inuse_space).
+	profiles := os.Getenv("TENANCY_PROFILES")
+	pprofAddr := ""
+	if profiles != "" {
+		pprofAddr = freeAddr(b)
+		args = append(args, "--pprof-addr", pprofAddr)
+	}
+	r := startReplica(b, args...)
 	r.token = env.AdminToken // /metrics is guarded
 	pid := r.cmd.Process.Pid
 	namespaces := []string{env.Namespace(b), env.Namespace(b), env.Namespace(b)}
@@ -261,6 +273,7 @@ func BenchmarkTenancyMemory(b *testing.B) {
 	})
 	time.Sleep(10 * time.Second) // the examples walked, the indexing's garbage collected
 	indexed := rssMiB(b, pid)
+	saveHeapProfile(b, pprofAddr, profiles, "indexed")
 	// The live heap is about half the next collection's goal (GOGC=100).
 	liveIndexed := r.metric("go_memstats_next_gc_bytes") / 2 / (1 << 20)
 	for _, o := range objs {
@@ -285,6 +298,13 @@ func BenchmarkTenancyMemory(b *testing.B) {
 		runtimeMiB += r.metric(m) / (1 << 20)
 	}
 	anon, file := rssParts(b, pid)
+	saveHeapProfile(b, pprofAddr, profiles, "deleted")
+	// One line: a benchmark's log is cut after a few.
+	var parts []string
+	for _, m := range []string{"heap_inuse", "stack_sys", "mspan_sys", "mcache_sys", "buck_hash_sys", "gc_sys", "other_sys"} {
+		parts = append(parts, fmt.Sprintf("%s %.1f", m, r.metric("go_memstats_"+m+"_bytes")/(1<<20)))
+	}
+	b.Logf("after the deletes, MiB: %s", strings.Join(parts, ", "))
 	b.Logf("after the deletes: RssAnon %.0f MiB, RssFile %.0f MiB (at start: %.0f and %.0f); heap in use %.0f MiB; the runtime's structures %.0f MiB",
 		anon, file, startAnon, startFile, r.metric("go_memstats_heap_inuse_bytes")/(1<<20), runtimeMiB)
 	b.ReportMetric(start, "RSS-start-MiB")
@@ -312,4 +332,19 @@ func bigTree(templates, versions, extra int) map[string]string {
 		}
 	}
 	return files
+}
+
+// saveHeapProfile keeps registryd's heap profile, taken after a
+// collection, as DIR/heap-NAME.pb.gz; nothing without an address.
+func saveHeapProfile(tb testing.TB, addr, dir, name string) {
+	if addr == "" {
+		return
+	}
+	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	must(tb, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	must(tb, err)
+	must(tb, os.WriteFile(filepath.Join(dir, "heap-"+name+".pb.gz"), body, 0o644))
+	tb.Logf("heap profile: %s", filepath.Join(dir, "heap-"+name+".pb.gz"))
 }
