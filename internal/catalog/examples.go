@@ -97,9 +97,9 @@ type Examples struct {
 	// imported are results from Import of versions no snapshot walked
 	// yet.
 	imported map[exampleKey]*ExampleResult
-	// resultsPeak and importedPeak are the most entries the maps held
-	// since they were last made (compact).
-	resultsPeak, importedPeak int
+	// resultsPeak, importedPeak and byRefPeak are the most entries the
+	// maps held since they were last made (compact).
+	resultsPeak, importedPeak, byRefPeak int
 }
 
 // exampleKey keys a result: the registry's key (index.Registry.Key:
@@ -378,6 +378,7 @@ func (e *Examples) walk() (jobs []dateJob) {
 			}
 		}
 	}
+	e.byRefPeak = len(e.byRef)
 	// A registry no longer served leaves nothing behind.
 	for key := range e.seen {
 		if !served[key] {
@@ -573,18 +574,22 @@ func (e *Examples) Forget(registry string) {
 // what they held at most: Go's maps keep the room of deleted entries, and
 // a deleted registry's results would keep theirs for good.
 func (e *Examples) compact() {
-	if n := len(e.results); n < e.resultsPeak/2 {
-		e.results = copyMap(e.results)
-		e.resultsPeak = n
-	} else {
-		e.resultsPeak = max(e.resultsPeak, n)
+	e.results = shrink(e.results, &e.resultsPeak)
+	e.imported = shrink(e.imported, &e.importedPeak)
+	e.byRef = shrink(e.byRef, &e.byRefPeak)
+}
+
+// shrink returns m, or a copy sized for its entries once it holds fewer
+// than half the most it held since it was made (*peak, kept up to date):
+// a Go map keeps the room of its deleted entries.
+func shrink[K comparable, V any](m map[K]V, peak *int) map[K]V {
+	n := len(m)
+	if n < *peak/2 {
+		*peak = n
+		return copyMap(m)
 	}
-	if n := len(e.imported); n < e.importedPeak/2 {
-		e.imported = copyMap(e.imported)
-		e.importedPeak = n
-	} else {
-		e.importedPeak = max(e.importedPeak, n)
-	}
+	*peak = max(*peak, n)
+	return m
 }
 
 // copyMap returns a map of m's entries sized for them (maps.Clone keeps
@@ -611,8 +616,8 @@ func (e *Examples) Drop(g *index.Registry) {
 	delete(e.seen, key)
 	delete(e.settle, key)
 	maps.DeleteFunc(e.results, func(k exampleKey, _ *ExampleResult) bool { return k.registry == key })
-	e.compact()
 	maps.DeleteFunc(e.byRef, func(k refKey, _ exampleKey) bool { return k.registry == key })
+	e.compact()
 	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return c.Registry == key })
 	e.dirty = true
 	e.gen.Add(1)
