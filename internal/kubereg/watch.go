@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -81,6 +82,10 @@ func (w *Watcher) selected(ctx context.Context, list client.ObjectList, obj runt
 	// No resync: every change arrives as an event, and a resync would only
 	// wake the sync loop for nothing.
 	inf := toolscache.NewSharedIndexInformer(lw, obj, 0, toolscache.Indexers{})
+	// registryd never reads managedFields, and they are a third of a
+	// small object (each result ConfigMap of the examples holds its own).
+	// An update sent without them leaves them as the apiserver has them.
+	_ = inf.SetTransform(stripManagedFields)
 	_ = inf.SetWatchErrorHandler(func(_ *toolscache.Reflector, err error) {
 		w.reach.observe(err)
 		w.log.Debug("watch ended", "kind", fmt.Sprintf("%T", obj), "err", err)
@@ -153,4 +158,13 @@ func splitKey(k string) (string, string) {
 		}
 	}
 	return "", k
+}
+
+// stripManagedFields is an informer's transform: it drops an object's
+// managedFields before the informer stores it.
+func stripManagedFields(o any) (any, error) {
+	if m, err := apimeta.Accessor(o); err == nil {
+		m.SetManagedFields(nil)
+	}
+	return o, nil
 }
