@@ -15,6 +15,7 @@ package index
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -262,6 +263,34 @@ func (s *Snapshot) Template(collection, name string) (*Template, bool) {
 	return t, ok
 }
 
+// VersionByRef returns the version whose canonical reference (Version.Ref,
+// such as github.com/acme/templates/db/redis:v1.0.2) is ref; of two
+// directories naming one version (v1 and v1.0.0), the later listed.
+func (s *Snapshot) VersionByRef(ref string) (*Version, bool) {
+	rest, ok := strings.CutPrefix(ref, s.Registry+"/")
+	if !ok {
+		return nil, false
+	}
+	path, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return nil, false
+	}
+	collection, name := "", path
+	if i := strings.LastIndexByte(path, '/'); i >= 0 {
+		collection, name = path[:i], path[i+1:]
+	}
+	t, ok := s.Template(collection, name)
+	if !ok {
+		return nil, false
+	}
+	for i := len(t.Versions) - 1; i >= 0; i-- {
+		if t.Versions[i].Ref == ref {
+			return t.Versions[i], true
+		}
+	}
+	return nil, false
+}
+
 // CollectionNames returns the collection names, sorted, the root ("") first.
 func (s *Snapshot) CollectionNames() []string {
 	names := make([]string, 0, len(s.Collections))
@@ -331,11 +360,17 @@ func build(langs *engine.Registry, prefix string, tree *fetch.Tree, meta []byte)
 		entries:   tree.Entries,
 		templates: map[string]bool{},
 		langs:     langs,
+		messages:  map[string]string{},
 	}
 	b.root = b.tree()
 	b.collections()
 	b.undiscoverable()
 	sort.SliceStable(b.s.Findings, func(i, j int) bool { return b.s.Findings[i].Path < b.s.Findings[j].Path })
+	if len(b.s.Findings) < cap(b.s.Findings)*3/4 {
+		// The snapshot keeps its findings as long as it is served: not
+		// the room appending left.
+		b.s.Findings = slices.Clone(b.s.Findings)
+	}
 	return b.s
 }
 
@@ -345,10 +380,20 @@ type builder struct {
 	root      *dir
 	templates map[string]bool // paths of indexed template directories
 	langs     *engine.Registry
+	// messages holds each finding's message once: a warning most versions
+	// of a large registry get (no example) would otherwise keep a copy of
+	// its text per version.
+	messages map[string]string
 }
 
 func (b *builder) find(sev Severity, p, format string, args ...any) Finding {
-	f := Finding{Path: p, Severity: sev, Message: fmt.Sprintf(format, args...)}
+	msg := fmt.Sprintf(format, args...)
+	if m, ok := b.messages[msg]; ok {
+		msg = m
+	} else {
+		b.messages[msg] = msg
+	}
+	f := Finding{Path: p, Severity: sev, Message: msg}
 	b.s.Findings = append(b.s.Findings, f)
 	return f
 }

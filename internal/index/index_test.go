@@ -3,6 +3,7 @@ package index_test
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/dmhq/dm/internal/index"
 	"github.com/dmhq/dm/internal/index/indextest"
@@ -172,6 +173,61 @@ func TestSignatureFile(t *testing.T) {
 		}
 		if va.Problem != "" || va.Template != name+".jinja" {
 			t.Errorf("%s: template file %q, problem %q", name, va.Template, va.Problem)
+		}
+	}
+}
+
+// TestFindingMessagesShared checks that a finding many versions get keeps
+// one copy of its text, not one per version.
+func TestFindingMessagesShared(t *testing.T) {
+	snap := build(map[string]string{
+		"web/v1.0.0/web.jinja": "resources: []\n",
+		"web/v1.0.1/web.jinja": "resources: []\n",
+		"web/v1.1.0/web.jinja": "resources: []\n",
+	})
+	var msgs []string
+	for _, f := range snap.Findings {
+		if strings.HasPrefix(f.Message, "no "+index.ExampleFile) {
+			msgs = append(msgs, f.Message)
+		}
+	}
+	if len(msgs) != 3 {
+		t.Fatalf("findings %v: want three of a missing %s", snap.Findings, index.ExampleFile)
+	}
+	for _, m := range msgs[1:] {
+		if unsafe.StringData(m) != unsafe.StringData(msgs[0]) {
+			t.Errorf("the message %q is held once per version", m)
+		}
+	}
+}
+
+func TestVersionByRef(t *testing.T) {
+	snap := build(map[string]string{
+		"web/v1.0.0/web.jinja":     "resources: []\n",
+		"web/v1.1.0/web.jinja":     "resources: []\n",
+		"db/redis/v2.0.1/redis.py": "def GenerateConfig(ctx):\n  return {'resources': []}\n",
+	})
+	for _, tc := range []struct {
+		ref, path string
+	}{
+		{"github.com/acme/t/web:v1.1.0", "web/v1.1.0"},
+		{"github.com/acme/t/web:v1.0.0", "web/v1.0.0"},
+		{"github.com/acme/t/db/redis:v2.0.1", "db/redis/v2.0.1"},
+		{"github.com/acme/t/web:v1.2.0", ""},
+		{"github.com/acme/t/web", ""},
+		{"github.com/acme/t/redis:v2.0.1", ""},
+		{"github.com/acme/other/web:v1.1.0", ""},
+		{"github.com/acme/tweb:v1.1.0", ""},
+		{"", ""},
+	} {
+		v, ok := snap.VersionByRef(tc.ref)
+		switch {
+		case tc.path == "" && ok:
+			t.Errorf("VersionByRef(%q) = %s, want none", tc.ref, v.Path)
+		case tc.path != "" && !ok:
+			t.Errorf("VersionByRef(%q): none, want %s", tc.ref, tc.path)
+		case ok && v.Path != tc.path:
+			t.Errorf("VersionByRef(%q) = %s, want %s", tc.ref, v.Path, tc.path)
 		}
 	}
 }
