@@ -107,6 +107,7 @@ unit:
 # (go.dev/issue/75804, fixed in Go 1.27). FUZZTIME=30s overrides them all.
 FUZZ_TARGETS := \
 	./internal/resolve:FuzzParse:20000x \
+	./internal/fetch:FuzzDecodeTree:10000x \
 	./internal/expand:FuzzParseConfig:2000x \
 	./internal/expand:FuzzFastYAML:4000x \
 	./internal/expand:FuzzEmitYAML:4000x \

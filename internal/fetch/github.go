@@ -326,47 +326,139 @@ func short(sha string) string {
 // list returns the blobs of commit sha in one recursive request, or, when
 // GitHub truncates that listing, by walking the trees one request each.
 func (g *GitHub) list(ctx context.Context, sha string) ([]Entry, error) {
-	t, _, err := g.client.Git.GetTree(ctx, g.owner, g.repo, sha, true)
+	var entries []Entry
+	t, err := g.getTree(ctx, sha, true, func(e treeEntry) {
+		if en, ok := g.entry("", e); ok {
+			entries = append(entries, en)
+		}
+	})
 	if err != nil {
 		return nil, g.mapError(fmt.Sprintf("%s: listing tree of %s", g, short(sha)), err)
 	}
-	if len(t.Entries) > g.maxEntries {
-		return nil, fmt.Errorf("%s: listing tree of %s: %w", g, short(sha), &BoundError{Bound: "entries", Limit: int64(g.maxEntries), Got: int64(len(t.Entries))})
-	}
-	if t.GetTruncated() {
-		root := t.GetSHA()
+	if t.Truncated {
+		root := t.SHA
 		if !validSHA(root) {
 			root = sha // the commit names its root tree as well
 		}
 		g.log.InfoContext(ctx, "GitHub truncated the recursive tree listing; walking subtrees", "commit", sha)
 		return g.walk(ctx, root)
 	}
-	var entries []Entry
-	for _, e := range t.Entries {
-		if en, ok := g.entry("", e); ok {
-			entries = append(entries, en)
-		}
-	}
 	sortEntries(entries)
 	return entries, nil
 }
 
+// treeListing is what list and walk read of GitHub's answer to GET
+// /repos/OWNER/REPO/git/trees/SHA: go-github's Tree holds every field of
+// every entry behind pointers, three times the memory of these for a
+// listing of 100,000 entries.
+type treeListing struct {
+	SHA       string
+	Truncated bool
+	// Entries counts the entries read, trees and blobs.
+	Entries int
+}
+
+// treeEntry is one entry of a tree listing.
+type treeEntry struct {
+	Path string `json:"path"`
+	Mode string `json:"mode"`
+	Type string `json:"type"`
+	SHA  string `json:"sha"`
+	Size int64  `json:"size"`
+}
+
+// getTree lists the tree of sha (a commit's or a tree's), recursively or one
+// level, calling each with every entry as it is decoded: the listing is
+// never held whole, and one over the entries bound stops being read there.
+// Its errors are go-github's, for mapError.
+func (g *GitHub) getTree(ctx context.Context, sha string, recursive bool, each func(treeEntry)) (treeListing, error) {
+	u := fmt.Sprintf("repos/%v/%v/git/trees/%v", g.owner, g.repo, url.PathEscape(sha))
+	if recursive {
+		u += "?recursive=1"
+	}
+	req, err := g.client.NewRequest(http.MethodGet, u, nil)
+	if err != nil {
+		return treeListing{}, err
+	}
+	resp, err := g.client.BareDo(ctx, req)
+	if err != nil {
+		return treeListing{}, err
+	}
+	defer resp.Body.Close()
+	return decodeTree(resp.Body, g.maxEntries, each)
+}
+
+// decodeTree reads a tree listing from r, streaming its entries to each;
+// more than max entries fail with a *BoundError.
+func decodeTree(r io.Reader, max int, each func(treeEntry)) (treeListing, error) {
+	var t treeListing
+	dec := json.NewDecoder(r)
+	delim := func(want json.Delim) error {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("decoding the tree listing: %w", err)
+		}
+		if d, ok := tok.(json.Delim); !ok || d != want {
+			return fmt.Errorf("decoding the tree listing: got %v, want %v", tok, want)
+		}
+		return nil
+	}
+	if err := delim('{'); err != nil {
+		return t, err
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return t, fmt.Errorf("decoding the tree listing: %w", err)
+		}
+		var derr error
+		switch tok {
+		case "sha":
+			derr = dec.Decode(&t.SHA)
+		case "truncated":
+			derr = dec.Decode(&t.Truncated)
+		case "tree":
+			if err := delim('['); err != nil {
+				return t, err
+			}
+			for dec.More() {
+				var e treeEntry
+				if err := dec.Decode(&e); err != nil {
+					return t, fmt.Errorf("decoding the tree listing's entry %d: %w", t.Entries, err)
+				}
+				if t.Entries++; t.Entries > max {
+					return t, &BoundError{Bound: "entries", Limit: int64(max), Got: int64(t.Entries)}
+				}
+				each(e)
+			}
+			derr = delim(']')
+		default:
+			var skip json.RawMessage
+			derr = dec.Decode(&skip)
+		}
+		if derr != nil {
+			return t, fmt.Errorf("decoding the tree listing's %v: %w", tok, derr)
+		}
+	}
+	return t, delim('}')
+}
+
 // entry converts a GitHub tree entry below dir into an Entry, if it is part
 // of the registry: a regular file, not hidden, like Local lists.
-func (g *GitHub) entry(dir string, e *github.TreeEntry) (Entry, bool) {
-	p := e.GetPath()
+func (g *GitHub) entry(dir string, e treeEntry) (Entry, bool) {
+	p := e.Path
 	if dir != "" {
 		p = dir + "/" + p
 	}
 	// Symbolic links (120000) and submodules (type "commit") are not files.
-	if e.GetType() != "blob" || e.GetMode() == "120000" || hidden(p) {
+	if e.Type != "blob" || e.Mode == "120000" || hidden(p) {
 		return Entry{}, false
 	}
-	if !fs.ValidPath(p) || !validSHA(e.GetSHA()) {
-		g.log.Warn("skipping malformed GitHub tree entry", "path", p, "sha", e.GetSHA())
+	if !fs.ValidPath(p) || !validSHA(e.SHA) {
+		g.log.Warn("skipping malformed GitHub tree entry", "path", p, "sha", e.SHA)
 		return Entry{}, false
 	}
-	return Entry{Path: p, SHA: e.GetSHA(), Size: int64(e.GetSize())}, true
+	return Entry{Path: p, SHA: e.SHA, Size: e.Size}, true
 }
 
 // hidden reports whether any element of p starts with ".", like the files
@@ -398,7 +490,7 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
-	listed := map[string][]*github.TreeEntry{} // tree SHA -> its entries
+	listed := map[string][]treeEntry{} // tree SHA -> its entries
 	level := []dir{{"", root}}
 	var entries []Entry
 	seen := 0 // entries read, trees and blobs: the walk's bound
@@ -410,7 +502,7 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 				todo = append(todo, d.sha)
 			}
 		}
-		results := make([][]*github.TreeEntry, len(todo))
+		results := make([][]treeEntry, len(todo))
 		errs := make([]error, len(todo))
 		sem := make(chan struct{}, walkConcurrency)
 		var wg sync.WaitGroup
@@ -420,18 +512,19 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 			go func() {
 				defer wg.Done()
 				defer func() { <-sem }()
-				t, _, err := g.client.Git.GetTree(ctx, g.owner, g.repo, sha, false)
+				var es []treeEntry
+				t, err := g.getTree(ctx, sha, false, func(e treeEntry) { es = append(es, e) })
 				if err != nil {
 					errs[i] = g.mapError(fmt.Sprintf("%s: listing tree %s", g, short(sha)), err)
 					cancel() // one failure fails the walk; stop the rest
 					return
 				}
-				if t.GetTruncated() {
+				if t.Truncated {
 					errs[i] = fmt.Errorf("%s: tree %s has more entries than GitHub lists: %w", g, short(sha), derrors.LimitExceeded)
 					cancel()
 					return
 				}
-				results[i] = t.Entries
+				results[i] = es
 			}()
 		}
 		wg.Wait()
@@ -448,15 +541,15 @@ func (g *GitHub) walk(ctx context.Context, root string) ([]Entry, error) {
 		var next []dir
 		for _, d := range level {
 			for _, e := range listed[d.sha] {
-				p := e.GetPath()
+				p := e.Path
 				if d.path != "" {
 					p = d.path + "/" + p
 				}
-				switch e.GetType() {
+				switch e.Type {
 				case "tree":
 					// Hidden directories are not listed, so not walked either.
-					if !hidden(p) && fs.ValidPath(p) && validSHA(e.GetSHA()) {
-						next = append(next, dir{p, e.GetSHA()})
+					if !hidden(p) && fs.ValidPath(p) && validSHA(e.SHA) {
+						next = append(next, dir{p, e.SHA})
 					}
 				case "blob":
 					if en, ok := g.entry(d.path, e); ok {
