@@ -89,7 +89,6 @@ type Examples struct {
 	results map[exampleKey]*ExampleResult
 	queue   []exampleJob
 	seen    map[string]*index.Snapshot // registry key -> snapshot last walked
-	byRef   map[refKey]exampleKey      // registry key and canonical reference -> key, of the current snapshots
 	settle  map[string]settling        // remote registry key -> its newest snapshot, since when
 	recent  []Change
 	usedBy  map[string][]Use // template ref without version -> users
@@ -97,17 +96,15 @@ type Examples struct {
 	// imported are results from Import of versions no snapshot walked
 	// yet.
 	imported map[exampleKey]*ExampleResult
-	// resultsPeak, importedPeak and byRefPeak are the most entries the
-	// maps held since they were last made (compact).
-	resultsPeak, importedPeak, byRefPeak int
+	// resultsPeak and importedPeak are the most entries the maps held
+	// since they were last made (compact).
+	resultsPeak, importedPeak int
 }
 
 // exampleKey keys a result: the registry's key (index.Registry.Key:
 // registries of two namespaces may share a name) and the version's digest.
 type exampleKey struct{ registry, digest string }
 
-// refKey finds a result by canonical reference within one registry.
-type refKey struct{ registry, ref string }
 
 type settling struct {
 	snap  *index.Snapshot
@@ -365,7 +362,6 @@ func (e *Examples) walk() (jobs []dateJob) {
 		return jobs
 	}
 	live := map[exampleKey]bool{}
-	e.byRef = map[refKey]exampleKey{}
 	for _, g := range regs {
 		if snap := g.Snapshot(); snap != nil {
 			gk := g.Key()
@@ -373,12 +369,10 @@ func (e *Examples) walk() (jobs []dateJob) {
 				for _, v := range t.Versions {
 					k := exampleKey{gk, v.Digest}
 					live[k] = true
-					e.byRef[refKey{gk, v.Ref}] = k
 				}
 			}
 		}
 	}
-	e.byRefPeak = len(e.byRef)
 	// A registry no longer served leaves nothing behind.
 	for key := range e.seen {
 		if !served[key] {
@@ -576,7 +570,6 @@ func (e *Examples) Forget(registry string) {
 func (e *Examples) compact() {
 	e.results = shrink(e.results, &e.resultsPeak)
 	e.imported = shrink(e.imported, &e.importedPeak)
-	e.byRef = shrink(e.byRef, &e.byRefPeak)
 }
 
 // shrink returns m, or a copy sized for its entries once it holds fewer
@@ -616,7 +609,6 @@ func (e *Examples) Drop(g *index.Registry) {
 	delete(e.seen, key)
 	delete(e.settle, key)
 	maps.DeleteFunc(e.results, func(k exampleKey, _ *ExampleResult) bool { return k.registry == key })
-	maps.DeleteFunc(e.byRef, func(k refKey, _ exampleKey) bool { return k.registry == key })
 	e.compact()
 	e.recent = slices.DeleteFunc(e.recent, func(c Change) bool { return c.Registry == key })
 	e.dirty = true
@@ -769,19 +761,22 @@ func (e *Examples) Generation() uint64 { return e.gen.Load() }
 
 // ByRef returns what is known of the version with canonical reference
 // ref (github.com/acme/templates/redis:v1.0.2) in the registry of key
-// registry.
+// registry, as its snapshot now lists it. The snapshot is the index: a map
+// of references kept beside it would cost as much again per version.
 func (e *Examples) ByRef(registry, ref string) (ExampleResult, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	k, ok := e.byRef[refKey{registry, ref}]
+	g, ok := e.opts.Resolver.ByKey(registry)
 	if !ok {
 		return ExampleResult{}, false
 	}
-	r, ok := e.results[k]
+	snap := g.Snapshot()
+	if snap == nil {
+		return ExampleResult{}, false
+	}
+	v, ok := snap.VersionByRef(ref)
 	if !ok {
 		return ExampleResult{}, false
 	}
-	return *r, true
+	return e.Result(registry, v.Digest)
 }
 
 // Status returns the example status of a version for the JSON API, or
