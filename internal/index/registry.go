@@ -383,6 +383,13 @@ func (r *Registry) persist(s *Snapshot) error {
 	}
 	var buf bytes.Buffer
 	h, _ := json.Marshal(snapshotHeader{Registry: s.Registry, Identity: r.ID(), Version: s.Tree.Version, ETag: s.Tree.ETag, Metadata: s.Metadata, Entries: len(s.Tree.Entries)})
+	// Sized at once: grown by doubling, a large listing's file cost up
+	// to three times its size while written.
+	n := len(h) + 1
+	for _, e := range s.Tree.Entries {
+		n += len(e.Path) + len(e.SHA) + 3 + decimalDigits(e.Size)
+	}
+	buf.Grow(n)
 	buf.Write(h)
 	buf.WriteByte('\n')
 	for _, e := range s.Tree.Entries {
@@ -394,6 +401,19 @@ func (r *Registry) persist(s *Snapshot) error {
 		buf.WriteByte('\n')
 	}
 	return fetch.WriteFileAtomic(r.snapshotPath(), buf.Bytes())
+}
+
+// decimalDigits is the length of strconv.FormatInt(n, 10).
+func decimalDigits(n int64) int {
+	d := 1
+	if n < 0 {
+		d++ // the sign; -n may overflow, so count on n itself
+	}
+	for n <= -10 || n >= 10 {
+		n /= 10
+		d++
+	}
+	return d
 }
 
 // Load installs the persisted snapshot, if there is one, without asking the
