@@ -254,6 +254,7 @@ func BenchmarkTenancyMemory(b *testing.B) {
 	time.Sleep(10 * time.Second) // registryd settled: its informers listed, its workers started
 	start := rssMiB(b, pid)
 	startAnon, startFile := rssParts(b, pid)
+	b.Logf("at start, MiB: %s", runtimeMemory(r))
 	var objs []*v1alpha1.Registry
 	for i := range registries {
 		o := &v1alpha1.Registry{ObjectMeta: metav1.ObjectMeta{Namespace: namespaces[i%len(namespaces)], Name: fmt.Sprintf("big%d", i)},
@@ -263,7 +264,13 @@ func BenchmarkTenancyMemory(b *testing.B) {
 	}
 	peak := start
 	waitForf(b, 10*time.Minute, func() string { return "every big registry Ready" }, func() bool {
-		peak = max(peak, rssMiB(b, pid))
+		if m := rssMiB(b, pid); m > peak {
+			peak = m
+			if m > 400 {
+				// The last collection's view at the peak so far.
+				saveHeapProfile(b, pprofAddr, profiles, "peak", false)
+			}
+		}
 		for _, o := range objs {
 			if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil || !apimeta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionReady) {
 				return false
@@ -273,7 +280,7 @@ func BenchmarkTenancyMemory(b *testing.B) {
 	})
 	time.Sleep(10 * time.Second) // the examples walked, the indexing's garbage collected
 	indexed := rssMiB(b, pid)
-	saveHeapProfile(b, pprofAddr, profiles, "indexed")
+	saveHeapProfile(b, pprofAddr, profiles, "indexed", true)
 	// The live heap is about half the next collection's goal (GOGC=100).
 	liveIndexed := r.metric("go_memstats_next_gc_bytes") / 2 / (1 << 20)
 	for _, o := range objs {
@@ -298,13 +305,8 @@ func BenchmarkTenancyMemory(b *testing.B) {
 		runtimeMiB += r.metric(m) / (1 << 20)
 	}
 	anon, file := rssParts(b, pid)
-	saveHeapProfile(b, pprofAddr, profiles, "deleted")
-	// One line: a benchmark's log is cut after a few.
-	var parts []string
-	for _, m := range []string{"heap_inuse", "stack_sys", "mspan_sys", "mcache_sys", "buck_hash_sys", "gc_sys", "other_sys"} {
-		parts = append(parts, fmt.Sprintf("%s %.1f", m, r.metric("go_memstats_"+m+"_bytes")/(1<<20)))
-	}
-	b.Logf("after the deletes, MiB: %s", strings.Join(parts, ", "))
+	saveHeapProfile(b, pprofAddr, profiles, "deleted", true)
+	b.Logf("after the deletes, MiB: %s", runtimeMemory(r))
 	b.Logf("after the deletes: RssAnon %.0f MiB, RssFile %.0f MiB (at start: %.0f and %.0f); heap in use %.0f MiB; the runtime's structures %.0f MiB",
 		anon, file, startAnon, startFile, r.metric("go_memstats_heap_inuse_bytes")/(1<<20), runtimeMiB)
 	b.ReportMetric(start, "RSS-start-MiB")
@@ -334,17 +336,30 @@ func bigTree(templates, versions, extra int) map[string]string {
 	return files
 }
 
-// saveHeapProfile keeps registryd's heap profile, taken after a
-// collection, as DIR/heap-NAME.pb.gz; nothing without an address.
-func saveHeapProfile(tb testing.TB, addr, dir, name string) {
+// runtimeMemory reads the Go runtime's memory figures from registryd's
+// metrics, in MiB, on one line: a benchmark's log is cut after a few.
+func runtimeMemory(r *replica) string {
+	var parts []string
+	for _, m := range []string{"heap_alloc", "heap_inuse", "stack_sys", "mspan_sys", "mcache_sys", "buck_hash_sys", "gc_sys", "other_sys"} {
+		parts = append(parts, fmt.Sprintf("%s %.1f", m, r.metric("go_memstats_"+m+"_bytes")/(1<<20)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// saveHeapProfile keeps registryd's heap profile, after a collection if
+// gc, as DIR/heap-NAME.pb.gz; nothing without an address.
+func saveHeapProfile(tb testing.TB, addr, dir, name string, gc bool) {
 	if addr == "" {
 		return
 	}
-	resp, err := http.Get("http://" + addr + "/debug/pprof/heap?gc=1")
+	u := "http://" + addr + "/debug/pprof/heap"
+	if gc {
+		u += "?gc=1"
+	}
+	resp, err := http.Get(u)
 	must(tb, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	must(tb, err)
 	must(tb, os.WriteFile(filepath.Join(dir, "heap-"+name+".pb.gz"), body, 0o644))
-	tb.Logf("heap profile: %s", filepath.Join(dir, "heap-"+name+".pb.gz"))
 }
