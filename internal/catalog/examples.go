@@ -105,7 +105,6 @@ type Examples struct {
 // registries of two namespaces may share a name) and the version's digest.
 type exampleKey struct{ registry, digest string }
 
-
 type settling struct {
 	snap  *index.Snapshot
 	since time.Time
