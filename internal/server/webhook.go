@@ -256,9 +256,6 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	cfg := h.cfg.Load()
 	body, release, err := h.read(w, r)
-	if err == nil {
-		defer release()
-	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
@@ -269,6 +266,7 @@ func (h *webhooks) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, api.Error{Error: "reading the webhook body: " + derrors.Clip(err.Error(), 200)})
 		return
 	}
+	defer release()
 	// The repository the delivery names picks the secrets it is checked
 	// against (unsigned, it only narrows which could sign it).
 	payload := body
