@@ -136,13 +136,25 @@ var ErrChanged = fmt.Errorf("changed since the registry was listed: %w", derrors
 
 // ListingHash returns a hash of a tree listing's paths and content hashes; it
 // serves as the version of a source that has no commits.
-func ListingHash(entries []Entry) string {
+func ListingHash(entries []Entry) string { return ListingHashPrefixed("", entries) }
+
+// ListingHashPrefixed returns prefix followed by ListingHash(entries), in
+// one string: a version's digest is one per version of every index.
+func ListingHashPrefixed(prefix string, entries []Entry) string {
 	h := sha256.New()
+	// One buffer for the whole listing: converting each path to bytes
+	// for Write allocated twice per entry.
+	var buf []byte
 	for _, e := range entries {
-		h.Write([]byte(e.Path))
-		h.Write([]byte{0})
-		h.Write([]byte(e.SHA))
-		h.Write([]byte{'\n'})
+		buf = append(buf[:0], e.Path...)
+		buf = append(buf, 0)
+		buf = append(buf, e.SHA...)
+		buf = append(buf, '\n')
+		h.Write(buf)
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	var sum [sha256.Size]byte
+	out := make([]byte, len(prefix)+hex.EncodedLen(len(sum)))
+	copy(out, prefix)
+	hex.Encode(out[len(prefix):], h.Sum(sum[:0]))
+	return string(out)
 }

@@ -324,21 +324,36 @@ func (s *Snapshot) Errors() int {
 	return n
 }
 
-// dir is a directory of the listing.
+// dir is a directory of the listing, built for one Build. Its children
+// are slices, not maps: a large registry has a directory per version,
+// most holding a file or two, and a map per directory cost five times as
+// much while the registry was indexed.
 type dir struct {
-	path  string
-	dirs  map[string]*dir
-	files map[string]fetch.Entry // by base name; direct children only
+	path, name string
+	dirs       []*dir   // sorted by name
+	files      []string // base names of the direct children
 }
 
+// childNames returns the names of d's subdirectories, sorted.
 func (d *dir) childNames() []string {
-	names := make([]string, 0, len(d.dirs))
-	for n := range d.dirs {
-		names = append(names, n)
+	names := make([]string, len(d.dirs))
+	for i, c := range d.dirs {
+		names[i] = c.name
 	}
-	sort.Strings(names)
 	return names
 }
+
+// child returns d's subdirectory name, or nil.
+func (d *dir) child(name string) *dir {
+	i, ok := slices.BinarySearchFunc(d.dirs, name, func(c *dir, name string) int { return strings.Compare(c.name, name) })
+	if !ok {
+		return nil
+	}
+	return d.dirs[i]
+}
+
+// hasFile reports whether d holds a file named name.
+func (d *dir) hasFile(name string) bool { return slices.Contains(d.files, name) }
 
 // Build indexes tree for the registry named by prefix. meta is the content
 // of registry.yaml, or nil. Build never fails on a bad registry: what is
@@ -371,7 +386,32 @@ func build(langs *engine.Registry, prefix string, tree *fetch.Tree, meta []byte)
 		// the room appending left.
 		b.s.Findings = slices.Clone(b.s.Findings)
 	}
+	b.versionFindings()
 	return b.s
+}
+
+// versionFindings gives each version its findings as a part of the
+// snapshot's, which are sorted by path: a version's are those at its
+// directory, held once (a copy per version doubled what a large
+// registry's findings cost, most of them one warning per version).
+func (b *builder) versionFindings() {
+	fs := b.s.Findings
+	for _, c := range b.s.Collections {
+		for _, t := range c.Templates {
+			for _, v := range t.Versions {
+				lo := sort.Search(len(fs), func(i int) bool { return fs[i].Path >= v.Path })
+				hi := lo
+				for hi < len(fs) && fs[hi].Path == v.Path {
+					hi++
+				}
+				if hi > lo {
+					// Capped: appending to a version's findings must not
+					// write over the next version's.
+					v.Findings = fs[lo:hi:hi]
+				}
+			}
+		}
+	}
 }
 
 type builder struct {
@@ -386,20 +426,18 @@ type builder struct {
 	messages map[string]string
 }
 
-func (b *builder) find(sev Severity, p, format string, args ...any) Finding {
+func (b *builder) find(sev Severity, p, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if m, ok := b.messages[msg]; ok {
 		msg = m
 	} else {
 		b.messages[msg] = msg
 	}
-	f := Finding{Path: p, Severity: sev, Message: msg}
-	b.s.Findings = append(b.s.Findings, f)
-	return f
+	b.s.Findings = append(b.s.Findings, Finding{Path: p, Severity: sev, Message: msg})
 }
 
 func (b *builder) tree() *dir {
-	root := &dir{dirs: map[string]*dir{}, files: map[string]fetch.Entry{}}
+	root := &dir{}
 	dirs := map[string]*dir{"": root}
 	var ensure func(p string) *dir
 	ensure = func(p string) *dir {
@@ -410,9 +448,10 @@ func (b *builder) tree() *dir {
 		if i := strings.LastIndexByte(p, '/'); i >= 0 {
 			parent, name = p[:i], p[i+1:]
 		}
-		d := &dir{path: p, dirs: map[string]*dir{}, files: map[string]fetch.Entry{}}
+		d := &dir{path: p, name: name}
 		dirs[p] = d
-		ensure(parent).dirs[name] = d
+		pd := ensure(parent)
+		pd.dirs = append(pd.dirs, d)
 		return d
 	}
 	for _, e := range b.entries {
@@ -420,7 +459,17 @@ func (b *builder) tree() *dir {
 		if i := strings.LastIndexByte(e.Path, '/'); i >= 0 {
 			parent, name = e.Path[:i], e.Path[i+1:]
 		}
-		ensure(parent).files[name] = e
+		// A listing names a path once; were it not so, the copies of a
+		// sorted one are adjacent.
+		d := ensure(parent)
+		if n := len(d.files); n == 0 || d.files[n-1] != name {
+			d.files = append(d.files, name)
+		}
+	}
+	// A sorted listing adds most children in order, but not all: a.b/x
+	// sorts before a/y, while the directory a sorts before a.b.
+	for _, d := range dirs {
+		slices.SortFunc(d.dirs, func(x, y *dir) int { return strings.Compare(x.name, y.name) })
 	}
 	return root
 }
@@ -431,7 +480,7 @@ func (b *builder) lookup(p string) *dir {
 		return d
 	}
 	for _, part := range strings.Split(p, "/") {
-		if d = d.dirs[part]; d == nil {
+		if d = d.child(part); d == nil {
 			return nil
 		}
 	}
@@ -473,7 +522,7 @@ func (b *builder) collections() {
 		}
 		c := &Collection{Name: name, Path: p, Mapped: mapped[name], Templates: map[string]*Template{}}
 		for _, tn := range d.childNames() {
-			td := d.dirs[tn]
+			td := d.child(tn)
 			if !b.isTemplateDir(tn, td) {
 				continue
 			}
@@ -495,11 +544,11 @@ func (b *builder) collections() {
 // directory: a child is a version directory, or holds a file named for the
 // template.
 func (b *builder) isTemplateDir(name string, d *dir) bool {
-	for vn, vd := range d.dirs {
-		if IsVersion(vn) {
+	for _, vd := range d.dirs {
+		if IsVersion(vd.name) {
 			return true
 		}
-		for fn := range vd.files {
+		for _, fn := range vd.files {
 			if strings.TrimSuffix(fn, path.Ext(fn)) == name {
 				if _, ok := b.langs.ForFile(fn); ok {
 					return true
@@ -521,7 +570,7 @@ func (b *builder) template(c *Collection, name string, d *dir) *Template {
 	t := &Template{Name: name, Collection: c.Name, Path: d.path}
 	b.templates[d.path] = true
 	for _, vn := range d.childNames() {
-		vd := d.dirs[vn]
+		vd := d.child(vn)
 		if !IsVersion(vn) {
 			b.find(Error, vd.path, "version directory name %q is not a version (want v<MAJOR>[.<MINOR>[.<PATCH>]], such as v1.2.3)", vn)
 			continue
@@ -537,9 +586,9 @@ func (b *builder) template(c *Collection, name string, d *dir) *Template {
 	for i := 1; i < len(t.Versions); i++ {
 		a, v := t.Versions[i-1], t.Versions[i]
 		if a.Semver == v.Semver {
-			f := b.find(Error, v.Path, "duplicate version: %s and %s are both %s", a.Name, v.Name, v.Semver)
-			a.Findings = append(a.Findings, f)
-			v.Findings = append(v.Findings, f)
+			// Each directory is flagged: either may be the one to rename.
+			b.find(Error, a.Path, "duplicate version: %s and %s are both %s", a.Name, v.Name, v.Semver)
+			b.find(Error, v.Path, "duplicate version: %s and %s are both %s", a.Name, v.Name, v.Semver)
 		}
 	}
 	return t
@@ -576,11 +625,13 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 	}
 	v.Digest = Digest(v.Files)
 
+	// The version's findings are set from the snapshot's once all are
+	// found (versionFindings).
 	note := func(sev Severity, format string, args ...any) {
-		v.Findings = append(v.Findings, b.find(sev, d.path, format, args...))
+		b.find(sev, d.path, format, args...)
 	}
 	var code, data []string
-	for fn := range d.files {
+	for _, fn := range d.files {
 		if fn == SignatureFile {
 			continue
 		}
@@ -618,12 +669,12 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 		v.Language, _ = languageOf(b.langs, v.Template)
 		// A language with a fixed schema name (values.schema.json).
 		if l, _ := b.langs.Lookup(string(v.Language)); l.SchemaFile != "" {
-			if _, ok := d.files[l.SchemaFile]; ok {
+			if d.hasFile(l.SchemaFile) {
 				v.Schema = l.SchemaFile
 			}
 		}
 	}
-	for fn := range d.files {
+	for _, fn := range d.files {
 		if !strings.HasSuffix(fn, SchemaSuffix) {
 			continue
 		}
@@ -637,7 +688,7 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 			note(Error, "schema %s is named for %s, not for the template file %s (want %s%s)", fn, target, v.Template, v.Template, SchemaSuffix)
 		}
 	}
-	if _, ok := d.files[ExampleFile]; ok {
+	if d.hasFile(ExampleFile) {
 		v.Example = ExampleFile
 	} else {
 		note(Warning, "no %s: every version should carry an example configuration", ExampleFile)
@@ -651,7 +702,7 @@ func (b *builder) undiscoverable() {
 	var walk func(d *dir, depth int)
 	walk = func(d *dir, depth int) {
 		for _, n := range d.childNames() {
-			c := d.dirs[n]
+			c := d.child(n)
 			if depth > 0 && !b.templates[c.path] && b.isTemplateDir(n, c) && hasVersionDir(c) {
 				b.find(Warning, c.path, "template directory %s is not at the root of a collection, so no reference reaches it (map its parent in %s)", n, MetadataFile)
 			}
@@ -662,8 +713,8 @@ func (b *builder) undiscoverable() {
 }
 
 func hasVersionDir(d *dir) bool {
-	for n := range d.dirs {
-		if IsVersion(n) {
+	for _, c := range d.dirs {
+		if IsVersion(c.name) {
 			return true
 		}
 	}
@@ -692,5 +743,5 @@ func RefString(registry, collection, template, version string) string {
 // over each relative path and content hash, in path order. It depends only on
 // content, so it is the same from every source and across restarts.
 func Digest(files []fetch.Entry) string {
-	return "sha256:" + fetch.ListingHash(files)
+	return fetch.ListingHashPrefixed("sha256:", files)
 }

@@ -1,6 +1,7 @@
 package index_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -84,7 +85,7 @@ func TestBuildFindings(t *testing.T) {
 		{"missing example", map[string]string{"t/v1/t.jinja": ""},
 			[]string{"t/v1: warning: no example.yaml"}},
 		{"duplicate versions", map[string]string{"t/v1/t.jinja": "", "t/v1/example.yaml": "", "t/v1.0.0/t.jinja": "x", "t/v1.0.0/example.yaml": ""},
-			[]string{"t/v1.0.0: error: duplicate version: v1 and v1.0.0 are both v1.0.0"}},
+			[]string{"t/v1: error: duplicate version: v1 and v1.0.0 are both v1.0.0", "t/v1.0.0: error: duplicate version: v1 and v1.0.0 are both v1.0.0"}},
 		{"undiscoverable", map[string]string{"a/b/t/v1/t.jinja": "", "a/b/t/v1/example.yaml": ""},
 			[]string{"a/b/t: warning: template directory t is not at the root of a collection"}},
 		{"bad registry.yaml", map[string]string{"registry.yaml": "collections: [1", "t/v1/t.jinja": "", "t/v1/example.yaml": ""},
@@ -197,6 +198,67 @@ func TestFindingMessagesShared(t *testing.T) {
 	for _, m := range msgs[1:] {
 		if unsafe.StringData(m) != unsafe.StringData(msgs[0]) {
 			t.Errorf("the message %q is held once per version", m)
+		}
+	}
+}
+
+// TestVersionFindings checks that each version's findings are those at
+// its directory, held once: a part of the snapshot's, which appending to
+// a version's cannot change.
+func TestVersionFindings(t *testing.T) {
+	snap := build(map[string]string{
+		"web/v1/web.jinja":            "",
+		"web/v1.0.0/web.jinja":        "",
+		"web/v1.0.0/example.yaml":     "",
+		"web/v1.1.0/web.jinja":        "",
+		"web/v1.1.0/web.jinja.schema": "",
+		"web/v1.1.0/other.schema":     "",
+		"web/v1.2.0/web.jinja":        "",
+		"web/v1.2.0/example.yaml":     "",
+		"web/v1.3.0/web.jinja":        "",
+		"web/v1.3.0/web.py":           "",
+		"web/v1.3.0/example.yaml":     "",
+	})
+	tmpl, ok := snap.Template("", "web")
+	if !ok {
+		t.Fatalf("no template web; findings %v", snap.Findings)
+	}
+	want := map[string][]string{
+		"web/v1":     {"error: duplicate version", "warning: no example.yaml"},
+		"web/v1.0.0": {"error: duplicate version"},
+		"web/v1.1.0": {"error: schema other.schema", "warning: no example.yaml"},
+		"web/v1.2.0": nil,
+		"web/v1.3.0": {"error: several template files"},
+	}
+	for _, v := range tmpl.Versions {
+		var got []string
+		for _, f := range v.Findings {
+			if f.Path != v.Path {
+				t.Errorf("%s: finding %v is not at the version's directory", v.Path, f)
+			}
+			got = append(got, string(f.Severity)+": "+f.Message)
+		}
+		slices.Sort(got)
+		w := want[v.Path]
+		if len(got) != len(w) {
+			t.Errorf("%s: findings %q, want %d: %q", v.Path, got, len(w), w)
+			continue
+		}
+		for i := range w {
+			if !strings.HasPrefix(got[i], w[i]) {
+				t.Errorf("%s: finding %q, want %q", v.Path, got[i], w[i])
+			}
+		}
+		if len(v.Findings) > 0 {
+			i := slices.IndexFunc(snap.Findings, func(f index.Finding) bool { return f.Path == v.Path })
+			if &snap.Findings[i] != &v.Findings[0] {
+				t.Errorf("%s: the findings are a copy of the snapshot's", v.Path)
+			}
+			before := slices.Clone(snap.Findings)
+			_ = append(v.Findings, index.Finding{Path: "x", Message: "appended"})
+			if !slices.Equal(before, snap.Findings) {
+				t.Errorf("%s: appending to the version's findings changed the snapshot's", v.Path)
+			}
 		}
 	}
 }

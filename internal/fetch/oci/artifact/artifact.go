@@ -158,7 +158,7 @@ func ContentDigest(files []File) string {
 	for i, f := range files {
 		entries[i] = fetch.Entry{Path: f.Path, SHA: f.SHA, Size: f.Size}
 	}
-	return "sha256:" + fetch.ListingHash(entries)
+	return fetch.ListingHashPrefixed("sha256:", entries)
 }
 
 // Pack packs a version directory's files with meta into the artifact.
