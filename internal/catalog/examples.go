@@ -550,6 +550,19 @@ func (e *Examples) Import(registry, digest string, r ExampleResult) {
 	e.gen.Add(1)
 }
 
+// Holds reports whether the tester has a tested result of the version
+// with digest in registry, its own or imported: Import would keep it.
+func (e *Examples) Holds(registry, digest string) bool {
+	key := exampleKey{registry, digest}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if r, ok := e.results[key]; ok {
+		return !r.Tested.IsZero()
+	}
+	_, ok := e.imported[key]
+	return ok
+}
+
 // Forget drops every result kept of the registry of key, served no more:
 // replicas call it when the stored results of a deleted registry go.
 func (e *Examples) Forget(registry string) {

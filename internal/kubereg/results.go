@@ -21,9 +21,9 @@ import (
 
 // Example results live in ConfigMaps of registryd's namespace, one per
 // registry and first hex digit of the version digest (16 shards): a result
-// is about 300 bytes, so a shard stays under the 1 MiB object limit up to
-// some 3,000 versions, 48,000 per registry. Each data key is a version's
-// digest ("sha256.HEX"), its value the result as JSON.
+// is about 130 bytes with its key, so a shard stays under the 1 MiB object
+// limit up to some 7,000 versions, 110,000 per registry. Each data key is
+// a version's digest ("sha256.HEX"), its value the result as JSON.
 const (
 	// resultsLabel marks registryd's result ConfigMaps.
 	resultsLabel = "dm.io/registryd-examples"
@@ -49,9 +49,12 @@ func resultName(registry, digest string) string {
 // resultKey is digest as a ConfigMap key.
 func resultKey(digest string) string { return strings.Replace(digest, ":", ".", 1) }
 
-// storedResult is a result as stored.
+// storedResult is a result as stored. Its reference is not: the digest
+// names the version, and every replica's snapshot knows its reference
+// (ConfigMaps written before carry a "ref" this ignores). Every replica
+// holds every shard in its watch cache, so each byte of a result is paid
+// for once per version in each of them.
 type storedResult struct {
-	Ref    string    `json:"ref"`
 	Title  string    `json:"title,omitempty"`
 	Status string    `json:"status,omitempty"`
 	Error  string    `json:"error,omitempty"`
@@ -68,7 +71,9 @@ type pendingResult struct {
 // result ConfigMaps. It does not block.
 func (w *Watcher) ExampleResult(registry, digest string, r catalog.ExampleResult) {
 	w.resMu.Lock()
-	w.results = append(w.results, pendingResult{registry, digest, storedResult{r.Ref, r.Title, r.Status, r.Error, r.Uses, r.Tested}})
+	// To the second: the page says when a version was tested, not to
+	// the nanosecond, and RFC 3339's fraction was a tenth of a result.
+	w.results = append(w.results, pendingResult{registry, digest, storedResult{r.Title, r.Status, r.Error, r.Uses, r.Tested.Truncate(time.Second)}})
 	w.resMu.Unlock()
 	select {
 	case w.resCh <- struct{}{}:
@@ -76,21 +81,43 @@ func (w *Watcher) ExampleResult(registry, digest string, r catalog.ExampleResult
 	}
 }
 
-// importResults hands every result of a ConfigMap to the tester: this
-// replica then never tests those versions.
-func (w *Watcher) importResults(obj any) {
-	cm, ok := obj.(*corev1.ConfigMap)
-	if !ok || w.srv == nil {
+// takeResults is the result informer's transform: it hands a shard's
+// results to the tester and leaves only the ConfigMap's metadata in the
+// informer's cache. Every replica watches every shard, and a second copy
+// of each result in each replica's cache cost as much as its index
+// entry. A transform sees every version of every object the watch
+// delivers, once and in order, before any handler: a deleted shard's
+// results are imported before its DeleteFunc forgets its registry, never
+// after.
+func (w *Watcher) takeResults(obj any) (any, error) {
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		w.importResults(cm)
+		cm.Data = nil
+	}
+	return stripManagedFields(obj)
+}
+
+// importResults hands a ConfigMap's results to the tester: this replica
+// then never tests those versions. A result the tester holds already is
+// not decoded again (a shard is rewritten each time results are added to
+// it, and decoding its thousands of results at every write, in every
+// replica, cost more than the tests).
+func (w *Watcher) importResults(cm *corev1.ConfigMap) {
+	if w.srv == nil {
 		return
 	}
 	registry := cm.Annotations[resultsRegistry]
 	ex := w.srv.Examples()
 	for k, v := range cm.Data {
+		digest := strings.Replace(k, ".", ":", 1)
+		if ex.Holds(registry, digest) {
+			continue
+		}
 		var r storedResult
 		if err := json.Unmarshal([]byte(v), &r); err != nil {
 			continue
 		}
-		ex.Import(registry, strings.Replace(k, ".", ":", 1), catalog.ExampleResult{Ref: r.Ref, Title: r.Title, Status: r.Status, Error: r.Error, Uses: r.Uses, Tested: r.Tested})
+		ex.Import(registry, digest, catalog.ExampleResult{Title: r.Title, Status: r.Status, Error: r.Error, Uses: r.Uses, Tested: r.Tested})
 	}
 }
 
@@ -149,9 +176,18 @@ func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var cm *corev1.ConfigMap
-	if o, ok, _ := store.GetByKey(w.opts.Namespace + "/" + name); ok {
-		cm = o.(*corev1.ConfigMap).DeepCopy()
-	} else {
+	if _, ok, _ := store.GetByKey(w.opts.Namespace + "/" + name); ok {
+		// The cache holds the shard's metadata only (takeResults): its
+		// results are read to be merged with. An update of what was
+		// read fails on a conflict, and is tried again.
+		cm = &corev1.ConfigMap{}
+		if err := w.client.Get(wctx, client.ObjectKey{Namespace: w.opts.Namespace, Name: name}, cm); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		} else if err != nil {
+			cm = nil
+		}
+	}
+	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: name,
 			Labels:      map[string]string{resultsLabel: "true", "app.kubernetes.io/name": "registryd"},
 			Annotations: map[string]string{resultsRegistry: ps[0].registry}}}

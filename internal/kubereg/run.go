@@ -37,9 +37,10 @@ func (w *Watcher) Run(ctx context.Context, srv Server) error {
 	regs := w.informer(ctx, &v1alpha1.RegistryList{}, &v1alpha1.Registry{}, "", "")
 	cregs := w.informer(ctx, &v1alpha1.ClusterRegistryList{}, &v1alpha1.ClusterRegistry{}, "", "")
 	results := w.selected(ctx, &corev1.ConfigMapList{}, &corev1.ConfigMap{}, w.opts.Namespace, "", resultsLabel+"=true")
+	// The results go to the tester as the watch delivers them; the cache
+	// keeps the shards' metadata.
+	_ = results.SetTransform(w.takeResults)
 	_, _ = results.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    w.importResults,
-		UpdateFunc: func(_, o any) { w.importResults(o) },
 		DeleteFunc: w.forgetResults,
 	})
 	// Another replica's push wakes the sync loop, which refreshes.
