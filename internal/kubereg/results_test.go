@@ -18,9 +18,9 @@ import (
 type resultsServer struct{ ex *catalog.Examples }
 
 func (s resultsServer) SetWebhookRegistries([]server.WebhookRegistry) {}
-func (s resultsServer) RequestRefresh(string, string) bool           { return false }
-func (s resultsServer) Examples() *catalog.Examples                  { return s.ex }
-func (s resultsServer) Forget(*index.Registry)                       {}
+func (s resultsServer) RequestRefresh(string, string) bool            { return false }
+func (s resultsServer) Examples() *catalog.Examples                   { return s.ex }
+func (s resultsServer) Forget(*index.Registry)                        {}
 
 // TestTakeResults checks the result informer's transform: a shard's
 // results reach the tester, and the cache keeps its metadata only.
