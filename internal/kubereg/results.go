@@ -1,10 +1,12 @@
 package kubereg
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,12 +40,15 @@ const maxShardBytes = 900 << 10
 // resultName is the ConfigMap holding digest's result in registry.
 func resultName(registry, digest string) string {
 	h := sha256.Sum256([]byte(registry))
-	hexDigest := strings.TrimPrefix(digest, "sha256:")
-	shard := "0"
-	if hexDigest != "" {
-		shard = hexDigest[:1]
+	return "registryd-examples-" + hex.EncodeToString(h[:])[:12] + "-" + shardOf(digest)
+}
+
+// shardOf is the shard of a version's digest: its first hex digit.
+func shardOf(digest string) string {
+	if hexDigest := strings.TrimPrefix(digest, "sha256:"); hexDigest != "" {
+		return hexDigest[:1]
 	}
-	return "registryd-examples-" + hex.EncodeToString(h[:])[:12] + "-" + shard
+	return "0"
 }
 
 // resultKey is digest as a ConfigMap key.
@@ -62,18 +67,16 @@ type storedResult struct {
 	Tested time.Time `json:"tested"`
 }
 
-type pendingResult struct {
-	registry, digest string
-	r                storedResult
-}
+// pendingResult names a result to store: the tester holds it, and it is
+// read from there when written (a queue of copies held every result of a
+// registry's first test twice, and grouping them by shard a third time).
+type pendingResult struct{ registry, digest string }
 
 // ExampleResult is the tester's OnResult: the result is queued for the
 // result ConfigMaps. It does not block.
-func (w *Watcher) ExampleResult(registry, digest string, r catalog.ExampleResult) {
+func (w *Watcher) ExampleResult(registry, digest string, _ catalog.ExampleResult) {
 	w.resMu.Lock()
-	// To the second: the page says when a version was tested, not to
-	// the nanosecond, and RFC 3339's fraction was a tenth of a result.
-	w.results = append(w.results, pendingResult{registry, digest, storedResult{r.Title, r.Status, r.Error, r.Uses, r.Tested.Truncate(time.Second)}})
+	w.results = append(w.results, pendingResult{registry, digest})
 	w.resMu.Unlock()
 	select {
 	case w.resCh <- struct{}{}:
@@ -140,18 +143,26 @@ func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
 		if len(batch) == 0 {
 			continue
 		}
-		byName := map[string][]pendingResult{}
-		for _, p := range batch {
-			// A registry no longer served has no results to keep: its
-			// ConfigMaps go (collectResults), and so do these.
-			if _, ok := w.opts.Resolver.ByKey(p.registry); !ok {
-				continue
-			}
-			n := resultName(p.registry, p.digest)
-			byName[n] = append(byName[n], p)
-		}
+		// A registry no longer served has no results to keep: its
+		// ConfigMaps go (collectResults), and so do these.
+		batch = slices.DeleteFunc(batch, func(p pendingResult) bool {
+			_, ok := w.opts.Resolver.ByKey(p.registry)
+			return !ok
+		})
+		// In shard order, so that each shard's results are a run of the
+		// batch itself.
+		slices.SortFunc(batch, func(a, b pendingResult) int {
+			return cmp.Or(strings.Compare(a.registry, b.registry), cmp.Compare(shardOf(a.digest), shardOf(b.digest)))
+		})
 		var failed []pendingResult
-		for name, ps := range byName {
+		for i := 0; i < len(batch); {
+			j := i + 1
+			for j < len(batch) && batch[j].registry == batch[i].registry && shardOf(batch[j].digest) == shardOf(batch[i].digest) {
+				j++
+			}
+			ps := batch[i:j]
+			i = j
+			name := resultName(ps[0].registry, ps[0].digest)
 			err := w.writeResults(ctx, store, name, ps)
 			switch {
 			case err == nil:
@@ -200,8 +211,17 @@ func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name
 		size += len(k) + len(v)
 	}
 	dropped := 0
+	ex := w.srv.Examples()
 	for _, p := range ps {
-		b, err := json.Marshal(p.r)
+		r, ok := ex.Result(p.registry, p.digest)
+		if !ok || r.Tested.IsZero() {
+			// Forgotten since: its registry went, or the version.
+			continue
+		}
+		// To the second: the page says when a version was tested, not
+		// to the nanosecond, and RFC 3339's fraction was a tenth of a
+		// result.
+		b, err := json.Marshal(storedResult{r.Title, r.Status, r.Error, r.Uses, r.Tested.Truncate(time.Second)})
 		if err != nil {
 			return err
 		}
