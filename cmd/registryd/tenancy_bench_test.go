@@ -56,7 +56,16 @@ func BenchmarkTenancy(b *testing.B) {
 	}
 	gh := githubtest.New(repos)
 	defer gh.Close()
-	r := startReplica(b, replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "0")...)
+	args := replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "0")
+	// TENANCY_PROFILES=DIR keeps CPU profiles of registryd under the last
+	// pair's loads in DIR (cpu-anonymous.pb.gz, cpu-authorized.pb.gz).
+	profiles := os.Getenv("TENANCY_PROFILES")
+	pprofAddr := ""
+	if profiles != "" {
+		pprofAddr = freeAddr(b)
+		args = append(args, "--pprof-addr", pprofAddr)
+	}
+	r := startReplica(b, args...)
 	objs := []client.Object{&v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
 		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "shared", Branch: "main"}}}}
 	for i := range registries {
@@ -95,14 +104,32 @@ func BenchmarkTenancy(b *testing.B) {
 	// rps runs wrk on url and returns its requests per second and
 	// registryd's CPU time per request meanwhile (from /proc): the cost
 	// to registryd, which wrk's own work on the same cores does not skew.
+	duration := envOr("DURATION", "10s")
+	profile := "" // the CPU profile the next rps keeps, by name
 	rps := func(url string, header ...string) (float64, float64) {
-		args := []string{"-t2", "-c32", "-d" + envOr("DURATION", "10s")}
+		args := []string{"-t2", "-c32", "-d" + duration}
 		for _, h := range header {
 			args = append(args, "-H", h)
+		}
+		var saved chan struct{}
+		if profile != "" && pprofAddr != "" {
+			saved = make(chan struct{})
+			go func(name string) {
+				defer close(saved)
+				d, _ := time.ParseDuration(duration)
+				// Not Fatal: this is not the benchmark's goroutine.
+				if err := saveProfile("http://"+pprofAddr+fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Seconds())-2)), filepath.Join(profiles, "cpu-"+name+".pb.gz")); err != nil {
+					b.Errorf("CPU profile %s: %v", name, err)
+				}
+			}(profile)
+			profile = ""
 		}
 		cpu0 := cpuSeconds(b, pid)
 		out, err := exec.Command("wrk", append(args, url)...).CombinedOutput()
 		cpu := cpuSeconds(b, pid) - cpu0
+		if saved != nil {
+			<-saved
+		}
 		if err != nil {
 			b.Fatalf("wrk: %v\n%s", err, out)
 		}
@@ -130,24 +157,36 @@ func BenchmarkTenancy(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	var cpuX, rateX, anonCPU, authCPU []float64
+	// Beside each pair, the anonymous resolve carrying a header as long
+	// as the token's, which registryd does not read: what carrying the
+	// kilobyte over HTTP costs (net/http reads, checks and copies every
+	// header), apart from what authorizing it costs.
+	padded := "X-Padding: " + strings.Repeat("x", len(token)+len("Bearer "))
+	var cpuX, padX, rateX, anonCPU, authCPU, padCPU []float64
 	for i := range pairs {
 		var a, ac, t, tc float64
+		last := i == pairs-1
 		if i%2 == 0 {
+			profile = map[bool]string{true: "anonymous"}[last]
 			a, ac = rps(anon)
+			profile = map[bool]string{true: "authorized"}[last]
 			t, tc = rps(authd, auth)
 		} else {
+			profile = map[bool]string{true: "authorized"}[last]
 			t, tc = rps(authd, auth)
+			profile = map[bool]string{true: "anonymous"}[last]
 			a, ac = rps(anon)
 		}
-		cpuX, rateX = append(cpuX, tc/ac), append(rateX, a/t)
-		anonCPU, authCPU = append(anonCPU, ac), append(authCPU, tc)
-		b.Logf("pair %d: anonymous %.0f req/s, %.1f µs of CPU; authorized %.0f req/s, %.1f µs", i+1, a, ac, t, tc)
+		_, pc := rps(anon, padded)
+		cpuX, padX, rateX = append(cpuX, tc/ac), append(padX, tc/pc), append(rateX, a/t)
+		anonCPU, authCPU, padCPU = append(anonCPU, ac), append(authCPU, tc), append(padCPU, pc)
+		b.Logf("pair %d: anonymous %.0f req/s, %.1f µs of CPU; authorized %.0f req/s, %.1f µs; anonymous with a header of the token's length %.1f µs", i+1, a, ac, t, tc, pc)
 	}
 	b.ReportMetric(median(cpuX), "authorized-cpu-x")
+	b.ReportMetric(median(padX), "authorized-vs-padded-cpu-x")
 	b.ReportMetric(median(rateX), "authorized-throughput-x")
-	b.Logf("registryd's CPU per request, medians of %d pairs: anonymous %.1f µs, authorized %.1f µs, ratio %.3fx (pairs: %.3f; target 1.1x); throughput ratio under wrk on the same cores %.3fx; RSS with %d registries of 1,000 versions: %.0f MiB after indexing, %.0f MiB after the load (target 200)",
-		pairs, median(anonCPU), median(authCPU), median(cpuX), cpuX, median(rateX), registries, indexed, rssMiB(b, pid))
+	b.Logf("registryd's CPU per request, medians of %d pairs: anonymous %.1f µs, authorized %.1f µs, ratio %.3fx (pairs: %.3f; target 1.1x); anonymous with a header of the token's length %.1f µs, authorized against it %.3fx (pairs: %.3f); throughput ratio under wrk on the same cores %.3fx; RSS with %d registries of 1,000 versions: %.0f MiB after indexing, %.0f MiB after the load (target 200)",
+		pairs, median(anonCPU), median(authCPU), median(cpuX), cpuX, median(padCPU), median(padX), padX, median(rateX), registries, indexed, rssMiB(b, pid))
 }
 
 // median returns the median of xs.
@@ -360,10 +399,19 @@ func saveHeapProfile(tb testing.TB, addr, dir, name string, gc bool) {
 	if gc {
 		u += "?gc=1"
 	}
+	must(tb, saveProfile(u, filepath.Join(dir, "heap-"+name+".pb.gz")))
+}
+
+// saveProfile keeps the profile at URL u in the file named file.
+func saveProfile(u, file string) error {
 	resp, err := http.Get(u)
-	must(tb, err)
+	if err != nil {
+		return err
+	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
-	must(tb, err)
-	must(tb, os.WriteFile(filepath.Join(dir, "heap-"+name+".pb.gz"), body, 0o644))
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(file, body, 0o644)
 }
