@@ -57,8 +57,8 @@ func resultKey(digest string) string { return strings.Replace(digest, ":", ".", 
 // storedResult is a result as stored. Its reference is not: the digest
 // names the version, and every replica's snapshot knows its reference
 // (ConfigMaps written before carry a "ref" this ignores). Every replica
-// holds every shard in its watch cache, so each byte of a result is paid
-// for once per version in each of them.
+// receives every shard at each write of it, so each byte of a result is
+// paid for once per version in each of them.
 type storedResult struct {
 	Title  string    `json:"title,omitempty"`
 	Status string    `json:"status,omitempty"`
