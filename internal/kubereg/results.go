@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"iter"
 	"slices"
 	"strings"
 	"time"
@@ -149,19 +150,8 @@ func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
 			_, ok := w.opts.Resolver.ByKey(p.registry)
 			return !ok
 		})
-		// In shard order, so that each shard's results are a run of the
-		// batch itself.
-		slices.SortFunc(batch, func(a, b pendingResult) int {
-			return cmp.Or(strings.Compare(a.registry, b.registry), cmp.Compare(shardOf(a.digest), shardOf(b.digest)))
-		})
 		var failed []pendingResult
-		for i := 0; i < len(batch); {
-			j := i + 1
-			for j < len(batch) && batch[j].registry == batch[i].registry && shardOf(batch[j].digest) == shardOf(batch[i].digest) {
-				j++
-			}
-			ps := batch[i:j]
-			i = j
+		for ps := range shardRuns(batch) {
 			name := resultName(ps[0].registry, ps[0].digest)
 			err := w.writeResults(ctx, store, name, ps)
 			switch {
@@ -179,6 +169,27 @@ func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
 			w.resMu.Lock()
 			w.results = append(failed, w.results...)
 			w.resMu.Unlock()
+		}
+	}
+}
+
+// shardRuns sorts batch by shard and yields each shard's results, a run
+// of the batch itself: grouping them into slices of their own held every
+// queued result once more.
+func shardRuns(batch []pendingResult) iter.Seq[[]pendingResult] {
+	slices.SortFunc(batch, func(a, b pendingResult) int {
+		return cmp.Or(strings.Compare(a.registry, b.registry), strings.Compare(shardOf(a.digest), shardOf(b.digest)))
+	})
+	return func(yield func([]pendingResult) bool) {
+		for i := 0; i < len(batch); {
+			j := i + 1
+			for j < len(batch) && batch[j].registry == batch[i].registry && shardOf(batch[j].digest) == shardOf(batch[i].digest) {
+				j++
+			}
+			if !yield(batch[i:j]) {
+				return
+			}
+			i = j
 		}
 	}
 }

@@ -75,3 +75,37 @@ func TestTakeResults(t *testing.T) {
 		t.Errorf("takeResults(Secret) = %v, %v", o, err)
 	}
 }
+
+// TestShardRuns checks that queued results are written one shard at a
+// time, each shard's results together, whatever order they came in.
+func TestShardRuns(t *testing.T) {
+	a, b := "team-a/github.com/acme/t", "team-b/github.com/acme/t"
+	batch := []pendingResult{
+		{a, "sha256:1f"}, {b, "sha256:10"}, {a, "sha256:20"}, {a, "sha256:11"},
+		{b, "sha256:1a"}, {a, "sha256:ff"}, {a, "sha256:1e"},
+	}
+	var got [][]string
+	seen := map[string]bool{}
+	for ps := range shardRuns(batch) {
+		name := resultName(ps[0].registry, ps[0].digest)
+		if seen[name] {
+			t.Errorf("shard %s in two runs", name)
+		}
+		seen[name] = true
+		var run []string
+		for _, p := range ps {
+			if resultName(p.registry, p.digest) != name {
+				t.Errorf("%s %s in the run of shard %s", p.registry, p.digest, name)
+			}
+			run = append(run, p.digest)
+		}
+		got = append(got, run)
+	}
+	n := 0
+	for _, run := range got {
+		n += len(run)
+	}
+	if n != 7 || len(got) != 4 {
+		t.Errorf("runs %q: want the 7 results in 4 shards (team-a's 1, 2 and f; team-b's 1)", got)
+	}
+}
