@@ -59,12 +59,7 @@ func BenchmarkTenancy(b *testing.B) {
 	args := replicaArgs(b, registrydAccount(b, env.Kubeconfig, c, system), gh.URL, "--example-settle", "0")
 	// TENANCY_PROFILES=DIR keeps CPU profiles of registryd under the last
 	// pair's loads in DIR (cpu-anonymous.pb.gz, cpu-authorized.pb.gz).
-	profiles := os.Getenv("TENANCY_PROFILES")
-	pprofAddr := ""
-	if profiles != "" {
-		pprofAddr = freeAddr(b)
-		args = append(args, "--pprof-addr", pprofAddr)
-	}
+	profiles, pprofAddr, args := profiling(b, args)
 	r := startReplica(b, args...)
 	objs := []client.Object{&v1alpha1.ClusterRegistry{ObjectMeta: metav1.ObjectMeta{Name: "shared"},
 		Spec: v1alpha1.RegistrySpec{GitHub: v1alpha1.RegistryGitHub{Owner: "acme", Repo: "shared", Branch: "main"}}}}
@@ -280,12 +275,7 @@ func BenchmarkTenancyMemory(b *testing.B) {
 		"--example-settle", "0", "--max-tree-entries", "100000", "--max-registry-bytes", "256MiB")
 	// TENANCY_PROFILES=DIR keeps heap profiles of registryd, indexed and
 	// after the deletes, in DIR (go tool pprof -sample_index=inuse_space).
-	profiles := os.Getenv("TENANCY_PROFILES")
-	pprofAddr := ""
-	if profiles != "" {
-		pprofAddr = freeAddr(b)
-		args = append(args, "--pprof-addr", pprofAddr)
-	}
+	profiles, pprofAddr, args := profiling(b, args)
 	r := startReplica(b, args...)
 	r.token = env.AdminToken // /metrics is guarded
 	pid := r.cmd.Process.Pid
@@ -400,6 +390,18 @@ func saveHeapProfile(tb testing.TB, addr, dir, name string, gc bool) {
 		u += "?gc=1"
 	}
 	must(tb, saveProfile(u, filepath.Join(dir, "heap-"+name+".pb.gz")))
+}
+
+// profiling returns the directory TENANCY_PROFILES names, "" for none,
+// and when there is one an address for registryd's --pprof-addr, added
+// to its args.
+func profiling(tb testing.TB, args []string) (dir, addr string, withPprof []string) {
+	dir = os.Getenv("TENANCY_PROFILES")
+	if dir == "" {
+		return "", "", args
+	}
+	addr = freeAddr(tb)
+	return dir, addr, append(args, "--pprof-addr", addr)
 }
 
 // saveProfile keeps the profile at URL u in the file named file.
