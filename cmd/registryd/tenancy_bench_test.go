@@ -99,9 +99,10 @@ func BenchmarkTenancy(b *testing.B) {
 	// rps runs wrk on url and returns its requests per second and
 	// registryd's CPU time per request meanwhile (from /proc): the cost
 	// to registryd, which wrk's own work on the same cores does not skew.
+	// With a profile name (and TENANCY_PROFILES), it keeps registryd's CPU
+	// profile of the run.
 	duration := envOr("DURATION", "10s")
-	profile := "" // the CPU profile the next rps keeps, by name
-	rps := func(url string, header ...string) (float64, float64) {
+	rps := func(profile, url string, header ...string) (float64, float64) {
 		args := []string{"-t2", "-c32", "-d" + duration}
 		for _, h := range header {
 			args = append(args, "-H", h)
@@ -117,7 +118,6 @@ func BenchmarkTenancy(b *testing.B) {
 					b.Errorf("CPU profile %s: %v", name, err)
 				}
 			}(profile)
-			profile = ""
 		}
 		cpu0 := cpuSeconds(b, pid)
 		out, err := exec.Command("wrk", append(args, url)...).CombinedOutput()
@@ -146,8 +146,8 @@ func BenchmarkTenancy(b *testing.B) {
 	// Warm both (the token's reviews, the answers), then pairs in turns,
 	// each pair's order swapped, so that drift on the machine hits both
 	// alike; each pair gives a ratio, and the median of them is reported.
-	rps(anon)
-	rps(authd, auth)
+	rps("", anon)
+	rps("", authd, auth)
 	pairs := 5
 	if v, err := strconv.Atoi(os.Getenv("PAIRS")); err == nil && v > 0 {
 		pairs = v
@@ -160,19 +160,19 @@ func BenchmarkTenancy(b *testing.B) {
 	var cpuX, padX, rateX, anonCPU, authCPU, padCPU []float64
 	for i := range pairs {
 		var a, ac, t, tc float64
-		last := i == pairs-1
-		if i%2 == 0 {
-			profile = map[bool]string{true: "anonymous"}[last]
-			a, ac = rps(anon)
-			profile = map[bool]string{true: "authorized"}[last]
-			t, tc = rps(authd, auth)
-		} else {
-			profile = map[bool]string{true: "authorized"}[last]
-			t, tc = rps(authd, auth)
-			profile = map[bool]string{true: "anonymous"}[last]
-			a, ac = rps(anon)
+		// The last pair's profiles are kept.
+		anonProfile, authProfile := "", ""
+		if i == pairs-1 {
+			anonProfile, authProfile = "anonymous", "authorized"
 		}
-		_, pc := rps(anon, padded)
+		if i%2 == 0 {
+			a, ac = rps(anonProfile, anon)
+			t, tc = rps(authProfile, authd, auth)
+		} else {
+			t, tc = rps(authProfile, authd, auth)
+			a, ac = rps(anonProfile, anon)
+		}
+		_, pc := rps("", anon, padded)
 		cpuX, padX, rateX = append(cpuX, tc/ac), append(padX, tc/pc), append(rateX, a/t)
 		anonCPU, authCPU, padCPU = append(anonCPU, ac), append(authCPU, tc), append(padCPU, pc)
 		b.Logf("pair %d: anonymous %.0f req/s, %.1f µs of CPU; authorized %.0f req/s, %.1f µs; anonymous with a header of the token's length %.1f µs", i+1, a, ac, t, tc, pc)

@@ -334,15 +334,6 @@ type dir struct {
 	files      []string // base names of the direct children
 }
 
-// childNames returns the names of d's subdirectories, sorted.
-func (d *dir) childNames() []string {
-	names := make([]string, len(d.dirs))
-	for i, c := range d.dirs {
-		names[i] = c.name
-	}
-	return names
-}
-
 // child returns d's subdirectory name, or nil.
 func (d *dir) child(name string) *dir {
 	i, ok := slices.BinarySearchFunc(d.dirs, name, func(c *dir, name string) int { return strings.Compare(c.name, name) })
@@ -490,8 +481,8 @@ func (b *builder) lookup(p string) *dir {
 func (b *builder) collections() {
 	paths := map[string]string{"": ""}
 	mapped := map[string]bool{}
-	for _, name := range b.root.childNames() {
-		paths[name] = name
+	for _, c := range b.root.dirs {
+		paths[c.name] = c.name
 	}
 	if b.s.Metadata != nil {
 		var m Metadata
@@ -521,8 +512,8 @@ func (b *builder) collections() {
 			continue
 		}
 		c := &Collection{Name: name, Path: p, Mapped: mapped[name], Templates: map[string]*Template{}}
-		for _, tn := range d.childNames() {
-			td := d.child(tn)
+		for _, td := range d.dirs {
+			tn := td.name
 			if !b.isTemplateDir(tn, td) {
 				continue
 			}
@@ -569,8 +560,8 @@ func IsVersion(name string) bool {
 func (b *builder) template(c *Collection, name string, d *dir) *Template {
 	t := &Template{Name: name, Collection: c.Name, Path: d.path}
 	b.templates[d.path] = true
-	for _, vn := range d.childNames() {
-		vd := d.child(vn)
+	for _, vd := range d.dirs {
+		vn := vd.name
 		if !IsVersion(vn) {
 			b.find(Error, vd.path, "version directory name %q is not a version (want v<MAJOR>[.<MINOR>[.<PATCH>]], such as v1.2.3)", vn)
 			continue
@@ -701,8 +692,8 @@ func (b *builder) version(c *Collection, tmpl, name string, d *dir) *Version {
 func (b *builder) undiscoverable() {
 	var walk func(d *dir, depth int)
 	walk = func(d *dir, depth int) {
-		for _, n := range d.childNames() {
-			c := d.child(n)
+		for _, c := range d.dirs {
+			n := c.name
 			if depth > 0 && !b.templates[c.path] && b.isTemplateDir(n, c) && hasVersionDir(c) {
 				b.find(Warning, c.path, "template directory %s is not at the root of a collection, so no reference reaches it (map its parent in %s)", n, MetadataFile)
 			}

@@ -127,7 +127,7 @@ func (w *Watcher) importResults(cm *corev1.ConfigMap) {
 
 // storeResults writes queued results to their ConfigMaps until ctx ends;
 // a write that fails is tried again at the next result or after a second.
-func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
+func (w *Watcher) storeResults(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -153,7 +153,7 @@ func (w *Watcher) storeResults(ctx context.Context, store toolscache.Store) {
 		var failed []pendingResult
 		for ps := range shardRuns(batch) {
 			name := resultName(ps[0].registry, ps[0].digest)
-			err := w.writeResults(ctx, store, name, ps)
+			err := w.writeResults(ctx, name, ps)
 			switch {
 			case err == nil:
 			case apierrors.IsInvalid(err) || apierrors.IsRequestEntityTooLargeError(err):
@@ -194,22 +194,18 @@ func shardRuns(batch []pendingResult) iter.Seq[[]pendingResult] {
 	}
 }
 
-func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name string, ps []pendingResult) error {
+func (w *Watcher) writeResults(ctx context.Context, name string, ps []pendingResult) error {
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var cm *corev1.ConfigMap
-	if _, ok, _ := store.GetByKey(w.opts.Namespace + "/" + name); ok {
-		// The cache holds the shard's metadata only (takeResults): its
-		// results are read to be merged with. An update of what was
-		// read fails on a conflict, and is tried again.
-		cm = &corev1.ConfigMap{}
-		if err := w.client.Get(wctx, client.ObjectKey{Namespace: w.opts.Namespace, Name: name}, cm); err != nil && !apierrors.IsNotFound(err) {
+	// The watch cache holds the shards' metadata only (takeResults): the
+	// shard is read to be merged with. A write of what was read fails if
+	// another got there first (a conflict, or the shard created
+	// meanwhile), and is tried again.
+	cm := &corev1.ConfigMap{}
+	if err := w.client.Get(wctx, client.ObjectKey{Namespace: w.opts.Namespace, Name: name}, cm); err != nil {
+		if !apierrors.IsNotFound(err) {
 			return err
-		} else if err != nil {
-			cm = nil
 		}
-	}
-	if cm == nil {
 		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.opts.Namespace, Name: name,
 			Labels:      map[string]string{resultsLabel: "true", "app.kubernetes.io/name": "registryd"},
 			Annotations: map[string]string{resultsRegistry: ps[0].registry}}}
@@ -254,22 +250,7 @@ func (w *Watcher) writeResults(ctx context.Context, store toolscache.Store, name
 		w.log.Warn("example results not stored: their ConfigMap is full", "configmap", name, "results", dropped)
 	}
 	if cm.ResourceVersion == "" {
-		err := w.client.Create(wctx, cm)
-		if apierrors.IsAlreadyExists(err) {
-			// The cache had not seen it yet: read it and merge.
-			cur := &corev1.ConfigMap{}
-			if err := w.client.Get(wctx, client.ObjectKeyFromObject(cm), cur); err != nil {
-				return err
-			}
-			if cur.Data == nil {
-				cur.Data = map[string]string{}
-			}
-			for k, v := range cm.Data {
-				cur.Data[k] = v
-			}
-			return w.client.Update(wctx, cur)
-		}
-		return err
+		return w.client.Create(wctx, cm)
 	}
 	return w.client.Update(wctx, cm)
 }

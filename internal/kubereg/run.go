@@ -50,7 +50,7 @@ func (w *Watcher) Run(ctx context.Context, srv Server) error {
 	go regs.Run(ctx.Done())
 	go cregs.Run(ctx.Done())
 	go results.Run(ctx.Done())
-	go w.storeResults(ctx, results.GetStore())
+	go w.storeResults(ctx)
 	go w.recordPushes(ctx)
 	go w.elect(ctx, lease)
 	go w.writeStatuses(ctx, regs.GetStore(), cregs.GetStore(), results.GetStore())
